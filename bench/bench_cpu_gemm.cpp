@@ -1,0 +1,132 @@
+// Benchmark: sdc::gemm_f32::tile_fast (bit-exact fused chains, 64x64 tiles, one thread) against
+// single-threaded OpenBLAS cblas_sgemm on the same shapes, in one process.
+//
+// Usage: bench_cpu_gemm [--reps N] [--big] [--min-ratio R]
+//   --big adds 4096x4096x1024. Exit status 1 if any throughput ratio ours/OpenBLAS is below
+//   --min-ratio (default 0.7), 2 if the two results disagree beyond rounding, so it can serve as a check.
+// Timings alternate between the two implementations so that frequency or neighbour noise on a
+// shared machine hits both alike; the median of the repetitions is reported.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kTile = 64;
+
+struct Shape {
+    int64_t m, n, k;
+};
+
+void ours(const float* A, const float* B, float* C, const Shape& s, std::vector<float>& tile,
+          std::vector<float>& scratch) {
+    for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
+        const int64_t mt = std::min(kTile, s.m - i0);
+        for (int64_t j0 = 0; j0 < s.n; j0 += kTile) {
+            const int64_t nt = std::min(kTile, s.n - j0);
+            sdc::gemm_f32::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, tile.data(), scratch);
+            for (int64_t i = 0; i < mt; ++i)
+                std::memcpy(C + (i0 + i) * s.n + j0, tile.data() + i * nt, static_cast<size_t>(nt) * sizeof(float));
+        }
+    }
+}
+
+void blas(const float* A, const float* B, float* C, const Shape& s) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                static_cast<int>(s.k), 1.0f, A, static_cast<int>(s.k), B, static_cast<int>(s.n), 0.0f, C,
+                static_cast<int>(s.n));
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+template <class F>
+double time_once(F&& f) {
+    const auto t0 = Clock::now();
+    f();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int reps = 7;
+    bool big = false;
+    double min_ratio = 0.7;
+    for (int a = 1; a < argc; ++a) {
+        const std::string arg = argv[a];
+        if (arg == "--reps" && a + 1 < argc) {
+            reps = std::max(1, std::atoi(argv[++a]));
+        } else if (arg == "--big") {
+            big = true;
+        } else if (arg == "--min-ratio" && a + 1 < argc) {
+            min_ratio = std::atof(argv[++a]);
+        } else {
+            std::fprintf(stderr, "usage: %s [--reps N] [--big] [--min-ratio R]\n", argv[0]);
+            return 64;
+        }
+    }
+
+    openblas_set_num_threads(1);
+    std::printf("isa %s\n", sdc::gemm_f32::fast_path_isa());
+    std::printf("openblas %s\n", openblas_get_config());
+
+    std::vector<Shape> shapes{{1024, 1024, 1024}, {2048, 2048, 2048}};
+    if (big) shapes.push_back({4096, 4096, 1024});
+
+    std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    int status = 0;
+    for (const Shape& s : shapes) {
+        std::vector<float> A(static_cast<size_t>(s.m * s.k)), B(static_cast<size_t>(s.k * s.n));
+        std::vector<float> C1(static_cast<size_t>(s.m * s.n)), C2(C1.size());
+        for (float& x : A) x = dist(rng);
+        for (float& x : B) x = dist(rng);
+        std::vector<float> tile(static_cast<size_t>(kTile * kTile)), scratch;
+
+        ours(A.data(), B.data(), C1.data(), s, tile, scratch);  // warm-up (also sizes scratch)
+        blas(A.data(), B.data(), C2.data(), s);
+        std::vector<double> t_ours, t_blas;
+        for (int r = 0; r < reps; ++r) {
+            t_ours.push_back(time_once([&] { ours(A.data(), B.data(), C1.data(), s, tile, scratch); }));
+            t_blas.push_back(time_once([&] { blas(A.data(), B.data(), C2.data(), s); }));
+        }
+
+        // Sanity: OpenBLAS sums in another order, so only closeness is expected; |C| <~ sqrt(K).
+        double max_diff = 0.0;
+        for (size_t i = 0; i < C1.size(); ++i)
+            max_diff = std::max(max_diff, static_cast<double>(std::fabs(C1[i] - C2[i])));
+        const bool agree = max_diff <= 1e-5 * static_cast<double>(s.k);
+
+        const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+        const double mo = median(t_ours), mb = median(t_blas);
+        const double ratio = mb / mo;
+        char name[64];
+        std::snprintf(name, sizeof name, "%lldx%lldx%lld", static_cast<long long>(s.m), static_cast<long long>(s.n),
+                      static_cast<long long>(s.k));
+        std::printf("shape %s  ours %.4f s %.1f GFLOP/s  openblas %.4f s %.1f GFLOP/s  max|diff| %.3g%s\n", name, mo,
+                    flops / mo * 1e-9, mb, flops / mb * 1e-9, max_diff, agree ? "" : "  MISMATCH");
+        std::printf("ratio %s %.3f\n", name, ratio);
+        std::fflush(stdout);
+        if (!agree) status = 2;
+        if (ratio < min_ratio && status == 0) status = 1;
+    }
+    return status;
+}

@@ -1,0 +1,21 @@
+// softmax_f32: row-wise softmax in IEEE binary32, exact mode. X is rows x cols row-major; for each row:
+//   m = fold_max(x)          left fold, fpmath.h
+//   e[j] = sdc_expf(x[j] - m)
+//   s = pairwise_sum(e)      fixed tree, fpmath.h
+//   y[j] = e[j] / s          IEEE division
+// Output tiles: 4 consecutive rows. Tensor 0 = x.
+#pragma once
+
+#include "../../src/core/generator.h"
+
+namespace sdc::softmax_f32 {
+
+constexpr int TILE_ROWS = 4;
+
+// special: the whole exponent range. x - m may overflow to -inf, whose exp is +0; s >= 1 (the maximum
+// contributes e^0): no NaN can arise.
+SDC_HD ExponentWindow input_window(Distribution d) {
+  return d == Distribution::special ? ExponentWindow{-149, 127} : ExponentWindow{-3, 3};
+}
+
+}  // namespace sdc::softmax_f32

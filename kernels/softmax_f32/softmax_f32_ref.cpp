@@ -1,0 +1,56 @@
+// softmax_f32 on the CPU: fast path on vector lanes, specification beside it.
+#include "../../src/core/fpmath.h"
+#include "../../src/core/lanes.h"
+#include "../../src/core/row_problem.h"
+#include "softmax_f32.h"
+
+namespace sdc::softmax_f32 {
+namespace {
+
+class SoftmaxProblem final : public RowTiledProblem {
+ public:
+  explicit SoftmaxProblem(const Case& c)
+      : RowTiledProblem(c, dim(c, "rows"), dim(c, "cols"), TILE_ROWS, dim(c, "cols"), 0, "y", "") {}
+
+  std::vector<TensorInfo> inputs() const override { return {{"x", static_cast<uint64_t>(rows_ * cols_)}}; }
+  void generate_input(size_t, uint64_t begin, uint64_t end, float* dst) const override {
+    fill(0, input_window(dist_), begin, end, dst);
+  }
+  void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
+    const auto n = static_cast<uint32_t>(cols_);
+    for (int r = 0; r < TILE_ROWS; ++r) {
+      const float* x = in[0] + (first_row(tile) + r) * cols_;
+      float* y = out + r * cols_;
+      lanes::exp_shifted(x, lanes::fold_max(x, n), y, n);
+      lanes::divide(y, lanes::pairwise_sum(y, n, ws.h), y, n);
+    }
+  }
+  __attribute__((optimize("no-tree-vectorize"))) void compute_tile_scalar(const float* const* in, uint64_t tile,
+                                                                          float* out) const override {
+    const auto n = static_cast<uint32_t>(cols_);
+    for (int r = 0; r < TILE_ROWS; ++r) {
+      const float* x = in[0] + (first_row(tile) + r) * cols_;
+      float* y = out + r * cols_;
+      const float m = fold_max([x](uint32_t j) { return x[j]; }, n);
+      for (uint32_t j = 0; j < n; ++j) y[j] = sdc_expf(x[j] - m);
+      const float s = pairwise_sum([y](uint32_t j) { return y[j]; }, n);
+      for (uint32_t j = 0; j < n; ++j) y[j] = y[j] / s;
+    }
+  }
+  double tile_flops() const override { return 4.0 * TILE_ROWS * static_cast<double>(cols_); }
+};
+
+std::string validate(const Case& c) {
+  return check_shape(c, {{"rows", TILE_ROWS, 1 << 20, TILE_ROWS}, {"cols", 1, 1 << 17, 1}});
+}
+
+std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<SoftmaxProblem>(c); }
+
+}  // namespace
+
+Family family() {
+  return {"softmax_f32", "fp32 row-wise softmax: fold max, the project's exp, pairwise sum, IEEE division",
+          {Mode::exact}, {"cpu"}, {"rows", "cols"}, validate, prepare};
+}
+
+}  // namespace sdc::softmax_f32

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what sdcscreen needs to build and test, from the distribution's packages.
+# Debian 12, Ubuntu 22.04 and Ubuntu 24.04 use the same package names for everything below.
+# Run as root, or with sudo available. Safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config python3 python3-jsonschema
+  libcli11-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev
+  libopenblas-dev libbenchmark-dev
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
+    echo "setup: must run as root or with sudo to install packages" >&2; exit 1; fi
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

@@ -1,0 +1,25 @@
+// Logical CPUs of this host: which ones this process may use, and where each sits (core, package).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sdc::cpu {
+
+struct LogicalCpu {
+  int cpu = -1;
+  int core = -1;     // topology/core_id, -1 when the kernel does not say
+  int package = -1;  // topology/physical_package_id
+};
+
+// The CPUs in this process's affinity mask, in increasing order, with their topology.
+std::vector<LogicalCpu> allowed_cpus();
+LogicalCpu describe_cpu(int cpu);
+std::string cpu_model_name();
+
+// Parses "0-3,8,10-11" into a sorted list without duplicates. Returns "" on success, else what is wrong.
+std::string parse_cpu_list(const std::string& text, std::vector<int>& cpus);
+// "0-3,8" from a sorted list.
+std::string format_cpu_list(const std::vector<int>& cpus);
+
+}  // namespace sdc::cpu

@@ -1,0 +1,42 @@
+// One worker thread pinned to each selected logical CPU. run() hands every worker the same job and
+// returns when all have finished it; a job learns its worker index and must not throw.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu_topology.h"
+
+namespace sdc::cpu {
+
+class WorkerPool {
+ public:
+  // Starts and pins the workers; throws std::runtime_error naming the CPU when pinning fails.
+  explicit WorkerPool(const std::vector<LogicalCpu>& cpus);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  size_t size() const { return cpus_.size(); }
+  const LogicalCpu& cpu(size_t worker) const { return cpus_[worker]; }
+  void run(const std::function<void(size_t worker)>& job);
+
+ private:
+  void loop(size_t worker);
+
+  std::vector<LogicalCpu> cpus_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(size_t)>* job_ = nullptr;
+  unsigned long generation_ = 0;
+  size_t running_ = 0;
+  bool stop_ = false;
+  std::vector<std::string> pin_errors_;
+};
+
+}  // namespace sdc::cpu

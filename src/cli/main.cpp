@@ -1,0 +1,248 @@
+// sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
+// one options value per subcommand, and the mapping of every failure to its exit code (DESIGN.md).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "../core/atomic_file.h"
+#include "../core/patterns.h"
+#include "../core/report.h"
+#include "../core/runner.h"
+#include "commands.h"
+#include "options.h"
+
+namespace {
+
+using namespace sdc;
+
+void on_signal(int sig) {
+  // The first signal asks the runner to stop at the next tile and write a partial report; a second one
+  // ends the process at once.
+  int expected = 0;
+  if (!g_stop_signal.compare_exchange_strong(expected, sig)) _exit(128 + sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct RunArgs {
+  std::string profile = "boot";
+  std::vector<std::string> enable, disable, inject;
+  std::string time_budget;
+  uint64_t seed = 0;
+  bool seed_given = false;
+  std::string backend = "auto";
+  std::string cpuset;
+  std::string output_format = "text";
+  std::string output;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+// The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
+int choose_cpus(const std::string& cpuset, std::vector<int>& cpus) {
+  std::vector<int> allowed;
+  for (const auto& c : cpu::allowed_cpus()) allowed.push_back(c.cpu);
+  if (cpuset.empty()) {
+    cpus = allowed;
+    return 0;
+  }
+  if (const std::string err = cpu::parse_cpu_list(cpuset, cpus); !err.empty())
+    return usage_error(fmt::format("--cpuset: {}", err));
+  for (int c : cpus)
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+      return usage_error(fmt::format("--cpuset: CPU {} does not exist or is not available to this process (available: {})",
+                                     c, cpu::format_cpu_list(allowed)));
+  return 0;
+}
+
+int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
+  double budget = 0;
+  if (!a.time_budget.empty())
+    if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
+      return usage_error(fmt::format("--time-budget: {}", err));
+  std::vector<Injection> injections(a.inject.size());
+  for (size_t i = 0; i < a.inject.size(); ++i)
+    if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
+      return usage_error(fmt::format("--inject '{}': {}", a.inject[i], err));
+  std::vector<int> cpus;
+  if (const int rc = choose_cpus(a.cpuset, cpus)) return rc;
+  if (!a.output.empty()) {
+    try {
+      check_writable(a.output);
+    } catch (const FileError& e) {
+      return config_error(fmt::format("-o: {}", e.what()));
+    }
+  }
+  PatternSet patterns;
+  try {
+    patterns = load_patterns(patterns_dir);
+  } catch (const PatternError& e) {
+    return config_error(e.what());
+  }
+  Selection sel;
+  if (const std::string err = select_cases(patterns.battery, a.profile, a.enable, a.disable, sel); !err.empty())
+    return usage_error(err);
+  for (Injection& inj : injections) {
+    if (const std::string err = check_injection(inj, patterns.battery, cpus); !err.empty())
+      return usage_error(fmt::format("--inject '{}': {}", inj.spec, err));
+    if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
+      return usage_error(fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id));
+  }
+
+  RunResult result;
+  result.profile = a.profile;
+  result.argv = argv;
+  result.patterns_dir = patterns.dir;
+  result.seed = a.seed_given ? a.seed : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;
+  result.time_budget_s = budget > 0 ? budget : patterns.battery.find_profile(a.profile)->time_budget_s;
+  std::vector<std::string> repro = argv;
+  if (!a.seed_given) {
+    repro.push_back("--seed");
+    repro.push_back(std::to_string(result.seed));
+  }
+  result.reproduce = shell_join(repro);
+  result.start_unix = unix_now();
+  if (a.backend == "cuda") {
+    result.backend = "cuda";
+    result.errors.push_back("--backend cuda: no usable GPU: this build of sdcscreen has no CUDA backend");
+  } else {
+    RunOptions opt;
+    opt.seed = result.seed;
+    opt.time_budget_s = result.time_budget_s;
+    opt.cpus = cpus;
+    opt.injections = injections;
+    if (a.verbose)
+      opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
+        fmt::print(stderr, "[{}/{}] {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, verdict_name(t.verdict),
+                   t.iterations_done, t.duration_s);
+      };
+    install_signal_handlers();
+    try {
+      run_screen(patterns, sel, opt, result);
+    } catch (const std::exception& e) {
+      result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
+    }
+  }
+  result.end_unix = unix_now();
+  const HostInfo host = host_info();
+  const std::string report = a.output_format == "json" ? render_json(result, host) : render_text(result, host);
+  if (!a.output.empty()) {
+    try {
+      write_file_atomic(a.output, report);
+    } catch (const FileError& e) {
+      fmt::print(stderr, "sdcscreen: error: -o: {}\n", e.what());
+      return EXIT_CONFIG;
+    }
+    if (!a.quiet) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
+  } else if (!a.quiet) {
+    fmt::print("{}", report);
+  }
+  std::fflush(stdout);
+  return result.exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  args[0] = "sdcscreen";
+  CLI::App app{"sdcscreen: screens GPUs and CPU cores for silent data corruption with bit-exact golden results.\n"
+               "Exit codes: 0 pass, 1 miscompare (drain), 2 inconclusive (could not run everything), 64 bad command line,\n"
+               "78 bad configuration or pattern data, 128+N interrupted by signal N.",
+               "sdcscreen"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("sdcscreen {} ({})", tool_version(), tool_git()));
+  std::string patterns_dir = default_patterns_dir();
+  const std::string patterns_help = fmt::format("pattern directory (battery, goldens, manifest); default {}", patterns_dir);
+
+  RunArgs ra;
+  CLI::App* run = app.add_subcommand("run", "run the screen and report pass/fail per test and unit");
+  run->add_option("--profile", ra.profile, "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
+      ->capture_default_str();
+  run->add_option("--enable", ra.enable, "run only tests whose id or family matches ID|GLOB (repeatable)");
+  run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
+  run->add_option("--time-budget", ra.time_budget, "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's");
+  run->add_option("--seed", ra.seed, "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay");
+  run->add_option("--backend", ra.backend, "auto (CUDA when a GPU is usable, else CPU), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  run->add_option("--cpuset", ra.cpuset, "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
+  run->add_option("--patterns", patterns_dir, patterns_help);
+  run->add_option("--output-format", ra.output_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)");
+  run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
+  run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");
+  run->add_option("--inject", ra.inject,
+                  "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU][,iteration=I] (repeatable); "
+                  "the run is marked as injected in every output");
+  run->footer(
+      "Examples:\n"
+      "  node boot (systemd, Slurm HealthCheckProgram):\n"
+      "    sdcscreen run --profile boot -q -o /var/lib/sdcscreen/report.json --output-format json\n"
+      "  fleet automation (read the exit code and the JSON):\n"
+      "    sdcscreen run --profile standard --output-format json -o report.json\n"
+      "  triage of a suspect core, replaying a failing run's schedule:\n"
+      "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v");
+
+  ListArgs la;
+  CLI::App* list = app.add_subcommand("list", "list families, test cases, profiles, modes and distributions");
+  list->add_option("--patterns", patterns_dir, patterns_help);
+  list->add_option("--profile", la.profile, "list only the cases of this profile");
+  CLI::App* info = app.add_subcommand("info", "show host, CPUs, devices and versions");
+  GoldenArgs ga;
+  CLI::App* golden = app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
+  golden->add_option("--patterns", patterns_dir, patterns_help);
+  golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
+  CLI::App* verify = app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
+  verify->add_option("--patterns", patterns_dir, patterns_help);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = "bad command line";
+    fmt::print(stderr, "sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
+    return EXIT_USAGE;
+  }
+  try {
+    if (run->parsed()) {
+      ra.seed_given = run->count("--seed") > 0;
+      return cmd_run(ra, args, patterns_dir);
+    }
+    if (list->parsed()) return cmd_list(la, patterns_dir);
+    if (info->parsed()) return cmd_info();
+    if (golden->parsed()) {
+      std::vector<int> cpus;
+      if (const int rc = choose_cpus(ga.cpuset, cpus)) return rc;
+      return cmd_golden(patterns_dir, cpus);
+    }
+    if (verify->parsed()) return cmd_verify(patterns_dir);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
+    return EXIT_INCONCLUSIVE;
+  }
+  return EXIT_USAGE;
+}

@@ -1,0 +1,83 @@
+// A kernel family: a stable id, a description, and the arithmetic of one prepared case (a Problem).
+// The runner owns time, repeats, units and reporting; a family owns only its arithmetic and geometry.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator.h"
+
+namespace sdc {
+
+enum class Mode { exact, exact_integer, recorded, consensus };
+const char* mode_name(Mode m);
+
+struct CaseShape {
+  std::map<std::string, int64_t> dims;  // family-specific: m/n/k, heads/seq/dim/causal, rows/cols...
+};
+
+// One test case as battery.json defines it.
+struct Case {
+  std::string id;  // stable: fleets key dashboards and drain rules on it
+  std::string family;
+  Mode mode = Mode::exact;
+  Distribution distribution = Distribution::uniform;
+  uint64_t data_seed = 0;  // the inputs and therefore the golden digests depend on it
+  CaseShape shape;
+  std::map<std::string, int> iterations;  // profile name -> iterations; a case belongs to these profiles
+};
+
+struct TensorInfo {
+  std::string name;  // as --inject names it: a, b, q, k, v, x, w, logits
+  uint64_t elements;
+};
+
+// Per-worker scratch memory, reused across tiles.
+struct Workspace {
+  std::vector<float> f;
+  std::vector<float> g;
+  std::vector<float> h;
+};
+
+// A case prepared for computation: dimensions checked, tile geometry known.
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual std::vector<TensorInfo> inputs() const = 0;
+  virtual void generate_input(size_t tensor, uint64_t begin, uint64_t end, float* dst) const = 0;
+  virtual uint64_t tile_count() const = 0;
+  virtual uint32_t tile_elements() const = 0;  // every tile has the same number of output elements
+  // The fast (vectorized) path, used by the screen and by `golden`.
+  virtual void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const = 0;
+  // The specification written plainly; bit-identical to compute_tile, used to cross-check it.
+  virtual void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const = 0;
+  // The output as a logical tensor: element count, the tile and offset of a logical element, the
+  // logical element of a tile offset, and a readable name for it ("C[3][17]").
+  virtual uint64_t output_elements() const = 0;
+  virtual void locate(uint64_t element, uint64_t& tile, uint32_t& offset) const = 0;
+  virtual uint64_t logical_element(uint64_t tile, uint32_t offset) const = 0;
+  virtual std::string element_name(uint64_t element) const = 0;
+  virtual std::string tile_name(uint64_t tile) const = 0;
+  // Multiply-adds (or comparable operations) per tile, for throughput figures.
+  virtual double tile_flops() const = 0;
+};
+
+struct Family {
+  const char* id;
+  const char* description;
+  std::vector<Mode> modes;
+  std::vector<std::string> backends;  // "cpu", "cuda"
+  std::vector<std::string> shape_keys;
+  // Checks the case's shape; returns an empty string when valid, else what is wrong.
+  std::string (*validate)(const Case& c);
+  std::unique_ptr<Problem> (*prepare)(const Case& c);  // only called on a validated case
+};
+
+// The registry: every family in one explicit list, stable order.
+const std::vector<Family>& families();
+const Family* find_family(const std::string& id);
+
+}  // namespace sdc

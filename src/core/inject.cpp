@@ -1,0 +1,106 @@
+#include "inject.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace sdc {
+namespace {
+
+bool parse_uint(const std::string& s, uint64_t max, uint64_t& v, int base = 10) {
+  if (s.empty() || s.size() > 20) return false;
+  try {
+    size_t used = 0;
+    const unsigned long long x = std::stoull(s, &used, base);
+    if (used != s.size() || x > max) return false;
+    v = x;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string parse_injection(const std::string& text, Injection& inj) {
+  inj = Injection{};
+  inj.spec = text;
+  std::set<std::string> seen;
+  size_t pos = 0;
+  bool has_bit = false;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) return fmt::format("'{}' is not key=value", item);
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!seen.insert(key).second) return fmt::format("'{}' given twice", key);
+    uint64_t v = 0;
+    if (key == "case") {
+      if (value.empty()) return "case is empty";
+      inj.case_id = value;
+    } else if (key == "target") {
+      if (value != "output" && value != "input") return fmt::format("target '{}' is not output or input", value);
+      inj.input = value == "input";
+    } else if (key == "tensor") {
+      if (value.empty()) return "tensor is empty";
+      inj.tensor = value;
+    } else if (key == "element") {
+      if (!parse_uint(value, UINT64_MAX >> 1, v)) return fmt::format("element '{}' is not a non-negative integer", value);
+      inj.element = v;
+    } else if (key == "bit") {
+      if (!parse_uint(value, 31, v)) return fmt::format("bit '{}' is not in 0..31", value);
+      inj.mask = 1u << v;
+      has_bit = true;
+    } else if (key == "mask") {
+      if (value.rfind("0x", 0) != 0 || !parse_uint(value.substr(2), 0xffffffffu, v, 16) || v == 0)
+        return fmt::format("mask '{}' is not a non-zero 32-bit hex value like 0x00800000", value);
+      inj.mask = static_cast<uint32_t>(v);
+      has_bit = true;
+    } else if (key == "unit") {
+      if (!parse_uint(value, 1 << 20, v)) return fmt::format("unit '{}' is not a logical CPU number", value);
+      inj.unit = static_cast<int>(v);
+    } else if (key == "iteration") {
+      if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
+      inj.iteration = static_cast<int>(v);
+    } else {
+      return fmt::format("unknown key '{}' (case, target, tensor, element, bit, mask, unit, iteration)", key);
+    }
+  }
+  if (inj.case_id.empty()) return "case=ID is required";
+  if (!seen.count("element")) return "element=N is required";
+  if (!has_bit) return "bit=N or mask=0xHEX is required";
+  if (seen.count("bit") && seen.count("mask")) return "give bit or mask, not both";
+  if (inj.input && inj.tensor.empty()) return "target=input needs tensor=NAME";
+  if (!inj.input && !inj.tensor.empty()) return "tensor= applies to target=input only";
+  return "";
+}
+
+std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus) {
+  const Case* c = battery.find_case(inj.case_id);
+  if (!c) return fmt::format("unknown case '{}'", inj.case_id);
+  const auto problem = find_family(c->family)->prepare(*c);
+  if (inj.input) {
+    const auto tensors = problem->inputs();
+    bool found = false;
+    std::string names;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      names += (t ? ", " : "") + tensors[t].name;
+      if (tensors[t].name != inj.tensor) continue;
+      found = true;
+      inj.tensor_index = t;
+      if (inj.element >= tensors[t].elements)
+        return fmt::format("element {} is outside input {} of {} ({} elements)", inj.element, inj.tensor, c->id, tensors[t].elements);
+    }
+    if (!found) return fmt::format("case {} has no input '{}' (it has {})", c->id, inj.tensor, names);
+  } else if (inj.element >= problem->output_elements()) {
+    return fmt::format("element {} is outside the output of {} ({} elements)", inj.element, c->id, problem->output_elements());
+  }
+  if (inj.unit >= 0 && std::find(cpus.begin(), cpus.end(), inj.unit) == cpus.end())
+    return fmt::format("unit {} is not among the selected CPUs", inj.unit);
+  return "";
+}
+
+}  // namespace sdc

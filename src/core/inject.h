@@ -1,0 +1,43 @@
+// Fault injection: flips chosen bits of a chosen output or input element of a chosen case, on a chosen
+// unit, at a chosen iteration. It exists to prove detection end to end; every output of a run that
+// injects says so.
+//
+// Grammar (--inject, repeatable):  key=value[,key=value...]
+//   case=ID            the case (required)
+//   target=output|input                         (default output)
+//   tensor=NAME        input tensor, e.g. a, b, q, k, v, x, w, logits (required with target=input)
+//   element=N          logical element index, row-major in the output or input tensor (required)
+//   bit=N | mask=0xHEX the bit (0..31) or the xor mask to apply (exactly one of them)
+//   unit=N             the logical CPU that computes with the fault (default: whichever computes it)
+//   iteration=N        the iteration at which it happens (default 0)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "patterns.h"
+
+namespace sdc {
+
+struct Injection {
+  std::string spec;  // as given on the command line
+  std::string case_id;
+  bool input = false;
+  std::string tensor;
+  size_t tensor_index = 0;
+  uint64_t element = 0;
+  uint32_t mask = 0;
+  int unit = -1;  // logical CPU, -1: any
+  int iteration = 0;
+  // What happened.
+  bool fired = false;
+  int fired_unit = -1;
+  uint64_t fired_tile = 0;  // output injections: the tile that was corrupted
+};
+
+// Syntax only; returns "" or what is wrong.
+std::string parse_injection(const std::string& text, Injection& inj);
+// Against the battery and the selected CPUs; returns "" or what is wrong.
+std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus);
+
+}  // namespace sdc

@@ -1,0 +1,280 @@
+#include "patterns.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "digest.h"
+
+namespace sdc {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& file, const std::string& what) {
+  throw PatternError(fmt::format("{}: {}", file, what));
+}
+
+std::string xxh3_128_hex(const std::string& bytes) {
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return hex64(h.high64) + hex64(h.low64);
+}
+
+json parse_json(const std::string& file, const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad(file, fmt::format("not valid JSON (byte {})", e.byte));
+  }
+}
+
+// Reads a member with the expected JSON type; any mismatch names the file and the member.
+template <typename T>
+T member(const std::string& file, const json& obj, const std::string& key, const std::string& where) {
+  if (!obj.is_object()) bad(file, fmt::format("{} is not an object", where));
+  const auto it = obj.find(key);
+  if (it == obj.end()) bad(file, fmt::format("{} lacks '{}'", where, key));
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    bad(file, fmt::format("{}: '{}' has the wrong type", where, key));
+  }
+}
+
+void check_header(const std::string& file, const json& j, const char* format, int version) {
+  if (!j.is_object()) bad(file, "top level is not an object");
+  const auto fmt_name = member<std::string>(file, j, "format", "top level");
+  if (fmt_name != format) bad(file, fmt::format("format is '{}', expected '{}'", fmt_name, format));
+  const auto v = member<int>(file, j, "version", "top level");
+  if (v != version) bad(file, fmt::format("version {} is not supported (this build reads version {})", v, version));
+}
+
+Case parse_case(const std::string& file, const json& jc, size_t index) {
+  const std::string where = fmt::format("cases[{}]", index);
+  Case c;
+  c.id = member<std::string>(file, jc, "id", where);
+  static const std::regex id_rule("[a-z0-9_]+(\\.[a-z0-9_]+)*");
+  if (!std::regex_match(c.id, id_rule)) bad(file, fmt::format("{}: id '{}' is not snake_case words joined by dots", where, c.id));
+  c.family = member<std::string>(file, jc, "family", c.id);
+  const Family* fam = find_family(c.family);
+  if (!fam) bad(file, fmt::format("case {}: unknown family '{}'", c.id, c.family));
+  const auto mode = member<std::string>(file, jc, "mode", c.id);
+  bool mode_ok = false;
+  for (Mode m : fam->modes)
+    if (mode == mode_name(m)) c.mode = m, mode_ok = true;
+  if (!mode_ok) bad(file, fmt::format("case {}: family {} has no mode '{}'", c.id, c.family, mode));
+  const auto dist = member<std::string>(file, jc, "distribution", c.id);
+  if (!parse_distribution(dist, c.distribution)) bad(file, fmt::format("case {}: unknown distribution '{}'", c.id, dist));
+  c.data_seed = member<uint64_t>(file, jc, "seed", c.id);
+  const auto shape = member<json>(file, jc, "shape", c.id);
+  if (!shape.is_object()) bad(file, fmt::format("case {}: shape is not an object", c.id));
+  for (const auto& [k, v] : shape.items()) {
+    if (!v.is_number_integer()) bad(file, fmt::format("case {}: shape '{}' is not an integer", c.id, k));
+    c.shape.dims[k] = v.get<int64_t>();
+  }
+  if (const std::string err = fam->validate(c); !err.empty()) bad(file, err);
+  const auto iters = member<json>(file, jc, "iterations", c.id);
+  if (!iters.is_object() || iters.empty()) bad(file, fmt::format("case {}: iterations must map profiles to counts", c.id));
+  for (const auto& [profile, n] : iters.items()) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 1000000)
+      bad(file, fmt::format("case {}: iterations for '{}' must be an integer in [1, 1000000]", c.id, profile));
+    c.iterations[profile] = n.get<int>();
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+bool parse_hex64(const std::string& s, uint64_t& v) {
+  if (s.size() != 16) return false;
+  v = 0;
+  for (char ch : s) {
+    int d;
+    if (ch >= '0' && ch <= '9') d = ch - '0';
+    else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
+    else return false;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+const char* distribution_name(Distribution d) {
+  switch (d) {
+    case Distribution::uniform: return "uniform";
+    case Distribution::heavy_tail: return "heavy_tail";
+    case Distribution::special: return "special";
+    case Distribution::mantissa_walk: return "mantissa_walk";
+  }
+  return "?";
+}
+
+bool parse_distribution(const std::string& s, Distribution& d) {
+  for (Distribution x : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
+    if (s == distribution_name(x)) return d = x, true;
+  return false;
+}
+
+std::string case_fingerprint(const Case& c) {
+  std::string canon = fmt::format("{}|{}|{}|{}", c.family, mode_name(c.mode), distribution_name(c.distribution), c.data_seed);
+  for (const auto& [k, v] : c.shape.dims) canon += fmt::format("|{}={}", k, v);  // std::map: sorted keys
+  return hex64(XXH3_64bits(canon.data(), canon.size()));
+}
+
+const Profile* Battery::find_profile(const std::string& name) const {
+  for (const Profile& p : profiles)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const Case* Battery::find_case(const std::string& id) const {
+  for (const Case& c : cases)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+static Battery parse_battery(const std::string& file, const std::string& text) {
+  const json j = parse_json(file, text);
+  check_header(file, j, "sdcscreen-battery", BATTERY_VERSION);
+  Battery b;
+  const auto profiles = member<json>(file, j, "profiles", "top level");
+  if (!profiles.is_object() || profiles.empty()) bad(file, "profiles must be a non-empty object");
+  for (const auto& [name, p] : profiles.items()) {
+    Profile prof;
+    prof.name = name;
+    prof.description = member<std::string>(file, p, "description", "profile " + name);
+    prof.time_budget_s = member<double>(file, p, "time_budget_s", "profile " + name);
+    if (!(prof.time_budget_s > 0)) bad(file, fmt::format("profile {}: time_budget_s must be positive", name));
+    b.profiles.push_back(prof);
+  }
+  const auto cases = member<json>(file, j, "cases", "top level");
+  if (!cases.is_array() || cases.empty()) bad(file, "cases must be a non-empty array");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case c = parse_case(file, cases[i], i);
+    if (!ids.insert(c.id).second) bad(file, fmt::format("case id '{}' appears twice", c.id));
+    for (const auto& [profile, n] : c.iterations)
+      if (!b.find_profile(profile)) bad(file, fmt::format("case {}: unknown profile '{}'", c.id, profile));
+    b.cases.push_back(std::move(c));
+  }
+  return b;
+}
+
+Battery load_battery_file(const std::string& path) {
+  try {
+    return parse_battery(path, read_file(path));
+  } catch (const FileError& e) {
+    throw PatternError(e.what());
+  }
+}
+
+PatternSet load_patterns(const std::string& dir, bool require_golden) {
+  PatternSet ps;
+  ps.dir = dir;
+  const std::string manifest_path = dir + "/manifest.json";
+  std::string manifest_text;
+  try {
+    manifest_text = read_file(manifest_path);
+  } catch (const FileError& e) {
+    throw PatternError(std::string(e.what()) + " (is --patterns a pattern directory?)");
+  }
+  const json manifest = parse_json(manifest_path, manifest_text);
+  check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
+  const auto files = member<json>(manifest_path, manifest, "files", "top level");
+  if (!files.is_object()) bad(manifest_path, "'files' is not an object");
+  std::map<std::string, std::string> content;  // verified bytes by relative path
+  for (const auto& [rel, entry] : files.items()) {
+    if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/')
+      bad(manifest_path, fmt::format("file name '{}' leaves the pattern directory", rel));
+    const std::string path = dir + "/" + rel;
+    const auto hash = member<std::string>(manifest_path, entry, "xxh3_128", rel);
+    const auto bytes = member<uint64_t>(manifest_path, entry, "bytes", rel);
+    std::string text;
+    try {
+      text = read_file(path);
+    } catch (const FileError& e) {
+      throw PatternError(std::string(e.what()) + " (listed in manifest.json)");
+    }
+    if (text.size() != bytes)
+      bad(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), bytes));
+    if (const std::string h = xxh3_128_hex(text); h != hash)
+      bad(path, fmt::format("content hash {} does not match manifest.json ({})", h, hash));
+    content[rel] = std::move(text);
+  }
+  const auto battery_it = content.find("battery.json");
+  if (battery_it == content.end()) bad(manifest_path, "does not list battery.json");
+  ps.battery = parse_battery(dir + "/battery.json", battery_it->second);
+  if (!require_golden) return ps;
+
+  for (const auto& [rel, text] : content) {
+    if (rel == "battery.json") continue;
+    const std::string path = dir + "/" + rel;
+    const json g = parse_json(path, text);
+    check_header(path, g, "sdcscreen-golden", GOLDEN_VERSION);
+    const auto cases = member<json>(path, g, "cases", "top level");
+    if (!cases.is_object()) bad(path, "'cases' is not an object");
+    for (const auto& [id, jc] : cases.items()) {
+      GoldenCase gc;
+      gc.fingerprint = member<std::string>(path, jc, "fingerprint", id);
+      const auto digests = member<std::vector<std::string>>(path, jc, "tile_digests", id);
+      for (size_t t = 0; t < digests.size(); ++t) {
+        uint64_t v;
+        if (!parse_hex64(digests[t], v)) bad(path, fmt::format("case {}: tile digest {} is not 16 hex digits", id, t));
+        gc.tile_digests.push_back(v);
+      }
+      if (!parse_hex64(member<std::string>(path, jc, "output_digest", id), gc.output_digest))
+        bad(path, fmt::format("case {}: output digest is not 16 hex digits", id));
+      if (output_digest(gc.tile_digests.data(), gc.tile_digests.size()) != gc.output_digest)
+        bad(path, fmt::format("case {}: tile digests do not add up to the output digest", id));
+      if (!ps.golden.emplace(id, std::move(gc)).second) bad(path, fmt::format("case {} has two goldens", id));
+    }
+  }
+  for (const Case& c : ps.battery.cases) {
+    const auto it = ps.golden.find(c.id);
+    if (it == ps.golden.end())
+      bad(dir + "/golden", fmt::format("no golden for case {} (run 'sdcscreen golden')", c.id));
+    if (it->second.fingerprint != case_fingerprint(c))
+      bad(dir + "/golden", fmt::format("golden for case {} was computed for another definition of it (run 'sdcscreen golden')", c.id));
+    const auto tiles = find_family(c.family)->prepare(c)->tile_count();
+    if (it->second.tile_digests.size() != tiles)
+      bad(dir + "/golden", fmt::format("case {}: {} tile digests, the case has {} tiles", c.id, it->second.tile_digests.size(), tiles));
+  }
+  return ps;
+}
+
+void write_goldens(const std::string& dir, const Battery& battery, const std::map<std::string, GoldenCase>& golden) {
+  std::map<std::string, json> per_family;
+  for (const Case& c : battery.cases) {
+    const auto it = golden.find(c.id);
+    if (it == golden.end()) continue;
+    json jc;
+    jc["fingerprint"] = it->second.fingerprint;
+    jc["output_digest"] = hex64(it->second.output_digest);
+    std::vector<std::string> d;
+    for (uint64_t v : it->second.tile_digests) d.push_back(hex64(v));
+    jc["tile_digests"] = d;
+    json& f = per_family[c.family];
+    if (f.is_null()) f = {{"format", "sdcscreen-golden"}, {"version", GOLDEN_VERSION}, {"family", c.family}, {"cases", json::object()}};
+    f["cases"][c.id] = jc;
+  }
+  json files = json::object();
+  const std::string battery_text = read_file(dir + "/battery.json");
+  files["battery.json"] = {{"bytes", battery_text.size()}, {"xxh3_128", xxh3_128_hex(battery_text)}};
+  for (const auto& [family, j] : per_family) {
+    const std::string rel = "golden/" + family + ".json";
+    const std::string text = j.dump(1) + "\n";
+    write_file_atomic(dir + "/" + rel, text);
+    files[rel] = {{"bytes", text.size()}, {"xxh3_128", xxh3_128_hex(text)}};
+  }
+  const json manifest = {{"format", "sdcscreen-manifest"}, {"version", MANIFEST_VERSION}, {"files", files}};
+  write_file_atomic(dir + "/manifest.json", manifest.dump(2) + "\n");
+}
+
+}  // namespace sdc

@@ -1,0 +1,66 @@
+// Pattern data: the battery (cases per profile), the golden digests and the manifest that holds a hash
+// of every file. Everything is checked when loaded; any problem is a PatternError whose message is one
+// line naming the file and what is wrong (exit 78).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "family.h"
+
+namespace sdc {
+
+constexpr int BATTERY_VERSION = 1;
+constexpr int GOLDEN_VERSION = 1;
+constexpr int MANIFEST_VERSION = 1;
+
+struct PatternError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  double time_budget_s = 0;
+};
+
+struct Battery {
+  std::vector<Profile> profiles;
+  std::vector<Case> cases;
+  const Profile* find_profile(const std::string& name) const;
+  const Case* find_case(const std::string& id) const;
+};
+
+struct GoldenCase {
+  std::string fingerprint;  // of the case definition the digests were computed for
+  std::vector<uint64_t> tile_digests;
+  uint64_t output_digest = 0;
+};
+
+struct PatternSet {
+  std::string dir;
+  Battery battery;
+  std::map<std::string, GoldenCase> golden;  // by case id
+};
+
+// A hash of everything that determines a case's output (family, mode, distribution, seed, shape).
+std::string case_fingerprint(const Case& c);
+const char* distribution_name(Distribution d);
+bool parse_distribution(const std::string& s, Distribution& d);
+
+// Reads and checks manifest, battery and goldens. require_golden=false is for `golden`, which only
+// needs the battery (it is about to write the goldens).
+PatternSet load_patterns(const std::string& dir, bool require_golden = true);
+Battery load_battery_file(const std::string& path);
+
+// Writes golden/<family>.json for every family in `golden` and a new manifest covering battery.json and
+// those files, each atomically.
+void write_goldens(const std::string& dir, const Battery& battery, const std::map<std::string, GoldenCase>& golden);
+
+std::string hex64(uint64_t v);
+bool parse_hex64(const std::string& s, uint64_t& v);
+
+}  // namespace sdc

@@ -1,0 +1,196 @@
+#include "report.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../backends/cpu/cpu_topology.h"
+
+#ifndef SDCSCREEN_VERSION
+#define SDCSCREEN_VERSION "0.0.0"
+#endif
+#ifndef SDCSCREEN_GIT
+#define SDCSCREEN_GIT "unknown"
+#endif
+
+namespace sdc {
+namespace {
+
+std::string os_pretty_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  return "unknown";
+}
+
+std::string iso_time(double unix_s) {
+  const auto t = static_cast<time_t>(unix_s);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
+
+std::string unit_where(const RunResult& r, int cpu) {
+  for (const UnitResult& u : r.units)
+    if (u.cpu.cpu == cpu) return fmt::format("cpu {} (core {}, package {})", cpu, u.cpu.core, u.cpu.package);
+  return fmt::format("cpu {}", cpu);
+}
+
+}  // namespace
+
+const char* tool_version() { return SDCSCREEN_VERSION; }
+const char* tool_git() { return SDCSCREEN_GIT; }
+
+HostInfo host_info() {
+  HostInfo h;
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  h.hostname = name;
+  h.os = os_pretty_name();
+  struct utsname u {};
+  if (uname(&u) == 0) h.kernel = fmt::format("{} {}", u.sysname, u.release);
+  h.cpu_model = cpu::cpu_model_name();
+  h.cpus_online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  return h;
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    if (plain) {
+      out += a;
+    } else {
+      out += '\'';
+      for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return out;
+}
+
+std::string render_text(const RunResult& r, const HostInfo& host) {
+  std::string s;
+  s += fmt::format("sdcscreen {} ({})  profile {}  backend {}  seed {}\n", tool_version(), tool_git(), r.profile,
+                   r.backend, r.seed);
+  std::vector<int> cpus;
+  for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
+  s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(), host.cpu_model);
+  if (!r.injections.empty())
+    s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
+                     r.injections.size());
+  for (const std::string& e : r.errors) s += fmt::format("error: {}\n", e);
+  s += fmt::format("\n{:<42} {:<18} {:<6} {:<6} {:>6} {:>7} {:>8} {:>8}\n", "test", "family", "mode", "result", "iters",
+                   "tiles", "time_s", "GFLOP/s");
+  for (const TestResult& t : r.tests) {
+    s += fmt::format("{:<42} {:<18} {:<6} {:<6} {:>6} {:>7} {:>8.2f} {:>8.1f}\n", t.id, t.family, t.mode,
+                     verdict_name(t.verdict), t.iterations_done, t.tiles, t.duration_s, t.gflops);
+    if (!t.reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t.verdict), t.reason);
+    for (const std::string& n : t.notes) s += fmt::format("  note: {}\n", n);
+  }
+  if (!r.units.empty()) {
+    s += fmt::format("\n{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
+    for (const UnitResult& u : r.units)
+      s += fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
+                       u.failed_tiles, u.failed_tiles ? "FAIL" : (u.tiles ? "pass" : "idle"));
+  }
+  bool any_fail = false;
+  for (const TestResult& t : r.tests) {
+    if (t.verdict != Verdict::fail) continue;
+    if (!any_fail) s += "\nfailures:\n";
+    any_fail = true;
+    s += fmt::format("{}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id, t.failed_tiles,
+                     t.miscompared_elements, t.time_to_fail_s);
+    for (const Miscompare& m : t.miscompares)
+      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n", m.iteration,
+                       m.tile, unit_where(r, m.unit), m.element_name, m.element, hex32(m.expected), hex32(m.actual),
+                       hex32(m.expected ^ m.actual), m.ulps);
+    if (t.miscompared_elements > t.miscompares.size())
+      s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
+  }
+  for (const Injection& i : r.injections)
+    s += fmt::format("injection {}: {}\n", i.spec,
+                     i.fired ? (i.fired_unit >= 0 ? fmt::format("fired on cpu {}", i.fired_unit) : std::string("fired"))
+                             : std::string("DID NOT FIRE (the drill proves nothing)"));
+  int counts[4] = {};
+  for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
+  if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
+  s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip; {:.2f} s\n", r.tests.size(), counts[0],
+                   counts[1], counts[2], counts[3], r.end_unix - r.start_unix);
+  s += fmt::format("reproduce: {}\n", r.reproduce);
+  s += fmt::format("exit: {}\n", r.exit_word());
+  return s;
+}
+
+std::string render_json(const RunResult& r, const HostInfo& host) {
+  using json = nlohmann::json;
+  json j;
+  j["schema_version"] = REPORT_SCHEMA_VERSION;
+  j["tool"] = {{"name", "sdcscreen"}, {"version", tool_version()}, {"git", tool_git()}};
+  j["command_line"] = r.argv;
+  j["reproduce"] = r.reproduce;
+  j["host"] = {{"hostname", host.hostname}, {"os", host.os}, {"kernel", host.kernel}, {"cpu", host.cpu_model},
+               {"cpus_online", host.cpus_online}};
+  j["backend"] = r.backend;
+  j["devices"] = json::array({{{"index", 0}, {"kind", "cpu"}, {"name", host.cpu_model}}});
+  j["profile"] = r.profile;
+  j["seed"] = r.seed;
+  j["time_budget_s"] = r.time_budget_s;
+  j["patterns"] = r.patterns_dir;
+  j["fault_injection"] = !r.injections.empty();
+  j["timing"] = {{"start", iso_time(r.start_unix)}, {"end", iso_time(r.end_unix)}, {"duration_s", r.end_unix - r.start_unix}};
+  j["units"] = json::array();
+  for (const UnitResult& u : r.units)
+    j["units"].push_back({{"kind", "cpu"}, {"cpu", u.cpu.cpu}, {"core", u.cpu.core}, {"package", u.cpu.package},
+                          {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles},
+                          {"result", u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle")}});
+  j["tests"] = json::array();
+  int counts[4] = {};
+  for (const TestResult& t : r.tests) {
+    ++counts[static_cast<int>(t.verdict)];
+    json jt = {{"id", t.id}, {"family", t.family}, {"mode", t.mode}, {"distribution", t.distribution},
+               {"device", t.device}, {"result", verdict_name(t.verdict)}, {"iterations", t.iterations_done},
+               {"iterations_planned", t.iterations_planned}, {"tiles", t.tiles}, {"duration_s", t.duration_s},
+               {"gflops", t.gflops}, {"failed_tiles", t.failed_tiles}, {"miscompared_elements", t.miscompared_elements},
+               {"units_failed", t.units_failed}, {"notes", t.notes}};
+    jt["time_to_fail_s"] = t.time_to_fail_s >= 0 ? json(t.time_to_fail_s) : json(nullptr);
+    if (!t.reason.empty()) jt["reason"] = t.reason;
+    jt["miscompares"] = json::array();
+    for (const Miscompare& m : t.miscompares)
+      jt["miscompares"].push_back({{"iteration", m.iteration}, {"tile", m.tile}, {"unit", {{"kind", "cpu"}, {"cpu", m.unit}}},
+                                   {"element", m.element}, {"element_name", m.element_name},
+                                   {"expected", hex32(m.expected)}, {"actual", hex32(m.actual)},
+                                   {"xor_mask", hex32(m.expected ^ m.actual)}, {"ulps", m.ulps}});
+    j["tests"].push_back(jt);
+  }
+  j["injections"] = json::array();
+  for (const Injection& i : r.injections) {
+    json ji = {{"spec", i.spec}, {"case", i.case_id}, {"target", i.input ? "input" : "output"}, {"element", i.element},
+               {"mask", hex32(i.mask)}, {"iteration", i.iteration}, {"fired", i.fired}};
+    if (i.input) ji["tensor"] = i.tensor;
+    ji["unit"] = i.unit >= 0 ? json(i.unit) : json(nullptr);
+    j["injections"].push_back(ji);
+  }
+  j["errors"] = r.errors;
+  j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]}, {"error", counts[2]}, {"skip", counts[3]}};
+  j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
+  j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace sdc

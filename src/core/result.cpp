@@ -1,0 +1,38 @@
+#include "result.h"
+
+namespace sdc {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::fail: return "fail";
+    case Verdict::error: return "error";
+    case Verdict::skip: return "skip";
+  }
+  return "?";
+}
+
+// Fail closed: a miscompare anywhere is 1; otherwise anything that did not run (an error, a skip, an
+// injection that never fired, nothing selected) is 2; 0 only when every selected test ran and passed.
+int RunResult::exit_code() const {
+  if (interrupted_by > 0) return 128 + interrupted_by;
+  for (const TestResult& t : tests)
+    if (t.verdict == Verdict::fail) return EXIT_FAIL;
+  if (tests.empty() || !errors.empty()) return EXIT_INCONCLUSIVE;
+  for (const TestResult& t : tests)
+    if (t.verdict != Verdict::pass) return EXIT_INCONCLUSIVE;
+  for (const Injection& i : injections)
+    if (!i.fired) return EXIT_INCONCLUSIVE;
+  return EXIT_PASS;
+}
+
+const char* RunResult::exit_word() const {
+  switch (exit_code()) {
+    case EXIT_PASS: return "pass";
+    case EXIT_FAIL: return "fail";
+    case EXIT_INCONCLUSIVE: return "error";
+    default: return "interrupted";
+  }
+}
+
+}  // namespace sdc

@@ -1,0 +1,71 @@
+// The result objects of a run. Every output (text, JSON) is written from these and nothing else.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "inject.h"
+
+namespace sdc {
+
+enum class Verdict { pass, fail, error, skip };
+const char* verdict_name(Verdict v);
+
+// Exit codes (DESIGN.md): the fleet reads them.
+enum ExitCode : int { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_INCONCLUSIVE = 2, EXIT_USAGE = 64, EXIT_CONFIG = 78 };
+
+struct Miscompare {
+  int iteration = 0;
+  uint64_t tile = 0;
+  int unit = -1;  // logical CPU
+  uint64_t element = 0;
+  std::string element_name;
+  uint32_t expected = 0, actual = 0;
+  uint64_t ulps = 0;
+};
+
+struct TestResult {
+  std::string id, family, mode, distribution;
+  std::string device = "cpu";
+  Verdict verdict = Verdict::skip;
+  std::string reason;  // why error or skip
+  int iterations_planned = 0;
+  int iterations_done = 0;
+  uint64_t tiles = 0;  // per iteration
+  double duration_s = 0;
+  double gflops = 0;
+  double time_to_fail_s = -1;  // since the test started; -1: did not fail
+  uint64_t failed_tiles = 0;   // summed over iterations
+  uint64_t miscompared_elements = 0;
+  std::vector<int> units_failed;
+  std::vector<Miscompare> miscompares;  // the first ones, with full localization
+  std::vector<std::string> notes;
+};
+
+struct UnitResult {
+  cpu::LogicalCpu cpu;
+  uint64_t tiles = 0;
+  uint64_t failed_tiles = 0;
+};
+
+struct RunResult {
+  std::string backend = "cpu";
+  std::string profile;
+  uint64_t seed = 0;
+  double time_budget_s = 0;
+  std::string patterns_dir;
+  std::vector<std::string> argv;
+  std::string reproduce;
+  double start_unix = 0, end_unix = 0;
+  std::vector<TestResult> tests;
+  std::vector<UnitResult> units;
+  std::vector<Injection> injections;
+  int interrupted_by = 0;  // signal number, 0 when not interrupted
+  std::vector<std::string> errors;  // run-level problems (set-up failures)
+  int exit_code() const;
+  const char* exit_word() const;
+};
+
+}  // namespace sdc

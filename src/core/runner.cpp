@@ -1,0 +1,359 @@
+#include "runner.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "../backends/cpu/worker_pool.h"
+#include "digest.h"
+
+namespace sdc {
+
+std::atomic<int> g_stop_signal{0};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t MAX_LISTED_PER_TILE = 8;
+constexpr size_t MAX_LISTED_PER_TEST = 32;
+
+uint64_t string_hash(const std::string& s) {
+  uint64_t h = 0;
+  for (unsigned char ch : s) h = mix64(h ^ ch);
+  return h;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool matches(const std::string& glob, const Case& c) {
+  return fnmatch(glob.c_str(), c.id.c_str(), 0) == 0 || fnmatch(glob.c_str(), c.family.c_str(), 0) == 0;
+}
+
+// One case's buffers: inputs generated once, the output of the current iteration, and per tile the
+// digest and the worker that computed it (the unit a miscompare is attributed to).
+struct CaseState {
+  std::unique_ptr<Problem> problem;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> out;
+  std::vector<uint64_t> digest;
+  std::vector<uint32_t> worker_of;
+};
+
+CaseState prepare_case(const Case& c, cpu::WorkerPool& pool) {
+  CaseState s;
+  s.problem = find_family(c.family)->prepare(c);
+  const auto tensors = s.problem->inputs();
+  for (const auto& t : tensors) s.inputs.emplace_back(t.elements);
+  const size_t workers = pool.size();
+  // Every worker generates a slice of every tensor, on its own CPU.
+  pool.run([&](size_t w) {
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const uint64_t n = tensors[t].elements;
+      const uint64_t begin = n * w / workers, end = n * (w + 1) / workers;
+      if (end > begin) s.problem->generate_input(t, begin, end, s.inputs[t].data() + begin);
+    }
+  });
+  const uint64_t tiles = s.problem->tile_count();
+  s.out.assign(tiles * s.problem->tile_elements(), 0.0f);
+  s.digest.assign(tiles, 0);
+  s.worker_of.assign(tiles, 0);
+  return s;
+}
+
+// The injections of one case at one iteration, resolved to workers and tiles.
+struct ActiveFault {
+  Injection* inj;
+  int worker;  // -1: any worker
+  uint64_t tile = 0;
+  uint32_t offset = 0;
+  std::vector<float> corrupted;  // input injections: the tensor as the faulty unit reads it
+};
+
+// Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
+// unit; the worker computes it, applies output faults, and digests it.
+void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspace>& ws, uint64_t rotation,
+                       std::vector<ActiveFault>& faults) {
+  const uint64_t tiles = s.problem->tile_count();
+  const uint32_t te = s.problem->tile_elements();
+  const size_t workers = pool.size();
+  std::map<uint64_t, uint32_t> pinned;
+  for (ActiveFault& f : faults)
+    if (!f.inj->input && f.worker >= 0) pinned[f.tile] = static_cast<uint32_t>(f.worker);
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const auto it = pinned.find(t);
+    s.worker_of[t] = it != pinned.end() ? it->second : static_cast<uint32_t>((t + rotation) % workers);
+  }
+  std::vector<char> computed_by(workers, 0);
+  pool.run([&](size_t w) {
+    std::vector<const float*> in;
+    for (const auto& v : s.inputs) in.push_back(v.data());
+    bool reads_fault = false;
+    for (ActiveFault& f : faults)
+      if (f.inj->input && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+        in[f.inj->tensor_index] = f.corrupted.data();
+        reads_fault = true;
+      }
+    bool computed = false;
+    for (uint64_t t = 0; t < tiles; ++t) {
+      if (s.worker_of[t] != w) continue;
+      if (g_stop_signal.load(std::memory_order_relaxed)) return;
+      float* out = s.out.data() + t * te;
+      s.problem->compute_tile(in.data(), t, out, ws[w]);
+      computed = true;
+      for (ActiveFault& f : faults) {
+        if (f.inj->input || f.tile != t) continue;
+        uint32_t bits;
+        std::memcpy(&bits, out + f.offset, 4);
+        bits ^= f.inj->mask;
+        std::memcpy(out + f.offset, &bits, 4);
+        f.inj->fired = true;
+        f.inj->fired_unit = pool.cpu(w).cpu;
+        f.inj->fired_tile = t;
+      }
+      s.digest[t] = tile_digest(t, out, te);
+    }
+    computed_by[w] = computed && reads_fault;
+  });
+  // An input fault fired when a worker that reads it computed at least one tile.
+  for (ActiveFault& f : faults) {
+    if (!f.inj->input) continue;
+    for (size_t w = 0; w < workers; ++w)
+      if (computed_by[w] && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+        f.inj->fired = true;
+        f.inj->fired_unit = f.worker < 0 ? -1 : pool.cpu(w).cpu;
+      }
+  }
+}
+
+int worker_index(const cpu::WorkerPool& pool, int cpu) {
+  for (size_t w = 0; w < pool.size(); ++w)
+    if (pool.cpu(w).cpu == cpu) return static_cast<int>(w);
+  return -1;
+}
+
+std::vector<cpu::LogicalCpu> describe(const std::vector<int>& cpus) {
+  std::vector<cpu::LogicalCpu> out;
+  for (int c : cpus) out.push_back(cpu::describe_cpu(c));
+  return out;
+}
+
+// Recomputes a failing tile and lists the elements that differ. The recomputation is checked against
+// the golden digest: if it does not match, the analysis itself is not trustworthy and the report says so.
+void analyse_tile(const CaseState& s, const GoldenCase& golden, uint64_t tile, int iteration, int unit,
+                  Workspace& ws, std::vector<float>& expected, TestResult& r) {
+  const uint32_t te = s.problem->tile_elements();
+  expected.resize(te);
+  std::vector<const float*> in;
+  for (const auto& v : s.inputs) in.push_back(v.data());
+  s.problem->compute_tile(in.data(), tile, expected.data(), ws);
+  if (tile_digest(tile, expected.data(), te) != golden.tile_digests[tile])
+    r.notes.push_back(fmt::format("tile {}: the analysing CPU's recomputation does not match the golden digest either; "
+                                  "element lists for this tile are unreliable",
+                                  tile));
+  const float* actual = s.out.data() + tile * te;
+  size_t listed = 0;
+  for (uint32_t e = 0; e < te; ++e) {
+    uint32_t a, x;
+    std::memcpy(&x, &expected[e], 4);
+    std::memcpy(&a, &actual[e], 4);
+    if (a == x) continue;
+    ++r.miscompared_elements;
+    if (listed >= MAX_LISTED_PER_TILE || r.miscompares.size() >= MAX_LISTED_PER_TEST) continue;
+    ++listed;
+    Miscompare m;
+    m.iteration = iteration;
+    m.tile = tile;
+    m.unit = unit;
+    m.element = s.problem->logical_element(tile, e);
+    m.element_name = s.problem->element_name(m.element);
+    m.expected = x;
+    m.actual = a;
+    m.ulps = ulp_distance(x, a);
+    r.miscompares.push_back(m);
+  }
+}
+
+}  // namespace
+
+uint64_t ulp_distance(uint32_t a, uint32_t b) {
+  // Map the sign-magnitude encoding onto a line where adjacent floats are adjacent integers.
+  auto ord = [](uint32_t u) -> int64_t { return (u & 0x80000000u) ? -static_cast<int64_t>(u & 0x7fffffffu) : u; };
+  const int64_t d = ord(a) - ord(b);
+  return static_cast<uint64_t>(d < 0 ? -d : d);
+}
+
+std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
+                         const std::vector<std::string>& disable, Selection& out) {
+  if (!battery.find_profile(profile)) {
+    std::string names;
+    for (const Profile& p : battery.profiles) names += (names.empty() ? "" : ", ") + p.name;
+    return fmt::format("unknown profile '{}' (profiles: {})", profile, names);
+  }
+  for (const auto* globs : {&enable, &disable})
+    for (const std::string& g : *globs)
+      if (std::none_of(battery.cases.begin(), battery.cases.end(), [&](const Case& c) { return matches(g, c); }))
+        return fmt::format("'{}' matches no test id or family (see 'sdcscreen list')", g);
+  out = Selection{};
+  for (const Case& c : battery.cases) {
+    const auto it = c.iterations.find(profile);
+    bool chosen = enable.empty() ? it != c.iterations.end()
+                                 : std::any_of(enable.begin(), enable.end(), [&](const std::string& g) { return matches(g, c); });
+    if (std::any_of(disable.begin(), disable.end(), [&](const std::string& g) { return matches(g, c); })) chosen = false;
+    if (!chosen) continue;
+    int iters = it != c.iterations.end() ? it->second : 0;
+    if (!iters) {  // enabled explicitly from another profile: its smallest count
+      iters = INT32_MAX;
+      for (const auto& [p, n] : c.iterations) iters = std::min(iters, n);
+    }
+    out.cases.push_back(&c);
+    out.iterations.push_back(iters);
+  }
+  if (out.cases.empty()) return "no test selected (the --disable patterns removed everything)";
+  return "";
+}
+
+void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
+  cpu::WorkerPool pool(describe(opt.cpus));
+  const size_t workers = pool.size();
+  std::vector<Workspace> ws(workers);
+  Workspace analysis_ws;
+  for (size_t w = 0; w < workers; ++w) result.units.push_back({pool.cpu(w), 0, 0});
+  result.injections = opt.injections;
+
+  for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
+    const Case& c = *sel.cases[ci];
+    TestResult r;
+    r.id = c.id;
+    r.family = c.family;
+    r.mode = mode_name(c.mode);
+    r.distribution = distribution_name(c.distribution);
+    const GoldenCase& golden = patterns.golden.at(c.id);
+    if (g_stop_signal.load()) {
+      r.verdict = Verdict::skip;
+      r.reason = "interrupted before it started";
+      result.tests.push_back(r);
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      r.verdict = Verdict::skip;
+      r.reason = "time budget exhausted before it started";
+      result.tests.push_back(r);
+      if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
+      continue;
+    }
+    const auto t0 = Clock::now();
+    try {
+      CaseState s = prepare_case(c, pool);
+      const uint64_t tiles = s.problem->tile_count();
+      r.tiles = tiles;
+      // Enough iterations that every worker computes tiles of this case, even when it has few tiles.
+      const int coverage = static_cast<int>((workers + tiles - 1) / tiles);
+      r.iterations_planned = std::max(sel.iterations[ci], coverage);
+      const uint64_t rotation0 = mix64(opt.seed ^ string_hash(c.id));
+      std::map<uint64_t, std::vector<float>> expected_cache;
+      std::vector<bool> unit_failed(workers, false);
+      for (int it = 0; it < r.iterations_planned; ++it) {
+        if (g_stop_signal.load() || (it > 0 && Clock::now() >= deadline)) break;
+        std::vector<ActiveFault> faults;
+        for (Injection& inj : result.injections) {
+          if (inj.case_id != c.id || inj.iteration != it) continue;
+          ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
+          if (inj.input) {
+            f.corrupted = s.inputs[inj.tensor_index];
+            uint32_t bits;
+            std::memcpy(&bits, &f.corrupted[inj.element], 4);
+            bits ^= inj.mask;
+            std::memcpy(&f.corrupted[inj.element], &bits, 4);
+          } else {
+            s.problem->locate(inj.element, f.tile, f.offset);
+          }
+          faults.push_back(std::move(f));
+        }
+        compute_iteration(s, pool, ws, rotation0 + static_cast<uint64_t>(it), faults);
+        if (g_stop_signal.load()) break;  // a partial iteration is neither pass nor fail
+        ++r.iterations_done;
+        for (uint64_t t = 0; t < tiles; ++t) {
+          const uint32_t w = s.worker_of[t];
+          ++result.units[w].tiles;
+          if (s.digest[t] == golden.tile_digests[t]) continue;
+          ++r.failed_tiles;
+          ++result.units[w].failed_tiles;
+          unit_failed[w] = true;
+          if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(t0);
+          std::vector<float>& expected = expected_cache[t];
+          analyse_tile(s, golden, t, it, pool.cpu(w).cpu, analysis_ws, expected, r);
+        }
+      }
+      for (size_t w = 0; w < workers; ++w)
+        if (unit_failed[w]) r.units_failed.push_back(pool.cpu(w).cpu);
+      if (r.failed_tiles > 0) {
+        r.verdict = Verdict::fail;
+      } else if (r.iterations_done >= coverage) {
+        r.verdict = Verdict::pass;
+        if (r.iterations_done < r.iterations_planned)
+          r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
+                                        g_stop_signal.load() ? "interruption" : "time budget ran out"));
+      } else {
+        r.verdict = Verdict::skip;
+        r.reason = g_stop_signal.load() ? "interrupted before every CPU computed a tile"
+                                        : "time budget ran out before every CPU computed a tile";
+      }
+      r.duration_s = seconds_since(t0);
+      if (r.duration_s > 0)
+        r.gflops = s.problem->tile_flops() * static_cast<double>(tiles) * r.iterations_done / r.duration_s * 1e-9;
+    } catch (const std::bad_alloc&) {
+      r.verdict = Verdict::error;
+      r.reason = "out of host memory";
+    } catch (const std::exception& e) {
+      r.verdict = Verdict::error;
+      r.reason = e.what();
+    }
+    result.tests.push_back(r);
+    if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
+  }
+  result.interrupted_by = g_stop_signal.load();
+}
+
+std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>& cases, const std::vector<int>& cpus,
+                                                  const std::function<void(const Case&)>& on_case) {
+  cpu::WorkerPool pool(describe(cpus));
+  std::vector<Workspace> ws(pool.size());
+  std::vector<ActiveFault> none;
+  std::map<std::string, GoldenCase> out;
+  for (const Case* c : cases) {
+    CaseState s = prepare_case(*c, pool);
+    compute_iteration(s, pool, ws, 0, none);
+    const std::vector<uint64_t> first = s.digest;
+    const std::vector<float> first_out = s.out;
+    compute_iteration(s, pool, ws, 1, none);  // every tile again, on the next worker
+    if (g_stop_signal.load()) throw std::runtime_error("interrupted");
+    for (uint64_t t = 0; t < first.size(); ++t)
+      if (first[t] != s.digest[t])
+        throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "
+                                             "cannot generate goldens",
+                                             c->id, t));
+    for (float v : first_out)
+      if (v != v)
+        throw std::runtime_error(fmt::format("case {}: its output contains a NaN, whose bits are not portable; "
+                                             "change its distribution or shape",
+                                             c->id));
+    GoldenCase g;
+    g.fingerprint = case_fingerprint(*c);
+    g.tile_digests = first;
+    g.output_digest = output_digest(first.data(), first.size());
+    out[c->id] = std::move(g);
+    if (on_case) on_case(*c);
+  }
+  return out;
+}
+
+}  // namespace sdc
