@@ -69,12 +69,32 @@ struct Panel {
     int64_t kc;
     int tail;    // valid lanes (1..VL) in the panel's last vector; the rest are zero padded
     bool first;  // k0 == 0: chains start from +0.0f instead of the out tile
+    // Lines of B wanted soon (see run_vector), one prefetch into L2 per k step: pf_count lines,
+    // starting at line pf_line of the row at pf_row; rows are pf_stride bytes apart, pf_lines lines wide.
+    const char* pf_row;
+    int64_t pf_stride;
+    int64_t pf_count;
+    int pf_line;
+    int pf_lines;
 };
+
+// One L2 prefetch per k step keeps the extra work at one load-port slot and a few scalar ops,
+// which an FMA-bound loop absorbs for free.
+__attribute__((always_inline)) inline void prefetch_step(Panel& p) {
+    if (p.pf_count > 0) {
+        _mm_prefetch(p.pf_row + p.pf_line * 64, _MM_HINT_T1);
+        if (++p.pf_line == p.pf_lines) {
+            p.pf_line = 0;
+            p.pf_row += p.pf_stride;
+        }
+        --p.pf_count;
+    }
+}
 
 // a: A at (first row of the group, k0), row stride lda; c: out tile at the block, row stride ldc.
 // The PACK variant reads B from src and writes the packed panel while computing, so the copy
 // rides on the load/store ports the FMA-bound loop leaves idle; later row groups read `packed`.
-using Kernel = void (*)(const float* a, int64_t lda, const Panel& p, float* c, int64_t ldc);
+using Kernel = void (*)(const float* a, int64_t lda, Panel p, float* c, int64_t ldc);
 
 constexpr int kMaxMR = 16;
 constexpr int kMaxNV = 4;
@@ -87,7 +107,7 @@ struct FastPath {
 
 // ---------------------------------------------------------------- AVX-512
 template <int MR, int NV, bool PACK>
-__attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, const Panel& p, float* c,
+__attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, Panel p, float* c,
                                                   int64_t ldc) {
     const __mmask16 mask = static_cast<__mmask16>((1u << p.tail) - 1u);
     const int64_t kc = p.kc;
@@ -108,6 +128,7 @@ __attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, c
     }
     for (int64_t k = 0; k < kc; ++k, bp += NV * 16) {
         __m512 b[NV];
+        prefetch_step(p);
         if constexpr (PACK) {
             if (k + kPrefetchRows < p.rows_left) {
                 const float* pf = src + kPrefetchRows * p.ldb;
@@ -150,7 +171,7 @@ __attribute__((target("avx2,fma"))) inline __m256i tail_mask256(int tail) {
 }
 
 template <int MR, int NV, bool PACK>
-__attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, const Panel& p, float* c,
+__attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, Panel p, float* c,
                                                    int64_t ldc) {
     const __m256i mask = tail_mask256(p.tail);
     const int64_t kc = p.kc;
@@ -171,6 +192,7 @@ __attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, 
     }
     for (int64_t k = 0; k < kc; ++k, bp += NV * 8) {
         __m256 b[NV];
+        prefetch_step(p);
         if constexpr (PACK) {
             if (k + kPrefetchRows < p.rows_left) {
                 const float* pf = src + kPrefetchRows * p.ldb;
@@ -252,22 +274,56 @@ bool has_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+// Where B will be needed next, so that the whole K block's compute can pull it toward L2 (B rows
+// are N floats apart: no hardware prefetcher follows them, and a packing pass that waits for L3
+// would stall ~3x longer than its own compute). Within a tile that is the next K block; after the
+// last block we guess the caller's next tile is the one to the right (or the first column of the
+// next row of tiles), the usual sweep order; a wrong guess only wastes prefetches.
+struct PrefetchRegion {
+    const float* base;
+    int64_t rows, cols;
+};
+PrefetchRegion next_b_region(const float* B, int64_t K, int64_t N, int64_t j0, int64_t nt, int64_t k_next) {
+    if (k_next < K) return {B + k_next * N + j0, std::min(kKC, K - k_next), nt};
+    const int64_t j_next = j0 + nt < N ? j0 + nt : 0;
+    return {B + j_next, std::min(kKC, K), std::min(nt, N - j_next)};
+}
+
 void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0,
                 int64_t mt, int64_t nt, float* out, std::vector<float>& scratch) {
     const int64_t nr = int64_t{fp.nv} * fp.vl;
     const int64_t panels = (nt + nr - 1) / nr;
     const int64_t need = panels * std::min(K, kKC) * nr;
     if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
+    const int64_t groups = (mt + fp.mr - 1) / fp.mr;
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
         const int64_t kc = std::min(kKC, K - k0);
+        const PrefetchRegion pr = next_b_region(B, K, N, j0, nt, k0 + kc);
+        const auto start = reinterpret_cast<uintptr_t>(pr.base) % 64;
+        // Lines per row: exact for the first row, one more when rows are not all aligned alike.
+        const int64_t lines = static_cast<int64_t>((start + pr.cols * 4 + 63) / 64) + (N % 16 != 0);
+        const int64_t per_call = (pr.rows * lines + panels * groups - 1) / (panels * groups);
+        int64_t pf_next = 0;  // next line of the region to hand out, row-major
         for (int64_t p = 0; p < panels; ++p) {
             const int64_t w = std::min(nr, nt - p * nr);
             const int64_t nv = (w + fp.vl - 1) / fp.vl;
-            const Panel panel{B + k0 * N + j0 + p * nr, N, K - k0, scratch.data() + p * kc * nr, kc,
-                              static_cast<int>(w - (nv - 1) * fp.vl), k0 == 0};
-            for (int64_t i = 0; i < mt; i += fp.mr) {
+            for (int64_t g = 0; g < groups; ++g, pf_next += per_call) {
+                const int64_t i = g * fp.mr;
                 const int64_t m = std::min<int64_t>(fp.mr, mt - i);
-                fp.kernels[i == 0][m - 1][nv - 1](A + (i0 + i) * K + k0, K, panel, out + i * nt + p * nr, nt);
+                const int64_t row = std::min(pf_next / lines, pr.rows);
+                const Panel panel{B + k0 * N + j0 + p * nr,
+                                  N,
+                                  K - k0,
+                                  scratch.data() + p * kc * nr,
+                                  kc,
+                                  static_cast<int>(w - (nv - 1) * fp.vl),
+                                  k0 == 0,
+                                  reinterpret_cast<const char*>(pr.base + row * N),
+                                  N * 4,
+                                  std::max<int64_t>(0, std::min(per_call, pr.rows * lines - pf_next)),
+                                  static_cast<int>(pf_next % lines),
+                                  static_cast<int>(lines)};
+                fp.kernels[g == 0][m - 1][nv - 1](A + (i0 + i) * K + k0, K, panel, out + i * nt + p * nr, nt);
             }
         }
     }

@@ -1,0 +1,55 @@
+"""Shared helpers of the end-to-end tests: where the binary and the source tree are, and one way to run it."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SDCSCREEN = os.environ.get("SDCSCREEN", "")
+SOURCE_DIR = os.environ.get("SDC_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+PATTERNS = os.path.join(SOURCE_DIR, "patterns")
+SCHEMA = os.path.join(SOURCE_DIR, "docs", "report.schema.json")
+
+if not SDCSCREEN or not os.access(SDCSCREEN, os.X_OK):
+    sys.exit("set SDCSCREEN to the sdcscreen binary (ctest does)")
+
+
+def run(*args, timeout=600):
+    """Runs sdcscreen with args; returns the CompletedProcess (text mode)."""
+    return subprocess.run([SDCSCREEN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_json(*args, timeout=600):
+    """Runs 'sdcscreen run ... --output-format json -o FILE -q'; returns (exit code, report dict, stderr)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "report.json")
+        p = run("run", *args, "--output-format", "json", "-o", out, "-q", timeout=timeout)
+        report = None
+        if os.path.exists(out):
+            with open(out) as f:
+                report = json.load(f)
+        return p.returncode, report, p.stderr
+
+
+def battery():
+    with open(os.path.join(PATTERNS, "battery.json")) as f:
+        return json.load(f)
+
+
+class Failures:
+    """Collects failed checks so a test reports all of them, then exits non-zero if any."""
+
+    def __init__(self, name):
+        self.name = name
+        self.items = []
+        self.checks = 0
+
+    def check(self, cond, msg):
+        self.checks += 1
+        if not cond:
+            self.items.append(msg)
+            print("FAIL:", msg, flush=True)
+
+    def finish(self):
+        print(f"{self.name}: {self.checks} checks, {len(self.items)} failed", flush=True)
+        sys.exit(1 if self.items else 0)
