@@ -56,6 +56,12 @@ namespace {
 #endif
 
 constexpr int64_t kKC = SDC_GEMM_KC;
+#ifndef SDC_T1
+#define SDC_T1 1
+#endif
+#ifndef SDC_APF
+#define SDC_APF 0
+#endif
 // How many B rows ahead the packing kernel prefetches: B's rows are N floats apart, so no hardware
 // prefetcher follows them, and an L3 hit costs ~100 cycles, i.e. ~12 k-steps of an 8-row kernel.
 constexpr int64_t kPrefetchRows = SDC_GEMM_PF;
@@ -76,12 +82,15 @@ struct Panel {
     int64_t pf_count;
     int pf_line;
     int pf_lines;
+    int pf_period;  // k steps between prefetches: spread them over the call so few are in flight
+    int pf_wait;
 };
 
 // One L2 prefetch per k step keeps the extra work at one load-port slot and a few scalar ops,
 // which an FMA-bound loop absorbs for free.
 __attribute__((always_inline)) inline void prefetch_step(Panel& p) {
-    if (p.pf_count > 0) {
+    if (--p.pf_wait == 0 && p.pf_count > 0) {
+        p.pf_wait = p.pf_period;
         _mm_prefetch(p.pf_row + p.pf_line * 64, _MM_HINT_T1);
         if (++p.pf_line == p.pf_lines) {
             p.pf_line = 0;
@@ -94,7 +103,7 @@ __attribute__((always_inline)) inline void prefetch_step(Panel& p) {
 // a: A at (first row of the group, k0), row stride lda; c: out tile at the block, row stride ldc.
 // The PACK variant reads B from src and writes the packed panel while computing, so the copy
 // rides on the load/store ports the FMA-bound loop leaves idle; later row groups read `packed`.
-using Kernel = void (*)(const float* a, int64_t lda, Panel p, float* c, int64_t ldc);
+using Kernel = void (*)(const float* a, int64_t lda, const Panel& panel, float* c, int64_t ldc);
 
 constexpr int kMaxMR = 16;
 constexpr int kMaxNV = 4;
@@ -107,8 +116,9 @@ struct FastPath {
 
 // ---------------------------------------------------------------- AVX-512
 template <int MR, int NV, bool PACK>
-__attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, Panel p, float* c,
+__attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, const Panel& panel, float* c,
                                                   int64_t ldc) {
+    Panel p = panel;  // a private copy: the prefetch cursor advances in it
     const __mmask16 mask = static_cast<__mmask16>((1u << p.tail) - 1u);
     const int64_t kc = p.kc;
     const float* src = p.src;
@@ -129,6 +139,9 @@ __attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, P
     for (int64_t k = 0; k < kc; ++k, bp += NV * 16) {
         __m512 b[NV];
         prefetch_step(p);
+#if SDC_APF
+        _mm_prefetch(reinterpret_cast<const char*>(a + (k & (MR - 1)) * lda + k + SDC_APF), _MM_HINT_T0);
+#endif
         if constexpr (PACK) {
             if (k + kPrefetchRows < p.rows_left) {
                 const float* pf = src + kPrefetchRows * p.ldb;
@@ -171,8 +184,9 @@ __attribute__((target("avx2,fma"))) inline __m256i tail_mask256(int tail) {
 }
 
 template <int MR, int NV, bool PACK>
-__attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, Panel p, float* c,
+__attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, const Panel& panel, float* c,
                                                    int64_t ldc) {
+    Panel p = panel;
     const __m256i mask = tail_mask256(p.tail);
     const int64_t kc = p.kc;
     const float* src = p.src;
@@ -274,6 +288,11 @@ bool has_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+#ifdef SDC_PROF
+}
+uint64_t g_prof[2];
+namespace {
+#endif
 // Where B will be needed next, so that the whole K block's compute can pull it toward L2 (B rows
 // are N floats apart: no hardware prefetcher follows them, and a packing pass that waits for L3
 // would stall ~3x longer than its own compute). Within a tile that is the next K block; after the
@@ -293,7 +312,13 @@ void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, i
                 int64_t mt, int64_t nt, float* out, std::vector<float>& scratch) {
     const int64_t nr = int64_t{fp.nv} * fp.vl;
     const int64_t panels = (nt + nr - 1) / nr;
-    const int64_t need = panels * std::min(K, kKC) * nr;
+    const int64_t bsize = panels * std::min(K, kKC) * nr;
+#if SDC_ACOPY
+    const int64_t lda_p = (std::min(K, kKC) + 15) / 16 * 16 + 16;
+#else
+    const int64_t lda_p = 0;
+#endif
+    const int64_t need = bsize + mt * lda_p;
     if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
     const int64_t groups = (mt + fp.mr - 1) / fp.mr;
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
@@ -302,12 +327,24 @@ void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, i
         const auto start = reinterpret_cast<uintptr_t>(pr.base) % 64;
         // Lines per row: exact for the first row, one more when rows are not all aligned alike.
         const int64_t lines = static_cast<int64_t>((start + pr.cols * 4 + 63) / 64) + (N % 16 != 0);
-        const int64_t per_call = (pr.rows * lines + panels * groups - 1) / (panels * groups);
+        const int64_t per_call = SDC_T1 * (pr.rows * lines + panels * groups - 1) / (panels * groups);
+        const int period = static_cast<int>(std::max<int64_t>(1, kc / std::max<int64_t>(1, per_call)));
         int64_t pf_next = 0;  // next line of the region to hand out, row-major
+#if SDC_ACOPY
+        float* apack = scratch.data() + bsize;
+        for (int64_t i = 0; i < mt; ++i) std::memcpy(apack + i * lda_p, A + (i0 + i) * K + k0, kc * 4);
+#endif
+#if SDC_ORDER
+        for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t p = 0; p < panels; ++p, pf_next += per_call) {
+            const int64_t w = std::min(nr, nt - p * nr);
+            const int64_t nv = (w + fp.vl - 1) / fp.vl;
+#else
         for (int64_t p = 0; p < panels; ++p) {
             const int64_t w = std::min(nr, nt - p * nr);
             const int64_t nv = (w + fp.vl - 1) / fp.vl;
             for (int64_t g = 0; g < groups; ++g, pf_next += per_call) {
+#endif
                 const int64_t i = g * fp.mr;
                 const int64_t m = std::min<int64_t>(fp.mr, mt - i);
                 const int64_t row = std::min(pf_next / lines, pr.rows);
@@ -322,8 +359,20 @@ void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, i
                                   N * 4,
                                   std::max<int64_t>(0, std::min(per_call, pr.rows * lines - pf_next)),
                                   static_cast<int>(pf_next % lines),
-                                  static_cast<int>(lines)};
-                fp.kernels[g == 0][m - 1][nv - 1](A + (i0 + i) * K + k0, K, panel, out + i * nt + p * nr, nt);
+                                  static_cast<int>(lines),
+                                  period,
+                                  1};
+#ifdef SDC_PROF
+                const uint64_t t0 = __rdtsc();
+#endif
+#if SDC_ACOPY
+                fp.kernels[g == 0][m - 1][nv - 1](apack + i * lda_p, lda_p, panel, out + i * nt + p * nr, nt);
+#else
+                fp.kernels[SDC_NOPACK ? 0 : g == 0][m - 1][nv - 1](A + (i0 + i) * K + k0, K, panel, out + i * nt + p * nr, nt);
+#endif
+#ifdef SDC_PROF
+                g_prof[g == 0] += __rdtsc() - t0;
+#endif
             }
         }
     }

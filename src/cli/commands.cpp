@@ -58,6 +58,13 @@ std::string default_patterns_dir() {
 }
 
 int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
+  Battery b;
+  try {
+    b = load_patterns(patterns_dir, false).battery;
+  } catch (const PatternError& e) {
+    return config_error(e.what());
+  }
+  if (!a.profile.empty() && !b.find_profile(a.profile)) return usage_error(fmt::format("unknown profile '{}'", a.profile));
   fmt::print("families:\n");
   for (const Family& f : families()) {
     std::string modes;
@@ -72,13 +79,6 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
   fmt::print("distributions:\n");
   for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
     fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
-  Battery b;
-  try {
-    b = load_patterns(patterns_dir, false).battery;
-  } catch (const PatternError& e) {
-    return config_error(e.what());
-  }
-  if (!a.profile.empty() && !b.find_profile(a.profile)) return usage_error(fmt::format("unknown profile '{}'", a.profile));
   fmt::print("profiles:\n");
   for (const Profile& p : b.profiles) fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
   fmt::print("cases:\n");

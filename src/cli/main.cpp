@@ -49,6 +49,7 @@ struct RunArgs {
   bool seed_given = false;
   std::string backend = "auto";
   std::string cpuset;
+  bool cpuset_given = false;
   std::string output_format = "text";
   std::string output;
   bool quiet = false;
@@ -56,10 +57,10 @@ struct RunArgs {
 };
 
 // The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
-int choose_cpus(const std::string& cpuset, std::vector<int>& cpus) {
+int choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
   std::vector<int> allowed;
   for (const auto& c : cpu::allowed_cpus()) allowed.push_back(c.cpu);
-  if (cpuset.empty()) {
+  if (!given) {
     cpus = allowed;
     return 0;
   }
@@ -82,7 +83,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
       return usage_error(fmt::format("--inject '{}': {}", a.inject[i], err));
   std::vector<int> cpus;
-  if (const int rc = choose_cpus(a.cpuset, cpus)) return rc;
+  if (const int rc = choose_cpus(a.cpuset_given, a.cpuset, cpus)) return rc;
   if (!a.output.empty()) {
     try {
       check_writable(a.output);
@@ -120,8 +121,20 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   result.reproduce = shell_join(repro);
   result.start_unix = unix_now();
   if (a.backend == "cuda") {
+    const std::string why = "no usable GPU: this build of sdcscreen has no CUDA backend";
     result.backend = "cuda";
-    result.errors.push_back("--backend cuda: no usable GPU: this build of sdcscreen has no CUDA backend");
+    result.errors.push_back("--backend cuda: " + why);
+    for (const Case* c : sel.cases) {
+      TestResult t;
+      t.id = c->id;
+      t.family = c->family;
+      t.mode = mode_name(c->mode);
+      t.distribution = distribution_name(c->distribution);
+      t.device = "cuda";
+      t.verdict = Verdict::error;
+      t.reason = why;
+      result.tests.push_back(t);
+    }
   } else {
     RunOptions opt;
     opt.seed = result.seed;
@@ -192,14 +205,16 @@ int main(int argc, char** argv) {
   run->add_option("--inject", ra.inject,
                   "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU][,iteration=I] (repeatable); "
                   "the run is marked as injected in every output");
-  run->footer(
+  const char* examples =
       "Examples:\n"
       "  node boot (systemd, Slurm HealthCheckProgram):\n"
       "    sdcscreen run --profile boot -q -o /var/lib/sdcscreen/report.json --output-format json\n"
       "  fleet automation (read the exit code and the JSON):\n"
       "    sdcscreen run --profile standard --output-format json -o report.json\n"
       "  triage of a suspect core, replaying a failing run's schedule:\n"
-      "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v");
+      "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v";
+  run->footer(examples);
+  app.footer(examples);
 
   ListArgs la;
   CLI::App* list = app.add_subcommand("list", "list families, test cases, profiles, modes and distributions");
@@ -213,6 +228,11 @@ int main(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
   verify->add_option("--patterns", patterns_dir, patterns_help);
 
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns)", argv[1]));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -230,13 +250,14 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) {
       ra.seed_given = run->count("--seed") > 0;
+      ra.cpuset_given = run->count("--cpuset") > 0;
       return cmd_run(ra, args, patterns_dir);
     }
     if (list->parsed()) return cmd_list(la, patterns_dir);
     if (info->parsed()) return cmd_info();
     if (golden->parsed()) {
       std::vector<int> cpus;
-      if (const int rc = choose_cpus(ga.cpuset, cpus)) return rc;
+      if (const int rc = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus)) return rc;
       return cmd_golden(patterns_dir, cpus);
     }
     if (verify->parsed()) return cmd_verify(patterns_dir);

@@ -30,7 +30,7 @@ SDC_HD float sdc_expf(float x) {
   const int k = static_cast<int>(kf);  // in [-150, 128]
   const int k1 = k / 2;
   float e = (y * pow2f(k1)) * pow2f(k - k1);
-  e = x > 88.72283935546875f ? INFINITY : e;  // the largest x whose e^x rounds below 2^128
+  e = x > 88.72283172607421875f ? INFINITY : e;  // the largest x whose e^x rounds to a finite float
   return x > -104.0f ? e : (x != x ? x : 0.0f);  // -inf and below: e^x < 2^-150 rounds to +0
 }
 

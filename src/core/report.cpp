@@ -147,7 +147,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["host"] = {{"hostname", host.hostname}, {"os", host.os}, {"kernel", host.kernel}, {"cpu", host.cpu_model},
                {"cpus_online", host.cpus_online}};
   j["backend"] = r.backend;
-  j["devices"] = json::array({{{"index", 0}, {"kind", "cpu"}, {"name", host.cpu_model}}});
+  j["devices"] = json::array();
+  if (r.backend == "cpu") j["devices"].push_back({{"index", 0}, {"kind", "cpu"}, {"name", host.cpu_model}});
   j["profile"] = r.profile;
   j["seed"] = r.seed;
   j["time_budget_s"] = r.time_budget_s;

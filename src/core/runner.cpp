@@ -83,12 +83,20 @@ void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
+  // A fault on a named unit pins work to it: an output fault its tile, an input fault every tile (the
+  // faulty unit then computes every tile that reads the corrupted element, whichever those are).
   std::map<uint64_t, uint32_t> pinned;
-  for (ActiveFault& f : faults)
-    if (!f.inj->input && f.worker >= 0) pinned[f.tile] = static_cast<uint32_t>(f.worker);
+  int input_fault_worker = -1;
+  for (ActiveFault& f : faults) {
+    if (f.worker < 0) continue;
+    if (f.inj->input) input_fault_worker = f.worker;
+    else pinned[f.tile] = static_cast<uint32_t>(f.worker);
+  }
   for (uint64_t t = 0; t < tiles; ++t) {
     const auto it = pinned.find(t);
-    s.worker_of[t] = it != pinned.end() ? it->second : static_cast<uint32_t>((t + rotation) % workers);
+    s.worker_of[t] = it != pinned.end()        ? it->second
+                     : input_fault_worker >= 0 ? static_cast<uint32_t>(input_fault_worker)
+                                               : static_cast<uint32_t>((t + rotation) % workers);
   }
   std::vector<char> computed_by(workers, 0);
   pool.run([&](size_t w) {

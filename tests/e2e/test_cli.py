@@ -1,0 +1,197 @@
+"""The command line: every class of bad input has its own check with the exact exit code (64 bad command line,
+78 bad configuration or unwritable -o) and a one-line message on stderr that names the problem; help,
+list, info, verify-patterns and --version work; a time budget too small to run anything is not a pass.
+"""
+import json
+import os
+import re
+import stat
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+F = common.Failures("test_cli")
+CASE = "softmax_f32.special_128x1000"  # 128 x 1000 output, input tensor 'x', 2 boot iterations
+SEL = ["--enable", CASE]
+CRASH_MARKS = ("Traceback", "terminate called", "Aborted", "Segmentation fault", "core dumped", "what():")
+
+
+def one_line_error(name, p, code, *must_name):
+    """Exit code, exactly one non-empty stderr line 'sdcscreen: error: ...' naming the problem, nothing that
+    looks like a crash, and no verdict on stdout."""
+    F.check(p.returncode == code, f"{name}: exit {p.returncode}, expected {code} (stderr: {p.stderr.strip()[:300]!r})")
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    F.check(len(lines) == 1, f"{name}: stderr has {len(lines)} lines, expected one: {p.stderr[:500]!r}")
+    first = lines[0] if lines else ""
+    F.check(first.startswith("sdcscreen: error: "), f"{name}: stderr does not start with 'sdcscreen: error: ': {first!r}")
+    for word in must_name:
+        F.check(word in first, f"{name}: message does not name {word!r}: {first!r}")
+    for mark in CRASH_MARKS:
+        F.check(mark not in p.stderr and mark not in p.stdout, f"{name}: output contains {mark!r}")
+    F.check("exit: pass" not in p.stdout, f"{name}: stdout says 'exit: pass'")
+    F.check(p.stdout.strip() == "", f"{name}: stdout is not empty: {p.stdout[:300]!r}")
+
+
+def usage(name, args, *must_name):
+    one_line_error(name, common.run(*args), 64, *must_name)
+
+
+# --- bad command lines: 64 ------------------------------------------------------------------------
+usage("no subcommand", [], "subcommand")
+usage("unknown subcommand", ["frobnicate"], "frobnicate")
+usage("unknown option", ["run", "--frobnicate"], "--frobnicate")
+usage("unknown option of list", ["list", "--color"], "--color")
+usage("option without its value", ["run", "--profile"], "--profile")
+usage("unknown test id for --enable", ["run", "--enable", "gemm_f32.no_such_case"], "gemm_f32.no_such_case")
+usage("unknown glob for --enable", ["run", "--enable", "nosuch_*"], "nosuch_*")
+usage("unknown test id for --disable", ["run", "--disable", "softmax_f32.no_such_case"], "softmax_f32.no_such_case")
+usage("--disable removes everything", ["run", "--enable", CASE, "--disable", "softmax_f32"], "no test selected")
+usage("unknown profile", ["run", "--profile", "nightly"], "nightly")
+usage("unknown profile for list", ["list", "--profile", "nightly"], "nightly")
+usage("bad --seed", ["run", *SEL, "--seed", "abc"], "--seed")
+
+# --inject: syntax, then against the battery and the run's selection
+inject_cases = [
+    ("missing case", "element=5,bit=3", "case"),
+    ("bit 32", f"case={CASE},element=5,bit=32", "bit '32'"),
+    ("negative bit", f"case={CASE},element=5,bit=-1", "bit '-1'"),
+    ("unknown key", f"case={CASE},element=5,bit=3,color=red", "color"),
+    ("item without '='", f"case={CASE},element=5,bit=3,oops", "oops"),
+    ("bad mask (not hex)", f"case={CASE},element=5,mask=0xZZ", "0xZZ"),
+    ("bad mask (no 0x)", f"case={CASE},element=5,mask=ff", "mask 'ff'"),
+    ("bad mask (zero)", f"case={CASE},element=5,mask=0x00000000", "0x00000000"),
+    ("bad mask (over 32 bits)", f"case={CASE},element=5,mask=0x100000000", "0x100000000"),
+    ("bit and mask", f"case={CASE},element=5,bit=3,mask=0x1", "bit or mask"),
+    ("key given twice", f"case={CASE},element=5,bit=3,bit=4", "'bit' given twice"),
+    ("missing element", f"case={CASE},bit=3", "element"),
+    ("missing bit", f"case={CASE},element=5", "bit"),
+    ("element not a number", f"case={CASE},element=five,bit=3", "five"),
+    ("element out of range", f"case={CASE},element=128000,bit=3", "128000"),
+    ("input element out of range", f"case={CASE},element=128000,bit=3,target=input,tensor=x", "128000"),
+    ("unknown tensor", f"case={CASE},element=5,bit=3,target=input,tensor=zz", "'zz'"),
+    ("input without tensor", f"case={CASE},element=5,bit=3,target=input", "tensor"),
+    ("bad target", f"case={CASE},element=5,bit=3,target=weights", "weights"),
+    ("unknown case", "case=softmax_f32.no_such_case,element=5,bit=3", "softmax_f32.no_such_case"),
+    ("unit not selected", f"case={CASE},element=5,bit=3,unit=7", "unit 7"),
+    ("case not selected", "case=softmax_f32.uniform_256x4096,element=5,bit=3", "softmax_f32.uniform_256x4096"),
+    ("empty spec", "", "--inject"),
+]
+for name, spec, word in inject_cases:
+    usage(f"--inject {name}", ["run", *SEL, "--inject", spec], word)
+usage("--inject unit outside --cpuset", ["run", *SEL, "--cpuset", "0", "--inject", f"case={CASE},element=5,bit=3,unit=1"], "unit 1")
+
+# --cpuset
+usage("--cpuset letters", ["run", *SEL, "--cpuset", "ab"], "--cpuset", "ab")
+usage("--cpuset reversed range", ["run", *SEL, "--cpuset", "1-0"], "--cpuset", "1-0")
+usage("--cpuset empty item", ["run", *SEL, "--cpuset", "0,,1"], "--cpuset", "0,,1")
+usage("--cpuset trailing comma", ["run", *SEL, "--cpuset", "0,"], "--cpuset")
+usage("--cpuset CPU 4095", ["run", *SEL, "--cpuset", "4095"], "--cpuset", "4095")
+usage("--cpuset CPU 1000 (valid number, absent)", ["run", *SEL, "--cpuset", "1000"], "--cpuset", "1000")
+usage("--cpuset half range", ["run", *SEL, "--cpuset", "0-"], "--cpuset", "0-")
+
+# --time-budget
+for name, value in [("no unit", "10"), ("zero", "0s"), ("bare zero", "0"), ("garbage", "garbage"), ("negative", "-5s"),
+                    ("unknown unit", "5x"), ("unit only", "s")]:
+    usage(f"--time-budget {name}", ["run", *SEL, "--time-budget", value], "--time-budget", value)
+
+# enumerated values
+usage("bad --backend", ["run", *SEL, "--backend", "opencl"], "--backend", "opencl")
+usage("bad --output-format", ["run", *SEL, "--output-format", "xml"], "--output-format", "xml")
+
+# A rejected command line writes no report.
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "r.json")
+    p = common.run("run", "--enable", "nosuch_case", "--output-format", "json", "-o", out)
+    F.check(p.returncode == 64 and not os.path.exists(out), "a rejected command line still wrote the -o report")
+
+# --- unwritable -o: 78 with the path named ----------------------------------------------------------
+with tempfile.TemporaryDirectory() as d:
+    missing = os.path.join(d, "no", "such", "dir", "report.json")
+    one_line_error("-o in a nonexistent directory", common.run("run", *SEL, "-q", "-o", missing), 78, missing)
+    one_line_error("-o is a directory", common.run("run", *SEL, "-q", "-o", d), 78, d)
+    ro = os.path.join(d, "ro")
+    os.mkdir(ro)
+    os.chmod(ro, stat.S_IRUSR | stat.S_IXUSR)
+    target = os.path.join(ro, "report.json")
+    if os.geteuid() == 0:
+        print("SKIP: -o in a read-only directory: running as root, permission bits do not stop root from writing")
+    else:
+        one_line_error("-o in a read-only directory", common.run("run", *SEL, "-q", "-o", target), 78, target)
+        F.check(not os.path.exists(target), "-o in a read-only directory: the report exists anyway")
+    os.chmod(ro, stat.S_IRWXU)
+
+# --- help, version, list, info, verify-patterns -----------------------------------------------------
+for args in (["--help"], ["run", "--help"]):
+    p = common.run(*args)
+    name = "sdcscreen " + " ".join(args)
+    F.check(p.returncode == 0, f"{name}: exit {p.returncode}")
+    F.check(not any(m in p.stderr for m in CRASH_MARKS), f"{name}: crash marks on stderr")
+    text = p.stdout.lower()
+    missing = [w for w in ("example", "sdcscreen run", "boot", "automation", "triage") if w not in text]
+    F.check(not missing, f"{name}: the help does not show examples for node boot, fleet automation and triage "
+                         f"(missing {missing})")
+
+p = common.run("--version")
+F.check(p.returncode == 0 and re.match(r"^sdcscreen \d+\.\d+\.\d+", p.stdout), f"--version: exit {p.returncode}, {p.stdout!r}")
+p = common.run("run", "--version")
+if p.returncode == 0:
+    F.check(re.match(r"^sdcscreen \d+\.\d+\.\d+", p.stdout) is not None, f"run --version: prints {p.stdout!r}")
+else:
+    one_line_error("run --version", p, 64, "--version")
+
+p = common.run("list")
+F.check(p.returncode == 0, f"list: exit {p.returncode} ({p.stderr.strip()[:300]})")
+sections, current = {}, None
+for line in p.stdout.splitlines():
+    if line and not line.startswith(" ") and line.endswith(":"):
+        current = line[:-1]
+        sections[current] = []
+    elif current and line.strip():
+        sections[current].append(line.split()[0])
+bat = common.battery()
+families = sorted({c["family"] for c in bat["cases"]})
+F.check(len(families) == 6, f"battery has {len(families)} families, expected 6: {families}")
+for fam in ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"]:
+    F.check(fam in sections.get("families", []), f"list: family {fam} not listed under 'families:'")
+for prof in ["boot", "standard", "burnin"]:
+    F.check(prof in sections.get("profiles", []), f"list: profile {prof} not listed under 'profiles:'")
+for c in bat["cases"]:
+    F.check(c["id"] in sections.get("cases", []), f"list: case {c['id']} not listed under 'cases:'")
+p = common.run("list", "--profile", "boot")
+boot_ids = {c["id"] for c in bat["cases"] if "boot" in c["iterations"]}
+listed = {l.split()[0] for l in p.stdout.split("cases:")[-1].splitlines() if l.strip()}
+F.check(p.returncode == 0 and listed == boot_ids, f"list --profile boot: exit {p.returncode}, lists {sorted(listed ^ boot_ids)} wrongly")
+
+p = common.run("info")
+F.check(p.returncode == 0, f"info: exit {p.returncode} ({p.stderr.strip()[:300]})")
+F.check(p.stdout.startswith("sdcscreen ") and "cpu" in p.stdout, f"info: unexpected output {p.stdout[:300]!r}")
+
+p = common.run("verify-patterns")
+F.check(p.returncode == 0, f"verify-patterns on the source patterns: exit {p.returncode} ({p.stderr.strip()[:300]})")
+F.check("patterns ok" in p.stdout, f"verify-patterns: {p.stdout[:300]!r}")
+
+# --- a time budget too small to run everything is not a pass ----------------------------------------
+rc, rep, err = common.run_json("--time-budget", "1ms")
+F.check(rc == 2, f"--time-budget 1ms (boot): exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
+if rep:
+    F.check(rep["exit"]["verdict"] != "pass", f"--time-budget 1ms: exit verdict {rep['exit']}")
+    skipped = [t for t in rep["tests"] if t["result"] == "skip"]
+    F.check(len(skipped) >= 1, "--time-budget 1ms: no test was skipped, so this check proves nothing")
+    for t in rep["tests"]:
+        if t["iterations"] == 0 or t["tiles"] == 0:
+            F.check(t["result"] != "pass", f"--time-budget 1ms: {t['id']} ran no iteration yet is reported pass")
+        if t["result"] == "skip":
+            F.check(bool(t.get("reason")), f"--time-budget 1ms: skipped {t['id']} gives no reason")
+    F.check(rep["summary"]["pass"] < rep["summary"]["tests"], f"--time-budget 1ms: summary {rep['summary']}")
+    boot_cases = [c["id"] for c in bat["cases"] if "boot" in c["iterations"]]
+    F.check([t["id"] for t in rep["tests"]] == boot_cases, "--time-budget 1ms: not every boot case is in the report")
+else:
+    F.check(False, "--time-budget 1ms: no report written")
+p = common.run("run", "--time-budget", "1ms")
+last = p.stdout.rstrip().splitlines()[-1] if p.stdout.strip() else ""
+F.check(p.returncode == 2 and last == "exit: error", f"--time-budget 1ms text: exit {p.returncode}, last line {last!r}")
+F.check("exit: pass" not in p.stdout, "--time-budget 1ms text: says 'exit: pass'")
+
+F.finish()

@@ -1,0 +1,131 @@
+"""No false positives: clean runs (no injection) on every CPU selection and under many schedule seeds must pass
+every case, bit for bit against the golden digests.
+
+A case-run is one test result in a report. The boot profile runs with --cpuset 0, --cpuset 1, --cpuset 0-1 and
+no --cpuset, each with several --seed values (the seed rotates which CPU computes which tile, so every tile is
+checked as computed by each CPU); then the cases that belong to no boot profile (bigger shapes) run alone with
+--enable on each CPU selection, and the whole standard profile runs once. Every result must be a pass with no
+miscompare, and the per-unit tile accounting must add up.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+BOOT_SEEDS = [1, 2, 3, 12345, 987654321, 2**62 + 7]
+CPUSETS = [None, "0", "1", "0-1"]
+MIN_CASE_RUNS = 200
+
+
+def expected_iterations(case, profile):
+    its = case.get("iterations", {})
+    return its[profile] if profile in its else min(its.values())
+
+
+def main():
+    fails = common.Failures("test_false_positives")
+    cases = {c["id"]: c for c in common.battery()["cases"]}
+    allowed = sorted(os.sched_getaffinity(0))
+    fails.check({0, 1} <= set(allowed), f"these tests expect logical CPUs 0 and 1 to be available (have {allowed})")
+    stats = {"case_runs": 0, "false_positives": 0, "invocations": 0}
+    t_start = time.time()
+
+    def cpus_of(cpuset):
+        if cpuset is None:
+            return allowed
+        lo, _, hi = cpuset.partition("-")
+        return list(range(int(lo), int(hi or lo) + 1))
+
+    def clean_run(profile, cpuset, seed, enable=()):
+        args = ["--profile", profile]
+        for e in enable:
+            args += ["--enable", e]
+        if cpuset is not None:
+            args += ["--cpuset", cpuset]
+        if seed is not None:
+            args += ["--seed", str(seed)]
+        where = "run " + " ".join(args)
+        t0 = time.time()
+        rc, rep, err = common.run_json(*args, timeout=600)
+        dt = time.time() - t0
+        stats["invocations"] += 1
+        fails.check(rc == 0, f"{where}: exit {rc}, expected 0; {err.strip()}")
+        if rep is None:
+            fails.check(False, f"{where}: no report written")
+            stats["false_positives"] += 1
+            return dt
+        expect_ids = list(enable) if enable else [c for c, v in cases.items() if profile in v.get("iterations", {})]
+        tests = rep.get("tests", [])
+        fails.check(sorted(t.get("id") for t in tests) == sorted(expect_ids),
+                    f"{where}: ran {[t.get('id') for t in tests]}, expected {expect_ids}")
+        summary = rep.get("summary", {})
+        fails.check(summary.get("fail") == 0 and summary.get("error") == 0 and summary.get("skip") == 0
+                    and summary.get("pass") == len(tests) == summary.get("tests"), f"{where}: summary {summary}")
+        fails.check(rep.get("errors") == [], f"{where}: errors {rep.get('errors')}")
+        fails.check(rep.get("fault_injection") is False and rep.get("injections") == [], f"{where}: marked as injected")
+        fails.check(rep.get("exit", {}).get("code") == 0, f"{where}: report exit {rep.get('exit')}")
+        if seed is not None:
+            fails.check(rep.get("seed") == seed, f"{where}: report seed {rep.get('seed')} != {seed}")
+        else:
+            fails.check(isinstance(rep.get("seed"), int) and f"--seed {rep.get('seed')}" in rep.get("reproduce", ""),
+                        f"{where}: a run without --seed must report the seed it drew and a reproduce line with it")
+        units = rep.get("units", [])
+        want_cpus = cpus_of(cpuset)
+        fails.check([u.get("cpu") for u in units] == want_cpus, f"{where}: units {[u.get('cpu') for u in units]} != {want_cpus}")
+        tile_total = 0
+        for t in tests:
+            stats["case_runs"] += 1
+            tid = t.get("id")
+            clean = (t.get("result") == "pass" and t.get("failed_tiles") == 0 and t.get("miscompared_elements") == 0
+                     and t.get("miscompares") == [] and t.get("units_failed") == [])
+            fails.check(clean, f"{where}: FALSE POSITIVE in {tid}: result {t.get('result')}, failed_tiles "
+                               f"{t.get('failed_tiles')}, miscompared_elements {t.get('miscompared_elements')}, "
+                               f"units_failed {t.get('units_failed')}, reason {t.get('reason')!r}, notes {t.get('notes')}")
+            if not clean:
+                stats["false_positives"] += 1
+            if tid in cases:
+                n_it = expected_iterations(cases[tid], profile)
+                fails.check(t.get("iterations") == t.get("iterations_planned") == n_it,
+                            f"{where}: {tid} ran {t.get('iterations')} of {t.get('iterations_planned')} iterations, "
+                            f"the battery gives {n_it}")
+            tile_total += (t.get("tiles") or 0) * (t.get("iterations") or 0)
+        fails.check(all(u.get("result") == "pass" and u.get("failed_tiles") == 0 and u.get("tiles", 0) > 0 for u in units),
+                    f"{where}: units {units}")
+        fails.check(sum(u.get("tiles", 0) for u in units) == tile_total,
+                    f"{where}: units computed {sum(u.get('tiles', 0) for u in units)} tiles, tests account for {tile_total}")
+        return dt
+
+    # 1. The boot profile on every CPU selection, under several schedule seeds (and once with a drawn seed).
+    for cpuset in CPUSETS:
+        t0 = time.time()
+        for seed in BOOT_SEEDS:
+            clean_run("boot", cpuset, seed)
+        print(f"  boot --cpuset {cpuset or '(all)'}: {len(BOOT_SEEDS)} seeds, {time.time() - t0:.1f} s; "
+              f"{stats['case_runs']} case-runs so far", flush=True)
+    clean_run("boot", None, None)
+
+    # 2. Cases outside the boot profile (bigger shapes), alone, on each CPU selection.
+    others = [c for c, v in cases.items() if "boot" not in v.get("iterations", {})]
+    fails.check(len(others) > 0, "the battery has no case outside the boot profile")
+    t0 = time.time()
+    for i, cid in enumerate(others):
+        for j, cpuset in enumerate(["0", "1", "0-1"]):
+            clean_run("boot", cpuset, 1000 + 10 * i + j, enable=[cid])
+    print(f"  {len(others)} non-boot cases on 3 CPU selections: {time.time() - t0:.1f} s", flush=True)
+
+    # 3. The whole standard profile once, on both CPUs.
+    t0 = time.time()
+    clean_run("standard", "0-1", 4242)
+    print(f"  standard profile: {time.time() - t0:.1f} s", flush=True)
+
+    print(f"clean case-runs: {stats['case_runs']}, false positives: {stats['false_positives']}  "
+          f"({stats['invocations']} invocations, {time.time() - t_start:.1f} s)", flush=True)
+    fails.check(stats["case_runs"] >= MIN_CASE_RUNS, f"only {stats['case_runs']} case-runs (need {MIN_CASE_RUNS})")
+    fails.check(stats["false_positives"] == 0, f"{stats['false_positives']} false positives")
+    fails.finish()
+
+
+if __name__ == "__main__":
+    main()

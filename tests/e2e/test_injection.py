@@ -1,0 +1,384 @@
+"""Fault-injection drill, end to end: random single-bit (and a few multi-bit) faults in the outputs and in the
+inputs of every boot case family must all be detected (no escape) and attributed to the right tile, element,
+unit and iteration (no mislocalization).
+
+Everything expected here is derived independently of the tool, in Python:
+  * the output geometry of every family (logical element -> tile) from the kernels' spec headers;
+  * which outputs depend on which input element (the dependency set of an input fault);
+  * the input values, by a reimplementation of the counter-based generator (src/core/generator.h), used to
+    skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
+    that the causal mask leaves with a single key);
+  * the schedule, by a model of the runner's documented rotation (tile t goes to worker (t + rotation) mod W,
+    rotation = mix64(seed ^ hash(case id)) + iteration): used to choose input faults whose unit computes at
+    least one dependent tile in the faulty iteration, and to predict the unit of output faults given no unit=.
+"""
+import os
+import random
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+M64 = (1 << 64) - 1
+RNG_SEED = 20261121
+N_INJECTIONS = 240
+FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"]
+
+
+# ---- the generator (src/core/generator.h), uniform distribution -------------------------------------------------
+
+def mix64(z):
+    z &= M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def tensor_key(seed, tensor):
+    return mix64(mix64(seed) ^ ((0x9E3779B97F4A7C15 * (tensor + 1)) & M64))
+
+
+def element_hash(key, index):
+    return mix64(key ^ mix64(index))
+
+
+def uniform_value(seed, tensor, index):
+    h = element_hash(tensor_key(seed, tensor), index)
+    return ((h >> 40) - (1 << 23)) * 2.0 ** -23  # exact in a Python float
+
+
+# ---- the schedule model (src/core/runner.cpp) ---------------------------------------------------------------------
+
+def string_hash(s):
+    h = 0
+    for ch in s.encode():
+        h = mix64(h ^ ch)
+    return h
+
+
+def worker_of(case_id, seed, tile, iteration, workers):
+    rotation = (mix64(seed ^ string_hash(case_id)) + iteration) & M64
+    return ((tile + rotation) & M64) % workers
+
+
+# ---- geometry and dependencies, from the kernels' spec headers --------------------------------------------------
+
+class Geometry:
+    """Output layout and tiles of one case, and the outputs that depend on one input element."""
+
+    def __init__(self, case):
+        self.case = case
+        self.id = case["id"]
+        self.family = case["family"]
+        self.seed = case["seed"]
+        s = case["shape"]
+        f = self.family
+        if f == "gemm_f32":
+            self.m, self.n, self.k = s["m"], s["n"], s["k"]
+            self.outputs = self.m * self.n
+            self.tiles = (self.m // 64) * (self.n // 64)
+            self.tensors = {"a": (0, self.m * self.k), "b": (1, self.k * self.n)}
+        elif f == "attention_f32":
+            self.h, self.s, self.d, self.causal = s["heads"], s["seq"], s["dim"], s["causal"] != 0
+            self.outputs = self.h * self.s * self.d
+            self.tiles = self.h * (self.s // 32)
+            n = self.h * self.s * self.d
+            self.tensors = {"q": (0, n), "k": (1, n), "v": (2, n)}
+        elif f in ("softmax_f32", "rmsnorm_f32"):
+            self.rows, self.cols = s["rows"], s["cols"]
+            self.outputs = self.rows * self.cols
+            self.tiles = self.rows // 4
+            self.tensors = {"x": (0, self.rows * self.cols)}
+            if f == "rmsnorm_f32":
+                self.tensors["w"] = (1, self.cols)
+        elif f == "reduce_sum_f32":
+            self.rows, self.cols = s["rows"], s["cols"]
+            self.outputs = self.rows
+            self.tiles = self.rows // 16
+            self.tensors = {"x": (0, self.rows * self.cols)}
+        elif f == "cross_entropy_f32":
+            self.tokens, self.vocab = s["tokens"], s["vocab"]
+            self.outputs = self.tokens + self.tokens // 16
+            self.tiles = self.tokens // 16
+            self.tensors = {"logits": (0, self.tokens * self.vocab)}
+        else:
+            raise ValueError(f"unknown family {f}")
+
+    def tile_of(self, e):
+        """The tile holding logical output element e."""
+        f = self.family
+        if f == "gemm_f32":
+            i, j = divmod(e, self.n)
+            return (i // 64) * (self.n // 64) + j // 64
+        if f == "attention_f32":
+            hi = e // self.d  # h * seq + i
+            h, i = divmod(hi, self.s)
+            return h * (self.s // 32) + i // 32
+        if f in ("softmax_f32", "rmsnorm_f32"):
+            return (e // self.cols) // 4
+        if f == "reduce_sum_f32":
+            return e // 16
+        if e < self.tokens:  # cross_entropy: loss[t]
+            return e // 16
+        return e - self.tokens  # partial[p] is in tile p
+
+    def dependents(self, tensor, el):
+        """(predicate on a logical output element, set of tiles): the outputs that depend on input element el."""
+        f = self.family
+        if f == "gemm_f32":
+            if tensor == "a":
+                i = el // self.k
+                return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
+            j = el % self.n
+            return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
+        if f == "attention_f32":
+            hi = el // self.d
+            h, i = divmod(hi, self.s)
+            per_head = self.s // 32
+            if tensor == "q":
+                return (lambda e: e // self.d == hi), {h * per_head + i // 32}
+            j = i  # k[h][j][:] and v[h][j][:] feed O[h][i][:] for i >= j (causal) or every i of head h
+            if self.causal:
+                return ((lambda e: e // self.d // self.s == h and e // self.d % self.s >= j),
+                        {h * per_head + ib for ib in range(j // 32, per_head)})
+            return (lambda e: e // self.d // self.s == h), {h * per_head + ib for ib in range(per_head)}
+        if f in ("softmax_f32", "rmsnorm_f32"):
+            if tensor == "w":
+                j = el
+                return (lambda e: e % self.cols == j), set(range(self.tiles))
+            r = el // self.cols
+            return (lambda e: e // self.cols == r), {r // 4}
+        if f == "reduce_sum_f32":
+            r = el // self.cols
+            return (lambda e: e == r), {r // 16}
+        t = el // self.vocab  # cross_entropy
+        return (lambda e: e == t or e == self.tokens + t // 16), {t // 16}
+
+    def effective_tiles(self, tensor, el):
+        """Tiles in which the fault provably changes an output (a subset of the dependency tiles)."""
+        _, tiles = self.dependents(tensor, el)
+        if self.family == "attention_f32" and self.causal and tensor in ("k", "v"):
+            j = (el // self.d) % self.s
+            first_row = max(j, 1) if tensor == "k" else j  # query 0 has a single key: its scores do not matter
+            h = (el // self.d) // self.s
+            per_head = self.s // 32
+            return {h * per_head + ib for ib in range(first_row // 32, per_head)}
+        return tiles
+
+
+def visible_input_flip(g, tensor, el, mask):
+    """Whether flipping mask in input element el of a uniform-distribution case provably changes an output.
+    Sign flips need a value far from zero (so that the flip is not absorbed by rounding); bit 30 turns any
+    uniform value (|x| < 1, exponent field <= 126) into one of 2 or more (x * 2^128, or 2 for a zero)."""
+    tid, _ = g.tensors[tensor]
+    x = uniform_value(g.seed, tid, el)
+    if mask & 0x40000000:
+        return True
+    if g.family == "attention_f32" and g.causal and tensor == "q" and (el // g.d) % g.s < 8:
+        return False  # query i sees i+1 keys; row 0 ignores q entirely, and few keys make the effect fragile
+    threshold = 0.25 if g.family == "cross_entropy_f32" else 1.0 / 16
+    if abs(x) < threshold:
+        return False
+    if g.family == "rmsnorm_f32":  # y = (x * inv) * w: a zero factor hides the sign of the other
+        if tensor == "x" and uniform_value(g.seed, 1, el % g.cols) == 0.0:
+            return False
+        if tensor == "w" and all(uniform_value(g.seed, 0, r * g.cols + el) == 0.0 for r in range(g.rows)):
+            return False
+    return True
+
+
+def ulp_distance(a, b):
+    def ordv(u):
+        return -(u & 0x7FFFFFFF) if u & 0x80000000 else u
+    return abs(ordv(a) - ordv(b))
+
+
+# ---- the drill ------------------------------------------------------------------------------------------------
+
+def main():
+    fails = common.Failures("test_injection")
+    rng = random.Random(RNG_SEED)
+    cases = common.battery()["cases"]
+    boot = [c for c in cases if "boot" in c.get("iterations", {})]
+    cpus = sorted(os.sched_getaffinity(0))
+    workers = len(cpus)
+    units = [u for u in (0, 1) if u in cpus]
+    fails.check(len(units) == 2, f"these tests expect logical CPUs 0 and 1 to be available (have {cpus})")
+
+    by_family = {f: [Geometry(c) for c in boot if c["family"] == f] for f in FAMILIES}
+    for f in FAMILIES:
+        fails.check(bool(by_family[f]), f"no boot case of family {f}")
+        fails.check(any(g.case["distribution"] == "uniform" for g in by_family[f]),
+                    f"no uniform-distribution boot case of family {f} (input faults use those)")
+    if fails.items:
+        fails.finish()
+
+    totals = {"injections": 0, "detected": 0, "escapes": 0, "mislocalized": 0}
+    per_family = {f: [0, 0] for f in FAMILIES}  # output, input
+    counters = {"no_unit": 0, "mask": 0, "default_iteration": 0}
+    t_start = time.time()
+
+    for n in range(N_INJECTIONS):
+        family = FAMILIES[n % len(FAMILIES)]
+        output = (n // len(FAMILIES)) % 2 == 0
+        seed = rng.randrange(1, 1 << 40)
+        kind = rng.random()
+        no_unit = kind < 0.15
+        default_iteration = 0.15 <= kind < 0.25
+        unit = None if no_unit else rng.choice(units)
+        iteration = 0 if default_iteration else rng.choice([0, 1])
+
+        if output:
+            g = rng.choice(by_family[family])
+            el = rng.randrange(g.outputs)
+            edge = rng.random()
+            if edge < 0.1:  # the first and the last output element
+                el = 0 if edge < 0.05 else g.outputs - 1
+            elif family == "cross_entropy_f32" and edge < 0.4:  # the per-tile partials, past the token losses
+                el = g.tokens + rng.randrange(g.tiles)
+            if rng.random() < 0.15:
+                while True:
+                    mask = rng.randrange(1, 1 << 32)
+                    if bin(mask).count("1") >= 2:
+                        break
+                bitspec = f"mask=0x{mask:08x}"
+            else:
+                bit = rng.randrange(32)
+                mask = 1 << bit
+                bitspec = f"bit={bit}"
+            spec = f"case={g.id},element={el},{bitspec}"
+            tensor = None
+        else:
+            g = next(x for x in by_family[family] if x.case["distribution"] == "uniform")
+            for _attempt in range(10000):
+                tensor = rng.choice(sorted(g.tensors))
+                el = rng.randrange(g.tensors[tensor][1])
+                r = rng.random()
+                mask = 0xC0000000 if r < 0.1 else (1 << 30) if r < 0.3 else 1 << 31
+                if not visible_input_flip(g, tensor, el, mask):
+                    continue
+                eff = g.effective_tiles(tensor, el)
+                if unit is not None and not any(
+                        cpus[worker_of(g.id, seed, t, iteration, workers)] == unit for t in eff):
+                    continue  # the faulty unit computes none of the affected tiles in that iteration
+                break
+            else:
+                raise RuntimeError("could not draw an input fault")
+            bitspec = f"mask=0x{mask:08x}" if mask == 0xC0000000 else f"bit={mask.bit_length() - 1}"
+            spec = f"case={g.id},target=input,tensor={tensor},element={el},{bitspec}"
+        if unit is not None:
+            spec += f",unit={unit}"
+        if not default_iteration:
+            spec += f",iteration={iteration}"
+        counters["no_unit"] += no_unit
+        counters["mask"] += "mask=" in bitspec
+        counters["default_iteration"] += default_iteration
+        per_family[family][0 if output else 1] += 1
+
+        rc, rep, err = common.run_json("--enable", g.id, "--inject", spec, "--seed", str(seed), timeout=300)
+        totals["injections"] += 1
+        where = f"[{n}] run --enable {g.id} --inject {spec} --seed {seed}"
+        tests = (rep or {}).get("tests", [])
+        t = tests[0] if len(tests) == 1 else {}
+        mis = t.get("miscompares", [])
+        detected = rc == 1 and t.get("result") == "fail" and len(mis) > 0
+        fails.check(detected, f"{where}: ESCAPE: exit {rc}, result {t.get('result')}, {len(mis)} miscompares; {err.strip()}")
+        if not detected:
+            totals["escapes"] += 1
+            continue
+        totals["detected"] += 1
+
+        before = len(fails.items)
+        fails.check(len(tests) == 1 and t.get("id") == g.id, f"{where}: expected one test result for {g.id}")
+        inj = rep.get("injections", [])
+        fails.check(len(inj) == 1 and inj[0].get("fired") is True, f"{where}: injection not reported as fired: {inj}")
+        fails.check(rep.get("fault_injection") is True, f"{where}: report not marked fault_injection")
+        fails.check(rep.get("summary", {}).get("fail") == 1, f"{where}: summary.fail {rep.get('summary')}")
+        unit_cpus = [u["cpu"] for u in rep.get("units", [])]
+        fails.check(unit_cpus == cpus, f"{where}: units {unit_cpus}, expected {cpus} (the schedule model needs them)")
+        for m in mis:
+            fails.check(m.get("iteration") == iteration, f"{where}: miscompare iteration {m.get('iteration')} != {iteration}")
+            fails.check(m.get("unit", {}).get("kind") == "cpu", f"{where}: miscompare unit kind {m.get('unit')}")
+            e, x, a = m["element"], int(m["expected"], 16), int(m["actual"], 16)
+            fails.check(int(m["xor_mask"], 16) == x ^ a and x != a, f"{where}: xor_mask {m['xor_mask']} != expected ^ actual")
+            fails.check(m.get("ulps") == ulp_distance(x, a), f"{where}: ulps {m.get('ulps')} != {ulp_distance(x, a)}")
+            fails.check(m.get("tile") == g.tile_of(e), f"{where}: element {e} reported in tile {m.get('tile')}, is in {g.tile_of(e)}")
+
+        if output:
+            tile = g.tile_of(el)
+            exp_unit = unit if unit is not None else cpus[worker_of(g.id, seed, tile, iteration, workers)]
+            fails.check(t.get("failed_tiles") == 1, f"{where}: failed_tiles {t.get('failed_tiles')} != 1")
+            fails.check(t.get("miscompared_elements") == 1, f"{where}: miscompared_elements {t.get('miscompared_elements')} != 1")
+            fails.check(len(mis) == 1, f"{where}: {len(mis)} miscompares listed, expected 1")
+            m = mis[0]
+            fails.check(m.get("element") == el, f"{where}: miscompare element {m.get('element')} != injected {el}")
+            fails.check(m.get("tile") == tile, f"{where}: miscompare tile {m.get('tile')} != expected {tile}")
+            fails.check(m.get("unit", {}).get("cpu") == exp_unit,
+                        f"{where}: miscompare unit {m.get('unit')} != expected cpu {exp_unit}"
+                        + ("" if unit is not None else " (from the schedule model)"))
+            fails.check(int(m.get("xor_mask", "0"), 16) == mask, f"{where}: xor_mask {m.get('xor_mask')} != 0x{mask:08x}")
+            fails.check(t.get("units_failed") == [exp_unit], f"{where}: units_failed {t.get('units_failed')} != [{exp_unit}]")
+        else:
+            dep, dep_tiles = g.dependents(tensor, el)
+            for m in mis:
+                e, tl, mu = m["element"], m["tile"], m.get("unit", {}).get("cpu")
+                fails.check(dep(e), f"{where}: miscompare {m.get('element_name')} (element {e}) does not depend on {tensor}[{el}]")
+                fails.check(tl in dep_tiles, f"{where}: miscompare tile {tl} is not among the dependent tiles")
+                model_unit = cpus[worker_of(g.id, seed, tl, iteration, workers)]
+                if unit is not None:
+                    fails.check(mu == unit, f"{where}: miscompare {m.get('element_name')} attributed to cpu {mu}, fault on {unit}")
+                fails.check(mu == model_unit, f"{where}: miscompare tile {tl} attributed to cpu {mu}, schedule model says {model_unit}")
+            if unit is not None:
+                fails.check(t.get("units_failed") == [unit], f"{where}: units_failed {t.get('units_failed')} != [{unit}]")
+                computed = {tl for tl in dep_tiles if cpus[worker_of(g.id, seed, tl, iteration, workers)] == unit}
+            else:
+                fails.check(set(t.get("units_failed", [])) <= set(cpus) and t.get("units_failed"),
+                            f"{where}: units_failed {t.get('units_failed')}")
+                computed = dep_tiles
+            fails.check(1 <= t.get("failed_tiles", 0) <= len(computed),
+                        f"{where}: failed_tiles {t.get('failed_tiles')}, but only {len(computed)} dependent tiles "
+                        f"were computed with the fault")
+            # Tighter checks where the arithmetic makes the exact effect obvious.
+            mx = [int(m["xor_mask"], 16) for m in mis]
+            if g.family == "rmsnorm_f32" and mask == 1 << 31:
+                fails.check(all(x == 0x80000000 for x in mx), f"{where}: a sign flip of rmsnorm {tensor} must flip output signs only: {mx}")
+                if tensor == "x":  # x^2 is unchanged: exactly y[r][j] flips
+                    fails.check(t.get("miscompared_elements") == 1 and mis[0]["element"] == el,
+                                f"{where}: expected exactly y element {el} to flip, got {t.get('miscompared_elements')} elements")
+            if g.family == "rmsnorm_f32" and mask == 1 << 31 and tensor == "x" and mis:
+                # Cross-checks the Python generator: the sign of y[r][j] is sign(x[r][j]) * sign(w[j]).
+                xv, wv = uniform_value(g.seed, 0, el), uniform_value(g.seed, 1, el % g.cols)
+                fails.check((int(mis[0]["expected"], 16) >> 31) == ((xv < 0) != (wv < 0)),
+                            f"{where}: sign of expected y {mis[0]['expected']} disagrees with x={xv}, w={wv}")
+            if g.family == "reduce_sum_f32":
+                fails.check(t.get("miscompared_elements") == 1 and mis[0]["element"] == el // g.cols,
+                            f"{where}: expected exactly y[{el // g.cols}] to differ")
+                if mask == 1 << 31 and mis:
+                    # Cross-checks the generator and the element: the sum moves by -2 x (up to rounding).
+                    xv = uniform_value(g.seed, 0, el)
+                    ev, av = (struct.unpack("<f", struct.pack("<I", int(mis[0][k], 16)))[0] for k in ("expected", "actual"))
+                    fails.check(abs((av - ev) + 2 * xv) <= 1e-3, f"{where}: y moved by {av - ev}, expected {-2 * xv}")
+            if g.family == "cross_entropy_f32":
+                fails.check(any(m["element"] == el // g.vocab for m in mis),
+                            f"{where}: loss[{el // g.vocab}] itself not among the miscompares")
+        if len(fails.items) > before:
+            totals["mislocalized"] += 1
+
+        if (n + 1) % 20 == 0:
+            print(f"  {n + 1}/{N_INJECTIONS} injections, {time.time() - t_start:.1f} s", flush=True)
+
+    print(f"per family (output, input): {per_family}; without unit= {counters['no_unit']}, "
+          f"with mask= {counters['mask']}, default iteration {counters['default_iteration']}")
+    print(f"injections: {totals['injections']}, detected: {totals['detected']}, escapes: {totals['escapes']}, "
+          f"mislocalized: {totals['mislocalized']}  ({time.time() - t_start:.1f} s)", flush=True)
+    fails.check(totals["injections"] >= 100, f"only {totals['injections']} injections")
+    fails.check(totals["escapes"] == 0, f"{totals['escapes']} escapes")
+    fails.check(totals["mislocalized"] == 0, f"{totals['mislocalized']} mislocalized")
+    fails.check(counters["no_unit"] > 0 and counters["mask"] > 0, "the drill must include faults without unit= and with mask=")
+    fails.finish()
+
+
+if __name__ == "__main__":
+    main()

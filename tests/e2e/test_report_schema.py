@@ -1,0 +1,213 @@
+"""The JSON report against docs/report.schema.json (draft 2020-12, validated with python3-jsonschema).
+
+Validates the reports of a clean run, a run with an output injection (exit 1), a run whose injection never
+fires (exit 2), and a --backend cuda run (no CUDA in this build: exit 2, errors[] non-empty); shows the
+validator is not vacuous by rejecting mutated reports; and checks that -o replaces an existing file
+atomically without leaving temporary files behind.
+"""
+import copy
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+try:
+    import jsonschema
+except ImportError:
+    sys.exit("python3-jsonschema is required (apt-get install python3-jsonschema)")
+
+F = common.Failures("test_report_schema")
+CASE = "softmax_f32.special_128x1000"  # 2 boot iterations, 128000 output elements
+
+with open(common.SCHEMA) as f:
+    SCHEMA = json.load(f)
+try:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    F.check(True, "schema is a valid draft 2020-12 schema")
+except jsonschema.exceptions.SchemaError as e:
+    F.check(False, f"docs/report.schema.json is not a valid draft 2020-12 schema: {e.message}")
+    F.finish()
+F.check(SCHEMA.get("$schema") == "https://json-schema.org/draft/2020-12/schema", "schema declares draft 2020-12")
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def errors_of(report):
+    return sorted(VALIDATOR.iter_errors(report), key=lambda e: list(e.absolute_path))
+
+
+def validate(name, report):
+    errs = errors_of(report)
+    for e in errs[:5]:
+        print(f"  {name}: {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}")
+    F.check(not errs, f"{name}: report does not validate against the schema ({len(errs)} errors)")
+
+
+def consistent(name, rc, report):
+    """What a schema cannot say: counts add up, the exit object is the process exit code."""
+    F.check(report["exit"]["code"] == rc, f"{name}: exit.code {report['exit']['code']} != process exit code {rc}")
+    counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip")}
+    s = report["summary"]
+    F.check(s["tests"] == len(report["tests"]), f"{name}: summary.tests {s['tests']} != len(tests) {len(report['tests'])}")
+    for k, n in counts.items():
+        F.check(s[k] == n, f"{name}: summary.{k} {s[k]} != {n} tests with result {k}")
+    F.check(report["fault_injection"] == bool(report["injections"]), f"{name}: fault_injection disagrees with injections[]")
+    cpus = {u["cpu"] for u in report["units"]}
+    for t in report["tests"]:
+        F.check(set(t["units_failed"]) <= cpus, f"{name}: {t['id']}: units_failed {t['units_failed']} not among units {sorted(cpus)}")
+        for m in t["miscompares"]:
+            xor = int(m["expected"], 16) ^ int(m["actual"], 16)
+            F.check(int(m["xor_mask"], 16) == xor, f"{name}: {t['id']}: xor_mask {m['xor_mask']} != expected ^ actual")
+            F.check(m["unit"]["cpu"] in t["units_failed"], f"{name}: {t['id']}: miscompare unit {m['unit']} not in units_failed")
+
+
+# --- 1. a clean run -------------------------------------------------------------------------------
+rc, clean, err = common.run_json("--enable", "softmax_f32.*")
+F.check(rc == 0, f"clean run: exit {rc}, expected 0 (stderr: {err.strip()[:300]})")
+F.check(clean is not None, "clean run: no report written")
+if clean:
+    validate("clean run", clean)
+    consistent("clean run", rc, clean)
+    F.check(clean["exit"] == {"code": 0, "verdict": "pass"}, f"clean run: exit {clean['exit']}")
+    F.check(len(clean["tests"]) == 4 and all(t["result"] == "pass" for t in clean["tests"]),
+            f"clean run: expected 4 passing softmax tests, got {[(t['id'], t['result']) for t in clean['tests']]}")
+    F.check(clean["errors"] == [] and clean["injections"] == [] and clean["fault_injection"] is False,
+            "clean run: errors/injections not empty")
+
+# --- 2. an output injection: exit 1 with miscompares ---------------------------------------------
+spec = f"case={CASE},element=5,bit=3"
+rc, inj, err = common.run_json("--enable", CASE, "--inject", spec)
+F.check(rc == 1, f"output injection: exit {rc}, expected 1 (stderr: {err.strip()[:300]})")
+F.check(inj is not None, "output injection: no report written")
+if inj:
+    validate("output injection", inj)
+    consistent("output injection", rc, inj)
+    F.check(inj["fault_injection"] is True, "output injection: fault_injection is not true")
+    F.check(len(inj["injections"]) == 1 and inj["injections"][0]["fired"] is True, f"output injection: {inj['injections']}")
+    t = inj["tests"][0] if inj["tests"] else {}
+    F.check(t.get("result") == "fail", f"output injection: test result {t.get('result')}, expected fail")
+    F.check(len(t.get("miscompares", [])) >= 1, "output injection: no miscompares listed")
+    if t.get("miscompares"):
+        m = t["miscompares"][0]
+        F.check(m["element"] == 5 and m["xor_mask"] == "0x00000008" and m["iteration"] == 0,
+                f"output injection: miscompare {m} is not element 5, xor 0x00000008, iteration 0")
+
+# --- 3. an injection that never fires: exit 2 -----------------------------------------------------
+rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
+F.check(rc == 2, f"injection that never fires: exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
+F.check(nofire is not None, "injection that never fires: no report written")
+if nofire:
+    validate("injection that never fires", nofire)
+    consistent("injection that never fires", rc, nofire)
+    F.check(nofire["exit"] == {"code": 2, "verdict": "error"}, f"injection that never fires: exit {nofire['exit']}")
+    F.check([i["fired"] for i in nofire["injections"]] == [False], f"injection that never fires: {nofire['injections']}")
+
+# --- 4. --backend cuda in a build without CUDA: exit 2, errors[] ---------------------------------
+rc, cuda, err = common.run_json("--backend", "cuda", "--enable", CASE)
+F.check(rc == 2, f"--backend cuda: exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
+F.check(cuda is not None, "--backend cuda: no report written")
+if cuda:
+    validate("--backend cuda", cuda)
+    consistent("--backend cuda", rc, cuda)
+    F.check(len(cuda["errors"]) >= 1, "--backend cuda: errors[] is empty")
+    F.check(cuda["backend"] == "cuda", f"--backend cuda: backend is {cuda['backend']!r}")
+    F.check(not any(t["result"] == "pass" for t in cuda["tests"]), "--backend cuda: a test is reported as pass")
+
+# --- 5. the validator is not vacuous ---------------------------------------------------------------
+base = inj if inj and inj.get("tests") and inj["tests"][0].get("miscompares") else None
+F.check(base is not None, "mutations: need the injected report (with a miscompare) as a base")
+if base:
+    def mutant(name, change, on=None):
+        r = copy.deepcopy(on if on is not None else base)
+        change(r)
+        F.check(bool(errors_of(r)), f"mutation '{name}' was accepted by the schema")
+
+    def setp(path, value):
+        def f(r):
+            o = r
+            for k in path[:-1]:
+                o = o[k]
+            o[path[-1]] = value
+        return f
+
+    def delp(path):
+        def f(r):
+            o = r
+            for k in path[:-1]:
+                o = o[k]
+            del o[path[-1]]
+        return f
+
+    F.check(not errors_of(copy.deepcopy(base)), "mutations: the unmutated base must validate")
+    # wrong types
+    mutant("seed is a string", setp(["seed"], str(base["seed"])))
+    mutant("schema_version is 2", setp(["schema_version"], 2))
+    mutant("tests[0].iterations is a string", setp(["tests", 0, "iterations"], "2"))
+    mutant("tests[0].duration_s is null", setp(["tests", 0, "duration_s"], None))
+    mutant("fault_injection is 1", setp(["fault_injection"], 1))
+    mutant("units[0].cpu is negative", setp(["units", 0, "cpu"], -1))
+    mutant("errors is a string", setp(["errors"], "boom"))
+    # missing required keys
+    mutant("no exit", delp(["exit"]))
+    mutant("no summary", delp(["summary"]))
+    mutant("no tests[0].result", delp(["tests", 0, "result"]))
+    mutant("no miscompare xor_mask", delp(["tests", 0, "miscompares", 0, "xor_mask"]))
+    mutant("no host.hostname", delp(["host", "hostname"]))
+    # extra keys
+    mutant("extra top-level key", setp(["verdict"], "pass"))
+    mutant("extra key in tests[0]", setp(["tests", 0, "color"], "red"))
+    mutant("extra key in exit", setp(["exit", "reason"], "x"))
+    mutant("extra key in miscompare", setp(["tests", 0, "miscompares", 0, "bits"], 3))
+    # bad hex strings
+    mutant("expected without 0x", setp(["tests", 0, "miscompares", 0, "expected"], "00000000"))
+    mutant("actual upper-case", setp(["tests", 0, "miscompares", 0, "actual"], "0x0000000A"))
+    mutant("xor_mask too short", setp(["tests", 0, "miscompares", 0, "xor_mask"], "0x8"))
+    mutant("injection mask 9 digits", setp(["injections", 0, "mask"], "0x000000008"))
+    mutant("mask with a non-hex digit", setp(["injections", 0, "mask"], "0x0000000g"))
+    # bad enums and contradictions
+    mutant("result 'ok'", setp(["tests", 0, "result"], "ok"))
+    mutant("exit.verdict 'usage'", setp(["exit", "verdict"], "usage"))
+    mutant("exit code 0 with verdict fail", setp(["exit", "code"], 0))
+    mutant("mode 'fast'", setp(["tests", 0, "mode"], "fast"))
+    mutant("backend 'auto'", setp(["backend"], "auto"))
+    mutant("timing.start not ISO", setp(["timing", "start"], "yesterday"))
+    mutant("fault_injection false with injections", setp(["fault_injection"], False))
+    mutant("failed test with failed_tiles 0", setp(["tests", 0, "failed_tiles"], 0))
+    if clean:
+        mutant("skip without a reason", setp(["tests", 0, "result"], "skip"), on=clean)
+        mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
+        mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
+    mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
+
+# --- 6. -o replaces an existing file atomically and leaves no temporary file -----------------------
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "report.json")
+    junk = "x" * (1 << 20)  # much longer than a report: a non-truncating write would leave a tail
+    with open(out, "w") as f:
+        f.write(junk)
+    ino_before = os.stat(out).st_ino
+    p = common.run("run", "--enable", CASE, "--output-format", "json", "-o", out, "-q")
+    F.check(p.returncode == 0, f"-o over an existing file: exit {p.returncode} (stderr: {p.stderr.strip()[:300]})")
+    try:
+        with open(out) as f:
+            text = f.read()
+        rep = json.loads(text)
+        F.check(rep.get("schema_version") == 1, "-o over an existing file: replaced content is not the report")
+        F.check("xxxx" not in text, "-o over an existing file: old content remains")
+        validate("-o over an existing file", rep)
+    except (OSError, ValueError) as e:
+        F.check(False, f"-o over an existing file: content does not parse as JSON: {e}")
+    F.check(os.stat(out).st_ino != ino_before, "-o over an existing file: same inode, so it was rewritten in place, not renamed over")
+    F.check(os.stat(out).st_mode & 0o444 == 0o444, f"-o: report mode {oct(os.stat(out).st_mode)} is not readable by all")
+    # A second run over the report just written, with the text format.
+    p = common.run("run", "--enable", CASE, "-o", out, "-q")
+    with open(out) as f:
+        text = f.read()
+    F.check(p.returncode == 0 and text.rstrip().endswith("exit: pass"), "-o text over a JSON report: not fully replaced")
+    leftovers = [n for n in os.listdir(d) if n != "report.json"]
+    F.check(not leftovers, f"-o: files left in the directory besides the report: {leftovers}")
+    F.check(not any(n.startswith(".") and ".tmp." in n for n in os.listdir(d)), "-o: temporary .*.tmp.* files remain")
+
+F.finish()

@@ -1,0 +1,164 @@
+// Every family: the fast path equals the specification bit for bit on every tile of small cases of every
+// distribution; outputs are free of NaN; the output geometry is consistent; inputs matter.
+#include <cmath>
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "catch.h"
+#include "src/core/digest.h"
+#include "src/core/family.h"
+#include "src/core/generator.h"
+
+using namespace sdc;
+
+namespace {
+
+Case make_case(const std::string& family, Distribution d, std::map<std::string, int64_t> dims, uint64_t seed = 77) {
+  Case c;
+  c.id = family + ".unit_test";
+  c.family = family;
+  c.distribution = d;
+  c.data_seed = seed;
+  c.shape.dims = std::move(dims);
+  c.iterations["boot"] = 1;
+  return c;
+}
+
+std::vector<Case> small_cases() {
+  std::vector<Case> out;
+  for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
+    out.push_back(make_case("gemm_f32", d, {{"m", 128}, {"n", 192}, {"k", 77}}));
+    out.push_back(make_case("attention_f32", d, {{"heads", 2}, {"seq", 96}, {"dim", 40}, {"causal", 1}}));
+    out.push_back(make_case("attention_f32", d, {{"heads", 1}, {"seq", 64}, {"dim", 128}, {"causal", 0}}));
+    out.push_back(make_case("reduce_sum_f32", d, {{"rows", 32}, {"cols", 1000}}));
+    out.push_back(make_case("softmax_f32", d, {{"rows", 8}, {"cols", 777}}));
+    out.push_back(make_case("rmsnorm_f32", d, {{"rows", 8}, {"cols", 513}}));
+    out.push_back(make_case("cross_entropy_f32", d, {{"tokens", 32}, {"vocab", 1001}}));
+  }
+  return out;
+}
+
+struct Computed {
+  std::unique_ptr<Problem> p;
+  std::vector<std::vector<float>> in;
+  std::vector<const float*> ptrs;
+};
+
+Computed prepare_inputs(const Case& c) {
+  Computed r;
+  const Family* f = find_family(c.family);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->validate(c).empty());
+  r.p = f->prepare(c);
+  const auto tensors = r.p->inputs();
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    r.in.emplace_back(tensors[t].elements);
+    r.p->generate_input(t, 0, tensors[t].elements, r.in.back().data());
+  }
+  for (auto& v : r.in) r.ptrs.push_back(v.data());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every family is registered with a unique snake_case id", "[families]") {
+  std::set<std::string> ids;
+  for (const Family& f : families()) {
+    REQUIRE(ids.insert(f.id).second);
+    for (const char* ch = f.id; *ch; ++ch) REQUIRE((std::islower(*ch) || std::isdigit(*ch) || *ch == '_'));
+  }
+  for (const char* id : {"gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"})
+    REQUIRE(find_family(id) != nullptr);
+}
+
+TEST_CASE("fast path equals the specification on every tile, with no NaN", "[families]") {
+  for (const Case& c : small_cases()) {
+    INFO(c.family << " " << static_cast<int>(c.distribution));
+    Computed k = prepare_inputs(c);
+    const uint32_t te = k.p->tile_elements();
+    std::vector<float> fast(te), spec(te);
+    Workspace ws;
+    for (uint64_t t = 0; t < k.p->tile_count(); ++t) {
+      k.p->compute_tile(k.ptrs.data(), t, fast.data(), ws);
+      k.p->compute_tile_scalar(k.ptrs.data(), t, spec.data());
+      REQUIRE(std::memcmp(fast.data(), spec.data(), te * sizeof(float)) == 0);
+      for (float v : fast) REQUIRE(!std::isnan(v));
+    }
+  }
+}
+
+TEST_CASE("output geometry: locate and logical_element are inverse and cover the output", "[families]") {
+  for (const Case& c : small_cases()) {
+    if (c.distribution != Distribution::uniform) continue;
+    INFO(c.family);
+    const auto p = find_family(c.family)->prepare(c);
+    REQUIRE(p->output_elements() == p->tile_count() * p->tile_elements());
+    std::vector<char> seen(p->output_elements(), 0);
+    for (uint64_t t = 0; t < p->tile_count(); ++t)
+      for (uint32_t o = 0; o < p->tile_elements(); ++o) {
+        const uint64_t e = p->logical_element(t, o);
+        REQUIRE(e < p->output_elements());
+        REQUIRE(!seen[e]);
+        seen[e] = 1;
+        uint64_t t2;
+        uint32_t o2;
+        p->locate(e, t2, o2);
+        REQUIRE(t2 == t);
+        REQUIRE(o2 == o);
+      }
+    REQUIRE(!p->element_name(0).empty());
+    REQUIRE(!p->tile_name(0).empty());
+  }
+}
+
+TEST_CASE("a flipped input element changes the output (the computation reads its inputs)", "[families]") {
+  for (const Case& c : small_cases()) {
+    if (c.distribution != Distribution::uniform) continue;
+    INFO(c.family);
+    Computed k = prepare_inputs(c);
+    const uint32_t te = k.p->tile_elements();
+    std::vector<float> before(te), after(te);
+    Workspace ws;
+    k.p->compute_tile(k.ptrs.data(), 0, before.data(), ws);
+    // Element 0 of every input feeds tile 0 in every family, except that a causal first query row sees
+    // one key only (its softmax is 1 whatever its score): there, row 5 of each tensor.
+    const size_t e = c.family == "attention_f32" ? static_cast<size_t>(5 * c.shape.dims.at("dim")) : 0;
+    for (auto& v : k.in) {
+      v[e] = -v[e];
+      k.p->compute_tile(k.ptrs.data(), 0, after.data(), ws);
+      REQUIRE(tile_digest(0, before.data(), te) != tile_digest(0, after.data(), te));
+      v[e] = -v[e];
+    }
+  }
+}
+
+TEST_CASE("exponent windows keep the largest allowed shapes free of NaN", "[families]") {
+  // The worst cases of the windows' proofs in the kernels' headers: the largest reduction length each
+  // family allows with the special distribution.
+  const std::vector<Case> worst = {
+      make_case("gemm_f32", Distribution::special, {{"m", 64}, {"n", 64}, {"k", 4096}}),
+      make_case("attention_f32", Distribution::special, {{"heads", 1}, {"seq", 8192}, {"dim", 128}, {"causal", 0}}),
+      make_case("reduce_sum_f32", Distribution::special, {{"rows", 16}, {"cols", 65536}}),
+      make_case("rmsnorm_f32", Distribution::special, {{"rows", 4}, {"cols", 16384}}),
+      make_case("softmax_f32", Distribution::special, {{"rows", 4}, {"cols", 131072}}),
+      make_case("cross_entropy_f32", Distribution::special, {{"tokens", 16}, {"vocab", 262144}}),
+  };
+  for (const Case& c : worst) {
+    INFO(c.family);
+    Computed k = prepare_inputs(c);
+    std::vector<float> out(k.p->tile_elements());
+    Workspace ws;
+    k.p->compute_tile(k.ptrs.data(), 0, out.data(), ws);
+    for (float v : out) REQUIRE(!std::isnan(v));
+  }
+}
+
+TEST_CASE("shape validation rejects what the kernels cannot compute", "[families]") {
+  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 100}, {"n", 64}, {"k", 8}})).empty());
+  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}, {"k", 5000}})).empty());
+  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}})).empty());
+  REQUIRE(!find_family("softmax_f32")->validate(make_case("softmax_f32", Distribution::uniform, {{"rows", 4}, {"cols", 8}, {"x", 1}})).empty());
+  REQUIRE(!find_family("attention_f32")->validate(make_case("attention_f32", Distribution::uniform, {{"heads", 1}, {"seq", 40}, {"dim", 8}, {"causal", 0}})).empty());
+  REQUIRE(find_family("attention_f32")->validate(make_case("attention_f32", Distribution::uniform, {{"heads", 1}, {"seq", 64}, {"dim", 8}, {"causal", 0}})).empty());
+}

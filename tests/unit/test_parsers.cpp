@@ -1,0 +1,56 @@
+// Option parsers: every malformed value is refused with a message; valid values parse exactly.
+#include "catch.h"
+#include "src/backends/cpu/cpu_topology.h"
+#include "src/cli/options.h"
+#include "src/core/inject.h"
+
+using namespace sdc;
+
+TEST_CASE("durations", "[parsers]") {
+  double s = 0;
+  REQUIRE(cli::parse_duration("45s", s).empty());
+  REQUIRE(s == 45);
+  REQUIRE(cli::parse_duration("5m", s).empty());
+  REQUIRE(s == 300);
+  REQUIRE(cli::parse_duration("1h30m", s).empty());
+  REQUIRE(s == 5400);
+  REQUIRE(cli::parse_duration("500ms", s).empty());
+  REQUIRE(s == 0.5);
+  REQUIRE(cli::parse_duration("2.5s", s).empty());
+  REQUIRE(s == 2.5);
+  for (const char* bad : {"", "45", "s", "0s", "-5s", "5x", "1.2.3s", "m5", "5 s", "99999999h", ".s"})
+    REQUIRE_FALSE(cli::parse_duration(bad, s).empty());
+}
+
+TEST_CASE("cpu lists", "[parsers]") {
+  std::vector<int> cpus;
+  REQUIRE(cpu::parse_cpu_list("0-3,8,10-11", cpus).empty());
+  REQUIRE(cpus == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  REQUIRE(cpu::parse_cpu_list("3,1,1", cpus).empty());
+  REQUIRE(cpus == std::vector<int>{1, 3});
+  REQUIRE(cpu::format_cpu_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+  for (const char* bad : {"", ",", "1,", "a", "3-1", "1-", "-1", "1--2", "99999999", "0-70000"})
+    REQUIRE_FALSE(cpu::parse_cpu_list(bad, cpus).empty());
+}
+
+TEST_CASE("injection specs", "[parsers]") {
+  Injection inj;
+  REQUIRE(parse_injection("case=gemm_f32.uniform_1024,element=5,bit=3", inj).empty());
+  REQUIRE(inj.case_id == "gemm_f32.uniform_1024");
+  REQUIRE(inj.element == 5);
+  REQUIRE(inj.mask == 8u);
+  REQUIRE(inj.unit == -1);
+  REQUIRE(!inj.input);
+  REQUIRE(parse_injection("case=x,target=input,tensor=b,element=7,mask=0x80000001,unit=1,iteration=2", inj).empty());
+  REQUIRE(inj.input);
+  REQUIRE(inj.tensor == "b");
+  REQUIRE(inj.mask == 0x80000001u);
+  REQUIRE(inj.unit == 1);
+  REQUIRE(inj.iteration == 2);
+  for (const char* bad : {"", "case=x", "case=x,element=1", "element=1,bit=1", "case=x,element=1,bit=32",
+                          "case=x,element=-1,bit=1", "case=x,element=1,bit=1,mask=0x1", "case=x,element=1,mask=0x0",
+                          "case=x,element=1,mask=12", "case=x,element=1,bit=1,target=input",
+                          "case=x,element=1,bit=1,tensor=a", "case=x,element=1,bit=1,colour=red",
+                          "case=x,element=1,bit=1,case=y", "case=x,element=1,bit=1,unit=abc", "case=x,element=1,bit=1,"})
+    REQUIRE_FALSE(parse_injection(bad, inj).empty());
+}

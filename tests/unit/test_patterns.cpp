@@ -1,0 +1,51 @@
+// Pattern loading in-process: the source patterns load, and the loader refuses data that does not match
+// the manifest (the end-to-end test covers every broken variant through the binary and its exit code).
+#include <filesystem>
+#include <fstream>
+
+#include "catch.h"
+#include "src/core/atomic_file.h"
+#include "src/core/patterns.h"
+
+using namespace sdc;
+namespace fs = std::filesystem;
+
+TEST_CASE("the source patterns load and cover every family and profile", "[patterns]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  for (const char* p : {"boot", "standard", "burnin"}) REQUIRE(ps.battery.find_profile(p) != nullptr);
+  for (const Family& f : families()) {
+    bool in_boot = false;
+    for (const Case& c : ps.battery.cases) in_boot = in_boot || (c.family == f.id && c.iterations.count("boot"));
+    INFO(f.id);
+    REQUIRE(in_boot);
+  }
+  REQUIRE(ps.golden.size() == ps.battery.cases.size());
+}
+
+TEST_CASE("a modified pattern file is refused, naming the file", "[patterns]") {
+  const fs::path tmp = fs::temp_directory_path() / ("sdc_patterns_" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  fs::copy(std::string(SDC_SOURCE_DIR) + "/patterns", tmp, fs::copy_options::recursive);
+  REQUIRE_NOTHROW(load_patterns(tmp.string()));
+  std::string text = read_file((tmp / "battery.json").string());
+  text[text.size() / 2] ^= 1;
+  { std::ofstream(tmp / "battery.json", std::ios::binary) << text; }
+  try {
+    load_patterns(tmp.string());
+    FAIL("a modified battery.json was accepted");
+  } catch (const PatternError& e) {
+    REQUIRE(std::string(e.what()).find("battery.json") != std::string::npos);
+  }
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("atomic writes replace the file and leave no temporary behind", "[patterns]") {
+  const fs::path dir = fs::temp_directory_path() / ("sdc_atomic_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  write_file_atomic((dir / "f").string(), "one");
+  write_file_atomic((dir / "f").string(), "two");
+  REQUIRE(read_file((dir / "f").string()) == "two");
+  REQUIRE(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+  REQUIRE_THROWS_AS(write_file_atomic((dir / "missing" / "f").string(), "x"), FileError);
+  fs::remove_all(dir);
+}
