@@ -1,10 +1,10 @@
 // attention_f32 on the CPU. The fast path runs the two products through gemm_f32's exact tile kernel
 // (the same fma chains in the same order) and the softmax through the vectorized lanes.
 //
-// Causal rows in the fast path: P V runs over the tile's widest key range with p = +0 for masked keys.
-// That equals skipping them bit for bit: the chain starts at +0 and an fma result is -0 only when both
-// the product and the addend are -0, so the accumulator is never -0; adding the exact product
-// (+0) * v = +-0 (V is always finite) to a non-(-0) accumulator returns it unchanged.
+// Causal tiles in the fast path: the keys below the tile's first row are seen by every row of the tile,
+// so their part of every P V chain runs through the gemm kernel; each row then continues its own chain
+// over the keys of the diagonal block up to itself. Masked keys take no part, as the specification says
+// (so a corrupted V row never reaches the rows that do not attend to it).
 #include <cmath>
 
 #include <fmt/format.h>
@@ -17,6 +17,12 @@
 
 namespace sdc::attention_f32 {
 namespace {
+
+// Copies the first cols columns of a rows x ld matrix into dst as a dense rows x cols matrix.
+void pack_rows(const float* src, int64_t ld, int64_t cols, std::vector<float>& dst) {
+  dst.resize(static_cast<size_t>(TILE_ROWS * cols));
+  for (int r = 0; r < TILE_ROWS; ++r) std::copy(src + r * ld, src + r * ld + cols, dst.data() + r * cols);
+}
 
 class AttentionProblem final : public Problem {
  public:
@@ -39,6 +45,7 @@ class AttentionProblem final : public Problem {
     const int64_t head = static_cast<int64_t>(tile) / (s_ / TILE_ROWS);
     const int64_t i0 = static_cast<int64_t>(tile) % (s_ / TILE_ROWS) * TILE_ROWS;
     const int64_t keys = causal_ ? i0 + TILE_ROWS : s_;  // widest key range of the tile
+    const int64_t shared_keys = causal_ ? i0 : s_;        // keys every row of the tile attends to
     const float* q = in[0] + head * s_ * d_;
     const float* k = in[1] + head * s_ * d_;
     const float* v = in[2] + head * s_ * d_;
@@ -59,9 +66,21 @@ class AttentionProblem final : public Problem {
       const float m = lanes::fold_max(row, n);
       lanes::exp_shifted(row, m, row, n);
       l[r] = lanes::pairwise_sum(row, n, ws.h);
-      for (int64_t j = n; j < keys; ++j) row[j] = 0.0f;
     }
-    gemm_f32::tile_fast(p, v, keys, d_, 0, 0, TILE_ROWS, d_, o, ws.f);
+    if (shared_keys > 0) {
+      // The kernel wants P dense over the shared keys (leading dimension shared_keys).
+      const float* pa = p;
+      if (shared_keys != keys) {
+        pack_rows(p, keys, shared_keys, ws.h);
+        pa = ws.h.data();
+      }
+      gemm_f32::tile_fast(pa, v, shared_keys, d_, 0, 0, TILE_ROWS, d_, o, ws.f);
+    } else {
+      std::fill(o, o + TILE_ROWS * d_, 0.0f);
+    }
+    for (int r = 0; causal_ && r < TILE_ROWS; ++r)
+      for (int64_t j = shared_keys; j <= i0 + r; ++j)
+        lanes::fma_accumulate(o + r * d_, p[r * keys + j], v + j * d_, static_cast<uint32_t>(d_));
     for (int r = 0; r < TILE_ROWS; ++r)
       lanes::divide(o + r * d_, l[r], out + r * d_, static_cast<uint32_t>(d_));
   }

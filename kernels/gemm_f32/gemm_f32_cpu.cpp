@@ -5,31 +5,40 @@
 // The specification (tile_scalar) defines every output as the fused chain
 //     acc = +0.0f; for k = 0..K-1: acc = fmaf(A[i][k], B[k][j], acc);
 // The fast paths compute exactly that chain for every element, only for many elements at once:
-//  * One vector lane always holds one output element C[i][j]; lanes never interact (no horizontal
-//    adds, no shuffles of accumulators), so vectorizing over j changes nothing per element.
-//  * The accumulator starts as +0.0f (setzero) and is advanced with vfmadd231ps, which rounds once per
-//    step exactly like fmaf. acc = A*B for the first step would differ (-0 vs +0), so we never do it.
-//  * K is processed in ascending order. Blocking over K does NOT split the chain into partial sums:
-//    between K blocks the accumulator is stored to the out tile and loaded back into a register
-//    before continuing the chain. A float store/reload is the identity, so the chain is unbroken.
-//  * Packing only copies B values (plus zero padding in lanes that are never stored), and the
-//    register blocking over i only changes which outputs are in flight, never the order within one.
-//  * MXCSR is never touched, so subnormals are kept (no FTZ/DAZ) and rounding stays nearest-even;
-//    infinities and NaNs propagate through fma exactly as in fmaf. The file is compiled with
-//    -ffp-contract=off and without -ffast-math, so the compiler cannot fuse or reassociate either.
+//  * One vector lane always holds one output C[i][j]; lanes never interact (no horizontal adds, no
+//    shuffles of accumulators), so vectorizing over j changes nothing for any single element.
+//  * The accumulator starts as +0.0f (setzero) and advances with vfmadd231ps, which rounds once per
+//    step exactly like fmaf. Starting from acc = A*B instead would turn +0 into -0, so we never do it.
+//  * k runs in ascending order. Blocking over K does NOT split the chain into partial sums: between
+//    K blocks the accumulator is stored to the out tile and loaded back into a register before the
+//    chain continues. A float store/reload is the identity, so the chain is unbroken.
+//  * Packing only copies B values (plus zero padding in lanes that are never stored); register
+//    blocking over i and j only changes which chains are in flight, never the order within one.
+//  * MXCSR is never touched: subnormals are kept (no FTZ/DAZ), rounding stays nearest-even, and inf/NaN
+//    propagate through fma exactly as in fmaf. The file is built with -ffp-contract=off and without
+//    -ffast-math, so the compiler cannot fuse or reassociate anything either.
 //
-// Blocking
-// --------
-// The caller hands us one tile (64x64 in the tool) and a K that can reach 8192. Per K block of KC
-// rows we pack the tile's slice of B (KC x nt) into contiguous column panels of NR floats: B's rows
-// are N floats apart (a power of two in practice), so reading them in place would map every row to
-// the same L1 set; the packed panel (KC*NR*4 bytes) stays in L1 while we sweep all row groups.
-// A is not packed: a micro-kernel broadcasts A[i][k] straight from MR row streams, which are
-// contiguous in k, so the hardware prefetchers follow them and we avoid a transpose per tile.
-// The micro-kernel keeps an MR x NR block of C in registers for the whole K block (MR*NV independent
-// fma chains hide the fma latency), and loads/stores it through the out tile between K blocks.
-// Edges (mt % MR, nt % NR) are handled by instantiating the kernel for every smaller MR / vector
-// count and masking the last vector's loads and stores; padded B lanes are zero and never stored.
+// Blocking and memory traffic
+// ---------------------------
+// A 64x64 tile does only 64 FMAs per byte of A and B it touches, so the kernel is as much about
+// moving data as about arithmetic. Per K block of KC = 128 rows:
+//  * B's slice (KC x nt) is packed into contiguous column panels of NR = NV*VL floats. B rows are N
+//    floats apart (often a multiple of 4 KiB), so in place they would all compete for one L1 set and
+//    defeat every hardware prefetcher; packed, a 128 x 64 panel is 32 KiB and stays in L1 while all
+//    row groups sweep it. The packing is fused into the first row group's micro-kernel call, so the
+//    copy rides on load/store slots the FMA-bound loop leaves idle.
+//  * The strided B rows come from L3 or DRAM on every tile, and nothing prefetches them for us. So
+//    every micro-kernel call issues, one per few k steps, L2 prefetches for the NEXT K block's B
+//    slice (for the last block: the slice of the tile to the right, the usual sweep order; a wrong
+//    guess only wastes prefetches). Spread out like this the misses overlap the whole block's compute
+//    instead of stalling the packing call.
+//  * A is not packed: the micro-kernel broadcasts A[i][k] straight from MR row streams, which are
+//    contiguous in k and stay in L2 across the tiles of one tile row; packing A would need a
+//    transpose per tile and costs more than it saves (measured).
+//  * The AVX-512 micro-kernel holds a 6 x 64 block of C in 24 zmm accumulators (24 independent chains
+//    hide the 4-cycle FMA latency on two ports) and needs 6 broadcasts + 4 loads per 24 FMAs. C goes
+//    through the out tile between K blocks. Edges (mt % MR, nt % NR) use the kernel instantiated for
+//    the smaller row count / vector count, with the last vector's loads and stores masked.
 #include "kernels/gemm_f32/gemm_f32_cpu.h"
 
 #include <immintrin.h>
@@ -42,132 +51,101 @@
 namespace sdc::gemm_f32 {
 namespace {
 
-#ifndef SDC_GEMM_KC
-#define SDC_GEMM_KC 256
-#endif
-#ifndef SDC_GEMM_MR512
-#define SDC_GEMM_MR512 8
-#endif
-#ifndef SDC_GEMM_NV512
-#define SDC_GEMM_NV512 2
-#endif
-#ifndef SDC_GEMM_PF
-#define SDC_GEMM_PF 24
-#endif
+constexpr int64_t kKC = 128;
+// How far ahead the packing call touches B rows with an L1 prefetch: they are already in L2 thanks to
+// the previous block's prefetches, and rows 4 KiB apart share one 12-way L1 set, so a few are enough.
+constexpr int64_t kPackPrefetchRows = 4;
 
-constexpr int64_t kKC = SDC_GEMM_KC;
-#ifndef SDC_T1
-#define SDC_T1 1
-#endif
-#ifndef SDC_APF
-#define SDC_APF 0
-#endif
-// How many B rows ahead the packing kernel prefetches: B's rows are N floats apart, so no hardware
-// prefetcher follows them, and an L3 hit costs ~100 cycles, i.e. ~12 k-steps of an 8-row kernel.
-constexpr int64_t kPrefetchRows = SDC_GEMM_PF;
-
-// One column panel of B for one K block, as seen by a micro-kernel.
-struct Panel {
-    const float* src;  // B at (k0, first column of the panel), row stride ldb
-    int64_t ldb;
-    int64_t rows_left;  // rows of B from k0 to K: bounds the prefetches
-    float* packed;      // kc rows of nv*VL floats
-    int64_t kc;
-    int tail;    // valid lanes (1..VL) in the panel's last vector; the rest are zero padded
-    bool first;  // k0 == 0: chains start from +0.0f instead of the out tile
-    // Lines of B wanted soon (see run_vector), one prefetch into L2 per k step: pf_count lines,
-    // starting at line pf_line of the row at pf_row; rows are pf_stride bytes apart, pf_lines lines wide.
-    const char* pf_row;
-    int64_t pf_stride;
-    int64_t pf_count;
-    int pf_line;
-    int pf_lines;
-    int pf_period;  // k steps between prefetches: spread them over the call so few are in flight
-    int pf_wait;
+// Hands out L2 prefetches for a region of B, one line every `period` k steps.
+struct PrefetchCursor {
+    uintptr_t row;     // address of the current row's first element (integers: never dereferenced)
+    uintptr_t stride;  // bytes between rows
+    int64_t count;     // lines still to prefetch
+    int line, lines;   // next line within the row, lines per row (counted from the row's aligned start)
+    int period, wait;  // spacing in k steps keeps only a few misses in flight at any time
 };
 
-// One L2 prefetch per k step keeps the extra work at one load-port slot and a few scalar ops,
-// which an FMA-bound loop absorbs for free.
-__attribute__((always_inline)) inline void prefetch_step(Panel& p) {
-    if (--p.pf_wait == 0 && p.pf_count > 0) {
-        p.pf_wait = p.pf_period;
-        _mm_prefetch(p.pf_row + p.pf_line * 64, _MM_HINT_T1);
-        if (++p.pf_line == p.pf_lines) {
-            p.pf_line = 0;
-            p.pf_row += p.pf_stride;
-        }
-        --p.pf_count;
+__attribute__((always_inline)) inline void prefetch_step(PrefetchCursor& c) {
+    if (--c.wait != 0 || c.count <= 0) return;
+    c.wait = c.period;
+    _mm_prefetch(reinterpret_cast<const char*>((c.row & ~uintptr_t{63}) + uintptr_t(c.line) * 64), _MM_HINT_T1);
+    if (++c.line == c.lines) {
+        c.line = 0;
+        c.row += c.stride;
     }
+    --c.count;
 }
 
+// One column panel of B for one K block, as seen by a micro-kernel call.
+struct Panel {
+    const float* src;   // B at (k0, first column of the panel), row stride ldb (read when packing)
+    int64_t ldb;
+    int64_t rows_left;  // rows of B from k0 to K: bounds the packing call's prefetches
+    float* packed;      // kc rows of nv*VL floats, 64-byte aligned
+    int64_t kc;
+    int tail;           // valid lanes (1..VL) in the panel's last vector; the rest are zero padded
+    bool first;         // k0 == 0: chains start from +0.0f instead of the out tile
+    PrefetchCursor pf;
+};
+
 // a: A at (first row of the group, k0), row stride lda; c: out tile at the block, row stride ldc.
-// The PACK variant reads B from src and writes the packed panel while computing, so the copy
-// rides on the load/store ports the FMA-bound loop leaves idle; later row groups read `packed`.
+// PACK: read B from panel.src and write panel.packed while computing; otherwise read panel.packed.
 using Kernel = void (*)(const float* a, int64_t lda, const Panel& panel, float* c, int64_t ldc);
 
-constexpr int kMaxMR = 16;
+constexpr int kMaxMR = 6;
 constexpr int kMaxNV = 4;
+using Table = Kernel[2][kMaxMR][kMaxNV];  // [pack][rows-1][vectors-1]
 
 struct FastPath {
-    const char* name;
     int mr, nv, vl;
-    Kernel kernels[2][kMaxMR][kMaxNV];  // [pack][m-1][nv-1]
+    Table kernels;
 };
 
 // ---------------------------------------------------------------- AVX-512
 template <int MR, int NV, bool PACK>
 __attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, const Panel& panel, float* c,
                                                   int64_t ldc) {
-    Panel p = panel;  // a private copy: the prefetch cursor advances in it
-    const __mmask16 mask = static_cast<__mmask16>((1u << p.tail) - 1u);
-    const int64_t kc = p.kc;
-    const float* src = p.src;
-    float* bp = p.packed;
+    const __mmask16 mask = static_cast<__mmask16>((1u << panel.tail) - 1u);
+    const int64_t kc = panel.kc, ldb = panel.ldb;
+    const float* src = panel.src;
+    float* bp = panel.packed;
+    PrefetchCursor pf = panel.pf;
     __m512 acc[MR][NV];
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-            if (p.first)
-                acc[r][v] = _mm512_setzero_ps();
-            else if (v == NV - 1)
-                acc[r][v] = _mm512_maskz_loadu_ps(mask, c + r * ldc + v * 16);
-            else
-                acc[r][v] = _mm512_loadu_ps(c + r * ldc + v * 16);
-        }
-    }
+        for (int v = 0; v < NV; ++v)
+            acc[r][v] = panel.first        ? _mm512_setzero_ps()
+                        : v == NV - 1 ? _mm512_maskz_loadu_ps(mask, c + r * ldc + v * 16)
+                                      : _mm512_loadu_ps(c + r * ldc + v * 16);
     for (int64_t k = 0; k < kc; ++k, bp += NV * 16) {
+        prefetch_step(pf);
         __m512 b[NV];
-        prefetch_step(p);
-#if SDC_APF
-        _mm_prefetch(reinterpret_cast<const char*>(a + (k & (MR - 1)) * lda + k + SDC_APF), _MM_HINT_T0);
-#endif
         if constexpr (PACK) {
-            if (k + kPrefetchRows < p.rows_left) {
-                const float* pf = src + kPrefetchRows * p.ldb;
-#pragma GCC unroll 4
-                for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(pf + v * 16), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(pf + NV * 16 - 1), _MM_HINT_T0);
+            if (k + kPackPrefetchRows < panel.rows_left) {
+                const float* ahead = src + kPackPrefetchRows * ldb;
+                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 16 + panel.tail - 1), _MM_HINT_T0);
             }
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) {
                 b[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(mask, src + v * 16) : _mm512_loadu_ps(src + v * 16);
-                _mm512_storeu_ps(bp + v * 16, b[v]);
+                _mm512_store_ps(bp + v * 16, b[v]);
             }
-            src += p.ldb;
+            src += ldb;
         } else {
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(bp + v * 16);
+            for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + v * 16);
         }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
             const __m512 av = _mm512_set1_ps(a[r * lda + k]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
             if (v == NV - 1)
@@ -175,7 +153,6 @@ __attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, c
             else
                 _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
         }
-    }
 }
 
 // ---------------------------------------------------------------- AVX2 + FMA
@@ -183,55 +160,51 @@ __attribute__((target("avx2,fma"))) inline __m256i tail_mask256(int tail) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// Same structure as kernel512 with 8-lane vectors; 16 ymm registers allow a 6 x 16 block.
 template <int MR, int NV, bool PACK>
 __attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, const Panel& panel, float* c,
                                                    int64_t ldc) {
-    Panel p = panel;
-    const __m256i mask = tail_mask256(p.tail);
-    const int64_t kc = p.kc;
-    const float* src = p.src;
-    float* bp = p.packed;
+    const __m256i mask = tail_mask256(panel.tail);
+    const int64_t kc = panel.kc, ldb = panel.ldb;
+    const float* src = panel.src;
+    float* bp = panel.packed;
+    PrefetchCursor pf = panel.pf;
     __m256 acc[MR][NV];
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-            if (p.first)
-                acc[r][v] = _mm256_setzero_ps();
-            else if (v == NV - 1)
-                acc[r][v] = _mm256_maskload_ps(c + r * ldc + v * 8, mask);
-            else
-                acc[r][v] = _mm256_loadu_ps(c + r * ldc + v * 8);
-        }
-    }
+        for (int v = 0; v < NV; ++v)
+            acc[r][v] = panel.first        ? _mm256_setzero_ps()
+                        : v == NV - 1 ? _mm256_maskload_ps(c + r * ldc + v * 8, mask)
+                                      : _mm256_loadu_ps(c + r * ldc + v * 8);
     for (int64_t k = 0; k < kc; ++k, bp += NV * 8) {
+        prefetch_step(pf);
         __m256 b[NV];
-        prefetch_step(p);
         if constexpr (PACK) {
-            if (k + kPrefetchRows < p.rows_left) {
-                const float* pf = src + kPrefetchRows * p.ldb;
-                _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(pf + NV * 8 - 1), _MM_HINT_T0);
+            if (k + kPackPrefetchRows < panel.rows_left) {
+                const float* ahead = src + kPackPrefetchRows * ldb;
+                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 8 + panel.tail - 1), _MM_HINT_T0);
             }
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) {
                 b[v] = v == NV - 1 ? _mm256_maskload_ps(src + v * 8, mask) : _mm256_loadu_ps(src + v * 8);
-                _mm256_storeu_ps(bp + v * 8, b[v]);
+                _mm256_store_ps(bp + v * 8, b[v]);
             }
-            src += p.ldb;
+            src += ldb;
         } else {
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(bp + v * 8);
+            for (int v = 0; v < NV; ++v) b[v] = _mm256_load_ps(bp + v * 8);
         }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
             const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, b[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
             if (v == NV - 1)
@@ -239,10 +212,9 @@ __attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, 
             else
                 _mm256_storeu_ps(c + r * ldc + v * 8, acc[r][v]);
         }
-    }
 }
 
-// ---------------------------------------------------------------- tables
+// ---------------------------------------------------------------- kernel tables
 template <int MR, int NV, bool PACK>
 struct K512 {
     static constexpr Kernel fn = &kernel512<MR, NV, PACK>;
@@ -252,8 +224,6 @@ struct K256 {
     static constexpr Kernel fn = &kernel256<MR, NV, PACK>;
 };
 
-// Fills table[pack][m-1][v-1] with Fam<m, v, pack>::fn for all m <= MR, v <= NV.
-using Table = Kernel[2][kMaxMR][kMaxNV];
 template <template <int, int, bool> class Fam, int M, int... Vs>
 void fill_row(Table& t, std::integer_sequence<int, Vs...>) {
     ((t[0][M - 1][Vs] = Fam<M, Vs + 1, false>::fn, t[1][M - 1][Vs] = Fam<M, Vs + 1, true>::fn), ...);
@@ -262,20 +232,21 @@ template <template <int, int, bool> class Fam, int NV, int... Ms>
 void fill_rows(Table& t, std::integer_sequence<int, Ms...>) {
     (fill_row<Fam, Ms + 1>(t, std::make_integer_sequence<int, NV>{}), ...);
 }
+// Instantiates Fam<m, v, pack> for every m <= MR, v <= NV, so edge blocks get exact-size kernels.
 template <template <int, int, bool> class Fam, int MR, int NV>
-FastPath make_path(const char* name, int vl) {
+FastPath make_path(int vl) {
     static_assert(MR <= kMaxMR && NV <= kMaxNV);
-    FastPath f{name, MR, NV, vl, {}};
+    FastPath f{MR, NV, vl, {}};
     fill_rows<Fam, NV>(f.kernels, std::make_integer_sequence<int, MR>{});
     return f;
 }
 
 const FastPath& avx512_path() {
-    static const FastPath f = make_path<K512, SDC_GEMM_MR512, SDC_GEMM_NV512>("avx512f", 16);
+    static const FastPath f = make_path<K512, 6, 4>(16);
     return f;
 }
 const FastPath& avx2_path() {
-    static const FastPath f = make_path<K256, 6, 2>("avx2+fma", 8);
+    static const FastPath f = make_path<K256, 6, 2>(8);
     return f;
 }
 
@@ -288,21 +259,12 @@ bool has_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-#ifdef SDC_PROF
-}
-uint64_t g_prof[2];
-namespace {
-#endif
-// Where B will be needed next, so that the whole K block's compute can pull it toward L2 (B rows
-// are N floats apart: no hardware prefetcher follows them, and a packing pass that waits for L3
-// would stall ~3x longer than its own compute). Within a tile that is the next K block; after the
-// last block we guess the caller's next tile is the one to the right (or the first column of the
-// next row of tiles), the usual sweep order; a wrong guess only wastes prefetches.
-struct PrefetchRegion {
+// The part of B to prefetch while computing K block [k_next - kc, k_next): see the header comment.
+struct Region {
     const float* base;
     int64_t rows, cols;
 };
-PrefetchRegion next_b_region(const float* B, int64_t K, int64_t N, int64_t j0, int64_t nt, int64_t k_next) {
+Region next_b_region(const float* B, int64_t K, int64_t N, int64_t j0, int64_t nt, int64_t k_next) {
     if (k_next < K) return {B + k_next * N + j0, std::min(kKC, K - k_next), nt};
     const int64_t j_next = j0 + nt < N ? j0 + nt : 0;
     return {B + j_next, std::min(kKC, K), std::min(nt, N - j_next)};
@@ -312,74 +274,49 @@ void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, i
                 int64_t mt, int64_t nt, float* out, std::vector<float>& scratch) {
     const int64_t nr = int64_t{fp.nv} * fp.vl;
     const int64_t panels = (nt + nr - 1) / nr;
-    const int64_t bsize = panels * std::min(K, kKC) * nr;
-#if SDC_ACOPY
-    const int64_t lda_p = (std::min(K, kKC) + 15) / 16 * 16 + 16;
-#else
-    const int64_t lda_p = 0;
-#endif
-    const int64_t need = bsize + mt * lda_p;
-    if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
     const int64_t groups = (mt + fp.mr - 1) / fp.mr;
+    const int64_t need = panels * std::min(K, kKC) * nr + 16;
+    if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
+    // Cache-line aligned panels: every panel load is then a single-line access.
+    float* const packed = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
+
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
         const int64_t kc = std::min(kKC, K - k0);
-        const PrefetchRegion pr = next_b_region(B, K, N, j0, nt, k0 + kc);
-        const auto start = reinterpret_cast<uintptr_t>(pr.base) % 64;
-        // Lines per row: exact for the first row, one more when rows are not all aligned alike.
-        const int64_t lines = static_cast<int64_t>((start + pr.cols * 4 + 63) / 64) + (N % 16 != 0);
-        const int64_t per_call = SDC_T1 * (pr.rows * lines + panels * groups - 1) / (panels * groups);
-        const int period = static_cast<int>(std::max<int64_t>(1, kc / std::max<int64_t>(1, per_call)));
-        int64_t pf_next = 0;  // next line of the region to hand out, row-major
-#if SDC_ACOPY
-        float* apack = scratch.data() + bsize;
-        for (int64_t i = 0; i < mt; ++i) std::memcpy(apack + i * lda_p, A + (i0 + i) * K + k0, kc * 4);
-#endif
-#if SDC_ORDER
-        for (int64_t g = 0; g < groups; ++g) {
-        for (int64_t p = 0; p < panels; ++p, pf_next += per_call) {
-            const int64_t w = std::min(nr, nt - p * nr);
-            const int64_t nv = (w + fp.vl - 1) / fp.vl;
-#else
+        // Split the prefetch region evenly over this block's calls, row-major by cache line.
+        const Region rg = next_b_region(B, K, N, j0, nt, k0 + kc);
+        const auto rg_addr = reinterpret_cast<uintptr_t>(rg.base);
+        const bool ragged = rg_addr % 64 != 0 || N % 16 != 0;  // rows may straddle one more line
+        const int64_t lines = (rg.cols * 4 + 63) / 64 + ragged;
+        const int64_t total = rg.rows * lines;
+        const int64_t per_call = (total + panels * groups - 1) / (panels * groups);
+        const int period = static_cast<int>(std::max<int64_t>(1, kc / per_call));
+        int64_t handed_out = 0;
+
         for (int64_t p = 0; p < panels; ++p) {
             const int64_t w = std::min(nr, nt - p * nr);
             const int64_t nv = (w + fp.vl - 1) / fp.vl;
-            for (int64_t g = 0; g < groups; ++g, pf_next += per_call) {
-#endif
-                const int64_t i = g * fp.mr;
-                const int64_t m = std::min<int64_t>(fp.mr, mt - i);
-                const int64_t row = std::min(pf_next / lines, pr.rows);
-                const Panel panel{B + k0 * N + j0 + p * nr,
-                                  N,
-                                  K - k0,
-                                  scratch.data() + p * kc * nr,
-                                  kc,
-                                  static_cast<int>(w - (nv - 1) * fp.vl),
-                                  k0 == 0,
-                                  reinterpret_cast<const char*>(pr.base + row * N),
-                                  N * 4,
-                                  std::max<int64_t>(0, std::min(per_call, pr.rows * lines - pf_next)),
-                                  static_cast<int>(pf_next % lines),
-                                  static_cast<int>(lines),
-                                  period,
-                                  1};
-#ifdef SDC_PROF
-                const uint64_t t0 = __rdtsc();
-#endif
-#if SDC_ACOPY
-                fp.kernels[g == 0][m - 1][nv - 1](apack + i * lda_p, lda_p, panel, out + i * nt + p * nr, nt);
-#else
-                fp.kernels[SDC_NOPACK ? 0 : g == 0][m - 1][nv - 1](A + (i0 + i) * K + k0, K, panel, out + i * nt + p * nr, nt);
-#endif
-#ifdef SDC_PROF
-                g_prof[g == 0] += __rdtsc() - t0;
-#endif
+            Panel panel{B + k0 * N + j0 + p * nr, N, K - k0, packed + p * kc * nr, kc,
+                        static_cast<int>(w - (nv - 1) * fp.vl), k0 == 0, {}};
+            for (int64_t g = 0; g < groups; ++g, handed_out += per_call) {
+                const int64_t m = std::min<int64_t>(fp.mr, mt - g * fp.mr);
+                const int64_t first_line = std::min(handed_out, total);
+                panel.pf = {rg_addr + static_cast<uintptr_t>(first_line / lines * N * 4),
+                            static_cast<uintptr_t>(N * 4),
+                            std::min(per_call, total - first_line),
+                            static_cast<int>(first_line % lines),
+                            static_cast<int>(lines),
+                            period,
+                            1};
+                // The first row group packs the panel; the others read it from L1.
+                fp.kernels[g == 0][m - 1][nv - 1](A + (i0 + g * fp.mr) * K + k0, K, panel,
+                                                  out + g * fp.mr * nt + p * nr, nt);
             }
         }
     }
 }
 
-// Portable path: same chains as the spec, row by row (an axpy over j per k keeps B accesses
-// contiguous); out[i][j] still sees k in ascending order, starting from +0.
+// Portable path: row by row, an axpy over j per k (contiguous B accesses); out[i][j] still sees k in
+// ascending order, starting from +0. std::fma is exact (glibc uses the FMA instruction when present).
 void run_generic(const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
                  float* out) {
     for (int64_t i = 0; i < mt; ++i) {
@@ -396,21 +333,23 @@ void run_generic(const float* A, const float* B, int64_t K, int64_t N, int64_t i
 
 bool run_isa(const char* isa, const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0, int64_t mt,
              int64_t nt, float* out, std::vector<float>& scratch) {
+    const FastPath* fp = nullptr;
+    if (std::strcmp(isa, "avx512f") == 0) {
+        if (!has_avx512()) return false;
+        fp = &avx512_path();
+    } else if (std::strcmp(isa, "avx2+fma") == 0) {
+        if (!has_avx2()) return false;
+        fp = &avx2_path();
+    } else if (std::strcmp(isa, "generic") != 0) {
+        return false;
+    }
     if (mt <= 0 || nt <= 0) return true;
     if (K <= 0) {  // empty chain: every output is the initial +0.0f
         std::fill(out, out + mt * nt, 0.0f);
-        return true;
-    }
-    if (std::strcmp(isa, "avx512f") == 0) {
-        if (!has_avx512()) return false;
-        run_vector(avx512_path(), A, B, K, N, i0, j0, mt, nt, out, scratch);
-    } else if (std::strcmp(isa, "avx2+fma") == 0) {
-        if (!has_avx2()) return false;
-        run_vector(avx2_path(), A, B, K, N, i0, j0, mt, nt, out, scratch);
-    } else if (std::strcmp(isa, "generic") == 0) {
-        run_generic(A, B, K, N, i0, j0, mt, nt, out);
+    } else if (fp) {
+        run_vector(*fp, A, B, K, N, i0, j0, mt, nt, out, scratch);
     } else {
-        return false;
+        run_generic(A, B, K, N, i0, j0, mt, nt, out);
     }
     return true;
 }
@@ -432,6 +371,8 @@ bool tile_fast_with(const char* isa, const float* A, const float* B, int64_t K, 
     return run_isa(isa, A, B, K, N, i0, j0, mt, nt, out, scratch);
 }
 
+// The specification: one fused chain per output, k ascending, from +0.0f. Vectorization is disabled
+// so that this stays the literal reference the fast paths are compared against.
 __attribute__((optimize("no-tree-vectorize"))) void tile_scalar(const float* A, const float* B, int64_t K, int64_t N,
                                                                 int64_t i0, int64_t j0, int64_t mt, int64_t nt,
                                                                 float* out) {

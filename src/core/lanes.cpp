@@ -1,5 +1,8 @@
 #include "lanes.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "fpmath.h"
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
@@ -56,6 +59,10 @@ SDC_CLONES void divide(const float* x, float d, float* y, uint32_t n) {
 
 SDC_CLONES void scale(const float* x, float s, float* y, uint32_t n) {
   for (uint32_t j = 0; j < n; ++j) y[j] = x[j] * s;
+}
+
+SDC_CLONES void fma_accumulate(float* acc, float p, const float* v, uint32_t n) {
+  for (uint32_t j = 0; j < n; ++j) acc[j] = std::fma(p, v[j], acc[j]);
 }
 
 float fold_max(const float* x, uint32_t n) {

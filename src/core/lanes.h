@@ -20,6 +20,8 @@ void scale_mul(const float* x, float s, const float* w, float* y, uint32_t n);
 void divide(const float* x, float d, float* y, uint32_t n);
 // y[j] = x[j] * s
 void scale(const float* x, float s, float* y, uint32_t n);
+// acc[j] = fma(p, v[j], acc[j]): one step of n independent fma chains
+void fma_accumulate(float* acc, float p, const float* v, uint32_t n);
 // max as the left fold of fpmath.h
 float fold_max(const float* x, uint32_t n);
 

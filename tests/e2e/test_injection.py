@@ -8,9 +8,10 @@ Everything expected here is derived independently of the tool, in Python:
   * the input values, by a reimplementation of the counter-based generator (src/core/generator.h), used to
     skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
     that the causal mask leaves with a single key);
-  * the schedule, by a model of the runner's documented rotation (tile t goes to worker (t + rotation) mod W,
-    rotation = mix64(seed ^ hash(case id)) + iteration): used to choose input faults whose unit computes at
-    least one dependent tile in the faulty iteration, and to predict the unit of output faults given no unit=.
+  * the schedule, by a model of the runner's (src/core/runner.cpp): tile t goes to worker (t + rotation) mod W,
+    rotation = mix64(seed ^ hash(case id)) + iteration, except that a fault on a named unit pins work to it (an
+    output fault its tile, an input fault every tile of the faulty iteration). It predicts the unit of faults
+    given without unit=, and which tiles an input fault must make fail.
 """
 import os
 import random
@@ -184,7 +185,7 @@ def visible_input_flip(g, tensor, el, mask):
     if g.family == "rmsnorm_f32":  # y = (x * inv) * w: a zero factor hides the sign of the other
         if tensor == "x" and uniform_value(g.seed, 1, el % g.cols) == 0.0:
             return False
-        if tensor == "w" and all(uniform_value(g.seed, 0, r * g.cols + el) == 0.0 for r in range(g.rows)):
+        if tensor == "w" and any(uniform_value(g.seed, 0, r * g.cols + el) == 0.0 for r in range(g.rows)):
             return False
     return True
 
@@ -259,10 +260,6 @@ def main():
                 mask = 0xC0000000 if r < 0.1 else (1 << 30) if r < 0.3 else 1 << 31
                 if not visible_input_flip(g, tensor, el, mask):
                     continue
-                eff = g.effective_tiles(tensor, el)
-                if unit is not None and not any(
-                        cpus[worker_of(g.id, seed, t, iteration, workers)] == unit for t in eff):
-                    continue  # the faulty unit computes none of the affected tiles in that iteration
                 break
             else:
                 raise RuntimeError("could not draw an input fault")
@@ -322,24 +319,28 @@ def main():
             fails.check(t.get("units_failed") == [exp_unit], f"{where}: units_failed {t.get('units_failed')} != [{exp_unit}]")
         else:
             dep, dep_tiles = g.dependents(tensor, el)
+            eff_tiles = g.effective_tiles(tensor, el)
             for m in mis:
                 e, tl, mu = m["element"], m["tile"], m.get("unit", {}).get("cpu")
                 fails.check(dep(e), f"{where}: miscompare {m.get('element_name')} (element {e}) does not depend on {tensor}[{el}]")
                 fails.check(tl in dep_tiles, f"{where}: miscompare tile {tl} is not among the dependent tiles")
-                model_unit = cpus[worker_of(g.id, seed, tl, iteration, workers)]
+                # An input fault on a named unit pins every tile of its iteration to that unit; without unit=
+                # every unit reads the corrupted tensor and the rotation decides.
+                model_unit = unit if unit is not None else cpus[worker_of(g.id, seed, tl, iteration, workers)]
                 if unit is not None:
                     fails.check(mu == unit, f"{where}: miscompare {m.get('element_name')} attributed to cpu {mu}, fault on {unit}")
                 fails.check(mu == model_unit, f"{where}: miscompare tile {tl} attributed to cpu {mu}, schedule model says {model_unit}")
             if unit is not None:
                 fails.check(t.get("units_failed") == [unit], f"{where}: units_failed {t.get('units_failed')} != [{unit}]")
-                computed = {tl for tl in dep_tiles if cpus[worker_of(g.id, seed, tl, iteration, workers)] == unit}
             else:
-                fails.check(set(t.get("units_failed", [])) <= set(cpus) and t.get("units_failed"),
-                            f"{where}: units_failed {t.get('units_failed')}")
-                computed = dep_tiles
-            fails.check(1 <= t.get("failed_tiles", 0) <= len(computed),
-                        f"{where}: failed_tiles {t.get('failed_tiles')}, but only {len(computed)} dependent tiles "
-                        f"were computed with the fault")
+                want = sorted({cpus[worker_of(g.id, seed, tl, iteration, workers)] for tl in eff_tiles})
+                fails.check(t.get("units_failed") == want,
+                            f"{where}: units_failed {t.get('units_failed')}, schedule model says {want}")
+            # Every tile that reads the corrupted element is computed with the fault: each tile where the flip
+            # provably changes an output must fail, and no tile outside the dependency set may.
+            fails.check(len(eff_tiles) <= t.get("failed_tiles", 0) <= len(dep_tiles),
+                        f"{where}: failed_tiles {t.get('failed_tiles')}, expected between {len(eff_tiles)} (tiles the "
+                        f"flip must change) and {len(dep_tiles)} (tiles that read it)")
             # Tighter checks where the arithmetic makes the exact effect obvious.
             mx = [int(m["xor_mask"], 16) for m in mis]
             if g.family == "rmsnorm_f32" and mask == 1 << 31:
@@ -347,6 +348,9 @@ def main():
                 if tensor == "x":  # x^2 is unchanged: exactly y[r][j] flips
                     fails.check(t.get("miscompared_elements") == 1 and mis[0]["element"] == el,
                                 f"{where}: expected exactly y element {el} to flip, got {t.get('miscompared_elements')} elements")
+                else:  # every y[r][j] of column j flips (no x[r][j] is zero: checked when drawn)
+                    fails.check(t.get("miscompared_elements") == g.rows,
+                                f"{where}: expected all {g.rows} elements of column {el} to flip, got {t.get('miscompared_elements')}")
             if g.family == "rmsnorm_f32" and mask == 1 << 31 and tensor == "x" and mis:
                 # Cross-checks the Python generator: the sign of y[r][j] is sign(x[r][j]) * sign(w[j]).
                 xv, wv = uniform_value(g.seed, 0, el), uniform_value(g.seed, 1, el % g.cols)
