@@ -68,6 +68,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 std::string read_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) fail(path, "is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, file_exists(path) ? "cannot be read" : "missing");
   std::ostringstream ss;

@@ -140,7 +140,7 @@ const Case* Battery::find_case(const std::string& id) const {
   return nullptr;
 }
 
-static Battery parse_battery(const std::string& file, const std::string& text) {
+Battery parse_battery(const std::string& file, const std::string& text) {
   const json j = parse_json(file, text);
   check_header(file, j, "sdcscreen-battery", BATTERY_VERSION);
   Battery b;
@@ -175,6 +175,47 @@ Battery load_battery_file(const std::string& path) {
   }
 }
 
+std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path, const std::string& manifest_text) {
+  const json manifest = parse_json(manifest_path, manifest_text);
+  check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
+  const auto files = member<json>(manifest_path, manifest, "files", "top level");
+  if (!files.is_object()) bad(manifest_path, "'files' is not an object");
+  std::map<std::string, ManifestEntry> out;
+  for (const auto& [rel, entry] : files.items()) {
+    if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/')
+      bad(manifest_path, fmt::format("file name '{}' leaves the pattern directory", rel));
+    ManifestEntry e;
+    e.xxh3_128 = member<std::string>(manifest_path, entry, "xxh3_128", rel);
+    e.bytes = member<uint64_t>(manifest_path, entry, "bytes", rel);
+    out[rel] = e;
+  }
+  return out;
+}
+
+std::map<std::string, GoldenCase> parse_golden(const std::string& path, const std::string& text) {
+  const json g = parse_json(path, text);
+  check_header(path, g, "sdcscreen-golden", GOLDEN_VERSION);
+  const auto cases = member<json>(path, g, "cases", "top level");
+  if (!cases.is_object()) bad(path, "'cases' is not an object");
+  std::map<std::string, GoldenCase> out;
+  for (const auto& [id, jc] : cases.items()) {
+    GoldenCase gc;
+    gc.fingerprint = member<std::string>(path, jc, "fingerprint", id);
+    const auto digests = member<std::vector<std::string>>(path, jc, "tile_digests", id);
+    for (size_t t = 0; t < digests.size(); ++t) {
+      uint64_t v;
+      if (!parse_hex64(digests[t], v)) bad(path, fmt::format("case {}: tile digest {} is not 16 hex digits", id, t));
+      gc.tile_digests.push_back(v);
+    }
+    if (!parse_hex64(member<std::string>(path, jc, "output_digest", id), gc.output_digest))
+      bad(path, fmt::format("case {}: output digest is not 16 hex digits", id));
+    if (output_digest(gc.tile_digests.data(), gc.tile_digests.size()) != gc.output_digest)
+      bad(path, fmt::format("case {}: tile digests do not add up to the output digest", id));
+    out.emplace(id, std::move(gc));
+  }
+  return out;
+}
+
 PatternSet load_patterns(const std::string& dir, bool require_golden) {
   PatternSet ps;
   ps.dir = dir;
@@ -185,27 +226,19 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
   } catch (const FileError& e) {
     throw PatternError(std::string(e.what()) + " (is --patterns a pattern directory?)");
   }
-  const json manifest = parse_json(manifest_path, manifest_text);
-  check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
-  const auto files = member<json>(manifest_path, manifest, "files", "top level");
-  if (!files.is_object()) bad(manifest_path, "'files' is not an object");
   std::map<std::string, std::string> content;  // verified bytes by relative path
-  for (const auto& [rel, entry] : files.items()) {
-    if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/')
-      bad(manifest_path, fmt::format("file name '{}' leaves the pattern directory", rel));
+  for (const auto& [rel, entry] : parse_manifest(manifest_path, manifest_text)) {
     const std::string path = dir + "/" + rel;
-    const auto hash = member<std::string>(manifest_path, entry, "xxh3_128", rel);
-    const auto bytes = member<uint64_t>(manifest_path, entry, "bytes", rel);
     std::string text;
     try {
       text = read_file(path);
     } catch (const FileError& e) {
       throw PatternError(std::string(e.what()) + " (listed in manifest.json)");
     }
-    if (text.size() != bytes)
-      bad(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), bytes));
-    if (const std::string h = xxh3_128_hex(text); h != hash)
-      bad(path, fmt::format("content hash {} does not match manifest.json ({})", h, hash));
+    if (text.size() != entry.bytes)
+      bad(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), entry.bytes));
+    if (const std::string h = xxh3_128_hex(text); h != entry.xxh3_128)
+      bad(path, fmt::format("content hash {} does not match manifest.json ({})", h, entry.xxh3_128));
     content[rel] = std::move(text);
   }
   const auto battery_it = content.find("battery.json");
@@ -215,26 +248,8 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
 
   for (const auto& [rel, text] : content) {
     if (rel == "battery.json") continue;
-    const std::string path = dir + "/" + rel;
-    const json g = parse_json(path, text);
-    check_header(path, g, "sdcscreen-golden", GOLDEN_VERSION);
-    const auto cases = member<json>(path, g, "cases", "top level");
-    if (!cases.is_object()) bad(path, "'cases' is not an object");
-    for (const auto& [id, jc] : cases.items()) {
-      GoldenCase gc;
-      gc.fingerprint = member<std::string>(path, jc, "fingerprint", id);
-      const auto digests = member<std::vector<std::string>>(path, jc, "tile_digests", id);
-      for (size_t t = 0; t < digests.size(); ++t) {
-        uint64_t v;
-        if (!parse_hex64(digests[t], v)) bad(path, fmt::format("case {}: tile digest {} is not 16 hex digits", id, t));
-        gc.tile_digests.push_back(v);
-      }
-      if (!parse_hex64(member<std::string>(path, jc, "output_digest", id), gc.output_digest))
-        bad(path, fmt::format("case {}: output digest is not 16 hex digits", id));
-      if (output_digest(gc.tile_digests.data(), gc.tile_digests.size()) != gc.output_digest)
-        bad(path, fmt::format("case {}: tile digests do not add up to the output digest", id));
-      if (!ps.golden.emplace(id, std::move(gc)).second) bad(path, fmt::format("case {} has two goldens", id));
-    }
+    for (auto& [id, gc] : parse_golden(dir + "/" + rel, text))
+      if (!ps.golden.emplace(id, std::move(gc)).second) bad(dir + "/" + rel, fmt::format("case {} has two goldens", id));
   }
   for (const Case& c : ps.battery.cases) {
     const auto it = ps.golden.find(c.id);

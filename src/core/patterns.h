@@ -51,6 +51,16 @@ std::string case_fingerprint(const Case& c);
 const char* distribution_name(Distribution d);
 bool parse_distribution(const std::string& s, Distribution& d);
 
+struct ManifestEntry {
+  std::string xxh3_128;
+  uint64_t bytes = 0;
+};
+
+// Parsers of one file's text; `file` names it in errors. They check structure and versions.
+Battery parse_battery(const std::string& file, const std::string& text);
+std::map<std::string, GoldenCase> parse_golden(const std::string& file, const std::string& text);
+std::map<std::string, ManifestEntry> parse_manifest(const std::string& file, const std::string& text);
+
 // Reads and checks manifest, battery and goldens. require_golden=false is for `golden`, which only
 // needs the battery (it is about to write the goldens).
 PatternSet load_patterns(const std::string& dir, bool require_golden = true);
