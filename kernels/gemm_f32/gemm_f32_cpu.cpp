@@ -20,8 +20,9 @@
 //
 // Blocking and memory traffic
 // ---------------------------
-// A 64x64 tile does only 64 FMAs per byte of A and B it touches, so the kernel is as much about
-// moving data as about arithmetic. Per K block of KC = 128 rows:
+// A 64x64 tile needs 512 fresh bytes of A and B per k step for 4096 FMAs (128 cycles at AVX-512
+// peak), and B arrives strided, so the kernel is as much about moving data as about arithmetic.
+// Per K block of KC = 128 rows:
 //  * B's slice (KC x nt) is packed into contiguous column panels of NR = NV*VL floats. B rows are N
 //    floats apart (often a multiple of 4 KiB), so in place they would all compete for one L1 set and
 //    defeat every hardware prefetcher; packed, a 128 x 64 panel is 32 KiB and stays in L1 while all
@@ -33,8 +34,8 @@
 //    guess only wastes prefetches). Spread out like this the misses overlap the whole block's compute
 //    instead of stalling the packing call.
 //  * A is not packed: the micro-kernel broadcasts A[i][k] straight from MR row streams, which are
-//    contiguous in k and stay in L2 across the tiles of one tile row; packing A would need a
-//    transpose per tile and costs more than it saves (measured).
+//    contiguous in k and stay in L2 across the tiles of one tile row; copying A into a buffer per K
+//    block was tried and costs more than it saves.
 //  * The AVX-512 micro-kernel holds a 6 x 64 block of C in 24 zmm accumulators (24 independent chains
 //    hide the 4-cycle FMA latency on two ports) and needs 6 broadcasts + 4 loads per 24 FMAs. C goes
 //    through the out tile between K blocks. Edges (mt % MR, nt % NR) use the kernel instantiated for
@@ -58,34 +59,36 @@ constexpr int64_t kPackPrefetchRows = 4;
 
 // Hands out L2 prefetches for a region of B, one line every `period` k steps.
 struct PrefetchCursor {
-    uintptr_t row;     // address of the current row's first element (integers: never dereferenced)
-    uintptr_t stride;  // bytes between rows
-    int64_t count;     // lines still to prefetch
-    int line, lines;   // next line within the row, lines per row (counted from the row's aligned start)
-    int period, wait;  // spacing in k steps keeps only a few misses in flight at any time
+  uintptr_t row;     // address of the current row's first element (integers: never dereferenced)
+  uintptr_t stride;  // bytes between rows
+  int64_t count;     // lines still to prefetch
+  int line, lines;   // next line within the row, lines per row (counted from the row's aligned start)
+  int period, wait;  // one prefetch every `period` k steps; rounding the period down makes a call finish
+                     // its share early, so lines land well before the next block's packing call (measured
+                     // faster than spacing them evenly over the whole call)
 };
 
 __attribute__((always_inline)) inline void prefetch_step(PrefetchCursor& c) {
-    if (--c.wait != 0 || c.count <= 0) return;
-    c.wait = c.period;
-    _mm_prefetch(reinterpret_cast<const char*>((c.row & ~uintptr_t{63}) + uintptr_t(c.line) * 64), _MM_HINT_T1);
-    if (++c.line == c.lines) {
-        c.line = 0;
-        c.row += c.stride;
-    }
-    --c.count;
+  if (--c.wait != 0 || c.count <= 0) return;
+  c.wait = c.period;
+  _mm_prefetch(reinterpret_cast<const char*>((c.row & ~uintptr_t{63}) + uintptr_t(c.line) * 64), _MM_HINT_T1);
+  if (++c.line == c.lines) {
+    c.line = 0;
+    c.row += c.stride;
+  }
+  --c.count;
 }
 
 // One column panel of B for one K block, as seen by a micro-kernel call.
 struct Panel {
-    const float* src;   // B at (k0, first column of the panel), row stride ldb (read when packing)
-    int64_t ldb;
-    int64_t rows_left;  // rows of B from k0 to K: bounds the packing call's prefetches
-    float* packed;      // kc rows of nv*VL floats, 64-byte aligned
-    int64_t kc;
-    int tail;           // valid lanes (1..VL) in the panel's last vector; the rest are zero padded
-    bool first;         // k0 == 0: chains start from +0.0f instead of the out tile
-    PrefetchCursor pf;
+  const float* src;  // B at (k0, first column of the panel), row stride ldb (read when packing)
+  int64_t ldb;
+  int64_t rows_left;  // rows of B from k0 to K: bounds the packing call's prefetches
+  float* packed;      // kc rows of nv*VL floats, 64-byte aligned
+  int64_t kc;
+  int tail;    // valid lanes (1..VL) in the panel's last vector; the rest are zero padded
+  bool first;  // k0 == 0: chains start from +0.0f instead of the out tile
+  PrefetchCursor pf;
 };
 
 // a: A at (first row of the group, k0), row stride lda; c: out tile at the block, row stride ldc.
@@ -97,278 +100,283 @@ constexpr int kMaxNV = 4;
 using Table = Kernel[2][kMaxMR][kMaxNV];  // [pack][rows-1][vectors-1]
 
 struct FastPath {
-    int mr, nv, vl;
-    Table kernels;
+  int mr, nv, vl;
+  Table kernels;
 };
 
 // ---------------------------------------------------------------- AVX-512
 template <int MR, int NV, bool PACK>
 __attribute__((target("avx512f"))) void kernel512(const float* a, int64_t lda, const Panel& panel, float* c,
                                                   int64_t ldc) {
-    const __mmask16 mask = static_cast<__mmask16>((1u << panel.tail) - 1u);
-    const int64_t kc = panel.kc, ldb = panel.ldb;
-    const float* src = panel.src;
-    float* bp = panel.packed;
-    PrefetchCursor pf = panel.pf;
-    __m512 acc[MR][NV];
+  const __mmask16 mask = static_cast<__mmask16>((1u << panel.tail) - 1u);
+  const int64_t kc = panel.kc, ldb = panel.ldb;
+  const float* src = panel.src;
+  float* bp = panel.packed;
+  PrefetchCursor pf = panel.pf;
+  __m512 acc[MR][NV];
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-            acc[r][v] = panel.first        ? _mm512_setzero_ps()
-                        : v == NV - 1 ? _mm512_maskz_loadu_ps(mask, c + r * ldc + v * 16)
-                                      : _mm512_loadu_ps(c + r * ldc + v * 16);
-    for (int64_t k = 0; k < kc; ++k, bp += NV * 16) {
-        prefetch_step(pf);
-        __m512 b[NV];
-        if constexpr (PACK) {
-            if (k + kPackPrefetchRows < panel.rows_left) {
-                const float* ahead = src + kPackPrefetchRows * ldb;
-                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 16 + panel.tail - 1), _MM_HINT_T0);
-            }
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = panel.first   ? _mm512_setzero_ps()
+                  : v == NV - 1 ? _mm512_maskz_loadu_ps(mask, c + r * ldc + v * 16)
+                                : _mm512_loadu_ps(c + r * ldc + v * 16);
+  for (int64_t k = 0; k < kc; ++k, bp += NV * 16) {
+    prefetch_step(pf);
+    __m512 b[NV];
+    if constexpr (PACK) {
+      if (k + kPackPrefetchRows < panel.rows_left) {
+        const float* ahead = src + kPackPrefetchRows * ldb;
+        _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 16 + panel.tail - 1), _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
-                b[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(mask, src + v * 16) : _mm512_loadu_ps(src + v * 16);
-                _mm512_store_ps(bp + v * 16, b[v]);
-            }
-            src += ldb;
-        } else {
+      for (int v = 0; v < NV; ++v) {
+        b[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(mask, src + v * 16) : _mm512_loadu_ps(src + v * 16);
+        _mm512_store_ps(bp + v * 16, b[v]);
+      }
+      src += ldb;
+    } else {
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + v * 16);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r) {
-            const __m512 av = _mm512_set1_ps(a[r * lda + k]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
-        }
+      for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + v * 16);
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-            if (v == NV - 1)
-                _mm512_mask_storeu_ps(c + r * ldc + v * 16, mask, acc[r][v]);
-            else
-                _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
-        }
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (v == NV - 1)
+        _mm512_mask_storeu_ps(c + r * ldc + v * 16, mask, acc[r][v]);
+      else
+        _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
+    }
 }
 
 // ---------------------------------------------------------------- AVX2 + FMA
 __attribute__((target("avx2,fma"))) inline __m256i tail_mask256(int tail) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // Same structure as kernel512 with 8-lane vectors; 16 ymm registers allow a 6 x 16 block.
 template <int MR, int NV, bool PACK>
 __attribute__((target("avx2,fma"))) void kernel256(const float* a, int64_t lda, const Panel& panel, float* c,
                                                    int64_t ldc) {
-    const __m256i mask = tail_mask256(panel.tail);
-    const int64_t kc = panel.kc, ldb = panel.ldb;
-    const float* src = panel.src;
-    float* bp = panel.packed;
-    PrefetchCursor pf = panel.pf;
-    __m256 acc[MR][NV];
+  const __m256i mask = tail_mask256(panel.tail);
+  const int64_t kc = panel.kc, ldb = panel.ldb;
+  const float* src = panel.src;
+  float* bp = panel.packed;
+  PrefetchCursor pf = panel.pf;
+  __m256 acc[MR][NV];
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-            acc[r][v] = panel.first        ? _mm256_setzero_ps()
-                        : v == NV - 1 ? _mm256_maskload_ps(c + r * ldc + v * 8, mask)
-                                      : _mm256_loadu_ps(c + r * ldc + v * 8);
-    for (int64_t k = 0; k < kc; ++k, bp += NV * 8) {
-        prefetch_step(pf);
-        __m256 b[NV];
-        if constexpr (PACK) {
-            if (k + kPackPrefetchRows < panel.rows_left) {
-                const float* ahead = src + kPackPrefetchRows * ldb;
-                _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 8 + panel.tail - 1), _MM_HINT_T0);
-            }
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = panel.first   ? _mm256_setzero_ps()
+                  : v == NV - 1 ? _mm256_maskload_ps(c + r * ldc + v * 8, mask)
+                                : _mm256_loadu_ps(c + r * ldc + v * 8);
+  for (int64_t k = 0; k < kc; ++k, bp += NV * 8) {
+    prefetch_step(pf);
+    __m256 b[NV];
+    if constexpr (PACK) {
+      if (k + kPackPrefetchRows < panel.rows_left) {
+        const float* ahead = src + kPackPrefetchRows * ldb;
+        _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + (NV - 1) * 8 + panel.tail - 1), _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
-                b[v] = v == NV - 1 ? _mm256_maskload_ps(src + v * 8, mask) : _mm256_loadu_ps(src + v * 8);
-                _mm256_store_ps(bp + v * 8, b[v]);
-            }
-            src += ldb;
-        } else {
+      for (int v = 0; v < NV; ++v) {
+        b[v] = v == NV - 1 ? _mm256_maskload_ps(src + v * 8, mask) : _mm256_loadu_ps(src + v * 8);
+        _mm256_store_ps(bp + v * 8, b[v]);
+      }
+      src += ldb;
+    } else {
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) b[v] = _mm256_load_ps(bp + v * 8);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r) {
-            const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, b[v], acc[r][v]);
-        }
+      for (int v = 0; v < NV; ++v) b[v] = _mm256_load_ps(bp + v * 8);
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-            if (v == NV - 1)
-                _mm256_maskstore_ps(c + r * ldc + v * 8, mask, acc[r][v]);
-            else
-                _mm256_storeu_ps(c + r * ldc + v * 8, acc[r][v]);
-        }
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, b[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (v == NV - 1)
+        _mm256_maskstore_ps(c + r * ldc + v * 8, mask, acc[r][v]);
+      else
+        _mm256_storeu_ps(c + r * ldc + v * 8, acc[r][v]);
+    }
 }
 
 // ---------------------------------------------------------------- kernel tables
 template <int MR, int NV, bool PACK>
 struct K512 {
-    static constexpr Kernel fn = &kernel512<MR, NV, PACK>;
+  static constexpr Kernel fn = &kernel512<MR, NV, PACK>;
 };
 template <int MR, int NV, bool PACK>
 struct K256 {
-    static constexpr Kernel fn = &kernel256<MR, NV, PACK>;
+  static constexpr Kernel fn = &kernel256<MR, NV, PACK>;
 };
 
 template <template <int, int, bool> class Fam, int M, int... Vs>
 void fill_row(Table& t, std::integer_sequence<int, Vs...>) {
-    ((t[0][M - 1][Vs] = Fam<M, Vs + 1, false>::fn, t[1][M - 1][Vs] = Fam<M, Vs + 1, true>::fn), ...);
+  ((t[0][M - 1][Vs] = Fam<M, Vs + 1, false>::fn, t[1][M - 1][Vs] = Fam<M, Vs + 1, true>::fn), ...);
 }
 template <template <int, int, bool> class Fam, int NV, int... Ms>
 void fill_rows(Table& t, std::integer_sequence<int, Ms...>) {
-    (fill_row<Fam, Ms + 1>(t, std::make_integer_sequence<int, NV>{}), ...);
+  (fill_row<Fam, Ms + 1>(t, std::make_integer_sequence<int, NV>{}), ...);
 }
 // Instantiates Fam<m, v, pack> for every m <= MR, v <= NV, so edge blocks get exact-size kernels.
 template <template <int, int, bool> class Fam, int MR, int NV>
 FastPath make_path(int vl) {
-    static_assert(MR <= kMaxMR && NV <= kMaxNV);
-    FastPath f{MR, NV, vl, {}};
-    fill_rows<Fam, NV>(f.kernels, std::make_integer_sequence<int, MR>{});
-    return f;
+  static_assert(MR <= kMaxMR && NV <= kMaxNV);
+  FastPath f{MR, NV, vl, {}};
+  fill_rows<Fam, NV>(f.kernels, std::make_integer_sequence<int, MR>{});
+  return f;
 }
 
 const FastPath& avx512_path() {
-    static const FastPath f = make_path<K512, 6, 4>(16);
-    return f;
+  static const FastPath f = make_path<K512, 6, 4>(16);
+  return f;
 }
 const FastPath& avx2_path() {
-    static const FastPath f = make_path<K256, 6, 2>(8);
-    return f;
+  static const FastPath f = make_path<K256, 6, 2>(8);
+  return f;
 }
 
 bool has_avx512() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
 }
 bool has_avx2() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
 // The part of B to prefetch while computing K block [k_next - kc, k_next): see the header comment.
 struct Region {
-    const float* base;
-    int64_t rows, cols;
+  const float* base;
+  int64_t rows, cols;
 };
 Region next_b_region(const float* B, int64_t K, int64_t N, int64_t j0, int64_t nt, int64_t k_next) {
-    if (k_next < K) return {B + k_next * N + j0, std::min(kKC, K - k_next), nt};
-    const int64_t j_next = j0 + nt < N ? j0 + nt : 0;
-    return {B + j_next, std::min(kKC, K), std::min(nt, N - j_next)};
+  if (k_next < K) return {B + k_next * N + j0, std::min(kKC, K - k_next), nt};
+  const int64_t j_next = j0 + nt < N ? j0 + nt : 0;
+  return {B + j_next, std::min(kKC, K), std::min(nt, N - j_next)};
 }
 
 void run_vector(const FastPath& fp, const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0,
                 int64_t mt, int64_t nt, float* out, std::vector<float>& scratch) {
-    const int64_t nr = int64_t{fp.nv} * fp.vl;
-    const int64_t panels = (nt + nr - 1) / nr;
-    const int64_t groups = (mt + fp.mr - 1) / fp.mr;
-    const int64_t need = panels * std::min(K, kKC) * nr + 16;
-    if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
-    // Cache-line aligned panels: every panel load is then a single-line access.
-    float* const packed = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
+  const int64_t nr = int64_t{fp.nv} * fp.vl;
+  const int64_t panels = (nt + nr - 1) / nr;
+  const int64_t groups = (mt + fp.mr - 1) / fp.mr;
+  const int64_t need = panels * std::min(K, kKC) * nr + 16;
+  if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
+  // Cache-line aligned panels: every panel load is then a single-line access.
+  float* const packed = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
 
-    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-        const int64_t kc = std::min(kKC, K - k0);
-        // Split the prefetch region evenly over this block's calls, row-major by cache line.
-        const Region rg = next_b_region(B, K, N, j0, nt, k0 + kc);
-        const auto rg_addr = reinterpret_cast<uintptr_t>(rg.base);
-        const bool ragged = rg_addr % 64 != 0 || N % 16 != 0;  // rows may straddle one more line
-        const int64_t lines = (rg.cols * 4 + 63) / 64 + ragged;
-        const int64_t total = rg.rows * lines;
-        const int64_t per_call = (total + panels * groups - 1) / (panels * groups);
-        const int period = static_cast<int>(std::max<int64_t>(1, kc / per_call));
-        int64_t handed_out = 0;
+  for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+    const int64_t kc = std::min(kKC, K - k0);
+    // Split the prefetch region evenly over this block's calls, row-major by cache line.
+    const Region rg = next_b_region(B, K, N, j0, nt, k0 + kc);
+    const auto rg_addr = reinterpret_cast<uintptr_t>(rg.base);
+    const bool ragged = rg_addr % 64 != 0 || N % 16 != 0;  // rows may straddle one more line
+    const int64_t lines = (rg.cols * 4 + 63) / 64 + ragged;
+    const int64_t total = rg.rows * lines;
+    const int64_t per_call = (total + panels * groups - 1) / (panels * groups);
+    const int period = static_cast<int>(std::max<int64_t>(1, kc / per_call));
+    int64_t handed_out = 0;
 
-        for (int64_t p = 0; p < panels; ++p) {
-            const int64_t w = std::min(nr, nt - p * nr);
-            const int64_t nv = (w + fp.vl - 1) / fp.vl;
-            Panel panel{B + k0 * N + j0 + p * nr, N, K - k0, packed + p * kc * nr, kc,
-                        static_cast<int>(w - (nv - 1) * fp.vl), k0 == 0, {}};
-            for (int64_t g = 0; g < groups; ++g, handed_out += per_call) {
-                const int64_t m = std::min<int64_t>(fp.mr, mt - g * fp.mr);
-                const int64_t first_line = std::min(handed_out, total);
-                panel.pf = {rg_addr + static_cast<uintptr_t>(first_line / lines * N * 4),
-                            static_cast<uintptr_t>(N * 4),
-                            std::min(per_call, total - first_line),
-                            static_cast<int>(first_line % lines),
-                            static_cast<int>(lines),
-                            period,
-                            1};
-                // The first row group packs the panel; the others read it from L1.
-                fp.kernels[g == 0][m - 1][nv - 1](A + (i0 + g * fp.mr) * K + k0, K, panel,
-                                                  out + g * fp.mr * nt + p * nr, nt);
-            }
-        }
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t w = std::min(nr, nt - p * nr);
+      const int64_t nv = (w + fp.vl - 1) / fp.vl;
+      Panel panel{B + k0 * N + j0 + p * nr,
+                  N,
+                  K - k0,
+                  packed + p * kc * nr,
+                  kc,
+                  static_cast<int>(w - (nv - 1) * fp.vl),
+                  k0 == 0,
+                  {}};
+      for (int64_t g = 0; g < groups; ++g, handed_out += per_call) {
+        const int64_t m = std::min<int64_t>(fp.mr, mt - g * fp.mr);
+        const int64_t first_line = std::min(handed_out, total);
+        panel.pf = {rg_addr + static_cast<uintptr_t>(first_line / lines * N * 4),
+                    static_cast<uintptr_t>(N * 4),
+                    std::min(per_call, total - first_line),
+                    static_cast<int>(first_line % lines),
+                    static_cast<int>(lines),
+                    period,
+                    1};
+        // The first row group packs the panel; the others read it from L1.
+        fp.kernels[g == 0][m - 1][nv - 1](A + (i0 + g * fp.mr) * K + k0, K, panel, out + g * fp.mr * nt + p * nr, nt);
+      }
     }
+  }
 }
 
 // Portable path: row by row, an axpy over j per k (contiguous B accesses); out[i][j] still sees k in
 // ascending order, starting from +0. std::fma is exact (glibc uses the FMA instruction when present).
 void run_generic(const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
                  float* out) {
-    for (int64_t i = 0; i < mt; ++i) {
-        float* o = out + i * nt;
-        std::fill(o, o + nt, 0.0f);
-        const float* a = A + (i0 + i) * K;
-        for (int64_t k = 0; k < K; ++k) {
-            const float aik = a[k];
-            const float* b = B + k * N + j0;
-            for (int64_t j = 0; j < nt; ++j) o[j] = std::fma(aik, b[j], o[j]);
-        }
+  for (int64_t i = 0; i < mt; ++i) {
+    float* o = out + i * nt;
+    std::fill(o, o + nt, 0.0f);
+    const float* a = A + (i0 + i) * K;
+    for (int64_t k = 0; k < K; ++k) {
+      const float aik = a[k];
+      const float* b = B + k * N + j0;
+      for (int64_t j = 0; j < nt; ++j) o[j] = std::fma(aik, b[j], o[j]);
     }
+  }
 }
 
 bool run_isa(const char* isa, const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0, int64_t mt,
              int64_t nt, float* out, std::vector<float>& scratch) {
-    const FastPath* fp = nullptr;
-    if (std::strcmp(isa, "avx512f") == 0) {
-        if (!has_avx512()) return false;
-        fp = &avx512_path();
-    } else if (std::strcmp(isa, "avx2+fma") == 0) {
-        if (!has_avx2()) return false;
-        fp = &avx2_path();
-    } else if (std::strcmp(isa, "generic") != 0) {
-        return false;
-    }
-    if (mt <= 0 || nt <= 0) return true;
-    if (K <= 0) {  // empty chain: every output is the initial +0.0f
-        std::fill(out, out + mt * nt, 0.0f);
-    } else if (fp) {
-        run_vector(*fp, A, B, K, N, i0, j0, mt, nt, out, scratch);
-    } else {
-        run_generic(A, B, K, N, i0, j0, mt, nt, out);
-    }
-    return true;
+  const FastPath* fp = nullptr;
+  if (std::strcmp(isa, "avx512f") == 0) {
+    if (!has_avx512()) return false;
+    fp = &avx512_path();
+  } else if (std::strcmp(isa, "avx2+fma") == 0) {
+    if (!has_avx2()) return false;
+    fp = &avx2_path();
+  } else if (std::strcmp(isa, "generic") != 0) {
+    return false;
+  }
+  if (mt <= 0 || nt <= 0) return true;
+  if (K <= 0) {  // empty chain: every output is the initial +0.0f
+    std::fill(out, out + mt * nt, 0.0f);
+  } else if (fp) {
+    run_vector(*fp, A, B, K, N, i0, j0, mt, nt, out, scratch);
+  } else {
+    run_generic(A, B, K, N, i0, j0, mt, nt, out);
+  }
+  return true;
 }
 
 }  // namespace
 
 const char* fast_path_isa() {
-    static const char* const isa = has_avx512() ? "avx512f" : has_avx2() ? "avx2+fma" : "generic";
-    return isa;
+  static const char* const isa = has_avx512() ? "avx512f" : has_avx2() ? "avx2+fma" : "generic";
+  return isa;
 }
 
 void tile_fast(const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
                float* out, std::vector<float>& scratch) {
-    run_isa(fast_path_isa(), A, B, K, N, i0, j0, mt, nt, out, scratch);
+  run_isa(fast_path_isa(), A, B, K, N, i0, j0, mt, nt, out, scratch);
 }
 
 bool tile_fast_with(const char* isa, const float* A, const float* B, int64_t K, int64_t N, int64_t i0, int64_t j0,
                     int64_t mt, int64_t nt, float* out, std::vector<float>& scratch) {
-    return run_isa(isa, A, B, K, N, i0, j0, mt, nt, out, scratch);
+  return run_isa(isa, A, B, K, N, i0, j0, mt, nt, out, scratch);
 }
 
 // The specification: one fused chain per output, k ascending, from +0.0f. Vectorization is disabled
@@ -376,13 +384,13 @@ bool tile_fast_with(const char* isa, const float* A, const float* B, int64_t K, 
 __attribute__((optimize("no-tree-vectorize"))) void tile_scalar(const float* A, const float* B, int64_t K, int64_t N,
                                                                 int64_t i0, int64_t j0, int64_t mt, int64_t nt,
                                                                 float* out) {
-    for (int64_t i = 0; i < mt; ++i) {
-        for (int64_t j = 0; j < nt; ++j) {
-            float acc = +0.0f;
-            for (int64_t k = 0; k < K; ++k) acc = std::fma(A[(i0 + i) * K + k], B[k * N + (j0 + j)], acc);
-            out[i * nt + j] = acc;
-        }
+  for (int64_t i = 0; i < mt; ++i) {
+    for (int64_t j = 0; j < nt; ++j) {
+      float acc = +0.0f;
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(A[(i0 + i) * K + k], B[k * N + (j0 + j)], acc);
+      out[i * nt + j] = acc;
     }
+  }
 }
 
 }  // namespace sdc::gemm_f32

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "../core/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/report.h"
+#include "../core/run_lock.h"
 #include "../core/runner.h"
 #include "commands.h"
 #include "options.h"
@@ -54,7 +56,32 @@ struct RunArgs {
   std::string output;
   bool quiet = false;
   bool verbose = false;
+  std::string lock_file;
+  bool force = false;
+  std::string max_memory;
 };
+
+// "512M", "8G", "1T", "1048576" (bytes): a positive size.
+std::string parse_size(const std::string& text, uint64_t& bytes) {
+  const std::string what = fmt::format("'{}' is not a size like 512M or 8G", text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return what;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) return what;
+  if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
+  bytes = static_cast<uint64_t>(v * scale);
+  return "";
+}
 
 // The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
 int choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
@@ -82,6 +109,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   for (size_t i = 0; i < a.inject.size(); ++i)
     if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
       return usage_error(fmt::format("--inject '{}': {}", a.inject[i], err));
+  uint64_t max_memory = 0;
+  if (!a.max_memory.empty())
+    if (const std::string err = parse_size(a.max_memory, max_memory); !err.empty())
+      return usage_error(fmt::format("--max-memory: {}", err));
   std::vector<int> cpus;
   if (const int rc = choose_cpus(a.cpuset_given, a.cpuset, cpus)) return rc;
   if (!a.output.empty()) {
@@ -105,6 +136,15 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return usage_error(fmt::format("--inject '{}': {}", inj.spec, err));
     if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
       return usage_error(fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id));
+  }
+
+  RunLock lock;
+  if (!a.force) {
+    bool busy = false;
+    if (const std::string err = lock.acquire(a.lock_file.empty() ? RunLock::default_path() : a.lock_file, &busy); !err.empty()) {
+      fmt::print(stderr, "sdcscreen: {}{}\n", err, busy ? " (--force runs anyway)" : "");
+      return busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG;
+    }
   }
 
   RunResult result;
@@ -141,6 +181,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     opt.time_budget_s = result.time_budget_s;
     opt.cpus = cpus;
     opt.injections = injections;
+    opt.max_memory_bytes = max_memory;
     if (a.verbose)
       opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
         fmt::print(stderr, "[{}/{}] {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, verdict_name(t.verdict),
@@ -168,6 +209,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     fmt::print("{}", report);
   }
   std::fflush(stdout);
+  // A stuck worker cannot be joined: leave without unwinding (the report is already written).
+  if (result.workers_abandoned) std::_Exit(result.exit_code());
   return result.exit_code();
 }
 
@@ -202,6 +245,10 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)");
   run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
   run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");
+  run->add_option("--lock-file", ra.lock_file, fmt::format("lock that keeps one screen at a time on this node (default {})",
+                                                          RunLock::default_path()));
+  run->add_flag("--force", ra.force, "run even when another screen holds the lock");
+  run->add_option("--max-memory", ra.max_memory, "memory a case may use (512M, 8G); a larger case is an error, not a crash");
   run->add_option("--inject", ra.inject,
                   "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU][,iteration=I] (repeatable); "
                   "the run is marked as injected in every output");

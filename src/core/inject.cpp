@@ -62,6 +62,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "unit") {
       if (!parse_uint(value, 1 << 20, v)) return fmt::format("unit '{}' is not a logical CPU number", value);
       inj.unit = static_cast<int>(v);
+    } else if (key == "action") {  // hidden: the watchdog drill, documented in docs/reliability.md
+      if (value != "flip" && value != "hang") return fmt::format("action '{}' is not flip or hang", value);
+      inj.hang = value == "hang";
     } else if (key == "iteration") {
       if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
       inj.iteration = static_cast<int>(v);
@@ -70,6 +73,10 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
+  if (inj.hang) {
+    if (has_bit || inj.input || seen.count("element")) return "action=hang takes case, unit and iteration only";
+    return "";
+  }
   if (!seen.count("element")) return "element=N is required";
   if (!has_bit) return "bit=N or mask=0xHEX is required";
   if (seen.count("bit") && seen.count("mask")) return "give bit or mask, not both";

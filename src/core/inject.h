@@ -29,6 +29,7 @@ struct Injection {
   uint32_t mask = 0;
   int unit = -1;  // logical CPU, -1: any
   int iteration = 0;
+  bool hang = false;  // hidden drill for the watchdog (action=hang): the unit never finishes
   // What happened.
   bool fired = false;
   int fired_unit = -1;

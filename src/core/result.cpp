@@ -18,7 +18,7 @@ int RunResult::exit_code() const {
   if (interrupted_by > 0) return 128 + interrupted_by;
   for (const TestResult& t : tests)
     if (t.verdict == Verdict::fail) return EXIT_FAIL;
-  if (tests.empty() || !errors.empty()) return EXIT_INCONCLUSIVE;
+  if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
   for (const TestResult& t : tests)
     if (t.verdict != Verdict::pass) return EXIT_INCONCLUSIVE;
   for (const Injection& i : injections)

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -44,27 +45,56 @@ struct CaseState {
   std::vector<float> out;
   std::vector<uint64_t> digest;
   std::vector<uint32_t> worker_of;
+  std::vector<char> computed_by;  // per worker, in the current iteration: computed a tile with a faulty input
 };
 
-CaseState prepare_case(const Case& c, cpu::WorkerPool& pool) {
-  CaseState s;
+// When a job must end: its deadline (the watchdog) and the stop signal.
+struct Watch {
+  Clock::time_point deadline;
+  bool ok(cpu::WorkerPool& pool, const std::function<void(size_t)>& job) const {
+    return pool.run_until(job, deadline, [] { return g_stop_signal.load() != 0; });
+  }
+};
+
+// Runs job on every worker under the watch. On a timeout or stop the job may still be running on a stuck
+// worker, so it is leaked rather than destroyed; the caller leaks what the job refers to as well.
+bool run_watched(cpu::WorkerPool& pool, const Watch& watch, std::function<void(size_t)> fn) {
+  auto job = std::make_unique<std::function<void(size_t)>>(std::move(fn));
+  if (watch.ok(pool, *job)) return true;
+  (void)job.release();
+  return false;
+}
+
+// The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
+// rate of 1 GFLOP/s per worker, or 50 ns per generated element), plus 10 s.
+Clock::time_point pass_deadline(double work_seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
+}
+
+// Allocates a case's buffers and generates its inputs; false when the watch ended it.
+bool prepare_case(const Case& c, cpu::WorkerPool& pool, CaseState& s) {
   s.problem = find_family(c.family)->prepare(c);
   const auto tensors = s.problem->inputs();
-  for (const auto& t : tensors) s.inputs.emplace_back(t.elements);
+  uint64_t elements = 0;
+  for (const auto& t : tensors) {
+    s.inputs.emplace_back(t.elements);
+    elements += t.elements;
+  }
   const size_t workers = pool.size();
+  const uint64_t tiles = s.problem->tile_count();
+  s.out.assign(tiles * s.problem->tile_elements(), 0.0f);
+  s.digest.assign(tiles, 0);
+  s.worker_of.assign(tiles, 0);
+  s.computed_by.assign(workers, 0);
   // Every worker generates a slice of every tensor, on its own CPU.
-  pool.run([&](size_t w) {
+  const Watch watch{pass_deadline(50e-9 * static_cast<double>(elements) / static_cast<double>(workers))};
+  return run_watched(pool, watch, [&s, tensors, workers](size_t w) {
     for (size_t t = 0; t < tensors.size(); ++t) {
       const uint64_t n = tensors[t].elements;
       const uint64_t begin = n * w / workers, end = n * (w + 1) / workers;
       if (end > begin) s.problem->generate_input(t, begin, end, s.inputs[t].data() + begin);
     }
   });
-  const uint64_t tiles = s.problem->tile_count();
-  s.out.assign(tiles * s.problem->tile_elements(), 0.0f);
-  s.digest.assign(tiles, 0);
-  s.worker_of.assign(tiles, 0);
-  return s;
 }
 
 // The injections of one case at one iteration, resolved to workers and tiles.
@@ -77,8 +107,8 @@ struct ActiveFault {
 };
 
 // Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
-// unit; the worker computes it, applies output faults, and digests it.
-void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspace>& ws, uint64_t rotation,
+// unit; the worker computes it, applies output faults, and digests it. False when the watch ended it.
+bool compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspace>& ws, uint64_t rotation,
                        std::vector<ActiveFault>& faults) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
@@ -88,7 +118,7 @@ void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
   std::map<uint64_t, uint32_t> pinned;
   int input_fault_worker = -1;
   for (ActiveFault& f : faults) {
-    if (f.worker < 0) continue;
+    if (f.worker < 0 || f.inj->hang) continue;
     if (f.inj->input) input_fault_worker = f.worker;
     else pinned[f.tile] = static_cast<uint32_t>(f.worker);
   }
@@ -98,8 +128,15 @@ void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
                      : input_fault_worker >= 0 ? static_cast<uint32_t>(input_fault_worker)
                                                : static_cast<uint32_t>((t + rotation) % workers);
   }
-  std::vector<char> computed_by(workers, 0);
-  pool.run([&](size_t w) {
+  std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
+  const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
+  const bool finished = run_watched(pool, Watch{pass_deadline(work)}, [&s, &pool, &ws, &faults, tiles, te](size_t w) {
+    for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
+      if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w))) {
+        f.inj->fired = true;
+        f.inj->fired_unit = pool.cpu(w).cpu;
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
     std::vector<const float*> in;
     for (const auto& v : s.inputs) in.push_back(v.data());
     bool reads_fault = false;
@@ -116,7 +153,7 @@ void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
       s.problem->compute_tile(in.data(), t, out, ws[w]);
       computed = true;
       for (ActiveFault& f : faults) {
-        if (f.inj->input || f.tile != t) continue;
+        if (f.inj->input || f.inj->hang || f.tile != t) continue;
         uint32_t bits;
         std::memcpy(&bits, out + f.offset, 4);
         bits ^= f.inj->mask;
@@ -127,17 +164,27 @@ void compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
       }
       s.digest[t] = tile_digest(t, out, te);
     }
-    computed_by[w] = computed && reads_fault;
+    s.computed_by[w] = computed && reads_fault;
   });
+  if (!finished) return false;
   // An input fault fired when a worker that reads it computed at least one tile.
   for (ActiveFault& f : faults) {
     if (!f.inj->input) continue;
     for (size_t w = 0; w < workers; ++w)
-      if (computed_by[w] && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+      if (s.computed_by[w] && (f.worker < 0 || f.worker == static_cast<int>(w))) {
         f.inj->fired = true;
         f.inj->fired_unit = f.worker < 0 ? -1 : pool.cpu(w).cpu;
       }
   }
+  return true;
+}
+
+// Host memory a case needs: its inputs, its output and the faulty copies an injection may make.
+uint64_t case_bytes(const Case& c) {
+  const auto p = find_family(c.family)->prepare(c);
+  uint64_t floats = p->output_elements();
+  for (const auto& t : p->inputs()) floats += t.elements;
+  return floats * sizeof(float);
 }
 
 int worker_index(const cpu::WorkerPool& pool, int cpu) {
@@ -230,12 +277,14 @@ std::string select_cases(const Battery& battery, const std::string& profile, con
 void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
-  cpu::WorkerPool pool(describe(opt.cpus));
-  const size_t workers = pool.size();
-  std::vector<Workspace> ws(workers);
+  // Heap-held so that they can be leaked when the watchdog leaves a worker stuck inside a job.
+  auto pool = std::make_unique<cpu::WorkerPool>(describe(opt.cpus));
+  const size_t workers = pool->size();
+  auto ws = std::make_unique<std::vector<Workspace>>(workers);
   Workspace analysis_ws;
-  for (size_t w = 0; w < workers; ++w) result.units.push_back({pool.cpu(w), 0, 0});
+  for (size_t w = 0; w < workers; ++w) result.units.push_back({pool->cpu(w), 0, 0});
   result.injections = opt.injections;
+  bool stuck = false;  // a job did not finish: no further work can be given to the pool
 
   for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
     const Case& c = *sel.cases[ci];
@@ -245,79 +294,98 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
     r.mode = mode_name(c.mode);
     r.distribution = distribution_name(c.distribution);
     const GoldenCase& golden = patterns.golden.at(c.id);
-    if (g_stop_signal.load()) {
+    const char* not_started = g_stop_signal.load()      ? "interrupted before it started"
+                              : stuck                    ? "not run: the watchdog ended the run"
+                              : Clock::now() >= deadline ? "time budget exhausted before it started"
+                                                         : nullptr;
+    if (not_started) {
       r.verdict = Verdict::skip;
-      r.reason = "interrupted before it started";
-      result.tests.push_back(r);
-      continue;
-    }
-    if (Clock::now() >= deadline) {
-      r.verdict = Verdict::skip;
-      r.reason = "time budget exhausted before it started";
+      r.reason = not_started;
       result.tests.push_back(r);
       if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
       continue;
     }
     const auto t0 = Clock::now();
+    auto s = std::make_unique<CaseState>();
+    auto faults = std::make_unique<std::vector<ActiveFault>>();
     try {
-      CaseState s = prepare_case(c, pool);
-      const uint64_t tiles = s.problem->tile_count();
-      r.tiles = tiles;
-      // Enough iterations that every worker computes tiles of this case, even when it has few tiles.
-      const int coverage = static_cast<int>((workers + tiles - 1) / tiles);
-      r.iterations_planned = std::max(sel.iterations[ci], coverage);
-      const uint64_t rotation0 = mix64(opt.seed ^ string_hash(c.id));
-      std::map<uint64_t, std::vector<float>> expected_cache;
-      std::vector<bool> unit_failed(workers, false);
-      for (int it = 0; it < r.iterations_planned; ++it) {
-        if (g_stop_signal.load() || (it > 0 && Clock::now() >= deadline)) break;
-        std::vector<ActiveFault> faults;
-        for (Injection& inj : result.injections) {
-          if (inj.case_id != c.id || inj.iteration != it) continue;
-          ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
-          if (inj.input) {
-            f.corrupted = s.inputs[inj.tensor_index];
-            uint32_t bits;
-            std::memcpy(&bits, &f.corrupted[inj.element], 4);
-            bits ^= inj.mask;
-            std::memcpy(&f.corrupted[inj.element], &bits, 4);
-          } else {
-            s.problem->locate(inj.element, f.tile, f.offset);
-          }
-          faults.push_back(std::move(f));
-        }
-        compute_iteration(s, pool, ws, rotation0 + static_cast<uint64_t>(it), faults);
-        if (g_stop_signal.load()) break;  // a partial iteration is neither pass nor fail
-        ++r.iterations_done;
-        for (uint64_t t = 0; t < tiles; ++t) {
-          const uint32_t w = s.worker_of[t];
-          ++result.units[w].tiles;
-          if (s.digest[t] == golden.tile_digests[t]) continue;
-          ++r.failed_tiles;
-          ++result.units[w].failed_tiles;
-          unit_failed[w] = true;
-          if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(t0);
-          std::vector<float>& expected = expected_cache[t];
-          analyse_tile(s, golden, t, it, pool.cpu(w).cpu, analysis_ws, expected, r);
-        }
-      }
-      for (size_t w = 0; w < workers; ++w)
-        if (unit_failed[w]) r.units_failed.push_back(pool.cpu(w).cpu);
-      if (r.failed_tiles > 0) {
-        r.verdict = Verdict::fail;
-      } else if (r.iterations_done >= coverage) {
-        r.verdict = Verdict::pass;
-        if (r.iterations_done < r.iterations_planned)
-          r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
-                                        g_stop_signal.load() ? "interruption" : "time budget ran out"));
+      if (opt.max_memory_bytes && case_bytes(c) > opt.max_memory_bytes)
+        throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)", case_bytes(c) >> 20,
+                                             opt.max_memory_bytes >> 20));
+      if (!prepare_case(c, *pool, *s)) {
+        stuck = true;
       } else {
-        r.verdict = Verdict::skip;
-        r.reason = g_stop_signal.load() ? "interrupted before every CPU computed a tile"
-                                        : "time budget ran out before every CPU computed a tile";
+        const uint64_t tiles = s->problem->tile_count();
+        r.tiles = tiles;
+        // Enough iterations that every worker computes tiles of this case, even when it has few tiles.
+        const int coverage = static_cast<int>((workers + tiles - 1) / tiles);
+        r.iterations_planned = std::max(sel.iterations[ci], coverage);
+        const uint64_t rotation0 = mix64(opt.seed ^ string_hash(c.id));
+        std::map<uint64_t, std::vector<float>> expected_cache;
+        std::vector<bool> unit_failed(workers, false);
+        for (int it = 0; it < r.iterations_planned; ++it) {
+          if (g_stop_signal.load() || (it > 0 && Clock::now() >= deadline)) break;
+          faults->clear();
+          for (Injection& inj : result.injections) {
+            if (inj.case_id != c.id || inj.iteration != it) continue;
+            ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(*pool, inj.unit), 0, 0, {}};
+            if (inj.input) {
+              f.corrupted = s->inputs[inj.tensor_index];
+              uint32_t bits;
+              std::memcpy(&bits, &f.corrupted[inj.element], 4);
+              bits ^= inj.mask;
+              std::memcpy(&f.corrupted[inj.element], &bits, 4);
+            } else if (!inj.hang) {
+              s->problem->locate(inj.element, f.tile, f.offset);
+            }
+            faults->push_back(std::move(f));
+          }
+          const auto it_start = Clock::now();
+          if (!compute_iteration(*s, *pool, *ws, rotation0 + static_cast<uint64_t>(it), *faults)) {
+            if (!g_stop_signal.load()) {
+              r.verdict = Verdict::error;
+              r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
+                                     seconds_since(it_start), cpu::format_cpu_list(pool->busy_cpus()));
+            }
+            stuck = true;
+            break;
+          }
+          ++r.iterations_done;
+          for (uint64_t t = 0; t < tiles; ++t) {
+            const uint32_t w = s->worker_of[t];
+            ++result.units[w].tiles;
+            if (s->digest[t] == golden.tile_digests[t]) continue;
+            ++r.failed_tiles;
+            ++result.units[w].failed_tiles;
+            unit_failed[w] = true;
+            if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(t0);
+            std::vector<float>& expected = expected_cache[t];
+            analyse_tile(*s, golden, t, it, pool->cpu(w).cpu, analysis_ws, expected, r);
+          }
+        }
+        for (size_t w = 0; w < workers; ++w)
+          if (unit_failed[w]) r.units_failed.push_back(pool->cpu(w).cpu);
+        if (r.failed_tiles > 0) {
+          r.verdict = Verdict::fail;  // a miscompare stands even if the run was then cut short
+        } else if (r.verdict == Verdict::error) {
+        } else if (r.iterations_done >= coverage) {
+          r.verdict = Verdict::pass;
+          if (r.iterations_done < r.iterations_planned)
+            r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
+                                          g_stop_signal.load() ? "interruption" : "time budget ran out"));
+        } else {
+          r.verdict = Verdict::skip;
+          r.reason = g_stop_signal.load() ? "interrupted before every CPU computed a tile"
+                                          : "time budget ran out before every CPU computed a tile";
+        }
+        r.duration_s = seconds_since(t0);
+        if (r.duration_s > 0)
+          r.gflops = s->problem->tile_flops() * static_cast<double>(tiles) * r.iterations_done / r.duration_s * 1e-9;
       }
-      r.duration_s = seconds_since(t0);
-      if (r.duration_s > 0)
-        r.gflops = s.problem->tile_flops() * static_cast<double>(tiles) * r.iterations_done / r.duration_s * 1e-9;
+      if (stuck && r.verdict == Verdict::skip && r.reason.empty()) {
+        r.verdict = g_stop_signal.load() ? Verdict::skip : Verdict::error;
+        r.reason = g_stop_signal.load() ? "interrupted while generating inputs" : "watchdog: input generation did not finish";
+      }
     } catch (const std::bad_alloc&) {
       r.verdict = Verdict::error;
       r.reason = "out of host memory";
@@ -325,8 +393,20 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
       r.verdict = Verdict::error;
       r.reason = e.what();
     }
+    if (stuck) {
+      // A worker may still be inside this case's job: keep everything it can touch alive.
+      (void)s.release();
+      (void)faults.release();
+    }
     result.tests.push_back(r);
     if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
+  }
+  if (stuck) {
+    pool->abandon();
+    (void)pool.release();
+    (void)ws.release();
+    result.watchdog_fired = g_stop_signal.load() == 0;
+    result.workers_abandoned = true;
   }
   result.interrupted_by = g_stop_signal.load();
 }
@@ -338,12 +418,12 @@ std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>
   std::vector<ActiveFault> none;
   std::map<std::string, GoldenCase> out;
   for (const Case* c : cases) {
-    CaseState s = prepare_case(*c, pool);
-    compute_iteration(s, pool, ws, 0, none);
+    CaseState s;
+    if (!prepare_case(*c, pool, s) || !compute_iteration(s, pool, ws, 0, none)) throw std::runtime_error("interrupted");
     const std::vector<uint64_t> first = s.digest;
     const std::vector<float> first_out = s.out;
-    compute_iteration(s, pool, ws, 1, none);  // every tile again, on the next worker
-    if (g_stop_signal.load()) throw std::runtime_error("interrupted");
+    // Every tile again, on the next worker.
+    if (!compute_iteration(s, pool, ws, 1, none)) throw std::runtime_error("interrupted");
     for (uint64_t t = 0; t < first.size(); ++t)
       if (first[t] != s.digest[t])
         throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "

@@ -32,6 +32,7 @@ struct RunOptions {
   double time_budget_s = 0;
   std::vector<int> cpus;
   std::vector<Injection> injections;
+  uint64_t max_memory_bytes = 0;  // 0: no limit
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // progress
 };
 

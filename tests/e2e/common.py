@@ -14,9 +14,21 @@ if not SDCSCREEN or not os.access(SDCSCREEN, os.X_OK):
     sys.exit("set SDCSCREEN to the sdcscreen binary (ctest does)")
 
 
+# Each test process screens under its own lock file, so that tests running in parallel do not refuse
+# each other (the node-wide lock is exercised on purpose in test_fail_closed.py).
+LOCK_FILE = os.path.join(tempfile.gettempdir(), f"sdcscreen-test-{os.getpid()}.lock")
+
+
+def with_lock(args):
+    args = list(args)
+    if args and args[0] == "run" and "--lock-file" not in args and "--force" not in args:
+        args[1:1] = ["--lock-file", LOCK_FILE]
+    return args
+
+
 def run(*args, timeout=600):
     """Runs sdcscreen with args; returns the CompletedProcess (text mode)."""
-    return subprocess.run([SDCSCREEN, *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([SDCSCREEN, *with_lock(args)], capture_output=True, text=True, timeout=timeout)
 
 
 def run_json(*args, timeout=600):

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@ namespace sdc::cpu {
 
 WorkerPool::WorkerPool(const std::vector<LogicalCpu>& cpus) : cpus_(cpus) {
   pin_errors_.resize(cpus_.size());
+  busy_.assign(cpus_.size(), 0);
   running_ = cpus_.size();
   for (size_t w = 0; w < cpus_.size(); ++w) threads_.emplace_back([this, w] { loop(w); });
   // Wait until every worker has pinned itself (or failed to): a screen on the wrong CPU is no screen.
@@ -38,13 +40,42 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::run(const std::function<void(size_t)>& job) {
+  run_until(job, std::chrono::steady_clock::time_point::max(), [] { return false; });
+}
+
+bool WorkerPool::run_until(const std::function<void(size_t)>& job, std::chrono::steady_clock::time_point deadline,
+                           const std::function<bool()>& abort) {
   std::unique_lock<std::mutex> lock(mu_);
   job_ = &job;
   running_ = cpus_.size();
+  std::fill(busy_.begin(), busy_.end(), 1);
   ++generation_;
   start_cv_.notify_all();
-  done_cv_.wait(lock, [this] { return running_ == 0; });
+  for (;;) {
+    const auto wake = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    if (done_cv_.wait_until(lock, wake, [this] { return running_ == 0; })) break;
+    if (std::chrono::steady_clock::now() >= deadline || abort()) return false;
+  }
   job_ = nullptr;
+  return true;
+}
+
+std::vector<int> WorkerPool::busy_cpus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> out;
+  for (size_t w = 0; w < cpus_.size(); ++w)
+    if (busy_[w]) out.push_back(cpus_[w].cpu);
+  return out;
+}
+
+void WorkerPool::abandon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : threads_) t.detach();
+  threads_.clear();
 }
 
 void WorkerPool::loop(size_t worker) {
@@ -73,6 +104,7 @@ void WorkerPool::loop(size_t worker) {
     }
     (*job)(worker);
     std::lock_guard<std::mutex> lock(mu_);
+    busy_[worker] = 0;
     if (--running_ == 0) done_cv_.notify_all();
   }
 }

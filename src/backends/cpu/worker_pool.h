@@ -2,6 +2,7 @@
 // returns when all have finished it; a job learns its worker index and must not throw.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -24,6 +25,15 @@ class WorkerPool {
   size_t size() const { return cpus_.size(); }
   const LogicalCpu& cpu(size_t worker) const { return cpus_[worker]; }
   void run(const std::function<void(size_t worker)>& job);
+  // Like run, but gives up at the deadline, or as soon as abort() returns true (polled every 100 ms):
+  // returns false then, with the job possibly still running on some workers (see busy_cpus). The job
+  // must stay valid until the process ends; after a false return, call abandon() before destruction.
+  bool run_until(const std::function<void(size_t worker)>& job, std::chrono::steady_clock::time_point deadline,
+                 const std::function<bool()>& abort);
+  // The CPUs whose worker has not finished the current job.
+  std::vector<int> busy_cpus();
+  // Detaches the workers (a stuck one cannot be joined); the pool is unusable afterwards.
+  void abandon();
 
  private:
   void loop(size_t worker);
@@ -35,6 +45,7 @@ class WorkerPool {
   const std::function<void(size_t)>* job_ = nullptr;
   unsigned long generation_ = 0;
   size_t running_ = 0;
+  std::vector<char> busy_;
   bool stop_ = false;
   std::vector<std::string> pin_errors_;
 };
