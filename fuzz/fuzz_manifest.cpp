@@ -4,12 +4,13 @@
 #include <cstdint>
 #include <string>
 
-#include "fuzz_common.h"
+#include "fuzz_json.h"
 #include "src/core/patterns.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFile = "fuzz/manifest.json";
   const std::string text(reinterpret_cast<const char*>(data), size);
+  if (sdc_fuzz::json_known_bug(text)) return 0;
   std::map<std::string, sdc::ManifestEntry> files;
   try {
     files = sdc::parse_manifest(kFile, text);
@@ -17,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sdc_fuzz::check_pattern_message(kFile, e.what());
     return 0;
   }
+  sdc_fuzz::check_accepted_header(text, "sdcscreen-manifest", sdc::MANIFEST_VERSION);
   for (const auto& [rel, entry] : files) {
     if (rel.empty() || rel[0] == '/' || rel.find("..") != std::string::npos)
       sdc_fuzz::fuzz_fail("accepted a file name that leaves the pattern directory: " + rel);

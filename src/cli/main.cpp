@@ -228,27 +228,34 @@ int main(int argc, char** argv) {
   std::string patterns_dir = default_patterns_dir();
   const std::string patterns_help = fmt::format("pattern directory (battery, goldens, manifest); default {}", patterns_dir);
 
+  // An option given with an empty value is a mistake, never "use the default".
+  const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); },
+                                 "NON-EMPTY");
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run the screen and report pass/fail per test and unit");
   run->add_option("--profile", ra.profile, "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
       ->capture_default_str();
   run->add_option("--enable", ra.enable, "run only tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
-  run->add_option("--time-budget", ra.time_budget, "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's");
+  run->add_option("--time-budget", ra.time_budget, "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's")
+      ->check(non_empty);
   run->add_option("--seed", ra.seed, "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay");
   run->add_option("--backend", ra.backend, "auto (CUDA when a GPU is usable, else CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   run->add_option("--cpuset", ra.cpuset, "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
-  run->add_option("--patterns", patterns_dir, patterns_help);
+  run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   run->add_option("--output-format", ra.output_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)");
+  run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)")
+      ->check(non_empty);
   run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
   run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");
   run->add_option("--lock-file", ra.lock_file, fmt::format("lock that keeps one screen at a time on this node (default {})",
-                                                          RunLock::default_path()));
+                                                          RunLock::default_path()))
+      ->check(non_empty);
   run->add_flag("--force", ra.force, "run even when another screen holds the lock");
-  run->add_option("--max-memory", ra.max_memory, "memory a case may use (512M, 8G); a larger case is an error, not a crash");
+  run->add_option("--max-memory", ra.max_memory, "memory a case may use (512M, 8G); a larger case is an error, not a crash")
+      ->check(non_empty);
   run->add_option("--inject", ra.inject,
                   "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU][,iteration=I] (repeatable); "
                   "the run is marked as injected in every output");
@@ -265,15 +272,15 @@ int main(int argc, char** argv) {
 
   ListArgs la;
   CLI::App* list = app.add_subcommand("list", "list families, test cases, profiles, modes and distributions");
-  list->add_option("--patterns", patterns_dir, patterns_help);
+  list->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   list->add_option("--profile", la.profile, "list only the cases of this profile");
   CLI::App* info = app.add_subcommand("info", "show host, CPUs, devices and versions");
   GoldenArgs ga;
   CLI::App* golden = app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
-  golden->add_option("--patterns", patterns_dir, patterns_help);
+  golden->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
   CLI::App* verify = app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
-  verify->add_option("--patterns", patterns_dir, patterns_help);
+  verify->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -1,0 +1,131 @@
+"""Fail closed: signals, a hung worker, SIGKILL during report writing, concurrent runs, stale locks, memory
+limits. None of them may give a healthy verdict, lose the report or leave a torn file."""
+import json
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+
+from common import SDCSCREEN, Failures, run
+
+f = Failures("fail_closed")
+tmp = tempfile.mkdtemp(prefix="sdc_fail_closed_")
+lock = os.path.join(tmp, "lock")
+
+
+def start(*args):
+    return subprocess.Popen([SDCSCREEN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def load(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+# 1. SIGTERM mid-run: exit 143, a complete JSON report marked interrupted, with what did run.
+out = os.path.join(tmp, "term.json")
+p = start("run", "--profile", "standard", "--lock-file", lock, "--output-format", "json", "-o", out, "-q")
+time.sleep(2.0)
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=60)
+f.check(p.returncode == 143, f"SIGTERM: exit {p.returncode}, expected 143")
+r = load(out)
+f.check(r["exit"] == {"code": 143, "verdict": "interrupted"}, f"SIGTERM: exit in report {r['exit']}")
+f.check(r["interrupted_by_signal"] == 15, "SIGTERM: interrupted_by_signal")
+results = [t["result"] for t in r["tests"]]
+f.check("pass" in results, "SIGTERM: the tests that ran before the signal are reported")
+f.check(any(t["result"] == "skip" and "interrupted" in t.get("reason", "") for t in r["tests"]),
+        "SIGTERM: tests that did not run are skip with reason 'interrupted'")
+f.check(len(r["tests"]) == sum(1 for c in r["tests"]), "SIGTERM: report lists every selected test")
+
+# SIGINT and SIGHUP the same way (130, 129).
+for sig, code in ((signal.SIGINT, 130), (signal.SIGHUP, 129)):
+    out = os.path.join(tmp, f"sig{sig}.json")
+    p = start("run", "--profile", "standard", "--lock-file", lock, "--output-format", "json", "-o", out, "-q")
+    time.sleep(1.0)
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    f.check(p.returncode == code, f"signal {sig}: exit {p.returncode}, expected {code}")
+    f.check(load(out)["exit"]["verdict"] == "interrupted", f"signal {sig}: report verdict")
+
+# 2. A hung worker (hidden drill): exit 2 within the case's deadline (10 s + 20x its work) plus 5 s.
+out = os.path.join(tmp, "hang.json")
+t0 = time.monotonic()
+p = run("run", "--enable", "softmax_f32.special_128x1000", "--output-format", "json", "-o", out, "-q",
+        "--inject", "case=softmax_f32.special_128x1000,action=hang,unit=1", timeout=60)
+elapsed = time.monotonic() - t0
+f.check(p.returncode == 2, f"hang: exit {p.returncode}, expected 2")
+f.check(elapsed < 10.5 + 5, f"hang: took {elapsed:.1f} s, deadline about 10 s plus 5")
+r = load(out)
+t = r["tests"][0]
+f.check(t["result"] == "error" and "watchdog" in t.get("reason", "") and "cpu 1" in t.get("reason", ""),
+        f"hang: test is error naming the watchdog and cpu 1: {t}")
+print(f"hang drill: exit {p.returncode} after {elapsed:.1f} s", flush=True)
+
+# 3. SIGKILL at random moments of runs that rewrite the report: the file is always a whole report.
+out = os.path.join(tmp, "kill.json")
+p = run("run", "--enable", "gemm_f32.*", "--enable", "softmax_f32.*", "--output-format", "json", "-o", out, "-q")
+f.check(p.returncode == 0 and load(out)["exit"]["code"] == 0, "kill: first report written")
+rng = random.Random(1234)
+kills = 0
+torn = 0
+for i in range(60):
+    p = start("run", "--lock-file", lock, "--enable", "gemm_f32.*", "--enable", "softmax_f32.*",
+              "--output-format", "json", "-o", out, "-q", "--seed", str(i))
+    time.sleep(rng.uniform(0.0, 0.6))
+    if p.poll() is None:
+        p.kill()
+        kills += 1
+    p.wait()
+    try:
+        r = load(out)
+        ok = r["exit"]["code"] == 0 and len(r["tests"]) > 0
+    except (ValueError, KeyError):
+        ok = False
+    torn += not ok
+leftovers = [n for n in os.listdir(tmp) if n.startswith(".kill.json.tmp")]
+print(f"SIGKILL drill: {kills} kills during a run, {torn} torn or missing reports, {len(leftovers)} temp files",
+      flush=True)
+f.check(kills >= 50, f"kill: only {kills} kills landed during a run")
+f.check(torn == 0, f"kill: {torn} torn reports")
+
+# 4. One screen at a time: a second run is refused with exit 2 naming the holder; --force overrides.
+p = start("run", "--profile", "standard", "--lock-file", lock, "-q")
+for _ in range(100):
+    if os.path.exists(lock) and open(lock).read().strip() == str(p.pid):
+        break
+    time.sleep(0.05)
+q = run("run", "--lock-file", lock, "--enable", "softmax_f32.special_128x1000", "-q")
+f.check(q.returncode == 2, f"concurrent: exit {q.returncode}, expected 2")
+f.check(f"another screen is running (pid {p.pid}" in q.stderr, f"concurrent: message {q.stderr!r}")
+q = run("run", "--lock-file", lock, "--force", "--enable", "softmax_f32.special_128x1000", "-q")
+f.check(q.returncode == 0, f"--force: exit {q.returncode}")
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=60)
+
+# 5. A stale lock from a dead process is taken over.
+with open(lock, "w") as fh:
+    fh.write("999999\n")
+q = run("run", "--lock-file", lock, "--enable", "softmax_f32.special_128x1000", "-q")
+f.check(q.returncode == 0, f"stale lock: exit {q.returncode}: {q.stderr}")
+f.check(open(lock).read().strip() != "999999", "stale lock: the file names the new holder")
+
+# 6. Memory: a case above --max-memory is an error (exit 2, never pass); a host allocation failure too.
+q = run("run", "--enable", "gemm_f32.uniform_1024", "--max-memory", "1M", "--output-format", "json", "-o",
+        os.path.join(tmp, "mem.json"), "-q")
+f.check(q.returncode == 2, f"--max-memory: exit {q.returncode}")
+t = load(os.path.join(tmp, "mem.json"))["tests"][0]
+f.check(t["result"] == "error" and "--max-memory" in t.get("reason", ""), f"--max-memory: {t}")
+for bad in ("0", "-5M", "12Q", "M", ""):
+    q = run("run", "--enable", "gemm_f32.uniform_1024", "--max-memory", bad, "-q")
+    f.check(q.returncode == 64, f"--max-memory {bad!r}: exit {q.returncode}")
+q = subprocess.run(["prlimit", "--as=200000000", SDCSCREEN, "run", "--lock-file", lock, "--enable",
+                    "cross_entropy_f32.uniform_512x128256", "--output-format", "json", "-o",
+                    os.path.join(tmp, "oom.json"), "-q"], capture_output=True, text=True)
+f.check(q.returncode == 2, f"host out of memory: exit {q.returncode}, stderr {q.stderr[-300:]}")
+t = load(os.path.join(tmp, "oom.json"))["tests"][0]
+f.check(t["result"] == "error" and "memory" in t.get("reason", ""), f"host out of memory: {t}")
+
+f.finish()
