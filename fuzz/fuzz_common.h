@@ -2,8 +2,8 @@
 // documents; anything else escapes so that libFuzzer reports it (an uncaught exception aborts: "deadly
 // signal"). A broken invariant calls fuzz_fail(), which says what was wrong and aborts.
 //
-// Known bugs: fuzz/regressions/<harness>/ holds inputs that reproduce bugs reported but not yet fixed
-// in the project. A plain run of a harness (and the CTest smoke) treats them as failures. With
+// Known bugs: fuzz/regressions/<harness>/ holds inputs that reproduced bugs found in the project (see
+// fuzz/README.md). A plain run of a harness (and the CTest smoke) fails on any that still does. With
 // SDC_FUZZ_SKIP_KNOWN=1 in the environment (scripts/fuzz.sh sets it unless told otherwise), a harness
 // returns early on inputs that would only hit one of those bugs, so that long runs look past them for
 // new ones. Each filter names its bug; delete it when the bug is fixed.

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config python3 python3-jsonschema
   libcli11-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev
   libopenblas-dev libbenchmark-dev
+  clang libclang-rt-dev util-linux
 )
 
 sudo_cmd=()

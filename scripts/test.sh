@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The second command of the README, and what CI runs: installs what is needed, builds, and runs the
-# whole test suite (unit tests and end-to-end tests of the binary). GPU tests skip without a GPU.
+# whole test suite: unit and end-to-end tests of the binary, the same suite under ASan+UBSan, and a
+# short smoke of every fuzzer. GPU tests skip without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc)" "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@")
+echo "== test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+bash scripts/sanitize.sh asan
+if [ -x scripts/fuzz.sh ]; then
+  echo "== fuzz smoke"
+  bash scripts/fuzz.sh smoke
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite under sanitizers, in its own build directory:
+#   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer (CI runs this)
+#   scripts/sanitize.sh tsan   ThreadSanitizer (the CPU backend's worker threads)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-asan}
+case "$kind" in
+  asan) flags=address,undefined; dir=build-asan ;;
+  tsan) flags=thread; dir=build-tsan ;;
+  *) echo "usage: scripts/sanitize.sh asan|tsan" >&2; exit 64 ;;
+esac
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DSDC_SANITIZE="$flags" > /dev/null
+cmake --build "$dir" -j "$(nproc)"
+export SDC_SANITIZED=$kind
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+cd "$dir"
+ctest --output-on-failure -j "$(nproc)" "${@:2}"
