@@ -11,8 +11,7 @@
 #
 # Environment: FUZZ_CC / FUZZ_CXX (default clang / clang++), BUILD_DIR (default build-fuzz),
 # FUZZ_TIMEOUT (seconds one input may take before it counts as a hang, default 10),
-# FUZZ_RSS_MB (memory limit, default 2048), SDC_FUZZ_SKIP_KNOWN (default 1: the harnesses pass over
-# inputs that only reproduce the known bugs kept in fuzz/regressions/; 0 to report those too).
+# FUZZ_RSS_MB (memory limit, default 2048).
 #
 # The work corpus is build-fuzz/corpus-work/<harness> (seeded from fuzz/corpus/<harness>, kept between
 # runs); each run's logs and findings (crash-*, leak-*, timeout-*, oom-*) are under
@@ -57,8 +56,6 @@ for h in "${harnesses[@]}"; do
 done
 
 build
-export SDC_FUZZ_SKIP_KNOWN=${SDC_FUZZ_SKIP_KNOWN:-1}
-[[ "$SDC_FUZZ_SKIP_KNOWN" == 1 ]] && echo "fuzz.sh: SDC_FUZZ_SKIP_KNOWN=1: inputs that only hit the known bugs (fuzz/regressions/) are passed over"
 
 root=$(pwd)
 run_dir="$root/$build_dir/runs/$(date +%Y%m%d-%H%M%S)"

@@ -10,6 +10,8 @@ namespace {
 
 bool parse_uint(const std::string& s, uint64_t max, uint64_t& v, int base = 10) {
   if (s.empty() || s.size() > 20) return false;
+  const char* digits = base == 16 ? "0123456789abcdefABCDEF" : "0123456789";
+  if (s.find_first_not_of(digits) != std::string::npos) return false;  // no sign, space or prefix
   try {
     size_t used = 0;
     const unsigned long long x = std::stoull(s, &used, base);

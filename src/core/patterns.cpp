@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,7 +19,11 @@ namespace {
 using json = nlohmann::json;
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) {
-  throw PatternError(fmt::format("{}: {}", file, what));
+  // One line whatever the file contains: names taken from JSON keys may hold control characters.
+  std::string msg = fmt::format("{}: {}", file, what);
+  for (char& ch : msg)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  throw PatternError(msg);
 }
 
 std::string xxh3_128_hex(const std::string& bytes) {
@@ -25,12 +31,39 @@ std::string xxh3_128_hex(const std::string& bytes) {
   return hex64(h.high64) + hex64(h.low64);
 }
 
+constexpr int MAX_JSON_DEPTH = 32;  // pattern files nest 5 deep; a deeper file is hostile or broken
+
 json parse_json(const std::string& file, const std::string& text) {
+  bool too_deep = false;
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+      too_deep = too_deep || depth > MAX_JSON_DEPTH;
+      return !too_deep;  // discard the rest once too deep: nothing recursive ever sees it
+    });
   } catch (const json::parse_error& e) {
     bad(file, fmt::format("not valid JSON (byte {})", e.byte));
+  } catch (const json::exception&) {  // e.g. a number beyond the range of a double (1e400)
+    bad(file, "not valid JSON (a number is out of range)");
   }
+  if (too_deep) bad(file, fmt::format("JSON nested deeper than {} levels", MAX_JSON_DEPTH));
+  return j;
+}
+
+const json& child(const std::string& file, const json& obj, const std::string& key, const std::string& where) {
+  if (!obj.is_object()) bad(file, fmt::format("{} is not an object", where));
+  const auto it = obj.find(key);
+  if (it == obj.end()) bad(file, fmt::format("{} lacks '{}'", where, key));
+  return *it;
+}
+
+// An integer member within the range of T (never a float, never wrapped around).
+template <typename T>
+T integer(const std::string& file, const json& v, const std::string& what) {
+  bool ok = v.is_number_integer();
+  if (ok) ok = v.is_number_unsigned() ? std::in_range<T>(v.get<uint64_t>()) : std::in_range<T>(v.get<int64_t>());
+  if (!ok) bad(file, fmt::format("{} is not an integer in range", what));
+  return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
 }
 
 // Reads a member with the expected JSON type; any mismatch names the file and the member.
@@ -39,6 +72,9 @@ T member(const std::string& file, const json& obj, const std::string& key, const
   if (!obj.is_object()) bad(file, fmt::format("{} is not an object", where));
   const auto it = obj.find(key);
   if (it == obj.end()) bad(file, fmt::format("{} lacks '{}'", where, key));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return integer<T>(file, *it, fmt::format("{}: '{}'", where, key));
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {
@@ -86,19 +122,19 @@ Case parse_case(const std::string& file, const json& jc, size_t index) {
   const auto dist = member<std::string>(file, jc, "distribution", c.id);
   if (!parse_distribution(dist, c.distribution)) bad(file, fmt::format("case {}: unknown distribution '{}'", c.id, dist));
   c.data_seed = member<uint64_t>(file, jc, "seed", c.id);
-  const auto shape = member<json>(file, jc, "shape", c.id);
+  const auto& shape = child(file, jc, "shape", c.id);
   if (!shape.is_object()) bad(file, fmt::format("case {}: shape is not an object", c.id));
   for (const auto& [k, v] : shape.items()) {
-    if (!v.is_number_integer()) bad(file, fmt::format("case {}: shape '{}' is not an integer", c.id, k));
-    c.shape.dims[k] = v.get<int64_t>();
+    c.shape.dims[k] = integer<int64_t>(file, v, fmt::format("case {}: shape '{}'", c.id, k));
   }
   if (const std::string err = fam->validate(c); !err.empty()) bad(file, err);
-  const auto iters = member<json>(file, jc, "iterations", c.id);
+  const auto& iters = child(file, jc, "iterations", c.id);
   if (!iters.is_object() || iters.empty()) bad(file, fmt::format("case {}: iterations must map profiles to counts", c.id));
   for (const auto& [profile, n] : iters.items()) {
-    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 1000000)
-      bad(file, fmt::format("case {}: iterations for '{}' must be an integer in [1, 1000000]", c.id, profile));
-    c.iterations[profile] = n.get<int>();
+    const auto count = integer<int64_t>(file, n, fmt::format("case {}: iterations for '{}'", c.id, profile));
+    if (count < 1 || count > 1000000)
+      bad(file, fmt::format("case {}: iterations for '{}' must be in [1, 1000000]", c.id, profile));
+    c.iterations[profile] = static_cast<int>(count);
   }
   return c;
 }
@@ -158,7 +194,7 @@ Battery parse_battery(const std::string& file, const std::string& text) {
   const json j = parse_json(file, text);
   check_header(file, j, "sdcscreen-battery", BATTERY_VERSION);
   Battery b;
-  const auto profiles = member<json>(file, j, "profiles", "top level");
+  const auto& profiles = child(file, j, "profiles", "top level");
   if (!profiles.is_object() || profiles.empty()) bad(file, "profiles must be a non-empty object");
   for (const auto& [name, p] : profiles.items()) {
     Profile prof;
@@ -168,7 +204,7 @@ Battery parse_battery(const std::string& file, const std::string& text) {
     if (!(prof.time_budget_s > 0)) bad(file, fmt::format("profile {}: time_budget_s must be positive", name));
     b.profiles.push_back(prof);
   }
-  const auto cases = member<json>(file, j, "cases", "top level");
+  const auto& cases = child(file, j, "cases", "top level");
   if (!cases.is_array() || cases.empty()) bad(file, "cases must be a non-empty array");
   std::set<std::string> ids;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -192,7 +228,7 @@ Battery load_battery_file(const std::string& path) {
 std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path, const std::string& manifest_text) {
   const json manifest = parse_json(manifest_path, manifest_text);
   check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
-  const auto files = member<json>(manifest_path, manifest, "files", "top level");
+  const auto& files = child(manifest_path, manifest, "files", "top level");
   if (!files.is_object()) bad(manifest_path, "'files' is not an object");
   std::map<std::string, ManifestEntry> out;
   for (const auto& [rel, entry] : files.items()) {
@@ -209,7 +245,7 @@ std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_
 std::map<std::string, GoldenCase> parse_golden(const std::string& path, const std::string& text) {
   const json g = parse_json(path, text);
   check_header(path, g, "sdcscreen-golden", GOLDEN_VERSION);
-  const auto cases = member<json>(path, g, "cases", "top level");
+  const auto& cases = child(path, g, "cases", "top level");
   if (!cases.is_object()) bad(path, "'cases' is not an object");
   std::map<std::string, GoldenCase> out;
   for (const auto& [id, jc] : cases.items()) {
