@@ -59,6 +59,8 @@ struct RunArgs {
   std::string lock_file;
   bool force = false;
   std::string max_memory;
+  std::string prometheus;
+  bool npd = false;
 };
 
 // "512M", "8G", "1T", "1048576" (bytes): a positive size.
@@ -115,11 +117,12 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return usage_error(fmt::format("--max-memory: {}", err));
   std::vector<int> cpus;
   if (const int rc = choose_cpus(a.cpuset_given, a.cpuset, cpus)) return rc;
-  if (!a.output.empty()) {
+  for (const auto& [flag, path] : {std::pair{"-o", a.output}, std::pair{"--prometheus", a.prometheus}}) {
+    if (path.empty()) continue;
     try {
-      check_writable(a.output);
+      check_writable(path);
     } catch (const FileError& e) {
-      return config_error(fmt::format("-o: {}", e.what()));
+      return config_error(fmt::format("{}: {}", flag, e.what()));
     }
   }
   PatternSet patterns;
@@ -182,6 +185,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     opt.cpus = cpus;
     opt.injections = injections;
     opt.max_memory_bytes = max_memory;
+    opt.fill_budget = patterns.battery.find_profile(a.profile)->fill;
+    // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
+    const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
+    const double t_start = unix_now();
+    if (progress)
+      opt.on_progress = [t_start, budget = result.time_budget_s](const Case& c, size_t i, size_t n, int it, int its) {
+        const double elapsed = unix_now() - t_start;
+        fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
+                   it + 1, its, elapsed, std::max(0.0, budget - elapsed));
+      };
     if (a.verbose)
       opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
         fmt::print(stderr, "[{}/{}] {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, verdict_name(t.verdict),
@@ -195,6 +208,19 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
   }
   result.end_unix = unix_now();
+  if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) fmt::print(stderr, "\r\033[K");
+  if (!a.prometheus.empty()) {
+    std::string previous;
+    try {
+      previous = read_file(a.prometheus);
+    } catch (const FileError&) {  // first run: no previous success to carry over
+    }
+    try {
+      write_file_atomic(a.prometheus, render_prometheus(result, previous));
+    } catch (const FileError& e) {
+      fmt::print(stderr, "sdcscreen: error: --prometheus: {}\n", e.what());
+    }
+  }
   const HostInfo host = host_info();
   const std::string report = a.output_format == "json" ? render_json(result, host) : render_text(result, host);
   if (!a.output.empty()) {
@@ -204,14 +230,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       fmt::print(stderr, "sdcscreen: error: -o: {}\n", e.what());
       return EXIT_CONFIG;
     }
-    if (!a.quiet) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
-  } else if (!a.quiet) {
+    if (!a.quiet && !a.npd) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
+  } else if (!a.quiet && !a.npd) {
     fmt::print("{}", report);
   }
+  if (a.npd) fmt::print("{}\n", render_npd_line(result));
   std::fflush(stdout);
   // A stuck worker cannot be joined: leave without unwinding (the report is already written).
-  if (result.workers_abandoned) std::_Exit(result.exit_code());
-  return result.exit_code();
+  const int code = a.npd ? npd_exit_code(result) : result.exit_code();
+  if (result.workers_abandoned) std::_Exit(code);
+  return code;
 }
 
 }  // namespace
@@ -250,6 +278,11 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
   run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");
+  run->add_option("--prometheus", ra.prometheus, "also write a node_exporter textfile (gauges, written atomically)")
+      ->check(non_empty);
+  run->add_flag("--npd", ra.npd,
+                "node-problem-detector plugin mode: one line of at most 80 characters on stdout, exit 0 OK, 1 NonOK, "
+                "2 Unknown");
   run->add_option("--lock-file", ra.lock_file, fmt::format("lock that keeps one screen at a time on this node (default {})",
                                                           RunLock::default_path()))
       ->check(non_empty);

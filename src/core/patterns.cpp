@@ -202,6 +202,7 @@ Battery parse_battery(const std::string& file, const std::string& text) {
     prof.description = member<std::string>(file, p, "description", "profile " + name);
     prof.time_budget_s = member<double>(file, p, "time_budget_s", "profile " + name);
     if (!(prof.time_budget_s > 0)) bad(file, fmt::format("profile {}: time_budget_s must be positive", name));
+    if (p.is_object() && p.contains("fill")) prof.fill = member<bool>(file, p, "fill", "profile " + name);
     b.profiles.push_back(prof);
   }
   const auto& cases = child(file, j, "cases", "top level");

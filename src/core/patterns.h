@@ -25,6 +25,7 @@ struct Profile {
   std::string name;
   std::string description;
   double time_budget_s = 0;
+  bool fill = false;  // repeat the cases until the budget ends (standard, burnin); else run them once
 };
 
 struct Battery {

@@ -24,3 +24,16 @@ std::string render_json(const RunResult& r, const HostInfo& host);
 std::string shell_join(const std::vector<std::string>& argv);
 
 }  // namespace sdc
+
+namespace sdc {
+
+// node_exporter textfile: gauges only, bounded labels (profile, logical CPU, family), no timestamps.
+// previous is the file's old content (may be empty): the last success time carries over from it when
+// this run did not pass.
+std::string render_prometheus(const RunResult& r, const std::string& previous);
+// node-problem-detector custom plugin: one line of at most 80 characters.
+std::string render_npd_line(const RunResult& r);
+// The NPD exit status: 0 OK, 1 NonOK, 2 Unknown.
+int npd_exit_code(const RunResult& r);
+
+}  // namespace sdc

@@ -36,7 +36,7 @@ struct TestResult {
   uint64_t tiles = 0;  // per iteration
   double duration_s = 0;
   double gflops = 0;
-  double time_to_fail_s = -1;  // since the test started; -1: did not fail
+  double time_to_fail_s = -1;  // since the run started; -1: did not fail
   uint64_t failed_tiles = 0;   // summed over iterations
   uint64_t miscompared_elements = 0;
   std::vector<int> units_failed;
@@ -55,6 +55,7 @@ struct RunResult {
   std::string profile;
   uint64_t seed = 0;
   double time_budget_s = 0;
+  int rounds = 0;  // passes over the selected cases (profiles that fill their budget repeat them)
   std::string patterns_dir;
   std::vector<std::string> argv;
   std::string reproduce;

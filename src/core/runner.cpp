@@ -274,137 +274,185 @@ std::string select_cases(const Battery& battery, const std::string& profile, con
   return "";
 }
 
-void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
-  // Heap-held so that they can be leaked when the watchdog leaves a worker stuck inside a job.
-  auto pool = std::make_unique<cpu::WorkerPool>(describe(opt.cpus));
-  const size_t workers = pool->size();
-  auto ws = std::make_unique<std::vector<Workspace>>(workers);
-  Workspace analysis_ws;
-  for (size_t w = 0; w < workers; ++w) result.units.push_back({pool->cpu(w), 0, 0});
-  result.injections = opt.injections;
-  bool stuck = false;  // a job did not finish: no further work can be given to the pool
+namespace {
 
+// What one screen shares across its cases and rounds.
+struct Screen {
+  const PatternSet& patterns;
+  const RunOptions& opt;
+  RunResult& result;
+  Clock::time_point start, deadline;
+  // Heap-held so that they can be leaked when the watchdog leaves a worker stuck inside a job.
+  std::unique_ptr<cpu::WorkerPool> pool;
+  std::unique_ptr<std::vector<Workspace>> ws;
+  Workspace analysis_ws;
+  bool stuck = false;  // a job did not finish: no further work can be given to the pool
+};
+
+// Runs `iterations` more iterations of one case, numbered from r.iterations_done, accumulating into r.
+// Iterations stop at the time budget (never before the first of a round), a signal, or the watchdog.
+void run_case(Screen& sc, const Case& c, int iterations, size_t index, size_t count, TestResult& r) {
+  cpu::WorkerPool& pool = *sc.pool;
+  const GoldenCase& golden = sc.patterns.golden.at(c.id);
+  const auto t0 = Clock::now();
+  auto s = std::make_unique<CaseState>();
+  auto faults = std::make_unique<std::vector<ActiveFault>>();
+  try {
+    if (sc.opt.max_memory_bytes && case_bytes(c) > sc.opt.max_memory_bytes)
+      throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)", case_bytes(c) >> 20,
+                                           sc.opt.max_memory_bytes >> 20));
+    if (!prepare_case(c, pool, *s)) {
+      sc.stuck = true;
+      if (!g_stop_signal.load()) {
+        r.verdict = Verdict::error;
+        r.reason = "watchdog: input generation did not finish";
+      }
+    } else {
+      const uint64_t tiles = s->problem->tile_count();
+      r.tiles = tiles;
+      const uint64_t rotation0 = mix64(sc.opt.seed ^ string_hash(c.id));
+      std::map<uint64_t, std::vector<float>> expected_cache;
+      const int first = r.iterations_done;
+      r.iterations_planned = first + iterations;
+      for (int it = first; it < first + iterations; ++it) {
+        if (g_stop_signal.load() || (it > first && Clock::now() >= sc.deadline)) break;
+        if (sc.opt.on_progress) sc.opt.on_progress(c, index, count, it - first, iterations);
+        faults->clear();
+        for (Injection& inj : sc.result.injections) {
+          if (inj.case_id != c.id || inj.iteration != it) continue;
+          ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
+          if (inj.input) {
+            f.corrupted = s->inputs[inj.tensor_index];
+            uint32_t bits;
+            std::memcpy(&bits, &f.corrupted[inj.element], 4);
+            bits ^= inj.mask;
+            std::memcpy(&f.corrupted[inj.element], &bits, 4);
+          } else if (!inj.hang) {
+            s->problem->locate(inj.element, f.tile, f.offset);
+          }
+          faults->push_back(std::move(f));
+        }
+        const auto it_start = Clock::now();
+        if (!compute_iteration(*s, pool, *sc.ws, rotation0 + static_cast<uint64_t>(it), *faults)) {
+          if (!g_stop_signal.load()) {
+            r.verdict = Verdict::error;
+            r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
+                                   seconds_since(it_start), cpu::format_cpu_list(pool.busy_cpus()));
+          }
+          sc.stuck = true;
+          break;
+        }
+        ++r.iterations_done;
+        for (uint64_t t = 0; t < tiles; ++t) {
+          const uint32_t w = s->worker_of[t];
+          ++sc.result.units[w].tiles;
+          if (s->digest[t] == golden.tile_digests[t]) continue;
+          ++r.failed_tiles;
+          ++sc.result.units[w].failed_tiles;
+          const int cpu_id = pool.cpu(w).cpu;
+          if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
+            r.units_failed.push_back(cpu_id);
+          if (r.time_to_fail_s < 0) r.time_to_fail_s = std::chrono::duration<double>(Clock::now() - sc.start).count();
+          std::vector<float>& expected = expected_cache[t];
+          analyse_tile(*s, golden, t, it, cpu_id, sc.analysis_ws, expected, r);
+        }
+      }
+      std::sort(r.units_failed.begin(), r.units_failed.end());
+      const double flops = s->problem->tile_flops() * static_cast<double>(tiles);
+      r.duration_s += seconds_since(t0);
+      if (r.duration_s > 0) r.gflops = flops * r.iterations_done / r.duration_s * 1e-9;
+    }
+  } catch (const std::bad_alloc&) {
+    r.verdict = Verdict::error;
+    r.reason = "out of host memory";
+  } catch (const std::exception& e) {
+    r.verdict = Verdict::error;
+    r.reason = e.what();
+  }
+  if (sc.stuck) {
+    // A worker may still be inside this case's job: keep everything it can touch alive.
+    (void)s.release();
+    (void)faults.release();
+  }
+}
+
+// The verdict of a test from what ran: a miscompare stands whatever happened after it; an error stays
+// an error; a pass needs every CPU to have computed tiles of the case.
+void settle(TestResult& r, size_t workers) {
+  if (r.failed_tiles > 0) {
+    r.verdict = Verdict::fail;
+    return;
+  }
+  if (r.verdict == Verdict::error) return;
+  const int coverage = r.tiles ? static_cast<int>((workers + r.tiles - 1) / r.tiles) : 1;
+  if (r.iterations_done >= coverage) {
+    r.verdict = Verdict::pass;
+    r.reason.clear();
+    if (r.iterations_done < r.iterations_planned)
+      r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
+                                    g_stop_signal.load() ? "interruption" : "time budget ran out"));
+  } else {
+    r.verdict = Verdict::skip;
+    if (r.reason.empty())
+      r.reason = g_stop_signal.load() ? "interrupted before every CPU computed a tile"
+                                      : "time budget ran out before every CPU computed a tile";
+  }
+}
+
+}  // namespace
+
+void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
+  Screen sc{patterns, opt, result, Clock::now(), {}, std::make_unique<cpu::WorkerPool>(describe(opt.cpus)), nullptr, {}};
+  sc.deadline = sc.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
+  const size_t workers = sc.pool->size();
+  sc.ws = std::make_unique<std::vector<Workspace>>(workers);
+  for (size_t w = 0; w < workers; ++w) result.units.push_back({sc.pool->cpu(w), 0, 0});
+  result.injections = opt.injections;
+  result.tests.resize(sel.cases.size());
   for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
     const Case& c = *sel.cases[ci];
-    TestResult r;
+    TestResult& r = result.tests[ci];
     r.id = c.id;
     r.family = c.family;
     r.mode = mode_name(c.mode);
     r.distribution = distribution_name(c.distribution);
-    const GoldenCase& golden = patterns.golden.at(c.id);
-    const char* not_started = g_stop_signal.load()      ? "interrupted before it started"
-                              : stuck                    ? "not run: the watchdog ended the run"
-                              : Clock::now() >= deadline ? "time budget exhausted before it started"
-                                                         : nullptr;
-    if (not_started) {
-      r.verdict = Verdict::skip;
-      r.reason = not_started;
-      result.tests.push_back(r);
-      if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
-      continue;
-    }
-    const auto t0 = Clock::now();
-    auto s = std::make_unique<CaseState>();
-    auto faults = std::make_unique<std::vector<ActiveFault>>();
-    try {
-      if (opt.max_memory_bytes && case_bytes(c) > opt.max_memory_bytes)
-        throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)", case_bytes(c) >> 20,
-                                             opt.max_memory_bytes >> 20));
-      if (!prepare_case(c, *pool, *s)) {
-        stuck = true;
-      } else {
-        const uint64_t tiles = s->problem->tile_count();
-        r.tiles = tiles;
-        // Enough iterations that every worker computes tiles of this case, even when it has few tiles.
-        const int coverage = static_cast<int>((workers + tiles - 1) / tiles);
-        r.iterations_planned = std::max(sel.iterations[ci], coverage);
-        const uint64_t rotation0 = mix64(opt.seed ^ string_hash(c.id));
-        std::map<uint64_t, std::vector<float>> expected_cache;
-        std::vector<bool> unit_failed(workers, false);
-        for (int it = 0; it < r.iterations_planned; ++it) {
-          if (g_stop_signal.load() || (it > 0 && Clock::now() >= deadline)) break;
-          faults->clear();
-          for (Injection& inj : result.injections) {
-            if (inj.case_id != c.id || inj.iteration != it) continue;
-            ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(*pool, inj.unit), 0, 0, {}};
-            if (inj.input) {
-              f.corrupted = s->inputs[inj.tensor_index];
-              uint32_t bits;
-              std::memcpy(&bits, &f.corrupted[inj.element], 4);
-              bits ^= inj.mask;
-              std::memcpy(&f.corrupted[inj.element], &bits, 4);
-            } else if (!inj.hang) {
-              s->problem->locate(inj.element, f.tile, f.offset);
-            }
-            faults->push_back(std::move(f));
-          }
-          const auto it_start = Clock::now();
-          if (!compute_iteration(*s, *pool, *ws, rotation0 + static_cast<uint64_t>(it), *faults)) {
-            if (!g_stop_signal.load()) {
-              r.verdict = Verdict::error;
-              r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
-                                     seconds_since(it_start), cpu::format_cpu_list(pool->busy_cpus()));
-            }
-            stuck = true;
-            break;
-          }
-          ++r.iterations_done;
-          for (uint64_t t = 0; t < tiles; ++t) {
-            const uint32_t w = s->worker_of[t];
-            ++result.units[w].tiles;
-            if (s->digest[t] == golden.tile_digests[t]) continue;
-            ++r.failed_tiles;
-            ++result.units[w].failed_tiles;
-            unit_failed[w] = true;
-            if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(t0);
-            std::vector<float>& expected = expected_cache[t];
-            analyse_tile(*s, golden, t, it, pool->cpu(w).cpu, analysis_ws, expected, r);
-          }
-        }
-        for (size_t w = 0; w < workers; ++w)
-          if (unit_failed[w]) r.units_failed.push_back(pool->cpu(w).cpu);
-        if (r.failed_tiles > 0) {
-          r.verdict = Verdict::fail;  // a miscompare stands even if the run was then cut short
-        } else if (r.verdict == Verdict::error) {
-        } else if (r.iterations_done >= coverage) {
-          r.verdict = Verdict::pass;
-          if (r.iterations_done < r.iterations_planned)
-            r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
-                                          g_stop_signal.load() ? "interruption" : "time budget ran out"));
-        } else {
-          r.verdict = Verdict::skip;
-          r.reason = g_stop_signal.load() ? "interrupted before every CPU computed a tile"
-                                          : "time budget ran out before every CPU computed a tile";
-        }
-        r.duration_s = seconds_since(t0);
-        if (r.duration_s > 0)
-          r.gflops = s->problem->tile_flops() * static_cast<double>(tiles) * r.iterations_done / r.duration_s * 1e-9;
-      }
-      if (stuck && r.verdict == Verdict::skip && r.reason.empty()) {
-        r.verdict = g_stop_signal.load() ? Verdict::skip : Verdict::error;
-        r.reason = g_stop_signal.load() ? "interrupted while generating inputs" : "watchdog: input generation did not finish";
-      }
-    } catch (const std::bad_alloc&) {
-      r.verdict = Verdict::error;
-      r.reason = "out of host memory";
-    } catch (const std::exception& e) {
-      r.verdict = Verdict::error;
-      r.reason = e.what();
-    }
-    if (stuck) {
-      // A worker may still be inside this case's job: keep everything it can touch alive.
-      (void)s.release();
-      (void)faults.release();
-    }
-    result.tests.push_back(r);
-    if (opt.on_test_done) opt.on_test_done(result.tests.back(), ci, sel.cases.size());
   }
-  if (stuck) {
-    pool->abandon();
-    (void)pool.release();
-    (void)ws.release();
+  // Round 0 runs every case its iteration count (at least enough for every CPU to compute a tile); a
+  // profile that fills its budget then repeats rounds until the budget ends.
+  for (int round = 0;; ++round) {
+    for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
+      const Case& c = *sel.cases[ci];
+      TestResult& r = result.tests[ci];
+      if (round == 0) {
+        const char* not_started = g_stop_signal.load()          ? "interrupted before it started"
+                                  : sc.stuck                     ? "not run: the watchdog ended the run"
+                                  : Clock::now() >= sc.deadline ? "time budget exhausted before it started"
+                                                                : nullptr;
+        if (not_started) {
+          r.verdict = Verdict::skip;
+          r.reason = not_started;
+          continue;
+        }
+        const auto p = find_family(c.family)->prepare(c);
+        const int coverage = static_cast<int>((workers + p->tile_count() - 1) / p->tile_count());
+        run_case(sc, c, std::max(sel.iterations[ci], coverage), ci, sel.cases.size(), r);
+        settle(r, workers);
+        if (opt.on_test_done) opt.on_test_done(r, ci, sel.cases.size());
+      } else {
+        if (g_stop_signal.load() || sc.stuck || Clock::now() >= sc.deadline) break;
+        if (r.verdict == Verdict::error || r.verdict == Verdict::skip) continue;
+        run_case(sc, c, sel.iterations[ci], ci, sel.cases.size(), r);
+        settle(r, workers);
+      }
+    }
+    if (!opt.fill_budget || g_stop_signal.load() || sc.stuck || Clock::now() >= sc.deadline) break;
+    result.rounds = round + 2;
+  }
+  if (result.rounds == 0) result.rounds = 1;
+  if (sc.stuck) {
+    sc.pool->abandon();
+    (void)sc.pool.release();
+    (void)sc.ws.release();
     result.watchdog_fired = g_stop_signal.load() == 0;
     result.workers_abandoned = true;
   }

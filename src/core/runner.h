@@ -33,7 +33,9 @@ struct RunOptions {
   std::vector<int> cpus;
   std::vector<Injection> injections;
   uint64_t max_memory_bytes = 0;  // 0: no limit
-  std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // progress
+  bool fill_budget = false;       // repeat rounds of every case until the time budget ends
+  std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
+  std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
 };
 
 void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result);

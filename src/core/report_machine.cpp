@@ -1,0 +1,106 @@
+// The outputs for fleet machinery: a Prometheus textfile and a node-problem-detector status line.
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "report.h"
+
+namespace sdc {
+namespace {
+
+// The value of an unlabelled series in an old textfile, or -1.
+double previous_value(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
+  return -1;
+}
+
+void gauge(std::string& out, const char* name, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+}
+
+}  // namespace
+
+std::string render_prometheus(const RunResult& r, const std::string& previous) {
+  const bool passed = r.exit_code() == EXIT_PASS;
+  std::string s;
+  gauge(s, "sdcscreen_last_run_timestamp_seconds", "Unix time the last screen ended.");
+  s += fmt::format("sdcscreen_last_run_timestamp_seconds {:.3f}\n", r.end_unix);
+  const double last_success = passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds");
+  if (last_success >= 0) {
+    gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed.");
+    s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
+  }
+  gauge(s, "sdcscreen_run_duration_seconds", "Wall time of the last screen.");
+  s += fmt::format("sdcscreen_run_duration_seconds {:.3f}\n", r.end_unix - r.start_unix);
+  gauge(s, "sdcscreen_exit_code", "Exit code of the last screen: 0 pass, 1 miscompare, 2 inconclusive, 128+N signal.");
+  s += fmt::format("sdcscreen_exit_code {}\n", r.exit_code());
+  gauge(s, "sdcscreen_healthy", "1 when the last screen passed, else 0.");
+  s += fmt::format("sdcscreen_healthy {}\n", passed ? 1 : 0);
+  gauge(s, "sdcscreen_fault_injection", "1 when the last screen injected faults on purpose (a drill).");
+  s += fmt::format("sdcscreen_fault_injection {}\n", r.injections.empty() ? 0 : 1);
+  gauge(s, "sdcscreen_info", "The last screen's profile and backend.");
+  s += fmt::format("sdcscreen_info{{profile=\"{}\",backend=\"{}\",version=\"{}\"}} 1\n", r.profile, r.backend, tool_version());
+  // A device is healthy when it computed tiles and none failed; one that computed nothing is not.
+  gauge(s, "sdcscreen_device_healthy", "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
+  for (const UnitResult& u : r.units)
+    s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu, u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
+  std::map<std::string, uint64_t> tiles_failed;
+  std::map<std::string, int> results;
+  for (const TestResult& t : r.tests) {
+    tiles_failed[t.family] += t.failed_tiles;
+    ++results[verdict_name(t.verdict)];
+  }
+  gauge(s, "sdcscreen_miscompared_tiles", "Tiles that miscompared in the last screen, by kernel family.");
+  for (const auto& [family, n] : tiles_failed) s += fmt::format("sdcscreen_miscompared_tiles{{family=\"{}\"}} {}\n", family, n);
+  gauge(s, "sdcscreen_tests", "Tests of the last screen by result.");
+  for (const char* v : {"pass", "fail", "error", "skip"})
+    s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
+  return s;
+}
+
+int npd_exit_code(const RunResult& r) {
+  const int code = r.exit_code();
+  return code == EXIT_PASS ? 0 : code == EXIT_FAIL ? 1 : 2;
+}
+
+std::string render_npd_line(const RunResult& r) {
+  std::string line;
+  const std::string drill = r.injections.empty() ? "" : " [drill]";
+  switch (npd_exit_code(r)) {
+    case 0:
+      line = fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(), r.profile, drill);
+      break;
+    case 1: {
+      std::string where, families;
+      for (const TestResult& t : r.tests) {
+        if (t.verdict != Verdict::fail) continue;
+        for (int cpu : t.units_failed)
+          if (where.find(fmt::format("cpu{},", cpu)) == std::string::npos) where += fmt::format("cpu{},", cpu);
+        if (families.find(t.family + ",") == std::string::npos) families += t.family + ",";
+      }
+      if (!where.empty()) where.pop_back();
+      if (!families.empty()) families.pop_back();
+      line = fmt::format("SDC: {} {}{}", where, families, drill);
+      break;
+    }
+    default: {
+      std::string why = r.interrupted_by ? fmt::format("interrupted by signal {}", r.interrupted_by) : "";
+      for (const std::string& e : r.errors)
+        if (why.empty()) why = e;
+      for (const TestResult& t : r.tests)
+        if (why.empty() && t.verdict != Verdict::pass) why = fmt::format("{} {}: {}", t.id, verdict_name(t.verdict), t.reason);
+      line = fmt::format("Unknown: {}{}", why.empty() ? "screen inconclusive" : why, drill);
+    }
+  }
+  for (char& ch : line)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  if (line.size() > 80) line = line.substr(0, 77) + "...";
+  return line;
+}
+
+}  // namespace sdc

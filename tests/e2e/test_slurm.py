@@ -1,0 +1,483 @@
+"""Slurm integration against the real daemons on localhost: scripts/slurm/sdcscreen-healthcheck run by slurmd
+as its HealthCheckProgram, scripts/slurm/sdcscreen-sweep through srun, and scripts/nhc/sdcscreen.nhc.
+
+A private munged (own key and socket) and a one-node cluster (slurmctld + slurmd, foreground, -f slurm.conf
+in a temporary directory, random port pair) are started here and stopped at the end, even on failure.
+
+How the health check is triggered: slurmd runs HealthCheckProgram once when it starts, before it registers
+(and then every HealthCheckInterval, set to an hour here). So each scenario rewrites the health check's
+configuration file and restarts slurmd; the wrapper appends one line per run to healthcheck.log in its state
+directory, which proves slurmd ran it and tells when it is done. slurmd runs the program with an environment
+that holds only SLURMD_NODENAME, so the HealthCheckProgram is a two-line launcher that names the test's
+configuration file (SDCSCREEN_CONFIG, standing in for /etc/default/sdcscreen) and execs the wrapper.
+
+Needs root and the Debian packages slurm-wlm and munge; without them it prints SKIP and passes.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+WRAPPER = os.path.join(common.SOURCE_DIR, "scripts", "slurm", "sdcscreen-healthcheck")
+SWEEP = os.path.join(common.SOURCE_DIR, "scripts", "slurm", "sdcscreen-sweep")
+NHC_CHECK = os.path.join(common.SOURCE_DIR, "scripts", "nhc", "sdcscreen.nhc")
+FAST_CASE = "softmax_f32.special_128x1000"
+INJECT = f"case={FAST_CASE},element=5,bit=3"
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def skip(why):
+    print(f"SKIP: {why}", flush=True)
+    sys.exit(0)
+
+
+if os.geteuid() != 0:
+    skip("needs root (slurmd, slurmctld and munged run as root here)")
+TOOLS = ["slurmctld", "slurmd", "scontrol", "sinfo", "srun", "munged", "munge"]
+missing = [t for t in TOOLS if not shutil.which(t, path=PATH + ":" + os.environ.get("PATH", ""))]
+if missing:
+    skip(f"missing {', '.join(missing)} (Debian packages slurm-wlm and munge)")
+for f in (WRAPPER, SWEEP, NHC_CHECK):
+    if not os.path.isfile(f):
+        sys.exit(f"missing {f}")
+
+F = common.Failures("test_slurm")
+T0 = time.monotonic()
+TMP = tempfile.mkdtemp(prefix="sdcs-slurm-")
+os.chmod(TMP, 0o755)
+NODE = socket.gethostname().split(".")[0]
+CONF = os.path.join(TMP, "slurm.conf")
+HC_CONFIG = os.path.join(TMP, "sdcscreen.default")   # what /etc/default/sdcscreen would hold
+HC_STATE = os.path.join(TMP, "hc-state")
+HC_LOG = os.path.join(HC_STATE, "healthcheck.log")
+HC_REPORT = os.path.join(HC_STATE, "healthcheck-report.json")
+LOCK = os.path.join(TMP, "lock")
+ENV = dict(os.environ, SLURM_CONF=CONF, PATH=PATH + ":" + os.environ.get("PATH", ""))
+procs = {}      # name -> Popen (each in its own process group)
+timings = {}
+
+
+def elapsed():
+    return time.monotonic() - T0
+
+
+def sh(*argv, timeout=60, env=None, check=False):
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env or ENV)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[:500]}")
+    return p
+
+
+def start(name, argv):
+    log = open(os.path.join(TMP, f"{name}.out"), "ab")
+    procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=ENV, start_new_session=True)
+    log.close()
+
+
+def stop(name, grace=15):
+    p = procs.pop(name, None)
+    if p is None:
+        return
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)   # whatever is left of the group (slurmscriptd, steps)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def wait_for(what, fn, timeout):
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        for name, p in procs.items():
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited with {p.returncode} while waiting for {what}")
+        time.sleep(0.2)
+
+
+def free_port_pair():
+    for _ in range(200):
+        base = random.randrange(20000, 60000, 2)
+        ok = True
+        for port in (base, base + 1):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("0.0.0.0", port))
+                except OSError:
+                    ok = False
+        if ok:
+            return base
+    raise RuntimeError("no free port pair")
+
+
+def node_state():
+    """(long state, reason) of the node from sinfo; reason '' when none."""
+    p = sh("sinfo", "-h", "-N", "-n", NODE, "-o", "%T|%E", timeout=30)
+    line = (p.stdout.strip().splitlines() or ["|"])[0]
+    state, _, reason = line.partition("|")
+    reason = reason.strip()
+    return state.strip(), ("" if reason == "none" else reason)
+
+
+def settled_state(timeout=60):
+    """Waits until the node is responding (no '*' suffix) and not in a transient state; returns node_state()."""
+    def ok():
+        s, r = node_state()
+        return (s, r) if s and not s.endswith("*") and s not in ("unknown", "completing") else None
+    return wait_for("the node to settle", ok, timeout)
+
+
+def hc_lines():
+    try:
+        with open(HC_LOG) as f:
+            return [ln.rstrip("\n") for ln in f if ln.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def parse_hc_line(line):
+    """'<time> node=N exit=E action=A detail=D' -> dict."""
+    d = {}
+    rest = line.split(" ", 1)[1] if " " in line else ""
+    for key in ("node", "exit", "action"):
+        if rest.startswith(key + "="):
+            val, _, rest = rest[len(key) + 1:].partition(" ")
+            d[key] = val
+    if rest.startswith("detail="):
+        d["detail"] = rest[len("detail="):]
+    return d
+
+
+def write_hc_config(args):
+    with open(HC_CONFIG, "w") as f:
+        f.write(f"SDCSCREEN={common.SDCSCREEN}\n")
+        f.write(f"SDCSCREEN_ARGS=\"{args}\"\n")
+        f.write(f"SDCSCREEN_STATE_DIR={HC_STATE}\n")
+        f.write(f"SLURM_CONF={CONF}\n")
+
+
+def slurmd_health_check(args, label):
+    """Restarts slurmd with the health check configured to run 'sdcscreen run ARGS'; waits until slurmd has run
+    it (a new line in healthcheck.log) and the node has settled. Returns (log line dict, state, reason)."""
+    t = time.monotonic()
+    write_hc_config(args)
+    n = len(hc_lines())
+    stop("slurmd")
+    start("slurmd", ["slurmd", "-D", "-f", CONF])
+    wait_for(f"slurmd to run the health check ({label})", lambda: len(hc_lines()) > n, 120)
+    line = parse_hc_line(hc_lines()[-1])
+    state, reason = settled_state()
+    timings[label] = time.monotonic() - t
+    print(f"[{elapsed():6.1f}s] {label}: health check {line}; node {state!r} reason {reason!r}", flush=True)
+    return line, state, reason
+
+
+def report_units(path):
+    with open(path) as f:
+        r = json.load(f)
+    return r, sorted({u for t in r["tests"] if t["result"] == "fail" for u in t["units_failed"]})
+
+
+def sweep(*args, outdir):
+    p = sh(sys.executable, SWEEP, "-o", outdir, "--sdcscreen", common.SDCSCREEN, *args, timeout=300)
+    summary = None
+    try:
+        with open(os.path.join(outdir, "fleet-summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        F.check(False, f"sweep {args}: no fleet-summary.json ({e}); exit {p.returncode}, stderr {p.stderr[-500:]!r}")
+    return p, summary
+
+
+def node_entry(summary):
+    for e in (summary or {}).get("nodes", []):
+        if e["node"] == NODE:
+            return e
+    return {}
+
+
+def main():
+    # --- munge: own key, own socket --------------------------------------------------------------------
+    mdir = os.path.join(TMP, "munge")
+    os.makedirs(mdir, mode=0o700)
+    key = os.path.join(mdir, "munge.key")
+    if shutil.which("mungekey", path=ENV["PATH"]):
+        sh("mungekey", "-c", "-k", key, check=True)
+    else:
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+    os.chmod(key, 0o600)
+    sock = os.path.join(mdir, "munge.socket")
+    start("munged", ["munged", "-F", "--force", f"--socket={sock}", f"--key-file={key}",
+                     f"--pid-file={mdir}/munged.pid", f"--seed-file={mdir}/munged.seed",
+                     f"--log-file={mdir}/munged.log"])
+    wait_for("munged", lambda: os.path.exists(sock) and sh("munge", "-S", sock, "-n", timeout=10).returncode == 0, 30)
+
+    # --- slurm.conf ------------------------------------------------------------------------------------
+    cpus = os.cpu_count() or 1
+    p = sh("slurmd", "-C", timeout=30)
+    for tok in p.stdout.split():
+        if tok.startswith("CPUs="):
+            cpus = int(tok[5:])
+    port = free_port_pair()
+    for d in ("state", "spool", "log", "hc-state"):
+        os.makedirs(os.path.join(TMP, d), exist_ok=True)
+    with open(os.path.join(TMP, "plugstack.conf"), "w"):
+        pass
+    launcher = os.path.join(TMP, "healthcheck")
+    with open(launcher, "w") as f:
+        f.write(f"#!/bin/sh\nSDCSCREEN_CONFIG={HC_CONFIG} exec {WRAPPER}\n")
+    os.chmod(launcher, 0o755)
+    with open(CONF, "w") as f:
+        f.write(f"""ClusterName=sdctest
+SlurmctldHost={NODE}(127.0.0.1)
+SlurmctldPort={port}
+SlurmdPort={port + 1}
+AuthType=auth/munge
+AuthInfo=socket={sock}
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={TMP}/state
+SlurmdSpoolDir={TMP}/spool
+SlurmctldPidFile={TMP}/slurmctld.pid
+SlurmdPidFile={TMP}/slurmd.pid
+SlurmctldLogFile={TMP}/log/slurmctld.log
+SlurmdLogFile={TMP}/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig={TMP}/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+HealthCheckProgram={launcher}
+HealthCheckInterval=3600
+HealthCheckNodeState=ANY
+NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=100 State=UNKNOWN
+PartitionName=sdctest Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
+""")
+
+    # --- start the cluster; slurmd runs the health check (boot profile, default arguments) once at start --
+    start("slurmctld", ["slurmctld", "-D", "-i", "-f", CONF])
+    wait_for("slurmctld", lambda: "UP" in sh("scontrol", "ping", timeout=10).stdout, 60)
+    write_hc_config(f"--lock-file {LOCK}")
+    t = time.monotonic()
+    start("slurmd", ["slurmd", "-D", "-f", CONF])
+    wait_for("slurmd's start-up health check", lambda: len(hc_lines()) >= 1, 120)
+    state, reason = settled_state()
+    wait_for("the node to be idle", lambda: node_state()[0] == "idle", 60)
+    timings["start-up (boot profile)"] = time.monotonic() - t
+    first = parse_hc_line(hc_lines()[0])
+    print(f"[{elapsed():6.1f}s] cluster up (ports {port}/{port + 1}, {cpus} CPUs); start-up health check {first}", flush=True)
+    F.check(first.get("node") == NODE, f"start-up: health check ran for node {first.get('node')!r}, expected {NODE!r} (SLURMD_NODENAME)")
+    F.check(first.get("exit") == "0" and first.get("action") == "pass", f"start-up: clean boot screen gave {first}")
+    F.check(node_state() == ("idle", ""), f"start-up: node {node_state()}, expected idle with no reason")
+    try:
+        with open(HC_REPORT) as f:
+            rep = json.load(f)
+        F.check(rep["profile"] == "boot" and rep["exit"]["code"] == 0, f"start-up: report profile {rep['profile']}, exit {rep['exit']}")
+        cl = rep["command_line"]
+        F.check("--time-budget" in cl and cl[cl.index("--time-budget") + 1] == "42s",
+                f"start-up: the wrapper did not pass --time-budget 42s: {cl}")
+        F.check(rep["timing"]["duration_s"] < 45, f"start-up: boot screen took {rep['timing']['duration_s']} s")
+    except (OSError, ValueError, KeyError) as e:
+        F.check(False, f"start-up: no readable report {HC_REPORT}: {e}")
+
+    # --- inconclusive on a healthy node: drains nothing --------------------------------------------------
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --backend cuda", "inconclusive")
+    F.check(line.get("exit") == "2" and line.get("action") == "unknown", f"inconclusive: health check {line}")
+    F.check((state, reason) == ("idle", ""), f"inconclusive: node {state!r} {reason!r}, expected idle (no drain on exit 2)")
+
+    # --- injected fault: drained with "SDC: cpu N softmax_f32" -------------------------------------------
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --enable {FAST_CASE} --inject {INJECT}", "injected fault")
+    F.check(line.get("exit") == "1" and line.get("action") == "drained", f"fault: health check {line}")
+    F.check(state in ("drained", "draining"), f"fault: node state {state!r}, expected drained")
+    F.check(reason.startswith("SDC:"), f"fault: reason {reason!r} does not start with 'SDC:'")
+    F.check("softmax_f32" in reason, f"fault: reason {reason!r} does not name the family softmax_f32")
+    F.check(len(reason) <= 100, f"fault: reason {reason!r} is longer than 100 characters")
+    try:
+        rep, units = report_units(HC_REPORT)
+        F.check(rep["exit"]["code"] == 1 and units, f"fault: report exit {rep['exit']}, failed units {units}")
+        for u in units:
+            F.check(f"cpu {u}" in reason, f"fault: reason {reason!r} does not name the failing unit cpu {u}")
+    except (OSError, ValueError, KeyError) as e:
+        F.check(False, f"fault: no readable report: {e}")
+    fails = [n for n in os.listdir(HC_STATE) if n.startswith("healthcheck-fail-")]
+    F.check(len(fails) >= 1, f"fault: no healthcheck-fail-*.json kept in {HC_STATE}: {os.listdir(HC_STATE)}")
+    sdc_reason = reason
+
+    # --- inconclusive on an SDC-drained node: neither resumes nor changes it ------------------------------
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --backend cuda", "inconclusive while drained")
+    F.check(line.get("exit") == "2", f"inconclusive while drained: health check {line}")
+    F.check(state in ("drained", "draining") and reason == sdc_reason,
+            f"inconclusive while drained: node {state!r} {reason!r}, expected still drained with {sdc_reason!r}")
+
+    # --- clean screen after an SDC drain: resumed ---------------------------------------------------------
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --enable {FAST_CASE}", "clean after SDC drain")
+    F.check(line.get("exit") == "0" and line.get("action") == "resumed", f"clean after SDC drain: health check {line}")
+    F.check((state, reason) == ("idle", ""), f"clean after SDC drain: node {state!r} {reason!r}, expected idle")
+
+    # --- drained by an admin for another reason: a clean screen leaves it drained -------------------------
+    admin = "admin: replace DIMM B2"
+    sh("scontrol", "update", f"nodename={NODE}", "state=drain", f"reason={admin}", check=True)
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --enable {FAST_CASE}", "clean while admin-drained")
+    F.check(line.get("exit") == "0" and line.get("action") == "pass-left-drained", f"clean while admin-drained: health check {line}")
+    F.check(state in ("drained", "draining") and reason == admin,
+            f"clean while admin-drained: node {state!r} {reason!r}, expected drained with {admin!r}")
+    # a fault on an admin-drained node keeps the admin's reason first (so it is never auto-resumed) and adds ours
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --enable {FAST_CASE} --inject {INJECT}", "fault while admin-drained")
+    F.check(line.get("action") == "drained", f"fault while admin-drained: health check {line}")
+    F.check(state in ("drained", "draining") and reason.startswith(admin) and "SDC:" in reason,
+            f"fault while admin-drained: node {state!r} {reason!r}, expected {admin!r} first, then the SDC reason")
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK} --enable {FAST_CASE}", "clean after admin+SDC drain")
+    F.check(state in ("drained", "draining") and reason.startswith(admin),
+            f"clean after admin+SDC drain: node {state!r} {reason!r}, expected still drained by the admin")
+    if node_state()[0] != "idle":
+        sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    settled_state()
+    wait_for("the node to be idle after the admin resumed it", lambda: node_state()[0] == "idle", 60)
+
+    # --- the wrapper on its own, configured by the environment only: a hung screen is cut off in time -----
+    hang = os.path.join(TMP, "hanging-sdcscreen")
+    with open(hang, "w") as f:
+        f.write("#!/bin/sh\ntrap '' TERM\nsleep 300\n")
+    os.chmod(hang, 0o755)
+    env = {"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": NODE, "SDCSCREEN_CONFIG": os.path.join(TMP, "none"),
+           "SDCSCREEN": hang, "SDCSCREEN_STATE_DIR": HC_STATE, "SDCSCREEN_TIMEOUT": "3", "SLURM_CONF": CONF}
+    t = time.monotonic()
+    p = sh(WRAPPER, env=env, timeout=60)
+    wall = time.monotonic() - t
+    timings["hung screen (SDCSCREEN_TIMEOUT=3)"] = wall
+    last = parse_hc_line(hc_lines()[-1])
+    F.check(p.returncode == 0, f"hung screen: wrapper exit {p.returncode}, expected 0 always")
+    F.check(wall < 15, f"hung screen: wrapper took {wall:.1f} s with SDCSCREEN_TIMEOUT=3")
+    F.check(last.get("exit") == "124" and last.get("action") == "unknown" and "time limit" in last.get("detail", ""),
+            f"hung screen: health check {last}, expected exit 124 (killed at the time limit), action unknown")
+    F.check("Unknown" in p.stderr, f"hung screen: stderr does not say Unknown: {p.stderr[-300:]!r}")
+    F.check(node_state() == ("idle", ""), f"hung screen: node {node_state()}, expected idle")
+
+    # --- fleet sweep over the one-node cluster ------------------------------------------------------------
+    t = time.monotonic()
+    out1 = os.path.join(TMP, "sweep-clean")
+    p, s = sweep("-p", "sdctest", "--", "--lock-file", LOCK, "--enable", FAST_CASE, outdir=out1)
+    e = node_entry(s)
+    F.check(p.returncode == 0, f"sweep clean: exit {p.returncode}, expected 0 (stdout {p.stdout[-500:]!r} stderr {p.stderr[-500:]!r})")
+    if s:
+        F.check(s["counts"] == {"requested": 1, "screened": 1, "pass": 1, "fail": 0, "unscreened": 0}, f"sweep clean: counts {s['counts']}")
+        F.check(e.get("status") == "pass" and e.get("exit_code") == 0, f"sweep clean: node entry {e}")
+        F.check(os.path.isfile(os.path.join(out1, f"{NODE}.json")), f"sweep clean: no {NODE}.json in {os.listdir(out1)}")
+    F.check(os.path.isfile(os.path.join(out1, "fleet-summary.txt")) and "1 passed" in p.stdout, f"sweep clean: text summary {p.stdout!r}")
+
+    out2 = os.path.join(TMP, "sweep-fault")
+    p, s = sweep("-w", NODE, "--", "--lock-file", LOCK, "--enable", FAST_CASE, "--inject", INJECT, outdir=out2)
+    e = node_entry(s)
+    F.check(p.returncode == 1, f"sweep fault: exit {p.returncode}, expected 1 (stdout {p.stdout[-500:]!r})")
+    if s:
+        F.check(s["failed"] == [NODE] and s["counts"]["fail"] == 1, f"sweep fault: failed {s['failed']}, counts {s['counts']}")
+        fl = (e.get("failures") or [{}])[0]
+        try:
+            _, units = report_units(os.path.join(out2, f"{NODE}.json"))
+        except (OSError, ValueError, KeyError) as ex:
+            units = []
+            F.check(False, f"sweep fault: no readable {NODE}.json: {ex}")
+        F.check(fl.get("family") == "softmax_f32" and fl.get("test") == FAST_CASE, f"sweep fault: failure {fl}")
+        F.check(fl.get("xor_masks") == ["0x00000008"], f"sweep fault: xor masks {fl.get('xor_masks')}, expected ['0x00000008'] (bit 3)")
+        F.check(units and fl.get("units") == [f"cpu {u}" for u in units], f"sweep fault: units {fl.get('units')}, report says {units}")
+        F.check(e.get("fault_injection") is True, f"sweep fault: not marked as a drill: {e}")
+        F.check({"family": "softmax_f32", "xor_mask": "0x00000008", "nodes": [NODE]} in s["signatures"], f"sweep fault: signatures {s['signatures']}")
+    F.check(f"FAILED {NODE}" in p.stdout and "softmax_f32" in p.stdout and "0x00000008" in p.stdout,
+            f"sweep fault: text summary lacks node/family/xor: {p.stdout!r}")
+
+    out3 = os.path.join(TMP, "sweep-inconclusive")
+    p, s = sweep("-w", NODE, "--", "--lock-file", LOCK, "--backend", "cuda", outdir=out3)
+    e = node_entry(s)
+    F.check(p.returncode == 2, f"sweep inconclusive: exit {p.returncode}, expected 2")
+    F.check(e.get("status") == "unscreened" and e.get("exit_code") == 2 and "exit 2" in e.get("why", ""),
+            f"sweep inconclusive: node entry {e}")
+    F.check(f"NOT SCREENED {NODE}" in p.stdout, f"sweep inconclusive: text summary {p.stdout!r}")
+
+    out4 = os.path.join(TMP, "sweep-srun-failure")
+    p, s = sweep("-w", f"{NODE},nosuchnode9", "--srun-arg=--partition=nosuchpartition", "--", "--lock-file", LOCK, outdir=out4)
+    F.check(p.returncode == 2, f"sweep srun failure: exit {p.returncode}, expected 2")
+    if s:
+        F.check(s["srun_exit_code"] != 0, f"sweep srun failure: srun exit {s['srun_exit_code']}")
+        F.check(sorted(s["unscreened"]) == sorted([NODE, "nosuchnode9"]), f"sweep srun failure: unscreened {s['unscreened']}")
+        F.check("srun exit" in node_entry(s).get("why", ""), f"sweep srun failure: node entry {node_entry(s)}")
+    timings["four sweeps"] = time.monotonic() - t
+    F.check(node_state() == ("idle", ""), f"after the sweeps: node {node_state()}, expected idle")
+
+    # --- the NHC check, with NHC's die/log stood in for (NHC itself is not packaged in Debian) -------------
+    nhc_state = os.path.join(TMP, "nhc-state")
+    shim = ("die() { echo \"DIE $1 ${*:2}\"; exit 7; }\nlog() { echo \"LOG $*\"; }\ndbg() { :; }\nTIMEOUT=58\n"
+            f". {NHC_CHECK}\ncheck_sdcscreen -b {common.SDCSCREEN} -s {nhc_state} -a \"$1\"\necho \"RETURNED $?\"\n")
+    for label, args, want_die in (("clean", f"--lock-file {LOCK} --enable {FAST_CASE}", False),
+                                  ("fault", f"--lock-file {LOCK} --enable {FAST_CASE} --inject {INJECT},unit=0", True),
+                                  ("inconclusive", f"--lock-file {LOCK} --backend cuda", False)):
+        p = sh("bash", "-c", shim, "nhc-shim", args, env=dict(ENV, PATH=PATH), timeout=120)
+        if want_die:
+            F.check(p.returncode == 7 and "DIE 1 SDC: cpu 0 softmax_f32" in p.stdout,
+                    f"nhc {label}: expected die 1 'SDC: cpu 0 softmax_f32 ...', got exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+        else:
+            F.check(p.returncode == 0 and "RETURNED 0" in p.stdout and "DIE" not in p.stdout,
+                    f"nhc {label}: expected no die, got exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+        if label == "inconclusive":
+            F.check("LOG" in p.stdout and "Unknown" in p.stdout, f"nhc inconclusive: not logged as Unknown: {p.stdout[-400:]!r}")
+
+
+ok = False
+try:
+    main()
+    ok = True
+except Exception as e:  # noqa: BLE001 -- report, clean up, fail
+    F.check(False, f"{type(e).__name__}: {e}")
+finally:
+    for name in ("slurmd", "slurmctld", "munged"):
+        stop(name)
+    if not ok or F.items:
+        for name in ("log/slurmctld.log", "log/slurmd.log", "hc-state/healthcheck.log"):
+            path = os.path.join(TMP, name)
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    print(f"--- last lines of {name}:\n" + "".join(f.readlines()[-25:]), flush=True)
+    if os.environ.get("SDC_KEEP_TMP"):
+        print(f"kept {TMP}")
+    else:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+for k, v in timings.items():
+    print(f"time: {k}: {v:.1f} s")
+print(f"test_slurm: total {elapsed():.1f} s", flush=True)
+F.finish()
