@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config python3 python3-jsonschema
   libcli11-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev
   libopenblas-dev libbenchmark-dev
-  clang libclang-rt-dev util-linux
+  clang libclang-rt-dev util-linux prometheus-node-exporter
 )
 
 sudo_cmd=()
