@@ -8,7 +8,8 @@ packages=(
   build-essential cmake pkg-config python3 python3-jsonschema
   libcli11-dev libfmt-dev catch2 nlohmann-json3-dev libxxhash-dev
   libopenblas-dev libbenchmark-dev
-  clang libclang-rt-dev util-linux prometheus-node-exporter
+  clang libclang-rt-dev util-linux prometheus-node-exporter slurm-wlm munge
+  python3-yaml dpkg-dev
 )
 
 sudo_cmd=()

@@ -85,68 +85,74 @@ std::string parse_size(const std::string& text, uint64_t& bytes) {
   return "";
 }
 
-// The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
-int choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
+// The CPUs to screen: --cpuset, checked against what this process may use, or all of those. Returns ""
+// or what is wrong with --cpuset.
+std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
   std::vector<int> allowed;
   for (const auto& c : cpu::allowed_cpus()) allowed.push_back(c.cpu);
   if (!given) {
     cpus = allowed;
-    return 0;
+    return "";
   }
-  if (const std::string err = cpu::parse_cpu_list(cpuset, cpus); !err.empty())
-    return usage_error(fmt::format("--cpuset: {}", err));
+  if (const std::string err = cpu::parse_cpu_list(cpuset, cpus); !err.empty()) return fmt::format("--cpuset: {}", err);
   for (int c : cpus)
     if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
-      return usage_error(fmt::format("--cpuset: CPU {} does not exist or is not available to this process (available: {})",
-                                     c, cpu::format_cpu_list(allowed)));
-  return 0;
+      return fmt::format("--cpuset: CPU {} does not exist or is not available to this process (available: {})", c,
+                         cpu::format_cpu_list(allowed));
+  return "";
 }
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
+  // Before the run: one line on stderr, and with --npd the plugin's line on stdout too, so that the node
+  // condition says why (the exit code stays 64 or 78, which node-problem-detector reads as Unknown).
+  auto fail = [&a](int code, const std::string& msg) {
+    fmt::print(stderr, "sdcscreen: {}{}\n", code == EXIT_INCONCLUSIVE ? "" : "error: ", msg);
+    if (a.npd) fmt::print("{}\n", npd_line_for("Unknown: " + msg));
+    return code;
+  };
   double budget = 0;
   if (!a.time_budget.empty())
     if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
-      return usage_error(fmt::format("--time-budget: {}", err));
+      return fail(EXIT_USAGE, fmt::format("--time-budget: {}", err));
   std::vector<Injection> injections(a.inject.size());
   for (size_t i = 0; i < a.inject.size(); ++i)
     if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
-      return usage_error(fmt::format("--inject '{}': {}", a.inject[i], err));
+      return fail(EXIT_USAGE, fmt::format("--inject '{}': {}", a.inject[i], err));
   uint64_t max_memory = 0;
   if (!a.max_memory.empty())
     if (const std::string err = parse_size(a.max_memory, max_memory); !err.empty())
-      return usage_error(fmt::format("--max-memory: {}", err));
+      return fail(EXIT_USAGE, fmt::format("--max-memory: {}", err));
   std::vector<int> cpus;
-  if (const int rc = choose_cpus(a.cpuset_given, a.cpuset, cpus)) return rc;
+  if (const std::string err = choose_cpus(a.cpuset_given, a.cpuset, cpus); !err.empty()) return fail(EXIT_USAGE, err);
   for (const auto& [flag, path] : {std::pair{"-o", a.output}, std::pair{"--prometheus", a.prometheus}}) {
     if (path.empty()) continue;
     try {
       check_writable(path);
     } catch (const FileError& e) {
-      return config_error(fmt::format("{}: {}", flag, e.what()));
+      return fail(EXIT_CONFIG, fmt::format("{}: {}", flag, e.what()));
     }
   }
   PatternSet patterns;
   try {
     patterns = load_patterns(patterns_dir);
   } catch (const PatternError& e) {
-    return config_error(e.what());
+    return fail(EXIT_CONFIG, e.what());
   }
   Selection sel;
   if (const std::string err = select_cases(patterns.battery, a.profile, a.enable, a.disable, sel); !err.empty())
-    return usage_error(err);
+    return fail(EXIT_USAGE, err);
   for (Injection& inj : injections) {
     if (const std::string err = check_injection(inj, patterns.battery, cpus); !err.empty())
-      return usage_error(fmt::format("--inject '{}': {}", inj.spec, err));
+      return fail(EXIT_USAGE, fmt::format("--inject '{}': {}", inj.spec, err));
     if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
-      return usage_error(fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id));
+      return fail(EXIT_USAGE, fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id));
   }
 
   RunLock lock;
   if (!a.force) {
     bool busy = false;
     if (const std::string err = lock.acquire(a.lock_file.empty() ? RunLock::default_path() : a.lock_file, &busy); !err.empty()) {
-      fmt::print(stderr, "sdcscreen: {}{}\n", err, busy ? " (--force runs anyway)" : "");
-      return busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG;
+      return fail(busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG, err + (busy ? " (--force runs anyway)" : ""));
     }
   }
 
@@ -190,8 +196,11 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
     const double t_start = unix_now();
     if (progress)
-      opt.on_progress = [t_start, budget = result.time_budget_s](const Case& c, size_t i, size_t n, int it, int its) {
+      opt.on_progress = [t_start, budget = result.time_budget_s, shown = -1.0](const Case& c, size_t i, size_t n, int it,
+                                                                               int its) mutable {
         const double elapsed = unix_now() - t_start;
+        if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
+        shown = elapsed;
         fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
                    it + 1, its, elapsed, std::max(0.0, budget - elapsed));
       };
@@ -344,7 +353,8 @@ int main(int argc, char** argv) {
     if (info->parsed()) return cmd_info();
     if (golden->parsed()) {
       std::vector<int> cpus;
-      if (const int rc = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus)) return rc;
+      if (const std::string err = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus); !err.empty())
+        return usage_error(err);
       return cmd_golden(patterns_dir, cpus);
     }
     if (verify->parsed()) return cmd_verify(patterns_dir);

@@ -33,6 +33,8 @@ namespace sdc {
 std::string render_prometheus(const RunResult& r, const std::string& previous);
 // node-problem-detector custom plugin: one line of at most 80 characters.
 std::string render_npd_line(const RunResult& r);
+// Any text made into a plugin line: control characters blanked, at most 80 characters.
+std::string npd_line_for(std::string text);
 // The NPD exit status: 0 OK, 1 NonOK, 2 Unknown.
 int npd_exit_code(const RunResult& r);
 

@@ -97,6 +97,10 @@ std::string render_npd_line(const RunResult& r) {
       line = fmt::format("Unknown: {}{}", why.empty() ? "screen inconclusive" : why, drill);
     }
   }
+  return npd_line_for(line);
+}
+
+std::string npd_line_for(std::string line) {
   for (char& ch : line)
     if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
   if (line.size() > 80) line = line.substr(0, 77) + "...";

@@ -30,6 +30,23 @@ for name, args, code, prefix in (("pass", CLEAN, 0, "OK:"), ("fail", FAULT, 1, "
 p = run("run", "--npd", "--enable", "softmax_f32.*", "--time-budget", "1ms")
 f.check(p.returncode == 2 and p.stdout.startswith("Unknown:"), f"--npd with nothing run is Unknown: {p.returncode} {p.stdout!r}")
 
+# Progress: on a terminal one line rewritten in place (case, iteration, elapsed, remaining); nothing when
+# stderr is not a terminal or with -q.
+if shutil.which("script"):
+    from common import SDCSCREEN, with_lock
+    import shlex
+    cmd = shlex.join([SDCSCREEN, *with_lock(["run", "--enable", "gemm_f32.uniform_1024", "--profile", "standard",
+                                              "--time-budget", "2s"])])
+    tty = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=60).stdout
+    f.check("\x1b[K" in tty and "iteration" in tty and "remaining" in tty and "gemm_f32.uniform_1024" in tty,
+            f"progress on a terminal: {tty[:200]!r}")
+    quiet = subprocess.run(["script", "-qec", cmd + " -q", "/dev/null"], capture_output=True, text=True, timeout=60).stdout
+    f.check(quiet == "", f"-q on a terminal prints nothing: {quiet[:200]!r}")
+    p = run("run", "--enable", "gemm_f32.uniform_1024", "--profile", "standard", "--time-budget", "2s")
+    f.check("iteration" not in p.stderr and "\x1b[K" not in p.stderr, f"no progress when stderr is not a terminal: {p.stderr[:200]!r}")
+else:
+    f.check(False, "script (util-linux) is needed to test progress on a terminal")
+
 # --prometheus served by node_exporter's textfile collector.
 exporter = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 if not exporter:
