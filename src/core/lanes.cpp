@@ -5,7 +5,8 @@
 
 #include "fpmath.h"
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+// Not under sanitizers: their runtime is not ready when the loader runs the clones' ifunc resolvers.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define SDC_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
 #else
 #define SDC_CLONES

@@ -55,7 +55,6 @@ struct RunResult {
   std::string profile;
   uint64_t seed = 0;
   double time_budget_s = 0;
-  int rounds = 0;  // passes over the selected cases (profiles that fill their budget repeat them)
   std::string patterns_dir;
   std::vector<std::string> argv;
   std::string reproduce;

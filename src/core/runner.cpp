@@ -446,9 +446,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
       }
     }
     if (!opt.fill_budget || g_stop_signal.load() || sc.stuck || Clock::now() >= sc.deadline) break;
-    result.rounds = round + 2;
   }
-  if (result.rounds == 0) result.rounds = 1;
   if (sc.stuck) {
     sc.pool->abandon();
     (void)sc.pool.release();
