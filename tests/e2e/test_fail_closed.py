@@ -50,6 +50,15 @@ for sig, code in ((signal.SIGINT, 130), (signal.SIGHUP, 129)):
     f.check(p.returncode == code, f"signal {sig}: exit {p.returncode}, expected {code}")
     f.check(load(out)["exit"]["verdict"] == "interrupted", f"signal {sig}: report verdict")
 
+# A second signal ends the process at once (the first asked for a clean stop).
+p = start("run", "--profile", "standard", "--lock-file", lock, "-q")
+time.sleep(1.0)
+p.send_signal(signal.SIGTERM)
+p.send_signal(signal.SIGTERM)
+t0 = time.monotonic()
+p.wait(timeout=60)
+f.check(p.returncode == 143 and time.monotonic() - t0 < 2, f"second SIGTERM: exit {p.returncode} at once")
+
 # 2. A hung worker (hidden drill): exit 2 within the case's deadline (10 s + 20x its work) plus 5 s.
 out = os.path.join(tmp, "hang.json")
 t0 = time.monotonic()
