@@ -132,11 +132,8 @@ bool compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
   const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
   const bool finished = run_watched(pool, Watch{pass_deadline(work)}, [&s, &pool, &ws, &faults, tiles, te](size_t w) {
     for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
-      if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w))) {
-        f.inj->fired = true;
-        f.inj->fired_unit = pool.cpu(w).cpu;
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
+      if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
     std::vector<const float*> in;
     for (const auto& v : s.inputs) in.push_back(v.data());
     bool reads_fault = false;
@@ -334,11 +331,17 @@ void run_case(Screen& sc, const Case& c, int iterations, size_t index, size_t co
         }
         const auto it_start = Clock::now();
         if (!compute_iteration(*s, pool, *sc.ws, rotation0 + static_cast<uint64_t>(it), *faults)) {
+          const std::vector<int> busy = pool.busy_cpus();
           if (!g_stop_signal.load()) {
             r.verdict = Verdict::error;
             r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
-                                   seconds_since(it_start), cpu::format_cpu_list(pool.busy_cpus()));
+                                   seconds_since(it_start), cpu::format_cpu_list(busy));
           }
+          for (ActiveFault& f : *faults)  // a hang drill fired if its unit is the one stuck
+            if (f.inj->hang && busy.size() == 1) {
+              f.inj->fired = true;
+              f.inj->fired_unit = busy[0];
+            }
           sc.stuck = true;
           break;
         }
