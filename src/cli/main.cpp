@@ -237,7 +237,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       write_file_atomic(a.output, report);
     } catch (const FileError& e) {
       fmt::print(stderr, "sdcscreen: error: -o: {}\n", e.what());
-      return EXIT_CONFIG;
+      // A miscompare is never hidden behind a file error.
+      const int code = result.exit_code() == EXIT_FAIL ? EXIT_FAIL : EXIT_CONFIG;
+      if (result.workers_abandoned) std::_Exit(code);
+      return code;
     }
     if (!a.quiet && !a.npd) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
   } else if (!a.quiet && !a.npd) {

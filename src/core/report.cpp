@@ -191,7 +191,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]}, {"error", counts[2]}, {"skip", counts[3]}};
   j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
   j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
-  return j.dump(2) + "\n";
+  // Command-line arguments need not be UTF-8: replace what is not, never fail to write the report.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace sdc

@@ -46,6 +46,7 @@ struct CaseState {
   std::vector<uint64_t> digest;
   std::vector<uint32_t> worker_of;
   std::vector<char> computed_by;  // per worker, in the current iteration: computed a tile with a faulty input
+  std::vector<std::string> worker_error;  // per worker: why it could not compute a tile
 };
 
 // When a job must end: its deadline (the watchdog) and the stop signal.
@@ -86,6 +87,7 @@ bool prepare_case(const Case& c, cpu::WorkerPool& pool, CaseState& s) {
   s.digest.assign(tiles, 0);
   s.worker_of.assign(tiles, 0);
   s.computed_by.assign(workers, 0);
+  s.worker_error.assign(workers, "");
   // Every worker generates a slice of every tensor, on its own CPU.
   const Watch watch{pass_deadline(50e-9 * static_cast<double>(elements) / static_cast<double>(workers))};
   return run_watched(pool, watch, [&s, tensors, workers](size_t w) {
@@ -147,7 +149,12 @@ bool compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
       if (s.worker_of[t] != w) continue;
       if (g_stop_signal.load(std::memory_order_relaxed)) return;
       float* out = s.out.data() + t * te;
-      s.problem->compute_tile(in.data(), t, out, ws[w]);
+      try {
+        s.problem->compute_tile(in.data(), t, out, ws[w]);
+      } catch (const std::exception& e) {  // e.g. out of memory for scratch: an error, not a crash
+        s.worker_error[w] = fmt::format("cpu {}: {}", pool.cpu(w).cpu, e.what());
+        return;
+      }
       computed = true;
       for (ActiveFault& f : faults) {
         if (f.inj->input || f.inj->hang || f.tile != t) continue;
@@ -163,7 +170,10 @@ bool compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
     }
     s.computed_by[w] = computed && reads_fault;
   });
-  if (!finished) return false;
+  // A stop signal makes workers return between tiles: an iteration it touched is incomplete.
+  if (!finished || g_stop_signal.load()) return false;
+  for (const std::string& e : s.worker_error)
+    if (!e.empty()) throw std::runtime_error(e);
   // An input fault fired when a worker that reads it computed at least one tile.
   for (ActiveFault& f : faults) {
     if (!f.inj->input) continue;
@@ -176,7 +186,13 @@ bool compute_iteration(CaseState& s, cpu::WorkerPool& pool, std::vector<Workspac
   return true;
 }
 
-// Host memory a case needs: its inputs, its output and the faulty copies an injection may make.
+// Iterations after which every worker has computed a tile of a case: tile t runs on worker
+// (t + r + i) mod W in iteration i, so k iterations reach min(W, T + k - 1) workers.
+int coverage_iterations(size_t workers, uint64_t tiles) {
+  return tiles >= workers ? 1 : static_cast<int>(workers - tiles + 1);
+}
+
+// Host memory a case needs: its inputs and its output.
 uint64_t case_bytes(const Case& c) {
   const auto p = find_family(c.family)->prepare(c);
   uint64_t floats = p->output_elements();
@@ -387,7 +403,7 @@ void settle(TestResult& r, size_t workers) {
     return;
   }
   if (r.verdict == Verdict::error) return;
-  const int coverage = r.tiles ? static_cast<int>((workers + r.tiles - 1) / r.tiles) : 1;
+  const int coverage = r.tiles ? coverage_iterations(workers, r.tiles) : 1;
   if (r.iterations_done >= coverage) {
     r.verdict = Verdict::pass;
     r.reason.clear();
@@ -437,7 +453,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
           continue;
         }
         const auto p = find_family(c.family)->prepare(c);
-        const int coverage = static_cast<int>((workers + p->tile_count() - 1) / p->tile_count());
+        const int coverage = coverage_iterations(workers, p->tile_count());
         run_case(sc, c, std::max(sel.iterations[ci], coverage), ci, sel.cases.size(), r);
         settle(r, workers);
         if (opt.on_test_done) opt.on_test_done(r, ci, sel.cases.size());
@@ -462,17 +478,28 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
 
 std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>& cases, const std::vector<int>& cpus,
                                                   const std::function<void(const Case&)>& on_case) {
-  cpu::WorkerPool pool(describe(cpus));
-  std::vector<Workspace> ws(pool.size());
+  auto pool_owner = std::make_unique<cpu::WorkerPool>(describe(cpus));
+  auto ws_owner = std::make_unique<std::vector<Workspace>>(pool_owner->size());
+  cpu::WorkerPool& pool = *pool_owner;
+  std::vector<Workspace>& ws = *ws_owner;
   std::vector<ActiveFault> none;
   std::map<std::string, GoldenCase> out;
   for (const Case* c : cases) {
-    CaseState s;
-    if (!prepare_case(*c, pool, s) || !compute_iteration(s, pool, ws, 0, none)) throw std::runtime_error("interrupted");
+    auto state = std::make_unique<CaseState>();
+    CaseState& s = *state;
+    // On a stop or a stuck worker, the workers may still use the case: leak it and them, then throw.
+    auto give_up = [&] {
+      pool.abandon();
+      (void)state.release();
+      (void)pool_owner.release();
+      (void)ws_owner.release();
+      return std::runtime_error(g_stop_signal.load() ? "interrupted" : fmt::format("case {}: a worker is stuck", c->id));
+    };
+    if (!prepare_case(*c, pool, s) || !compute_iteration(s, pool, ws, 0, none)) throw give_up();
     const std::vector<uint64_t> first = s.digest;
     const std::vector<float> first_out = s.out;
     // Every tile again, on the next worker.
-    if (!compute_iteration(s, pool, ws, 1, none)) throw std::runtime_error("interrupted");
+    if (!compute_iteration(s, pool, ws, 1, none)) throw give_up();
     for (uint64_t t = 0; t < first.size(); ++t)
       if (first[t] != s.digest[t])
         throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "
