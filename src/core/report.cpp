@@ -42,6 +42,9 @@ std::string iso_time(double unix_s) {
   return buf;
 }
 
+// A unit's verdict: it failed if any tile it computed miscompared, idle if it computed none.
+const char* unit_result(const UnitResult& u) { return u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle"); }
+
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
 std::string unit_where(const RunResult& r, int cpu) {
@@ -107,7 +110,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     s += fmt::format("\n{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
     for (const UnitResult& u : r.units)
       s += fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
-                       u.failed_tiles, u.failed_tiles ? "FAIL" : (u.tiles ? "pass" : "idle"));
+                       u.failed_tiles, u.failed_tiles ? "FAIL" : unit_result(u));
   }
   bool any_fail = false;
   for (const TestResult& t : r.tests) {
@@ -159,7 +162,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   for (const UnitResult& u : r.units)
     j["units"].push_back({{"kind", "cpu"}, {"cpu", u.cpu.cpu}, {"core", u.cpu.core}, {"package", u.cpu.package},
                           {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles},
-                          {"result", u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle")}});
+                          {"result", unit_result(u)}});
   j["tests"] = json::array();
   int counts[4] = {};
   for (const TestResult& t : r.tests) {
