@@ -14,6 +14,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<int> cpus{-7};
+  // --devices shares the grammar with another noun and limit: the same properties must hold.
+  std::vector<int> gpus{-7};
+  const std::string gpu_err = sdc::cpu::parse_index_list(text, "GPU", 64, gpus);
+  if (gpu_err.empty() ? (gpus.empty() || gpus.back() >= 64) : gpus != std::vector<int>{-7})
+    sdc_fuzz::fuzz_fail("device list '" + text + "' mishandled");
   const std::string err = sdc::cpu::parse_cpu_list(text, cpus);  // no try: any exception is a bug
   if (!err.empty()) {
     if (cpus != std::vector<int>{-7}) sdc_fuzz::fuzz_fail("refused '" + text + "' but changed the list");

@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HARNESSES_ALL=(fuzz_battery fuzz_golden fuzz_manifest fuzz_inject fuzz_cpuset fuzz_duration)
+HARNESSES_ALL=(fuzz_battery fuzz_golden fuzz_manifest fuzz_inject fuzz_cpuset fuzz_duration fuzz_recording)
 build_dir=${BUILD_DIR:-build-fuzz}
 cc=${FUZZ_CC:-clang}
 cxx=${FUZZ_CXX:-clang++}

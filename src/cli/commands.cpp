@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "../backends/cpu/cpu_topology.h"
+#include "../backends/cuda/cuda_backend.h"
 #include "../core/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/report.h"
@@ -102,7 +103,15 @@ int cmd_info() {
   for (const auto& c : cpus) allowed.push_back(c.cpu);
   fmt::print("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(), cpu::format_cpu_list(allowed));
   fmt::print("gemm isa: {}\n", gemm_f32::fast_path_isa());
-  fmt::print("devices:  none (this build has no CUDA backend)\n");
+  const cuda::Availability avail = cuda::probe();
+  if (!avail.usable) {
+    fmt::print("gpus:     none usable: {}\n", avail.reason);
+  } else {
+    for (const DeviceInfo& d : cuda::list_devices())
+      fmt::print("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n", d.label(),
+                 d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
+                 d.driver_cuda, d.runtime);
+  }
   fmt::print("patterns: {}\n", default_patterns_dir());
   fmt::print("compiler: {}\n", __VERSION__);
   return 0;

@@ -12,6 +12,10 @@ struct ListArgs {
 struct GoldenArgs {
   std::string cpuset;
 };
+struct ConsensusArgs {
+  bool write = false;
+  std::vector<std::string> files;  // recordings, one device each
+};
 
 // Print "sdcscreen: error: <msg>" on stderr and return the exit code (64 or 78).
 int usage_error(const std::string& msg);
@@ -25,5 +29,6 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir);
 int cmd_info();
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
+int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 
 }  // namespace sdc

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "../backends/cpu/cpu_topology.h"
+#include "../backends/cuda/cuda_backend.h"
 #include "../core/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/report.h"
@@ -50,6 +51,9 @@ struct RunArgs {
   uint64_t seed = 0;
   bool seed_given = false;
   std::string backend = "auto";
+  std::string devices;
+  bool devices_given = false;
+  int expect_devices = 0;
   std::string cpuset;
   bool cpuset_given = false;
   std::string output_format = "text";
@@ -102,6 +106,69 @@ std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>&
   return "";
 }
 
+// Which backend runs and on which GPUs. --backend auto takes CUDA when a GPU is usable and says why it
+// did not otherwise; --devices or --expect-devices ask for GPUs, so without one the run is an error (2),
+// never a CPU screen reported in their place. Returns "" or a command-line error (64).
+struct GpuChoice {
+  bool cuda = false;
+  std::string reason;                 // the report's backend_reason
+  std::string unusable;               // why no GPU can run (cuda with nothing selected)
+  std::vector<DeviceInfo> visible, selected;
+  std::vector<std::string> errors;    // run-level: expected devices missing
+};
+
+std::string choose_gpus(const RunArgs& a, GpuChoice& g) {
+  const bool wants_gpus = a.devices_given || a.expect_devices > 0;
+  if (a.backend == "cpu") {
+    if (wants_gpus) return "--devices and --expect-devices select GPUs; they do not apply to --backend cpu";
+    g.reason = "--backend cpu";
+    return "";
+  }
+  std::vector<int> wanted;
+  if (a.devices_given)
+    if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
+      return "--devices: " + err;
+  cuda::Availability avail = cuda::probe();
+  if (avail.usable) try {
+      g.visible = cuda::list_devices();
+    } catch (const std::exception& e) {
+      avail.usable = false;
+      avail.reason = e.what();
+    }
+  if (a.backend == "auto" && !avail.usable && !wants_gpus) {
+    g.reason = "--backend auto: no usable GPU (" + avail.reason + "); screening CPU cores";
+    return "";
+  }
+  g.cuda = true;
+  g.reason = a.backend == "auto" ? "--backend auto: a usable GPU was found" : "--backend cuda";
+  if (!avail.usable) {
+    g.unusable = "no usable GPU: " + avail.reason;
+    g.errors.push_back(g.unusable);
+    return "";
+  }
+  std::vector<int> missing;
+  if (a.devices_given) {
+    for (int w : wanted) {
+      if (w < static_cast<int>(g.visible.size())) g.selected.push_back(g.visible[static_cast<size_t>(w)]);
+      else missing.push_back(w);
+    }
+    if (!missing.empty())
+      g.errors.push_back(fmt::format("--devices: GPU {} not visible ({} visible)", cpu::format_cpu_list(missing),
+                                     g.visible.size()));
+  } else {
+    g.selected = g.visible;
+  }
+  if (a.expect_devices > 0 && static_cast<int>(g.selected.size()) < a.expect_devices) {
+    std::string seen;
+    for (const DeviceInfo& d : g.selected) seen += fmt::format("{}{} {} ({})", seen.empty() ? "" : ", ", d.label(), d.pci_bus_id, d.uuid);
+    g.errors.push_back(fmt::format("--expect-devices {}: only {} usable GPU(s) found, {} missing{}{}", a.expect_devices,
+                                   g.selected.size(), a.expect_devices - static_cast<int>(g.selected.size()),
+                                   seen.empty() ? "" : "; present: ", seen));
+  }
+  if (g.selected.empty()) g.unusable = "none of the requested GPUs is visible";
+  return "";
+}
+
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
   // Before the run: one line on stderr, and with --npd the plugin's line on stdout too, so that the node
   // condition says why (the exit code stays 64 or 78, which node-problem-detector reads as Unknown).
@@ -141,12 +208,24 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   Selection sel;
   if (const std::string err = select_cases(patterns.battery, a.profile, a.enable, a.disable, sel); !err.empty())
     return fail(EXIT_USAGE, err);
+  GpuChoice gpu;
+  if (const std::string err = choose_gpus(a, gpu); !err.empty()) return fail(EXIT_USAGE, err);
   for (Injection& inj : injections) {
-    if (const std::string err = check_injection(inj, patterns.battery, cpus); !err.empty())
+    if (const std::string err = check_injection(inj, patterns.battery, cpus, gpu.cuda ? &gpu.selected : nullptr);
+        !err.empty())
       return fail(EXIT_USAGE, fmt::format("--inject '{}': {}", inj.spec, err));
     if (std::none_of(sel.cases.begin(), sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
       return fail(EXIT_USAGE, fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id));
   }
+  if (gpu.cuda)  // the digest pass applies one output fault per case, GPU and iteration
+    for (size_t i = 0; i < injections.size(); ++i)
+      for (size_t j = 0; j < i; ++j) {
+        const Injection &x = injections[i], &y = injections[j];
+        if (!x.input && !y.input && !x.hang && !y.hang && x.case_id == y.case_id && x.device == y.device &&
+            x.iteration == y.iteration)
+          return fail(EXIT_USAGE, fmt::format("--inject '{}': a GPU takes one output fault per case, device and "
+                                              "iteration ('{}' is another)", x.spec, y.spec));
+      }
 
   RunLock lock;
   if (!a.force) {
@@ -169,11 +248,37 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   }
   result.reproduce = shell_join(repro);
   result.start_unix = unix_now();
-  if (a.backend == "cuda") {
-    const std::string why = "no usable GPU: this build of sdcscreen has no CUDA backend";
-    result.backend = "cuda";
-    result.errors.push_back("--backend cuda: " + why);
-    for (const Case* c : sel.cases) {
+  RunOptions opt;
+  opt.seed = result.seed;
+  opt.time_budget_s = result.time_budget_s;
+  opt.cpus = cpus;
+  opt.injections = injections;
+  opt.max_memory_bytes = max_memory;
+  opt.fill_budget = patterns.battery.find_profile(a.profile)->fill;
+  // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
+  const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
+  const double t_start = unix_now();
+  if (progress)
+    opt.on_progress = [t_start, budget = result.time_budget_s, shown = -1.0](const Case& c, size_t i, size_t n, int it,
+                                                                             int its) mutable {
+      const double elapsed = unix_now() - t_start;
+      if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
+      shown = elapsed;
+      fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
+                 it + 1, its, elapsed, std::max(0.0, budget - elapsed));
+    };
+  if (a.verbose)
+    opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
+      fmt::print(stderr, "[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device,
+                 verdict_name(t.verdict), t.iterations_done, t.duration_s);
+    };
+  install_signal_handlers();
+  result.backend = gpu.cuda ? "cuda" : "cpu";
+  result.backend_reason = gpu.reason;
+  for (const std::string& e : gpu.errors) result.errors.push_back(e);
+  if (gpu.cuda && gpu.selected.empty()) {
+    result.devices = gpu.visible;
+    for (const Case* c : sel.cases) {  // nothing can run: every test is an error that says why
       TestResult t;
       t.id = c->id;
       t.family = c->family;
@@ -181,37 +286,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       t.distribution = distribution_name(c->distribution);
       t.device = "cuda";
       t.verdict = Verdict::error;
-      t.reason = why;
+      t.reason = gpu.unusable;
       result.tests.push_back(t);
     }
   } else {
-    RunOptions opt;
-    opt.seed = result.seed;
-    opt.time_budget_s = result.time_budget_s;
-    opt.cpus = cpus;
-    opt.injections = injections;
-    opt.max_memory_bytes = max_memory;
-    opt.fill_budget = patterns.battery.find_profile(a.profile)->fill;
-    // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
-    const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
-    const double t_start = unix_now();
-    if (progress)
-      opt.on_progress = [t_start, budget = result.time_budget_s, shown = -1.0](const Case& c, size_t i, size_t n, int it,
-                                                                               int its) mutable {
-        const double elapsed = unix_now() - t_start;
-        if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
-        shown = elapsed;
-        fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
-                   it + 1, its, elapsed, std::max(0.0, budget - elapsed));
-      };
-    if (a.verbose)
-      opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
-        fmt::print(stderr, "[{}/{}] {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, verdict_name(t.verdict),
-                   t.iterations_done, t.duration_s);
-      };
-    install_signal_handlers();
     try {
-      run_screen(patterns, sel, opt, result);
+      if (gpu.cuda) cuda::run_screen(patterns, sel, opt, gpu.selected, result);
+      else run_screen(patterns, sel, opt, result);
     } catch (const std::exception& e) {
       result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
     }
@@ -283,6 +364,11 @@ int main(int argc, char** argv) {
   run->add_option("--backend", ra.backend, "auto (CUDA when a GPU is usable, else CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  run->add_option("--devices", ra.devices, "GPUs to screen, like 0-3,6 (CUDA ordinals; default: every visible GPU)")
+      ->check(non_empty);
+  run->add_option("--expect-devices", ra.expect_devices,
+                  "the number of GPUs this node must have: fewer usable is an error (exit 2) naming what is missing")
+      ->check(CLI::Range(1, 1 << 16));
   run->add_option("--cpuset", ra.cpuset, "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   run->add_option("--output-format", ra.output_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
@@ -302,14 +388,19 @@ int main(int argc, char** argv) {
   run->add_option("--max-memory", ra.max_memory, "memory a case may use (512M, 8G); a larger case is an error, not a crash")
       ->check(non_empty);
   run->add_option("--inject", ra.inject,
-                  "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU][,iteration=I] (repeatable); "
-                  "the run is marked as injected in every output");
+                  "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
+                  "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
+                  "is marked as injected in every output");
   const char* examples =
       "Examples:\n"
       "  node boot (systemd, Slurm HealthCheckProgram):\n"
       "    sdcscreen run --profile boot -q -o /var/lib/sdcscreen/report.json --output-format json\n"
       "  fleet automation (read the exit code and the JSON):\n"
       "    sdcscreen run --profile standard --output-format json -o report.json\n"
+      "  every GPU of an 8-GPU node, failing (exit 2) if one is missing:\n"
+      "    sdcscreen run --backend cuda --expect-devices 8 --output-format json -o report.json\n"
+      "  triage of a suspect GPU with a drill on SM 17:\n"
+      "    sdcscreen run --backend cuda --devices 3 --profile standard --inject case=gemm_f32.uniform_1024,element=0,bit=3,unit=17\n"
       "  triage of a suspect core, replaying a failing run's schedule:\n"
       "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v";
   run->footer(examples);
@@ -326,11 +417,23 @@ int main(int argc, char** argv) {
   golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
   CLI::App* verify = app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
   verify->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
+  ConsensusArgs ca;
+  CLI::App* consensus = app.add_subcommand(
+      "consensus", "merge recordings of known-good devices (one device per FILE) into recorded goldens; exit 0 every "
+                   "key accepted, 1 a device disagrees (suspect), 2 a key has no majority");
+  consensus->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
+  consensus->add_flag("--write", ca.write, "write the accepted goldens to recordings/ in the pattern directory and update its manifest");
+  consensus->add_option("FILE", ca.files, "recording files, one device each (written by 'record')")
+      ->required()
+      ->check(non_empty);
+  consensus->footer("Example: merge the recordings of four known-good GPUs, write the accepted goldens, commit them:\n"
+                    "  sdcscreen consensus --write --patterns patterns rec-gpu0.json rec-gpu1.json rec-gpu2.json rec-gpu3.json\n"
+                    "  git add patterns/recordings patterns/manifest.json");
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
-    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns)", argv[1]));
+    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns, consensus)", argv[1]));
   }
   try {
     app.parse(argc, argv);
@@ -350,6 +453,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) {
       ra.seed_given = run->count("--seed") > 0;
       ra.cpuset_given = run->count("--cpuset") > 0;
+      ra.devices_given = run->count("--devices") > 0;
       return cmd_run(ra, args, patterns_dir);
     }
     if (list->parsed()) return cmd_list(la, patterns_dir);
@@ -361,6 +465,7 @@ int main(int argc, char** argv) {
       return cmd_golden(patterns_dir, cpus);
     }
     if (verify->parsed()) return cmd_verify(patterns_dir);
+    if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
   } catch (const std::exception& e) {
     fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;

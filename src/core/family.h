@@ -11,6 +11,9 @@
 #include "generator.h"
 
 namespace sdc {
+namespace cuda {
+class DeviceProblem;  // src/backends/cuda/device_problem.h
+}
 
 enum class Mode { exact, exact_integer, recorded, consensus };
 const char* mode_name(Mode m);
@@ -74,6 +77,8 @@ struct Family {
   // Checks the case's shape; returns an empty string when valid, else what is wrong.
   std::string (*validate)(const Case& c);
   std::unique_ptr<Problem> (*prepare)(const Case& c);  // only called on a validated case
+  // The device side (kernels/<family>/<family>.cu); null in a build without CUDA or for a CPU-only family.
+  std::unique_ptr<cuda::DeviceProblem> (*prepare_cuda)(const Case& c) = nullptr;
 };
 
 // The registry: every family in one explicit list, stable order.

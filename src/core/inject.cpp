@@ -64,6 +64,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "unit") {
       if (!parse_uint(value, 1 << 20, v)) return fmt::format("unit '{}' is not a logical CPU number", value);
       inj.unit = static_cast<int>(v);
+    } else if (key == "device") {
+      if (!parse_uint(value, 1 << 16, v)) return fmt::format("device '{}' is not a GPU index", value);
+      inj.device = static_cast<int>(v);
     } else if (key == "action") {  // hidden: the watchdog drill, documented in docs/reliability.md
       if (value != "flip" && value != "hang") return fmt::format("action '{}' is not flip or hang", value);
       inj.hang = value == "hang";
@@ -71,12 +74,12 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
       inj.iteration = static_cast<int>(v);
     } else {
-      return fmt::format("unknown key '{}' (case, target, tensor, element, bit, mask, unit, iteration)", key);
+      return fmt::format("unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration)", key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang) {
-    if (has_bit || inj.input || seen.count("element")) return "action=hang takes case, unit and iteration only";
+    if (has_bit || inj.input || seen.count("element")) return "action=hang takes case, unit, device and iteration only";
     return "";
   }
   if (!seen.count("element")) return "element=N is required";
@@ -87,7 +90,8 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   return "";
 }
 
-std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus) {
+std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus,
+                            const std::vector<DeviceInfo>* gpus) {
   const Case* c = battery.find_case(inj.case_id);
   if (!c) return fmt::format("unknown case '{}'", inj.case_id);
   const auto problem = find_family(c->family)->prepare(*c);
@@ -107,6 +111,20 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
   } else if (inj.element >= problem->output_elements()) {
     return fmt::format("element {} is outside the output of {} ({} elements)", inj.element, c->id, problem->output_elements());
   }
+  if (gpus) {
+    if (gpus->empty()) return "no GPU is selected";
+    if (inj.device < 0) inj.device = gpus->front().index;
+    const DeviceInfo* gpu = nullptr;
+    for (const DeviceInfo& d : *gpus)
+      if (d.index == inj.device) gpu = &d;
+    if (!gpu) return fmt::format("device {} is not among the selected GPUs", inj.device);
+    if (inj.input && inj.unit >= 0)
+      return "target=input cannot be pinned to an SM: every SM of the GPU reads the same input";
+    if (inj.unit >= gpu->sm_count)
+      return fmt::format("unit {} is not an SM of cuda:{} ({} SMs)", inj.unit, gpu->index, gpu->sm_count);
+    return "";
+  }
+  if (inj.device >= 0) return "device= applies to GPU runs (--backend cuda) only";
   if (inj.unit >= 0 && std::find(cpus.begin(), cpus.end(), inj.unit) == cpus.end())
     return fmt::format("unit {} is not among the selected CPUs", inj.unit);
   return "";

@@ -8,13 +8,16 @@
 //   tensor=NAME        input tensor, e.g. a, b, q, k, v, x, w, logits (required with target=input)
 //   element=N          logical element index, row-major in the output or input tensor (required)
 //   bit=N | mask=0xHEX the bit (0..31) or the xor mask to apply (exactly one of them)
-//   unit=N             the logical CPU that computes with the fault (default: whichever computes it)
+//   unit=N             the logical CPU that computes with the fault (default: whichever computes it);
+//                      on a GPU, the SM: every tile that SM computes gets the flip at the element's offset
+//   device=N           on a GPU (--backend cuda), the device (default: the first selected)
 //   iteration=N        the iteration at which it happens (default 0)
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "device_info.h"
 #include "patterns.h"
 
 namespace sdc {
@@ -27,7 +30,8 @@ struct Injection {
   size_t tensor_index = 0;
   uint64_t element = 0;
   uint32_t mask = 0;
-  int unit = -1;  // logical CPU, -1: any
+  int unit = -1;    // logical CPU (or SM on a GPU), -1: any
+  int device = -1;  // GPU index, -1: not given
   int iteration = 0;
   bool hang = false;  // hidden drill for the watchdog (action=hang): the unit never finishes
   // What happened.
@@ -38,7 +42,9 @@ struct Injection {
 
 // Syntax only; returns "" or what is wrong.
 std::string parse_injection(const std::string& text, Injection& inj);
-// Against the battery and the selected CPUs; returns "" or what is wrong.
-std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus);
+// Against the battery and the selected CPUs, or with gpus the selected GPUs (then unit is an SM and
+// device defaults to the first GPU); returns "" or what is wrong.
+std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus,
+                            const std::vector<DeviceInfo>* gpus = nullptr);
 
 }  // namespace sdc

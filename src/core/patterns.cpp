@@ -1,5 +1,7 @@
 #include "patterns.h"
 
+// Inlined: the binary needs no libxxhash at run time (GPU machines and minimal images lack it).
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -24,11 +26,6 @@ using json = nlohmann::json;
   for (char& ch : msg)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
   throw PatternError(msg);
-}
-
-std::string xxh3_128_hex(const std::string& bytes) {
-  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
-  return hex64(h.high64) + hex64(h.low64);
 }
 
 constexpr int MAX_JSON_DEPTH = 32;  // pattern files nest 5 deep; a deeper file is hostile or broken
@@ -90,22 +87,6 @@ void check_header(const std::string& file, const json& j, const char* format, in
   if (v != version) bad(file, fmt::format("version {} is not supported (this build reads version {})", v, version));
 }
 
-// snake_case words joined by dots: [a-z0-9_]+(\.[a-z0-9_]+)*
-bool valid_case_id(const std::string& id) {
-  bool word = false;
-  for (char ch : id) {
-    if (ch == '.') {
-      if (!word) return false;
-      word = false;
-    } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_') {
-      word = true;
-    } else {
-      return false;
-    }
-  }
-  return word;
-}
-
 Case parse_case(const std::string& file, const json& jc, size_t index) {
   const std::string where = fmt::format("cases[{}]", index);
   Case c;
@@ -142,6 +123,27 @@ Case parse_case(const std::string& file, const json& jc, size_t index) {
 }  // namespace
 
 std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+// snake_case words joined by dots: [a-z0-9_]+(\.[a-z0-9_]+)*
+bool valid_case_id(const std::string& id) {
+  bool word = false;
+  for (char ch : id) {
+    if (ch == '.') {
+      if (!word) return false;
+      word = false;
+    } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_') {
+      word = true;
+    } else {
+      return false;
+    }
+  }
+  return word;
+}
+
+std::string xxh3_128_hex(const std::string& bytes) {
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return hex64(h.high64) + hex64(h.low64);
+}
 
 bool parse_hex64(const std::string& s, uint64_t& v) {
   if (s.size() != 16) return false;
@@ -298,7 +300,8 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
   if (!require_golden) return ps;
 
   for (const auto& [rel, text] : content) {
-    if (rel == "battery.json") continue;
+    // Accepted recordings (recording.h) are verified above and parsed by load_recorded_goldens.
+    if (rel == "battery.json" || rel.rfind("recordings/", 0) == 0) continue;
     for (auto& [id, gc] : parse_golden(dir + "/" + rel, text))
       if (!ps.golden.emplace(id, std::move(gc)).second) bad(dir + "/" + rel, fmt::format("case {} has two goldens", id));
   }
@@ -330,16 +333,27 @@ void write_goldens(const std::string& dir, const Battery& battery, const std::ma
     if (f.is_null()) f = {{"format", "sdcscreen-golden"}, {"version", GOLDEN_VERSION}, {"family", c.family}, {"cases", json::object()}};
     f["cases"][c.id] = jc;
   }
-  json files = json::object();
+  std::map<std::string, ManifestEntry> files;
+  try {
+    for (const auto& [rel, e] : parse_manifest(dir + "/manifest.json", read_file(dir + "/manifest.json")))
+      if (rel.rfind("recordings/", 0) == 0) files[rel] = e;
+  } catch (const std::runtime_error&) {  // no usable old manifest: nothing to carry over
+  }
   const std::string battery_text = read_file(dir + "/battery.json");
-  files["battery.json"] = {{"bytes", battery_text.size()}, {"xxh3_128", xxh3_128_hex(battery_text)}};
+  files["battery.json"] = {xxh3_128_hex(battery_text), battery_text.size()};
   for (const auto& [family, j] : per_family) {
     const std::string rel = "golden/" + family + ".json";
     const std::string text = j.dump(1) + "\n";
     write_file_atomic(dir + "/" + rel, text);
-    files[rel] = {{"bytes", text.size()}, {"xxh3_128", xxh3_128_hex(text)}};
+    files[rel] = {xxh3_128_hex(text), text.size()};
   }
-  const json manifest = {{"format", "sdcscreen-manifest"}, {"version", MANIFEST_VERSION}, {"files", files}};
+  write_manifest(dir, files);
+}
+
+void write_manifest(const std::string& dir, const std::map<std::string, ManifestEntry>& files) {
+  json jf = json::object();
+  for (const auto& [rel, e] : files) jf[rel] = {{"bytes", e.bytes}, {"xxh3_128", e.xxh3_128}};
+  const json manifest = {{"format", "sdcscreen-manifest"}, {"version", MANIFEST_VERSION}, {"files", jf}};
   write_file_atomic(dir + "/manifest.json", manifest.dump(2) + "\n");
 }
 

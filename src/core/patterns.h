@@ -68,10 +68,18 @@ PatternSet load_patterns(const std::string& dir, bool require_golden = true);
 Battery load_battery_file(const std::string& path);
 
 // Writes golden/<family>.json for every family in `golden` and a new manifest covering battery.json and
-// those files, each atomically.
+// those files, each atomically. The old manifest's recordings/ entries are carried over unchanged (they
+// are not rehashed: a modified recording must still fail its check).
 void write_goldens(const std::string& dir, const Battery& battery, const std::map<std::string, GoldenCase>& golden);
 
 std::string hex64(uint64_t v);
 bool parse_hex64(const std::string& s, uint64_t& v);
+
+// snake_case words joined by dots: [a-z0-9_]+(\.[a-z0-9_]+)*
+bool valid_case_id(const std::string& id);
+// The manifest's content hash of a file (XXH3-128, high then low 64 bits in hex).
+std::string xxh3_128_hex(const std::string& bytes);
+// Writes manifest.json atomically with exactly these entries (recordings/ reuses it).
+void write_manifest(const std::string& dir, const std::map<std::string, ManifestEntry>& files);
 
 }  // namespace sdc

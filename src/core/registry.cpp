@@ -3,17 +3,55 @@
 #include "family.h"
 
 namespace sdc {
-namespace gemm_f32 { Family family(); }
-namespace attention_f32 { Family family(); }
-namespace reduce_sum_f32 { Family family(); }
-namespace softmax_f32 { Family family(); }
-namespace rmsnorm_f32 { Family family(); }
-namespace cross_entropy_f32 { Family family(); }
+
+// Each family's CPU side (kernels/<f>/<f>_ref.cpp) and, in a CUDA build, its device side (<f>.cu).
+#if SDC_HAVE_CUDA
+#define SDC_FAMILY(ns)                                                            \
+  namespace ns {                                                                  \
+  Family family();                                                                \
+  std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c);               \
+  }                                                                               \
+  static Family ns##_family() { return with_cuda(ns::family(), ns::prepare_cuda); }
+#else
+#define SDC_FAMILY(ns)  \
+  namespace ns {        \
+  Family family();      \
+  }                     \
+  static Family ns##_family() { return ns::family(); }
+#endif
+
+// A family with no device side yet: registered for the CPU backend only, in any build.
+#define SDC_FAMILY_CPU(ns) \
+  namespace ns {           \
+  Family family();         \
+  }                        \
+  static Family ns##_family() { return ns::family(); }
+
+namespace {
+[[maybe_unused]] Family with_cuda(Family f, std::unique_ptr<cuda::DeviceProblem> (*prepare_cuda)(const Case&)) {
+  f.prepare_cuda = prepare_cuda;
+  f.backends.push_back("cuda");
+  return f;
+}
+}  // namespace
+
+SDC_FAMILY(gemm_f32)
+SDC_FAMILY(attention_f32)
+SDC_FAMILY(reduce_sum_f32)
+SDC_FAMILY(softmax_f32)
+SDC_FAMILY(rmsnorm_f32)
+SDC_FAMILY(cross_entropy_f32)
+SDC_FAMILY(gemm_bf16_exactint)
+SDC_FAMILY(gemm_f16_exactint)
+SDC_FAMILY(gemm_tf32_exactint)
+SDC_FAMILY(gemm_fp8_exactint)
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
-      gemm_f32::family(),    attention_f32::family(), reduce_sum_f32::family(),
-      softmax_f32::family(), rmsnorm_f32::family(),   cross_entropy_f32::family(),
+      gemm_f32_family(),    attention_f32_family(), reduce_sum_f32_family(),
+      softmax_f32_family(), rmsnorm_f32_family(),   cross_entropy_f32_family(),
+      gemm_bf16_exactint_family(), gemm_f16_exactint_family(), gemm_tf32_exactint_family(),
+      gemm_fp8_exactint_family(),
   };
   return all;
 }

@@ -47,10 +47,61 @@ const char* unit_result(const UnitResult& u) { return u.failed_tiles ? "fail" : 
 
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
-std::string unit_where(const RunResult& r, int cpu) {
+// Where a miscompare's unit is, in words: a logical CPU with its core and package, or an SM of a GPU.
+std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
+  if (t.device_index >= 0) return fmt::format("{} SM {}", t.device, unit);
   for (const UnitResult& u : r.units)
-    if (u.cpu.cpu == cpu) return fmt::format("cpu {} (core {}, package {})", cpu, u.cpu.core, u.cpu.package);
-  return fmt::format("cpu {}", cpu);
+    if (!u.is_sm() && u.cpu.cpu == unit) return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
+  return fmt::format("cpu {}", unit);
+}
+
+std::string device_line(const DeviceInfo& d) {
+  return fmt::format("{} {}  {}  pci {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}", d.label(),
+                     d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc,
+                     d.driver, d.driver_cuda, d.runtime);
+}
+
+// The units section of the text report: every CPU, or per GPU a summary and the SMs that failed.
+std::string units_text(const RunResult& r) {
+  std::string s;
+  if (r.units.empty()) return s;
+  if (!r.units.front().is_sm()) {
+    s += fmt::format("\n{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
+    for (const UnitResult& u : r.units)
+      s += fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
+                       u.failed_tiles, u.failed_tiles ? "FAIL" : unit_result(u));
+    return s;
+  }
+  s += "\n";
+  for (size_t d = 0; d < r.devices.size(); ++d) {
+    uint64_t tiles = 0, failed = 0;
+    int used = 0;
+    std::string failing;
+    for (const UnitResult& u : r.units) {
+      if (u.device != static_cast<int>(d)) continue;
+      tiles += u.tiles;
+      failed += u.failed_tiles;
+      used += u.tiles > 0;
+      if (u.failed_tiles)
+        failing += fmt::format("  {} SM {:>3}: {} of {} tiles failed\n", r.devices[d].label(), u.sm, u.failed_tiles, u.tiles);
+    }
+    s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}\n", r.devices[d].label(), used, tiles, failed,
+                     failed ? " -- failing SMs:" : "");
+    s += failing;
+  }
+  return s;
+}
+
+}  // namespace
+
+namespace {
+
+// The JSON of one device of the report.
+nlohmann::json device_json(const DeviceInfo& d) {
+  return {{"index", d.index}, {"kind", "cuda"}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
+          {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)}, {"architecture", d.architecture()},
+          {"sm_count", d.sm_count}, {"memory_bytes", d.memory_bytes}, {"driver", d.driver},
+          {"driver_cuda", d.driver_cuda}, {"runtime", d.runtime}, {"ecc", d.ecc}};
 }
 
 }  // namespace
@@ -91,45 +142,48 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   std::string s;
   s += fmt::format("sdcscreen {} ({})  profile {}  backend {}  seed {}\n", tool_version(), tool_git(), r.profile,
                    r.backend, r.seed);
-  std::vector<int> cpus;
-  for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
-  s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(), host.cpu_model);
+  if (!r.backend_reason.empty()) s += fmt::format("backend: {}\n", r.backend_reason);
+  if (r.backend == "cuda") {
+    s += fmt::format("host {}  {}\n", host.hostname, host.cpu_model);
+    for (const DeviceInfo& d : r.devices) s += fmt::format("gpu {}\n", device_line(d));
+  } else {
+    std::vector<int> cpus;
+    for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
+    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(), host.cpu_model);
+  }
   if (!r.injections.empty())
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
                      r.injections.size());
   for (const std::string& e : r.errors) s += fmt::format("error: {}\n", e);
-  s += fmt::format("\n{:<42} {:<18} {:<6} {:<6} {:>6} {:>7} {:>8} {:>8}\n", "test", "family", "mode", "result", "iters",
+  s += fmt::format("\n{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", "device", "mode", "result", "iters",
                    "tiles", "time_s", "GFLOP/s");
   for (const TestResult& t : r.tests) {
-    s += fmt::format("{:<42} {:<18} {:<6} {:<6} {:>6} {:>7} {:>8.2f} {:>8.1f}\n", t.id, t.family, t.mode,
+    s += fmt::format("{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t.id, t.device, t.mode,
                      verdict_name(t.verdict), t.iterations_done, t.tiles, t.duration_s, t.gflops);
     if (!t.reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t.verdict), t.reason);
     for (const std::string& n : t.notes) s += fmt::format("  note: {}\n", n);
   }
-  if (!r.units.empty()) {
-    s += fmt::format("\n{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
-    for (const UnitResult& u : r.units)
-      s += fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
-                       u.failed_tiles, u.failed_tiles ? "FAIL" : unit_result(u));
-  }
+  s += units_text(r);
   bool any_fail = false;
   for (const TestResult& t : r.tests) {
     if (t.verdict != Verdict::fail) continue;
     if (!any_fail) s += "\nfailures:\n";
     any_fail = true;
-    s += fmt::format("{}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id, t.failed_tiles,
-                     t.miscompared_elements, t.time_to_fail_s);
+    s += fmt::format("{} on {}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id, t.device,
+                     t.failed_tiles, t.miscompared_elements, t.time_to_fail_s);
     for (const Miscompare& m : t.miscompares)
       s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n", m.iteration,
-                       m.tile, unit_where(r, m.unit), m.element_name, m.element, hex32(m.expected), hex32(m.actual),
+                       m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected), hex32(m.actual),
                        hex32(m.expected ^ m.actual), m.ulps);
     if (t.miscompared_elements > t.miscompares.size())
       s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
   }
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
-                     i.fired ? (i.fired_unit >= 0 ? fmt::format("fired on cpu {}", i.fired_unit) : std::string("fired"))
-                             : std::string("DID NOT FIRE (the drill proves nothing)"));
+                     !i.fired            ? std::string("DID NOT FIRE (the drill proves nothing)")
+                     : i.fired_unit < 0  ? std::string("fired")
+                     : i.device >= 0     ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
+                                         : fmt::format("fired on cpu {}", i.fired_unit));
   int counts[4] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
@@ -150,8 +204,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["host"] = {{"hostname", host.hostname}, {"os", host.os}, {"kernel", host.kernel}, {"cpu", host.cpu_model},
                {"cpus_online", host.cpus_online}};
   j["backend"] = r.backend;
+  if (!r.backend_reason.empty()) j["backend_reason"] = r.backend_reason;
   j["devices"] = json::array();
   if (r.backend == "cpu") j["devices"].push_back({{"index", 0}, {"kind", "cpu"}, {"name", host.cpu_model}});
+  for (const DeviceInfo& d : r.devices) j["devices"].push_back(device_json(d));
   j["profile"] = r.profile;
   j["seed"] = r.seed;
   j["time_budget_s"] = r.time_budget_s;
@@ -160,9 +216,12 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["timing"] = {{"start", iso_time(r.start_unix)}, {"end", iso_time(r.end_unix)}, {"duration_s", r.end_unix - r.start_unix}};
   j["units"] = json::array();
   for (const UnitResult& u : r.units)
-    j["units"].push_back({{"kind", "cpu"}, {"cpu", u.cpu.cpu}, {"core", u.cpu.core}, {"package", u.cpu.package},
-                          {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles},
-                          {"result", unit_result(u)}});
+    if (u.is_sm())
+      j["units"].push_back({{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(u.device)].index}, {"sm", u.sm},
+                            {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles}, {"result", unit_result(u)}});
+    else
+      j["units"].push_back({{"kind", "cpu"}, {"cpu", u.cpu.cpu}, {"core", u.cpu.core}, {"package", u.cpu.package},
+                            {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles}, {"result", unit_result(u)}});
   j["tests"] = json::array();
   int counts[4] = {};
   for (const TestResult& t : r.tests) {
@@ -176,7 +235,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     if (!t.reason.empty()) jt["reason"] = t.reason;
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares)
-      jt["miscompares"].push_back({{"iteration", m.iteration}, {"tile", m.tile}, {"unit", {{"kind", "cpu"}, {"cpu", m.unit}}},
+      jt["miscompares"].push_back({{"iteration", m.iteration}, {"tile", m.tile}, {"unit", t.device_index >= 0 ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", m.unit}}
+                                                              : json{{"kind", "cpu"}, {"cpu", m.unit}}},
                                    {"element", m.element}, {"element_name", m.element_name},
                                    {"expected", hex32(m.expected)}, {"actual", hex32(m.actual)},
                                    {"xor_mask", hex32(m.expected ^ m.actual)}, {"ulps", m.ulps}});
@@ -188,6 +248,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                {"mask", hex32(i.mask)}, {"iteration", i.iteration}, {"fired", i.fired}};
     if (i.input) ji["tensor"] = i.tensor;
     ji["unit"] = i.unit >= 0 ? json(i.unit) : json(nullptr);
+    ji["device"] = i.device >= 0 ? json(i.device) : json(nullptr);
+    ji["fired_unit"] = i.fired && i.fired_unit >= 0 ? json(i.fired_unit) : json(nullptr);
     j["injections"].push_back(ji);
   }
   j["errors"] = r.errors;

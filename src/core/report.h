@@ -7,7 +7,7 @@
 
 namespace sdc {
 
-constexpr int REPORT_SCHEMA_VERSION = 1;
+constexpr int REPORT_SCHEMA_VERSION = 2;  // 2: GPUs (devices, SM units, injection device)
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

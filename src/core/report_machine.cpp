@@ -47,8 +47,18 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   s += fmt::format("sdcscreen_info{{profile=\"{}\",backend=\"{}\",version=\"{}\"}} 1\n", r.profile, r.backend, tool_version());
   // A device is healthy when it computed tiles and none failed; one that computed nothing is not.
   gauge(s, "sdcscreen_device_healthy", "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
-  for (const UnitResult& u : r.units)
-    s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu, u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
+  std::vector<uint64_t> gpu_tiles(r.devices.size()), gpu_failed(r.devices.size());
+  for (const UnitResult& u : r.units) {
+    if (u.is_sm()) {
+      gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
+      gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles;
+    } else {
+      s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu, u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
+    }
+  }
+  for (size_t d = 0; d < r.devices.size(); ++d)
+    s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index, r.devices[d].uuid,
+                     gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
   std::map<std::string, uint64_t> tiles_failed;
   std::map<std::string, int> results;
   for (const TestResult& t : r.tests) {
@@ -73,14 +83,20 @@ std::string render_npd_line(const RunResult& r) {
   const std::string drill = r.injections.empty() ? "" : " [drill]";
   switch (npd_exit_code(r)) {
     case 0:
-      line = fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(), r.profile, drill);
+      line = r.devices.empty()
+                 ? fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(), r.profile, drill)
+                 : fmt::format("OK: {} tests passed on {} gpus ({}){}", r.tests.size(), r.devices.size(), r.profile, drill);
       break;
     case 1: {
       std::string where, families;
       for (const TestResult& t : r.tests) {
         if (t.verdict != Verdict::fail) continue;
-        for (int cpu : t.units_failed)
-          if (where.find(fmt::format("cpu{},", cpu)) == std::string::npos) where += fmt::format("cpu{},", cpu);
+        for (int unit : t.units_failed) {  // cpu3, or gpu0/sm17
+          const std::string u = t.device_index >= 0
+                                    ? fmt::format("gpu{}/sm{},", r.devices[static_cast<size_t>(t.device_index)].index, unit)
+                                    : fmt::format("cpu{},", unit);
+          if (where.find(u) == std::string::npos) where += u;
+        }
         if (families.find(t.family + ",") == std::string::npos) families += t.family + ",";
       }
       if (!where.empty()) where.pop_back();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../backends/cpu/cpu_topology.h"
+#include "device_info.h"
 #include "inject.h"
 
 namespace sdc {
@@ -19,7 +20,7 @@ enum ExitCode : int { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_INCONCLUSIVE = 2, EXIT_
 struct Miscompare {
   int iteration = 0;
   uint64_t tile = 0;
-  int unit = -1;  // logical CPU
+  int unit = -1;  // logical CPU, or SM of the GPU the test ran on
   uint64_t element = 0;
   std::string element_name;
   uint32_t expected = 0, actual = 0;
@@ -28,7 +29,8 @@ struct Miscompare {
 
 struct TestResult {
   std::string id, family, mode, distribution;
-  std::string device = "cpu";
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  int device_index = -1;        // into RunResult::devices, -1 for the CPU backend
   Verdict verdict = Verdict::skip;
   std::string reason;  // why error or skip
   int iterations_planned = 0;
@@ -39,19 +41,25 @@ struct TestResult {
   double time_to_fail_s = -1;  // since the run started; -1: did not fail
   uint64_t failed_tiles = 0;   // summed over iterations
   uint64_t miscompared_elements = 0;
-  std::vector<int> units_failed;
+  std::vector<int> units_failed;  // logical CPUs, or SMs of the test's GPU
   std::vector<Miscompare> miscompares;  // the first ones, with full localization
   std::vector<std::string> notes;
 };
 
+// A unit that computes tiles: a logical CPU, or one SM of one GPU.
 struct UnitResult {
-  cpu::LogicalCpu cpu;
+  cpu::LogicalCpu cpu;  // kind cpu
+  int device = -1;      // kind sm: index into RunResult::devices
+  int sm = -1;
   uint64_t tiles = 0;
   uint64_t failed_tiles = 0;
+  bool is_sm() const { return device >= 0; }
 };
 
 struct RunResult {
   std::string backend = "cpu";
+  std::string backend_reason;  // why --backend auto chose what it chose
+  std::vector<DeviceInfo> devices;
   std::string profile;
   uint64_t seed = 0;
   double time_budget_s = 0;

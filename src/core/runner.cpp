@@ -212,20 +212,29 @@ std::vector<cpu::LogicalCpu> describe(const std::vector<int>& cpus) {
   return out;
 }
 
-// Recomputes a failing tile and lists the elements that differ. The recomputation is checked against
-// the golden digest: if it does not match, the analysis itself is not trustworthy and the report says so.
-void analyse_tile(const CaseState& s, const GoldenCase& golden, uint64_t tile, int iteration, int unit,
-                  Workspace& ws, std::vector<float>& expected, TestResult& r) {
-  const uint32_t te = s.problem->tile_elements();
-  expected.resize(te);
-  std::vector<const float*> in;
-  for (const auto& v : s.inputs) in.push_back(v.data());
-  s.problem->compute_tile(in.data(), tile, expected.data(), ws);
-  if (tile_digest(tile, expected.data(), te) != golden.tile_digests[tile])
-    r.notes.push_back(fmt::format("tile {}: the analysing CPU's recomputation does not match the golden digest either; "
-                                  "element lists for this tile are unreliable",
-                                  tile));
-  const float* actual = s.out.data() + tile * te;
+}  // namespace
+
+uint64_t ulp_distance(uint32_t a, uint32_t b) {
+  // Map the sign-magnitude encoding onto a line where adjacent floats are adjacent integers.
+  auto ord = [](uint32_t u) -> int64_t { return (u & 0x80000000u) ? -static_cast<int64_t>(u & 0x7fffffffu) : u; };
+  const int64_t d = ord(a) - ord(b);
+  return static_cast<uint64_t>(d < 0 ? -d : d);
+}
+
+void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>& inputs, uint64_t golden_digest,
+                  uint64_t tile, const float* actual, int iteration, int unit, Workspace& ws,
+                  std::vector<float>& expected, TestResult& r) {
+  const uint32_t te = problem.tile_elements();
+  if (expected.size() != te) {  // not cached yet: recompute on this CPU
+    expected.resize(te);
+    std::vector<const float*> in;
+    for (const auto& v : inputs) in.push_back(v.data());
+    problem.compute_tile(in.data(), tile, expected.data(), ws);
+    if (tile_digest(tile, expected.data(), te) != golden_digest)
+      r.notes.push_back(fmt::format("tile {}: the analysing CPU's recomputation does not match the golden digest "
+                                    "either; element lists for this tile are unreliable",
+                                    tile));
+  }
   size_t listed = 0;
   for (uint32_t e = 0; e < te; ++e) {
     uint32_t a, x;
@@ -239,22 +248,13 @@ void analyse_tile(const CaseState& s, const GoldenCase& golden, uint64_t tile, i
     m.iteration = iteration;
     m.tile = tile;
     m.unit = unit;
-    m.element = s.problem->logical_element(tile, e);
-    m.element_name = s.problem->element_name(m.element);
+    m.element = problem.logical_element(tile, e);
+    m.element_name = problem.element_name(m.element);
     m.expected = x;
     m.actual = a;
     m.ulps = ulp_distance(x, a);
     r.miscompares.push_back(m);
   }
-}
-
-}  // namespace
-
-uint64_t ulp_distance(uint32_t a, uint32_t b) {
-  // Map the sign-magnitude encoding onto a line where adjacent floats are adjacent integers.
-  auto ord = [](uint32_t u) -> int64_t { return (u & 0x80000000u) ? -static_cast<int64_t>(u & 0x7fffffffu) : u; };
-  const int64_t d = ord(a) - ord(b);
-  return static_cast<uint64_t>(d < 0 ? -d : d);
 }
 
 std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
@@ -372,8 +372,8 @@ void run_case(Screen& sc, const Case& c, int iterations, size_t index, size_t co
           if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
             r.units_failed.push_back(cpu_id);
           if (r.time_to_fail_s < 0) r.time_to_fail_s = std::chrono::duration<double>(Clock::now() - sc.start).count();
-          std::vector<float>& expected = expected_cache[t];
-          analyse_tile(*s, golden, t, it, cpu_id, sc.analysis_ws, expected, r);
+          analyse_tile(*s->problem, s->inputs, golden.tile_digests[t], t, s->out.data() + t * s->problem->tile_elements(),
+                       it, cpu_id, sc.analysis_ws, expected_cache[t], r);
         }
       }
       std::sort(r.units_failed.begin(), r.units_failed.end());
@@ -425,7 +425,11 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   sc.deadline = sc.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
   const size_t workers = sc.pool->size();
   sc.ws = std::make_unique<std::vector<Workspace>>(workers);
-  for (size_t w = 0; w < workers; ++w) result.units.push_back({sc.pool->cpu(w), 0, 0});
+  for (size_t w = 0; w < workers; ++w) {
+    UnitResult u;
+    u.cpu = sc.pool->cpu(w);
+    result.units.push_back(u);
+  }
   result.injections = opt.injections;
   result.tests.resize(sel.cases.size());
   for (size_t ci = 0; ci < sel.cases.size(); ++ci) {

@@ -43,6 +43,13 @@ def run_json(*args, timeout=600):
         return p.returncode, report, p.stderr
 
 
+# Every kernel family the binary registers (src/core/registry.cpp), in registry order. A family that
+# disappears, or one added without being named here, fails test_cli; test_boot and test_injection cover
+# each of them.
+FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32",
+            "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint"]
+
+
 def battery():
     with open(os.path.join(PATTERNS, "battery.json")) as f:
         return json.load(f)

@@ -13,7 +13,7 @@ import common  # noqa: E402
 
 F = common.Failures("test_boot")
 LIMIT_S = 60.0
-FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"]
+FAMILIES = common.FAMILIES
 
 with tempfile.TemporaryDirectory() as d:
     out = os.path.join(d, "report.json")

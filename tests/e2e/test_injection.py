@@ -25,7 +25,7 @@ import common  # noqa: E402
 M64 = (1 << 64) - 1
 RNG_SEED = 20261121
 N_INJECTIONS = 240
-FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"]
+FAMILIES = common.FAMILIES
 
 
 # ---- the generator (src/core/generator.h), uniform distribution -------------------------------------------------
@@ -81,6 +81,11 @@ class Geometry:
             self.outputs = self.m * self.n
             self.tiles = (self.m // 64) * (self.n // 64)
             self.tensors = {"a": (0, self.m * self.k), "b": (1, self.k * self.n)}
+        elif is_exactint(f):  # A is M x K, B is N x K (both K-contiguous), C as gemm_f32's
+            self.m, self.n, self.k = s["m"], s["n"], s["k"]
+            self.outputs = self.m * self.n
+            self.tiles = (self.m // 64) * (self.n // 64)
+            self.tensors = {"a": (0, self.m * self.k), "b": (1, self.n * self.k)}
         elif f == "attention_f32":
             self.h, self.s, self.d, self.causal = s["heads"], s["seq"], s["dim"], s["causal"] != 0
             self.outputs = self.h * self.s * self.d
@@ -110,7 +115,7 @@ class Geometry:
     def tile_of(self, e):
         """The tile holding logical output element e."""
         f = self.family
-        if f == "gemm_f32":
+        if f == "gemm_f32" or is_exactint(f):
             i, j = divmod(e, self.n)
             return (i // 64) * (self.n // 64) + j // 64
         if f == "attention_f32":
@@ -133,6 +138,12 @@ class Geometry:
                 i = el // self.k
                 return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
             j = el % self.n
+            return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
+        if is_exactint(f):  # a[i][k] feeds row i of C, b[j][k] column j
+            if tensor == "a":
+                i = el // self.k
+                return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
+            j = el // self.k
             return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
         if f == "attention_f32":
             hi = el // self.d
@@ -173,6 +184,12 @@ def visible_input_flip(g, tensor, el, mask):
     """Whether flipping mask in input element el of a uniform-distribution case provably changes an output.
     Sign flips need a value far from zero (so that the flip is not absorbed by rounding); bit 30 turns any
     uniform value (|x| < 1, exponent field <= 126) into one of 2 or more (x * 2^128, or 2 for a zero)."""
+    if is_exactint(g.family):
+        # No input of these patterns is zero and every sum is exact (kernels/exactint/exactint.h): a sign
+        # flip moves its outputs by 2|a*b| >= 2 lsb of the tile; bit 30 scales the element by 2^+-128, out
+        # of the pattern's bound, and the reference's double rule then gives inf, NaN or a sum that lacks
+        # a*b. Every flip drawn here shows in every output that reads the element.
+        return True
     tid, _ = g.tensors[tensor]
     x = uniform_value(g.seed, tid, el)
     if mask & 0x40000000:
@@ -188,6 +205,10 @@ def visible_input_flip(g, tensor, el, mask):
         if tensor == "w" and any(uniform_value(g.seed, 0, r * g.cols + el) == 0.0 for r in range(g.rows)):
             return False
     return True
+
+
+def is_exactint(family):
+    return family.endswith("_exactint")
 
 
 def ulp_distance(a, b):
@@ -364,6 +385,10 @@ def main():
                     xv = uniform_value(g.seed, 0, el)
                     ev, av = (struct.unpack("<f", struct.pack("<I", int(mis[0][k], 16)))[0] for k in ("expected", "actual"))
                     fails.check(abs((av - ev) + 2 * xv) <= 1e-3, f"{where}: y moved by {av - ev}, expected {-2 * xv}")
+            if is_exactint(g.family):  # every output that reads the element changes (see visible_input_flip)
+                want = g.n if tensor == "a" else g.m
+                fails.check(t.get("miscompared_elements") == want,
+                            f"{where}: {t.get('miscompared_elements')} elements differ, expected all {want} that read it")
             if g.family == "cross_entropy_f32":
                 fails.check(any(m["element"] == el // g.vocab for m in mis),
                             f"{where}: loss[{el // g.vocab}] itself not among the miscompares")

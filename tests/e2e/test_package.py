@@ -445,8 +445,11 @@ with tempfile.TemporaryDirectory(prefix="sdc-package-") as tmp:
         for k in ("Maintainer", "Description"):
             F.check(fields[k], f"deb: empty {k}")
         F.check(fields["Depends"], "deb: empty Depends")
-        for lib in ("libc6", "libfmt", "libxxhash"):
+        # fmt is header-only and xxhash inlined: the C and C++ runtimes are all the binary needs.
+        for lib in ("libc6", "libstdc++6"):
             F.check(lib in fields["Depends"], f"deb: Depends {fields['Depends']!r} lacks {lib}")
+        for lib in ("libfmt", "libxxhash", "libcuda", "libcudart"):
+            F.check(lib not in fields["Depends"], f"deb: Depends {fields['Depends']!r} names {lib}, which the binary must not need")
         control = os.path.join(tmp, "control")
         p = sh(["dpkg-deb", "-e", deb, control])
         F.check(p.returncode == 0, f"dpkg-deb -e: {tail(p)}")

@@ -143,7 +143,7 @@ if base:
     F.check(not errors_of(copy.deepcopy(base)), "mutations: the unmutated base must validate")
     # wrong types
     mutant("seed is a string", setp(["seed"], str(base["seed"])))
-    mutant("schema_version is 2", setp(["schema_version"], 2))
+    mutant("schema_version is 1 (the CPU-only format)", setp(["schema_version"], 1))
     mutant("tests[0].iterations is a string", setp(["tests", 0, "iterations"], "2"))
     mutant("tests[0].duration_s is null", setp(["tests", 0, "duration_s"], None))
     mutant("fault_injection is 1", setp(["fault_injection"], 1))
@@ -180,6 +180,34 @@ if base:
         mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
+    # The GPU shape of a report (schema_version 2), built from the injected CPU report: it validates, and
+    # each of its GPU parts is checked (this machine may have no GPU to produce one).
+    gpu = copy.deepcopy(base)
+    gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
+    gpu["devices"] = [{"index": 0, "kind": "cuda", "name": "NVIDIA H100 80GB HBM3",
+                       "uuid": "GPU-0a1b2c3d-0000-1111-2222-333344445555", "pci_bus_id": "00000000:1b:00.0",
+                       "compute_capability": "9.0", "architecture": "sm_90", "sm_count": 132,
+                       "memory_bytes": 85520809984, "driver": "580.159.04", "driver_cuda": "13.0", "runtime": "13.0",
+                       "ecc": "on"}]
+    gpu["units"] = [{"kind": "sm", "device": 0, "sm": 17, "tiles": 40, "failed_tiles": 1, "result": "fail"},
+                    {"kind": "sm", "device": 0, "sm": 18, "tiles": 0, "failed_tiles": 0, "result": "idle"}]
+    for t in gpu["tests"]:
+        t["device"] = "cuda:0"
+        t["units_failed"] = [17] if t["result"] == "fail" else []
+        for m in t["miscompares"]:
+            m["unit"] = {"kind": "sm", "device": 0, "sm": 17}
+    for i in gpu["injections"]:
+        i["device"], i["fired_unit"] = 0, 17
+    F.check(not errors_of(copy.deepcopy(gpu)), f"the GPU-shaped report does not validate: {errors_of(copy.deepcopy(gpu))[:1]}")
+    mutant("gpu device without uuid", delp(["devices", 0, "uuid"]), on=gpu)
+    mutant("gpu uuid not GPU-...", setp(["devices", 0, "uuid"], "0a1b2c3d"), on=gpu)
+    mutant("gpu ecc 'maybe'", setp(["devices", 0, "ecc"], "maybe"), on=gpu)
+    mutant("sm unit with a cpu key", setp(["units", 0, "cpu"], 3), on=gpu)
+    mutant("sm unit without sm", delp(["units", 0, "sm"]), on=gpu)
+    mutant("idle sm with tiles", setp(["units", 1, "tiles"], 5), on=gpu)
+    mutant("miscompare unit sm without device", delp(["tests", 0, "miscompares", 0, "unit", "device"]), on=gpu)
+    mutant("test device 'gpu0'", setp(["tests", 0, "device"], "gpu0"), on=gpu)
+    mutant("injection without device", delp(["injections", 0, "device"]), on=gpu)
 
 # --- 6. -o replaces an existing file atomically and leaves no temporary file -----------------------
 with tempfile.TemporaryDirectory() as d:
@@ -194,7 +222,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 1, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 2, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

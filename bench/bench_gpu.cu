@@ -1,0 +1,458 @@
+// Benchmark of the CUDA backend, in one process on one GPU (DESIGN.md, "Performance targets"):
+//  1. the exact fp32 GEMM (gemm_f32) against cuBLAS SGEMM without TF32 on the same shapes and inputs:
+//     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
+//  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
+//     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
+//  3. every case of the battery: the device's tile digests checked against the golden digests first,
+//     then compute() timed and reported as TFLOP/s (Problem::tile_flops * tiles / time).
+//
+// Usage: bench_gpu [--patterns DIR] [--reps N] [--shapes MxNxK[,MxNxK...]] [--device I] [--json FILE]
+// Defaults: the source tree's patterns, 10 repetitions, shapes 8192x8192x8192 and 4096x12288x8192.
+// Exit status: 0 all figures taken; 1 a device result disagreed (golden digests, repeat digests, or
+// cuBLAS beyond rounding; outranks 2); 2 no usable device or a CUDA error; 64 bad command line; 78 bad
+// pattern data.
+// Targets are reported (text and JSON), never turned into an exit status: timings belong to the
+// validation record, not to a pass/fail test.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_f32/gemm_f32.h"
+#include "src/backends/cuda/cuda_check.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_passes.h"
+#include "src/backends/cuda/device_problem.h"
+#include "src/core/atomic_file.h"
+#include "src/core/family.h"
+#include "src/core/patterns.h"
+
+#ifndef SDCSCREEN_SOURCE_PATTERNS
+#define SDCSCREEN_SOURCE_PATTERNS "patterns"
+#endif
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+constexpr double kGemmTarget = 0.85;    // exact GEMM / cuBLAS SGEMM
+constexpr double kDigestTarget = 0.03;  // digest + copy + compare / GEMM kernel
+constexpr int kWarmup = 2;
+
+#define BENCH_CUBLAS(expr)                                                              \
+  do {                                                                                  \
+    const cublasStatus_t st_ = (expr);                                                  \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      throw std::runtime_error(std::string(#expr) + ": " + cublasGetStatusString(st_)); \
+  } while (0)
+
+using sdc::cuda::DeviceBuffer;
+
+// A pair of timing events around work enqueued on one stream.
+struct Events {
+  sdc::cuda::Event a{0}, b{0};  // flags 0: timing enabled
+  float ms() const {
+    SDC_CUDA_CHECK(cudaEventSynchronize(b.get()));
+    float t = 0;
+    SDC_CUDA_CHECK(cudaEventElapsedTime(&t, a.get(), b.get()));
+    return t;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.empty() ? 0.0 : v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// One case prepared on the device: its inputs generated there, output, SM map and digest buffers.
+struct DeviceCase {
+  std::unique_ptr<sdc::Problem> p;
+  std::unique_ptr<sdc::cuda::DeviceProblem> d;
+  std::vector<DeviceBuffer> in;
+  std::vector<const void*> ptrs;
+  DeviceBuffer out, tile_sm, scratch, digests;
+  uint64_t tiles = 0;
+  uint32_t te = 0;
+
+  DeviceCase(const sdc::Family& f, const sdc::Case& c, cudaStream_t s) : p(f.prepare(c)), d(f.prepare_cuda(c)) {
+    tiles = p->tile_count();
+    te = p->tile_elements();
+    for (size_t t = 0; t < p->inputs().size(); ++t) {
+      in.emplace_back(d->input_bytes(t));
+      d->generate(t, in.back().get(), s);
+      ptrs.push_back(in.back().get());
+    }
+    out = DeviceBuffer(tiles * te * sizeof(float));
+    tile_sm = DeviceBuffer(tiles * sizeof(uint32_t));
+    scratch = DeviceBuffer(d->scratch_bytes());
+    digests = DeviceBuffer(tiles * sizeof(uint64_t));
+  }
+  void compute(cudaStream_t s) { d->compute(ptrs.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s); }
+  void digest(cudaStream_t s) {
+    sdc::cuda::digest_tiles(out.as<float>(), tiles, te, tile_sm.as<uint32_t>(), sdc::cuda::DeviceFault{},
+                            digests.as<uint64_t>(), s);
+  }
+  std::vector<uint64_t> host_digests(cudaStream_t s) {
+    std::vector<uint64_t> h(tiles);
+    SDC_CUDA_CHECK(cudaMemcpyAsync(h.data(), digests.get(), tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+    return h;
+  }
+  double flops() const { return p->tile_flops() * static_cast<double>(tiles); }
+};
+
+// Median milliseconds of `reps` runs of f after kWarmup untimed ones, by CUDA events on stream s.
+template <class F>
+double time_ms(cudaStream_t s, int reps, F&& f) {
+  Events ev;
+  for (int r = 0; r < kWarmup; ++r) f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    SDC_CUDA_CHECK(cudaEventRecord(ev.a.get(), s));
+    f();
+    SDC_CUDA_CHECK(cudaEventRecord(ev.b.get(), s));
+    t.push_back(ev.ms());
+  }
+  return median(t);
+}
+
+struct Shape {
+  int64_t m, n, k;
+  std::string name() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+};
+
+bool parse_shapes(const std::string& text, std::vector<Shape>& shapes) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    Shape s{};
+    char tail = 0;
+    if (std::sscanf(text.substr(pos, comma - pos).c_str(), "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%c", &s.m, &s.n, &s.k,
+                    &tail) != 3)
+      return false;
+    shapes.push_back(s);
+    pos = comma + 1;
+  }
+  return !shapes.empty();
+}
+
+sdc::Case gemm_case(const Shape& s) {
+  sdc::Case c;
+  c.id = "bench.gemm_f32." + s.name();
+  c.family = "gemm_f32";
+  c.mode = sdc::Mode::exact;
+  c.distribution = sdc::Distribution::uniform;
+  c.data_seed = 20240601;
+  c.shape.dims = {{"m", s.m}, {"n", s.n}, {"k", s.k}};
+  return c;
+}
+
+// Exact GEMM against cuBLAS SGEMM (FP32 arithmetic, no TF32) and the verification overhead, on one shape.
+// Returns false when the two products disagree beyond rounding or two runs give different digests.
+bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Json& gemm_rows, Json& digest_rows) {
+  const sdc::Family& fam = *sdc::find_family("gemm_f32");
+  DeviceCase dc(fam, gemm_case(sh), s);
+  const int m = static_cast<int>(sh.m), n = static_cast<int>(sh.n), k = static_cast<int>(sh.k);
+  DeviceBuffer c_blas(static_cast<uint64_t>(sh.m * sh.n) * sizeof(float));
+  const float one = 1.0f, zero = 0.0f;
+  const auto* a = static_cast<const float*>(dc.ptrs[0]);
+  const auto* b = static_cast<const float*>(dc.ptrs[1]);
+  // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T, i.e. (n x k)(k x m).
+  auto blas = [&] {
+    BENCH_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c_blas.as<float>(), n));
+  };
+  auto ours = [&] { dc.compute(s); };
+
+  for (int r = 0; r < kWarmup; ++r) ours(), blas();
+  BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+  for (int r = 0; r < kWarmup; ++r) blas();
+  dc.digest(s);
+  const std::vector<uint64_t> first = dc.host_digests(s);
+  // Interleaved, so clock and power drift hit both alike.
+  Events e1, e2;
+  std::vector<double> t_ours, t_default, t_pedantic;
+  for (int r = 0; r < reps; ++r) {
+    SDC_CUDA_CHECK(cudaEventRecord(e1.a.get(), s));
+    ours();
+    SDC_CUDA_CHECK(cudaEventRecord(e1.b.get(), s));
+    BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    SDC_CUDA_CHECK(cudaEventRecord(e2.a.get(), s));
+    blas();
+    SDC_CUDA_CHECK(cudaEventRecord(e2.b.get(), s));
+    t_ours.push_back(e1.ms());
+    t_default.push_back(e2.ms());
+    BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+    SDC_CUDA_CHECK(cudaEventRecord(e2.a.get(), s));
+    blas();
+    SDC_CUDA_CHECK(cudaEventRecord(e2.b.get(), s));
+    t_pedantic.push_back(e2.ms());
+  }
+  BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+
+  // Sanity: cuBLAS sums in another order, so only closeness is expected (|C| ~ sqrt(K) here).
+  std::vector<float> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
+  SDC_CUDA_CHECK(cudaMemcpy(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  SDC_CUDA_CHECK(cudaMemcpy(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  double max_diff = 0.0;
+  const int64_t tn = sh.n / sdc::gemm_f32::TILE;
+  for (int64_t i = 0; i < sh.m; ++i)
+    for (int64_t j = 0; j < sh.n; ++j) {
+      const int64_t t = (i / 64) * tn + j / 64;
+      const float v = ours_h[static_cast<size_t>(t * 4096 + (i % 64) * 64 + j % 64)];
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(v) - blas_h[static_cast<size_t>(i * sh.n + j)]));
+    }
+  const bool close = max_diff <= 1e-5 * static_cast<double>(sh.k);
+
+  // Verification overhead: digest pass + copy of the digests + host compare, against this output.
+  Events ed;
+  std::vector<double> t_digest, t_total;
+  uint64_t repeat_mismatch = 0;
+  uint64_t* pinned = nullptr;
+  SDC_CUDA_CHECK(cudaMallocHost(&pinned, dc.tiles * sizeof(uint64_t)));
+  std::unique_ptr<uint64_t, decltype(&cudaFreeHost)> pinned_owner(pinned, &cudaFreeHost);
+  for (int r = 0; r < kWarmup + reps; ++r) {
+    const auto t0 = Clock::now();
+    SDC_CUDA_CHECK(cudaEventRecord(ed.a.get(), s));
+    dc.digest(s);
+    SDC_CUDA_CHECK(cudaEventRecord(ed.b.get(), s));
+    SDC_CUDA_CHECK(cudaMemcpyAsync(pinned, dc.digests.get(), dc.tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+    uint64_t bad = 0;
+    for (uint64_t t = 0; t < dc.tiles; ++t) bad += pinned[t] != first[t];
+    const double total = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    repeat_mismatch += bad;
+    if (r >= kWarmup) t_digest.push_back(ed.ms()), t_total.push_back(total);
+  }
+
+  const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
+  const double mo = median(t_ours), md = median(t_default), mp = median(t_pedantic);
+  const double ratio = md / mo, share = median(t_total) / mo;
+  std::printf("%-18s %9.3f %8.2f %9.3f %8.2f %9.3f %8.2f %7.3f%s  %.2g%s\n", sh.name().c_str(), mo, flops / mo * 1e-9,
+              md, flops / md * 1e-9, mp, flops / mp * 1e-9, ratio, ratio >= kGemmTarget ? "" : " (below target)",
+              max_diff, close ? "" : "  MISMATCH");
+  gemm_rows.push_back({{"shape", sh.name()},
+                       {"m", sh.m},
+                       {"n", sh.n},
+                       {"k", sh.k},
+                       {"exact_ms", mo},
+                       {"exact_tflops", flops / mo * 1e-9},
+                       {"cublas_ms", md},
+                       {"cublas_tflops", flops / md * 1e-9},
+                       {"cublas_pedantic_ms", mp},
+                       {"cublas_pedantic_tflops", flops / mp * 1e-9},
+                       {"ratio", ratio},
+                       {"target", kGemmTarget},
+                       {"meets_target", ratio >= kGemmTarget},
+                       {"max_abs_diff_vs_cublas", max_diff},
+                       {"agrees_with_cublas", close}});
+  digest_rows.push_back({{"shape", sh.name()},
+                         {"tiles", dc.tiles},
+                         {"digest_kernel_ms", median(t_digest)},
+                         {"digest_copy_compare_ms", median(t_total)},
+                         {"gemm_ms", mo},
+                         {"share", share},
+                         {"target", kDigestTarget},
+                         {"meets_target", share <= kDigestTarget},
+                         {"repeat_digest_mismatches", repeat_mismatch}});
+  return close && repeat_mismatch == 0;
+}
+
+void usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--patterns DIR] [--reps N>=3] [--shapes MxNxK[,MxNxK...]] [--device I] [--json FILE]\n",
+               argv0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string patterns = SDCSCREEN_SOURCE_PATTERNS, json_path;
+  int reps = 10, device = 0;
+  std::vector<Shape> shapes;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    const bool has_value = a + 1 < argc;
+    if (arg == "--patterns" && has_value) {
+      patterns = argv[++a];
+    } else if (arg == "--reps" && has_value) {
+      reps = std::atoi(argv[++a]);
+      if (reps < 3) return usage(argv[0]), 64;
+    } else if (arg == "--shapes" && has_value) {
+      if (!parse_shapes(argv[++a], shapes)) return usage(argv[0]), 64;
+    } else if (arg == "--device" && has_value) {
+      device = std::atoi(argv[++a]);
+    } else if (arg == "--json" && has_value) {
+      json_path = argv[++a];
+    } else {
+      return usage(argv[0]), 64;
+    }
+  }
+  if (shapes.empty()) shapes = {{8192, 8192, 8192}, {4096, 12288, 8192}};
+  for (const Shape& s : shapes)
+    if (const std::string err = sdc::find_family("gemm_f32")->validate(gemm_case(s)); !err.empty()) {
+      std::fprintf(stderr, "bench_gpu: shape %s: %s\n", s.name().c_str(), err.c_str());
+      return 64;
+    }
+
+  int count = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    std::printf("bench_gpu: no usable CUDA device: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+    return 2;
+  }
+  if (device < 0 || device >= count) {
+    std::printf("bench_gpu: no usable CUDA device: index %d, %d present\n", device, count);
+    return 2;
+  }
+
+  sdc::PatternSet ps;
+  try {
+    if (!json_path.empty()) sdc::check_writable(json_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+    return 64;
+  }
+  try {
+    ps = sdc::load_patterns(patterns);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+    return 78;
+  }
+
+  // A miscompare outranks an error, as in the screen's own exit codes: 1, else 2, else 0.
+  bool disagreed = false, failed = false;
+  Json doc, rows = Json::array();
+  uint64_t mismatches = 0;
+  try {
+    SDC_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    SDC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    int runtime = 0, driver = 0, blas_version = 0;
+    SDC_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    SDC_CUDA_CHECK(cudaDriverGetVersion(&driver));
+    const sdc::cuda::Stream stream;
+    const cudaStream_t s = stream.get();
+    cublasHandle_t h{};
+    BENCH_CUBLAS(cublasCreate(&h));
+    std::unique_ptr<cublasContext, decltype(&cublasDestroy)> h_owner(h, &cublasDestroy);
+    BENCH_CUBLAS(cublasSetStream(h, s));
+    BENCH_CUBLAS(cublasGetVersion(h, &blas_version));
+
+    std::printf("bench_gpu: device %d %s, sm_%d%d, %d SMs, %.1f GiB; runtime %d, driver %d, cuBLAS %d\n", device,
+                prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                static_cast<double>(prop.totalGlobalMem) / (1ull << 30), runtime, driver, blas_version);
+    std::printf("median of %d timed runs after %d warm-up runs\n\n", reps, kWarmup);
+    doc["device"] = {{"index", device},
+                     {"name", prop.name},
+                     {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                     {"sms", prop.multiProcessorCount},
+                     {"memory_bytes", prop.totalGlobalMem},
+                     {"cuda_runtime", runtime},
+                     {"cuda_driver", driver},
+                     {"cublas", blas_version}};
+    doc["reps"] = reps;
+    doc["warmup"] = kWarmup;
+
+    std::printf(
+        "exact fp32 GEMM vs cuBLAS SGEMM (fp32, no TF32; ratio = cuBLAS default time / exact time, target >= %.2f)\n",
+        kGemmTarget);
+    std::printf("%-18s %9s %8s %9s %8s %9s %8s %7s  %s\n", "shape", "exact ms", "TFLOP/s", "cublas ms", "TFLOP/s",
+                "pedant ms", "TFLOP/s", "ratio", "max|diff|");
+    Json gemm_rows = Json::array(), digest_rows = Json::array();
+    for (const Shape& sh : shapes)
+      if (!bench_gemm(sh, reps, s, h, gemm_rows, digest_rows)) disagreed = true;
+
+    std::printf("\nverification overhead: digest pass + digest copy + host compare (target <= %.0f%% of the GEMM)\n",
+                kDigestTarget * 100);
+    std::printf("%-18s %8s %10s %14s %9s %7s\n", "shape", "tiles", "digest ms", "dig+copy+cmp ms", "gemm ms", "share");
+    for (const Json& r : digest_rows)
+      std::printf("%-18s %8llu %10.4f %14.4f %9.3f %6.2f%%%s\n", r["shape"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(r["tiles"].get<uint64_t>()), r["digest_kernel_ms"].get<double>(),
+                  r["digest_copy_compare_ms"].get<double>(), r["gemm_ms"].get<double>(), r["share"].get<double>() * 100,
+                  r["meets_target"].get<bool>() ? "" : " (above target)");
+    doc["gemm_vs_cublas"] = gemm_rows;
+    doc["digest_overhead"] = digest_rows;
+
+    // Every battery case: golden digests first (a kernel that computes something else has no speed
+    // worth reporting), then the timing of compute() alone.
+    std::printf("\nbattery cases: device digests vs golden digests, then compute() timing\n");
+    std::printf("%-44s %8s %10s %10s %9s\n", "case", "tiles", "mismatch", "ms", "TFLOP/s");
+    for (const sdc::Case& c : ps.battery.cases) {
+      const sdc::Family* fam = sdc::find_family(c.family);
+      Json row = {{"case", c.id}, {"family", c.family}};
+      if (!fam || !fam->prepare_cuda) {
+        std::printf("%-44s skipped: no CUDA kernel\n", c.id.c_str());
+        row["skipped"] = "no CUDA kernel";
+        rows.push_back(row);
+        continue;
+      }
+      try {
+        DeviceCase dc(*fam, c, s);
+        dc.compute(s);
+        dc.digest(s);
+        const std::vector<uint64_t> got = dc.host_digests(s);
+        // A case without a golden digest (a recorded or consensus mode) is timed but reported unvalidated.
+        const auto golden = ps.golden.find(c.id);
+        uint64_t bad = 0;
+        if (golden != ps.golden.end()) {
+          const std::vector<uint64_t>& want = golden->second.tile_digests;
+          for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
+        }
+        mismatches += bad;
+        row["tiles"] = dc.tiles;
+        row["validated"] = golden != ps.golden.end();
+        row["mismatched_tiles"] = bad;
+        if (bad) {
+          disagreed = true;
+          std::printf("%-44s %8llu %10llu   MISMATCH: not timed\n", c.id.c_str(),
+                      static_cast<unsigned long long>(dc.tiles), static_cast<unsigned long long>(bad));
+        } else {
+          const double ms = time_ms(s, reps, [&] { dc.compute(s); });
+          const double tflops = dc.flops() / ms * 1e-9;
+          row["ms"] = ms;
+          row["tflops"] = tflops;
+          std::printf("%-44s %8llu %10s %10.4f %9.3f\n", c.id.c_str(), static_cast<unsigned long long>(dc.tiles),
+                      golden != ps.golden.end() ? "0" : "no golden", ms, tflops);
+        }
+      } catch (const sdc::cuda::CudaError& e) {
+        if (e.sticky()) throw;  // the context is gone: nothing more can run on this device
+        failed = true;
+        row["error"] = e.what();
+        std::printf("%-44s ERROR: %s\n", c.id.c_str(), e.what());
+      }
+      rows.push_back(row);
+      std::fflush(stdout);
+    }
+    std::printf("\ngolden mismatches: %llu tiles\n", static_cast<unsigned long long>(mismatches));
+  } catch (const sdc::cuda::CudaError& e) {
+    std::fprintf(stderr, "bench_gpu: CUDA error: %s\n", e.what());
+    failed = true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+    failed = true;
+  }
+
+  const int status = disagreed ? 1 : failed ? 2 : 0;
+  doc["cases"] = rows;
+  doc["golden_mismatched_tiles"] = mismatches;
+  doc["exit_code"] = status;
+  if (!json_path.empty()) {
+    try {
+      sdc::write_file_atomic(json_path, doc.dump(2) + "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+      return 2;
+    }
+  }
+  return status;
+}

@@ -1,0 +1,103 @@
+// cross_entropy_f32 on CUDA: per token m = fold_max(x), s = pairwise_sum(sdc_expf(x - m)),
+// loss = (m + sdc_logf(s)) - x[target], and per tile the pairwise sum of its 16 losses, bit-identical to
+// compute_tile_scalar. Shapes: tokens x vocab row-major, vocab <= 2^18 (battery: 256x32000, 128x50257,
+// 64x4096, 64x1000, 512x128256).
+// Work split: one block of 1024 threads per tile (16 tokens), so the block's SM computed the whole tile;
+// the 32 warps form 16 groups of 2, one token per group. Each token takes two passes over its group's
+// segments (chunked_reduce.h): the leftmost maximum, then the exp sum by the fixed tree, both evaluated
+// in parallel in ways proved (and tested on the host) to give the specification's bits. The tile's partial
+// (output 16) is the specification's pairwise_sum over the 16 losses, on one thread.
+#include <memory>
+#include <stdexcept>
+
+#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/core/chunked_reduce.h"
+#include "../../src/core/family.h"
+#include "../../src/core/fpmath.h"
+#include "cross_entropy_f32.h"
+
+namespace sdc::cross_entropy_f32 {
+namespace {
+
+constexpr uint32_t THREADS = 1024;
+constexpr uint32_t WARPS = THREADS / chunked::WARP;
+constexpr uint32_t GROUPS = TILE_ROWS;  // one token per group
+constexpr uint32_t GROUP_WARPS = WARPS / GROUPS;
+static_assert(WARPS % GROUPS == 0, "groups must split the block evenly");
+constexpr uint32_t TILE_OUT = TILE_ROWS + 1;  // 16 losses, then the tile's partial
+constexpr int UNROLL = 2;                      // segments in flight per warp: sdc_expf needs registers too
+
+__global__ void __launch_bounds__(THREADS) cross_entropy_kernel(const float* logits, uint32_t vocab, uint64_t seed,
+                                                                float* out, uint32_t* tile_sm) {
+  __shared__ float red[GROUPS][GROUP_WARPS];
+  __shared__ float loss[TILE_ROWS];
+  const uint64_t tile = blockIdx.x;
+  const uint32_t warp = threadIdx.x / chunked::WARP, lane = threadIdx.x % chunked::WARP;
+  const uint32_t group = warp / GROUP_WARPS, wig = warp % GROUP_WARPS;
+  const chunked::RowSplit sp = chunked::row_split(vocab, GROUP_WARPS);
+  const chunked::WarpRange wr = chunked::warp_range(sp, wig);
+  for (uint32_t r = group; r < static_cast<uint32_t>(TILE_ROWS); r += GROUPS) {
+    const uint64_t token = tile * TILE_ROWS + r;
+    const float* x = logits + token * vocab;
+    const bool vec = chunked::aligned16(x);
+
+    const float wm = chunked::warp_max<UNROLL>(
+        [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(x, i, count, vec, e); }, vocab, wr.begin,
+        wr.end, lane);
+    const float m = chunked::max_finish(x[0], chunked::group_max<GROUP_WARPS>(wm, red[group], wig, lane));
+
+    const float ws = chunked::warp_sum<UNROLL>(
+        [&](uint32_t i, uint32_t count, float(&e)[4]) {
+          chunked::load_span(x, i, count, vec, e);
+          for (uint32_t k = 0; k < count; ++k) e[k] = sdc_expf(e[k] - m);
+        },
+        vocab, wr.begin, wr.end, lane);
+    const float s = chunked::group_sum<GROUP_WARPS>(ws, red[group], wig, lane, sp.warps);
+    if (wig == 0 && lane == 0) {
+      const float l = (m + sdc_logf(s)) - x[target(seed, token, vocab)];
+      loss[r] = l;
+      out[tile * TILE_OUT + r] = l;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    out[tile * TILE_OUT + TILE_ROWS] = pairwise_sum([&](uint32_t j) { return loss[j]; }, TILE_ROWS);
+    tile_sm[tile] = cuda::sm_id();
+  }
+}
+
+class CrossEntropyDevice final : public cuda::DeviceProblem {
+ public:
+  explicit CrossEntropyDevice(const Case& c)
+      : tokens_(static_cast<uint64_t>(c.shape.dims.at("tokens"))),
+        vocab_(static_cast<uint32_t>(c.shape.dims.at("vocab"))),
+        dist_(c.distribution),
+        seed_(c.data_seed) {
+    if (vocab_ > chunked::MAX_ROW)
+      throw std::invalid_argument("cross_entropy_f32: row too long for the device reduction");
+  }
+
+  uint64_t input_bytes(size_t) const override { return tokens_ * vocab_ * sizeof(float); }
+  void generate(size_t, void* dst, cudaStream_t stream) const override {
+    cuda::generate_pattern(static_cast<float*>(dst), tokens_ * vocab_, dist_, input_window(dist_),
+                           tensor_key(seed_, 0), stream);
+  }
+  void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
+    const auto tiles = static_cast<unsigned>(tokens_ / TILE_ROWS);
+    cross_entropy_kernel<<<tiles, THREADS, 0, stream>>>(static_cast<const float*>(in[0]), vocab_, seed_, out,
+                                                        tile_sm);
+    SDC_CUDA_CHECK_LAUNCH("cross_entropy_f32 cross_entropy_kernel");
+  }
+
+ private:
+  uint64_t tokens_;
+  uint32_t vocab_;
+  Distribution dist_;
+  uint64_t seed_;
+};
+
+}  // namespace
+
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return std::make_unique<CrossEntropyDevice>(c); }
+
+}  // namespace sdc::cross_entropy_f32

@@ -1,0 +1,204 @@
+// The device side shared by the exact-integer GEMM families: input generation in the narrow encoding
+// and a tensor-core GEMM on mma.sync, parametrized by a family's Traits:
+//   Storage                      the narrow element (uint16_t bf16/fp16 bits, uint32_t tf32, uint8_t e4m3)
+//   bits(pattern, tensor, i)     SDC_HD: the encoding of element i (the family header's element_bits)
+//   mma(d, a, b)                 __device__: one m16n8k(8 * 4 / sizeof(Storage)) mma.sync with f32 accumulators
+//   fp8                          true when the instruction needs compute capability 8.9
+//
+// Shapes (exactint.h): A is M x K, B is N x K, both row-major and K-contiguous, so a 32-bit word holds
+// E = 4 / sizeof(Storage) consecutive k of one row. Every mma.sync used here has the same fragment
+// shape in words: A 4 registers, B 2, C/D 4 floats, and k of one instruction = 8 words (8E elements):
+//   A register r: row groupID + 8 * (r & 1), word (r >> 1) * 4 + threadID_in_group
+//   B register r: column groupID,           word r * 4 + threadID_in_group
+//   D element c:  row groupID + 8 * (c >> 1), column 2 * threadID_in_group + (c & 1)
+// (groupID = lane / 4, threadID_in_group = lane % 4; PTX ISA, "Matrix fragments for mma.m16n8k16 /
+// m16n8k8 (tf32) / m16n8k32 (e4m3)"). Which k a register's elements carry only has to agree between A
+// and B: a dot product does not depend on the order of its k, so the loads use the same word for
+// "A register pair p" and "B register p".
+//
+// Work split: one 64 x 64 output tile per block of 4 warps (2 x 2, 32 x 32 each: 2 m16 by 4 n8
+// fragments). K goes through shared memory in stages of K_STEP = 32 elements (32 / E words per row),
+// double-buffered: the next stage is fetched into registers while the current one feeds the
+// tensor cores, then stored to the other buffer; one barrier per stage. Rows are padded by 4 words so
+// that the 8 rows x 4 words of a fragment load fall in 32 different banks. Any order of accumulation is
+// exact for these inputs (exactint.h, bound (*)), so nothing here fixes one; the accumulators are fp32
+// and start at +0. Thread 0 records the SM of the block's tile.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/core/shape.h"
+#include "exactint_ref.h"
+
+namespace sdc::exactint {
+
+constexpr int MMA_THREADS = 128;
+
+template <class Traits>
+struct MmaGeometry {
+  static constexpr int E = 4 / static_cast<int>(sizeof(typename Traits::Storage));  // elements per word
+  static constexpr int ROW_WORDS = static_cast<int>(K_STEP) / E;                    // words of one stage row
+  static constexpr int LD = ROW_WORDS + 4;                                          // padded row, in words
+  static constexpr int STEPS = ROW_WORDS / 8;                                       // mma k-steps per stage
+  static constexpr int VECS = TILE * ROW_WORDS / 4 / MMA_THREADS;                   // uint4 per thread, per operand
+  static_assert(ROW_WORDS % 8 == 0 && VECS >= 1 && TILE * ROW_WORDS / 4 == VECS * MMA_THREADS, "stage cover");
+};
+
+template <class Traits>
+__global__ void generate_kernel(typename Traits::Storage* dst, uint64_t n, Pattern p, uint32_t tensor) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    dst[i] = Traits::bits(p, tensor, i);
+}
+
+// One stage of a 64-row operand (rows row0.., words w0.. of each row) from global memory into registers.
+template <class Traits>
+__device__ __forceinline__ void fetch_stage(const uint32_t* __restrict__ src, int64_t k_words, int64_t w0,
+                                            uint4 (&r)[MmaGeometry<Traits>::VECS]) {
+  using G = MmaGeometry<Traits>;
+#pragma unroll
+  for (int l = 0; l < G::VECS; ++l) {
+    const int v = static_cast<int>(threadIdx.x) + l * MMA_THREADS;
+    const int row = v / (G::ROW_WORDS / 4), col = v % (G::ROW_WORDS / 4) * 4;
+    r[l] = *reinterpret_cast<const uint4*>(src + row * k_words + w0 + col);
+  }
+}
+
+template <class Traits>
+__device__ __forceinline__ void stash_stage(uint32_t (*s)[MmaGeometry<Traits>::LD],
+                                            const uint4 (&r)[MmaGeometry<Traits>::VECS]) {
+  using G = MmaGeometry<Traits>;
+#pragma unroll
+  for (int l = 0; l < G::VECS; ++l) {
+    const int v = static_cast<int>(threadIdx.x) + l * MMA_THREADS;
+    *reinterpret_cast<uint4*>(&s[v / (G::ROW_WORDS / 4)][v % (G::ROW_WORDS / 4) * 4]) = r[l];
+  }
+}
+
+// C tile t = A[rb*64 .. +64][:] * B[cb*64 .. +64][:]^T, rb = t / n_blocks, cb = t % n_blocks.
+// A and B are read as words; k_words = K / E.
+template <class Traits>
+__global__ void __launch_bounds__(MMA_THREADS)
+    mma_kernel(const uint32_t* __restrict__ A, const uint32_t* __restrict__ B, int64_t k_words, int64_t n_blocks,
+               float* __restrict__ out, uint32_t* __restrict__ tile_sm) {
+  using G = MmaGeometry<Traits>;
+  __shared__ __align__(16) uint32_t as[2][TILE][G::LD];
+  __shared__ __align__(16) uint32_t bs[2][TILE][G::LD];
+  const int64_t tile = blockIdx.x;
+  const uint32_t* a = A + (tile / n_blocks) * TILE * k_words;
+  const uint32_t* b = B + (tile % n_blocks) * TILE * k_words;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32, g = lane >> 2, t = lane & 3;
+
+  float acc[2][4][4];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[mi][ni][c] = 0.0f;
+
+  uint4 ra[G::VECS], rb[G::VECS];
+  fetch_stage<Traits>(a, k_words, 0, ra);
+  fetch_stage<Traits>(b, k_words, 0, rb);
+  stash_stage<Traits>(as[0], ra);
+  stash_stage<Traits>(bs[0], rb);
+  __syncthreads();
+  const int64_t stages = k_words / G::ROW_WORDS;
+  int cur = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    const bool next = s + 1 < stages;
+    if (next) {
+      fetch_stage<Traits>(a, k_words, (s + 1) * G::ROW_WORDS, ra);
+      fetch_stage<Traits>(b, k_words, (s + 1) * G::ROW_WORDS, rb);
+    }
+#pragma unroll
+    for (int step = 0; step < G::STEPS; ++step) {
+      uint32_t af[2][4], bf[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) af[mi][r] = as[cur][wm + mi * 16 + g + 8 * (r & 1)][step * 8 + (r >> 1) * 4 + t];
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) bf[ni][r] = bs[cur][wn + ni * 8 + g][step * 8 + r * 4 + t];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) Traits::mma(acc[mi][ni], af[mi], bf[ni]);
+    }
+    if (next) {  // the other buffer was last read before the previous barrier
+      stash_stage<Traits>(as[cur ^ 1], ra);
+      stash_stage<Traits>(bs[cur ^ 1], rb);
+    }
+    __syncthreads();
+    cur ^= 1;
+  }
+
+  float* o = out + tile * (TILE * TILE);
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const int r0 = wm + mi * 16 + g, c0 = wn + ni * 8 + 2 * t;
+      *reinterpret_cast<float2*>(&o[r0 * TILE + c0]) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+      *reinterpret_cast<float2*>(&o[(r0 + 8) * TILE + c0]) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+    }
+  if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
+}
+
+template <class Traits>
+class MmaDevice final : public cuda::DeviceProblem {
+ public:
+  MmaDevice(const Format& f, const Case& c)
+      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)) {}
+
+  uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(typename Traits::Storage); }
+  void generate(size_t tensor, void* dst, cudaStream_t s) const override {
+    const uint64_t n = elements(tensor);
+    generate_kernel<Traits><<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<typename Traits::Storage*>(dst), n, pat_,
+                                                                   static_cast<uint32_t>(tensor));
+    SDC_CUDA_CHECK_LAUNCH("exactint generate_kernel");
+  }
+  void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
+    const int64_t tiles = (m_ / TILE) * (n_ / TILE);  // at most 256 * 256: one block each
+    mma_kernel<Traits><<<static_cast<unsigned>(tiles), MMA_THREADS, 0, s>>>(
+        static_cast<const uint32_t*>(in[0]), static_cast<const uint32_t*>(in[1]), k_ / MmaGeometry<Traits>::E,
+        n_ / TILE, out, tile_sm);
+    SDC_CUDA_CHECK_LAUNCH("exactint mma_kernel");
+  }
+
+ private:
+  uint64_t elements(size_t tensor) const { return static_cast<uint64_t>((tensor == 0 ? m_ : n_) * k_); }
+
+  int64_t m_, n_, k_;
+  Pattern pat_;
+};
+
+// The fp8 instruction exists from compute capability 8.9 on, and only in code compiled for it: on an
+// older device, or with a binary whose code for this device predates 8.9, the case cannot run.
+template <class Traits>
+void require_fp8_support() {
+  int dev = 0, major = 0, minor = 0;
+  SDC_CUDA_CHECK(cudaGetDevice(&dev));
+  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major * 10 + minor < 89) throw std::runtime_error("fp8 tensor cores need compute capability 8.9 or newer");
+  cudaFuncAttributes attr{};
+  SDC_CUDA_CHECK(cudaFuncGetAttributes(&attr, mma_kernel<Traits>));
+  if (attr.binaryVersion < 89)
+    throw std::runtime_error("this build has no fp8 tensor-core code for compute capability " + std::to_string(major) +
+                             "." + std::to_string(minor) + " (add it to CMAKE_CUDA_ARCHITECTURES)");
+}
+
+template <class Traits>
+std::unique_ptr<cuda::DeviceProblem> make_device(const Format& f, const Case& c) {
+  if constexpr (Traits::fp8) require_fp8_support<Traits>();
+  return std::make_unique<MmaDevice<Traits>>(f, c);
+}
+
+}  // namespace sdc::exactint

@@ -1,0 +1,34 @@
+// gemm_fp8_exactint on CUDA: fp8 e4m3 tensor cores (mma.sync m16n8k32, f32 accumulators) on exact-integer inputs;
+// compute capability 8.9 or newer. The kernel, the generation of the narrow inputs and the geometry are the
+// exact-integer GEMMs' shared ones (kernels/exactint/exactint_mma.cuh); this file binds the encoding and the
+// instruction.
+#include "../exactint/exactint_mma.cuh"
+#include "gemm_fp8_exactint.h"
+
+namespace sdc::gemm_fp8_exactint {
+
+struct MmaTraits {
+  using Storage = gemm_fp8_exactint::Storage;
+  static constexpr bool fp8 = true;
+  SDC_HD static Storage bits(const exactint::Pattern& p, uint32_t tensor, uint64_t i) {
+    return element_bits(p, tensor, i);
+  }
+  // D = A * B + D on a 16 x 32 e4m3 A fragment and a 32 x 8 e4m3 B fragment; the instruction exists from sm_89 on
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    // Never reached: make_device refuses a device or a binary without the instruction. Trap rather than
+    // return a made-up result that would read as a miscompare.
+    (void)d, (void)a, (void)b;
+    __trap();
+#endif
+  }
+};
+
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::make_device<MmaTraits>(FORMAT, c); }
+
+}  // namespace sdc::gemm_fp8_exactint

@@ -1,0 +1,36 @@
+// gemm_tf32_exactint: C = A * B^T on tf32 tensor cores with fp32 accumulation, exact-integer mode.
+// A is M x K, B is N x K, both row-major fp32 words holding tf32 values (the low 13 fraction bits zero,
+// so no conversion rounds); C is fp32 M x N in 64 x 64 tiles. The pattern and the general argument are
+// in kernels/exactint/exactint.h; this header fixes the numbers.
+//
+// tf32: p = 11 significand bits, fp32's 8 exponent bits. Accumulator bound W = 24 (fp32 accumulators).
+// Windows: A's leading-bit exponents in [-56, 56], B's exponents in [-56, 48].
+//  * inputs are normal: A below (2 - 2^-10) * 2^56 < 2^57, B within 2^-56..2^48, inside 2^-126..2^127;
+//  * smallest tile unit u = -56 - 10 - 56 = -122 >= -126;
+//  * largest tile unit u = 56 - 10 + 48 = 94: every partial sum is below 2^(24 + 94) = 2^118 <= 2^128;
+//  * budget: K * (2^11 - 1) * 2^D < 2^24 = 16777216. K <= 8196 admits D = 0; K is a multiple of 32, so
+//    MAX_K = 8192 (8192 * 2047 = 16769024 < 16777216). K = 1024: D = 3; K = 32: D = 8 (5 exponents of
+//    A, 5 of B per tile), inside the windows (widths 112 and 104).
+#pragma once
+
+#include "../exactint/exactint.h"
+
+namespace sdc::gemm_tf32_exactint {
+
+inline constexpr exactint::Format FORMAT{11, 24, -56, 56, -56, 48};
+inline constexpr int64_t MAX_K = 8192;
+static_assert(exactint::max_k(FORMAT) == MAX_K && exactint::windows_ok(FORMAT));
+
+using Storage = uint32_t;
+
+// fp32 bits of a tf32 value: sign, 8-bit exponent biased by 127, 10 fraction bits, 13 zero bits.
+SDC_HD uint32_t encode(exactint::Element e) {
+  return (e.sign << 31) | (static_cast<uint32_t>(e.exp + 127) << 23) | (e.frac << 13);
+}
+
+// The device's input element `index` of tensor 0 (a) or 1 (b).
+SDC_HD uint32_t element_bits(const exactint::Pattern& p, uint32_t tensor, uint64_t index) {
+  return encode(exactint::tensor_element(p, tensor, index));
+}
+
+}  // namespace sdc::gemm_tf32_exactint

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# GPU validation on a machine with NVIDIA GPUs: GPU tests, bit identity of every exact family with the
+# goldens over the whole `standard` profile, injection drills, the benchmark, and the boot profile's
+# wall time. Writes a dated record, docs/gpu-validation/<date>-<gpu>.md (or under --out), with the
+# device, driver and every figure; commit it.
+#
+#   scripts/gpu-validate.sh [--build-dir DIR] [--out DIR] [--drills N] [--quick]
+#
+# Build: with --build-dir pointing at an existing CUDA build (for example one made on a developer
+# machine and copied over: the binaries need only the C/C++ runtimes, the NVIDIA driver and, for the
+# benchmark, cuBLAS), nothing is built; otherwise the script configures and builds into build-gpu,
+# which needs the build dependencies (scripts/setup.sh) on this machine.
+# --quick: the boot profile instead of standard, 20 drills, fewer benchmark repetitions (a smoke run).
+# Exit: 0 when every check passed, 1 when any failed (the record says which), 2 when no GPU is usable.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=""
+OUT=""
+DRILLS=120
+QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) BUILD=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --drills) DRILLS=$2; shift 2 ;;
+    --quick) QUICK=1; DRILLS=20; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "gpu-validate: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+  esac
+done
+
+if [ -z "$BUILD" ]; then
+  BUILD=build-gpu
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="80-real;90-real;90-virtual" >/dev/null &&
+    cmake --build "$BUILD" -j"$(nproc)" --target sdcscreen gpu_tests bench_gpu || { echo "gpu-validate: build failed" >&2; exit 1; }
+fi
+BIN="$BUILD/sdcscreen"
+[ -x "$BIN" ] || { echo "gpu-validate: no $BIN (build first or pass --build-dir)" >&2; exit 1; }
+
+# cuBLAS for the benchmark: the toolkit's, or the one Python's CUDA wheels carry.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+         $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+
+if ! "$BIN" info | grep -q '^gpu:'; then
+  "$BIN" info | grep '^gpus:' >&2
+  exit 2
+fi
+DATE=$(date -u +%Y-%m-%d)
+GPU_NAME=$("$BIN" info | awk -F'  ' '/^gpu:/{print $1; exit}' | sed 's/^gpu: *cuda:[0-9]* //')
+SLUG=$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+OUT=${OUT:-docs/gpu-validation}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+RECORD="$OUT/$DATE-$SLUG.md"
+PROFILE=standard
+[ $QUICK = 1 ] && PROFILE=boot
+STATUS=0
+note() { echo "$*" >>"$RECORD.tmp"; }
+check() {  # check NAME RC: a line in the record, and the overall status
+  if [ "$2" = 0 ]; then note "- $1: **pass**"; else note "- $1: **FAIL** (exit $2)"; STATUS=1; fi
+}
+
+: >"$RECORD.tmp"
+note "# GPU validation, $DATE, $GPU_NAME"
+note ""
+note "Written by \`scripts/gpu-validate.sh$([ $QUICK = 1 ] && echo ' --quick')\` at git $(git describe --always --dirty 2>/dev/null || echo unknown)."
+note ""
+note "## Device"
+note '```'
+"$BIN" info >>"$RECORD.tmp" 2>&1
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit,ecc.mode.current --format=csv >>"$RECORD.tmp" 2>&1
+note '```'
+note ""
+note "## Checks"
+
+echo "== GPU tests" >&2
+"$BUILD/gpu_tests" >"$WORK/gpu_tests.log" 2>&1
+check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, runner)" $?
+
+echo "== $PROFILE profile on every GPU" >&2
+T0=$(date +%s.%N)
+"$BIN" run --backend cuda --profile "$PROFILE" --force --output-format json -o "$WORK/profile.json" -q
+RC=$?
+T1=$(date +%s.%N)
+check "\`$PROFILE\` profile, every case on every GPU bit-identical to the CPU goldens ($(python3 -c "import json;r=json.load(open('$WORK/profile.json'));print(r['summary'])" 2>/dev/null))" $RC
+
+echo "== boot profile wall time (3 runs, CUDA start-up included)" >&2
+BOOT=()
+for i in 1 2 3; do
+  S=$(date +%s.%N)
+  "$BIN" run --backend cuda --profile boot --force -q --devices 0
+  rc=$?
+  E=$(date +%s.%N)
+  BOOT+=("$(python3 -c "print(f'{$E-$S:.2f}')")")
+  [ $rc = 0 ] || { STATUS=1; note "- boot run $i: **FAIL** (exit $rc)"; }
+done
+BOOT_MEDIAN=$(printf '%s\n' "${BOOT[@]}" | sort -n | sed -n 2p)
+note "- \`boot\` profile wall time on one GPU, CUDA start-up included: median $BOOT_MEDIAN s (runs: ${BOOT[*]}; target at most 45 s)"
+python3 -c "import sys; sys.exit(0 if float('$BOOT_MEDIAN') <= 45 else 1)" || { STATUS=1; note "  - **over the 45 s target**"; }
+
+echo "== injection drills ($DRILLS)" >&2
+python3 scripts/gpu-drills.py --sdcscreen "$BIN" --count "$DRILLS" --json "$WORK/drills.json" >"$WORK/drills.log" 2>&1
+RC=$?
+check "injection drills: $(tail -1 "$WORK/drills.log")" $RC
+
+echo "== benchmark" >&2
+REPS=20
+[ $QUICK = 1 ] && REPS=5
+if [ -x "$BUILD/bench_gpu" ]; then
+  "$BUILD/bench_gpu" --reps "$REPS" --json "$WORK/bench.json" >"$WORK/bench.log" 2>&1
+  check "benchmark ran and validated before timing" $?
+else
+  note "- benchmark: **not built** (bench_gpu missing: cuBLAS not found at build time)"
+  STATUS=1
+fi
+
+note ""
+note "## Benchmark"
+note '```'
+cat "$WORK/bench.log" >>"$RECORD.tmp" 2>/dev/null
+note '```'
+note ""
+note "## Drills"
+note '```'
+cat "$WORK/drills.log" >>"$RECORD.tmp"
+note '```'
+note ""
+note "## GPU tests"
+note '```'
+tail -n 60 "$WORK/gpu_tests.log" >>"$RECORD.tmp"
+note '```'
+note ""
+note "Overall: $([ $STATUS = 0 ] && echo pass || echo FAIL)"
+mv "$RECORD.tmp" "$RECORD"
+cp "$WORK/profile.json" "$OUT/$DATE-$SLUG-$PROFILE.json" 2>/dev/null
+cp "$WORK/bench.json" "$OUT/$DATE-$SLUG-bench.json" 2>/dev/null
+echo "gpu-validate: record written to $RECORD (overall: $([ $STATUS = 0 ] && echo pass || echo FAIL))" >&2
+exit $STATUS

@@ -1,0 +1,97 @@
+// The generic device passes: input generation from the shared generator, per-tile digests with the
+// injection hook, input bit flips, and the hang drill.
+#include "../../core/digest.h"
+#include "device_passes.h"
+#include "device_util.cuh"
+
+namespace sdc::cuda {
+namespace {
+
+__global__ void generate_kernel(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    dst[i] = pattern_value(d, w, key, i);
+}
+
+constexpr unsigned DIGEST_THREADS = 256;
+
+// One block per tile (grid-stride over tiles); each thread sums the terms of a strided subset of the
+// tile's elements, then the block adds the 256 partial sums (mod 2^64: any order gives the same sum).
+__global__ void __launch_bounds__(DIGEST_THREADS) digest_kernel(float* out, uint64_t tiles, uint32_t te,
+                                                                const uint32_t* tile_sm, DeviceFault f,
+                                                                uint64_t* digests) {
+  __shared__ uint64_t warp_sum[DIGEST_THREADS / 32];
+  for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const uint64_t key = digest_key(t);
+    const bool hit = f.mask != 0 && (t == f.tile || (f.sm >= 0 && tile_sm[t] == static_cast<uint32_t>(f.sm)));
+    float* tile = out + t * te;
+    uint64_t sum = 0;
+    for (uint32_t i = threadIdx.x; i < te; i += DIGEST_THREADS) {
+      uint32_t bits = float_bits(tile[i]);
+      if (hit && i == f.offset) {
+        bits ^= f.mask;
+        tile[i] = bits_float(bits);
+      }
+      sum += digest_term(key, i, bits);
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    if ((threadIdx.x & 31) == 0) warp_sum[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      uint64_t total = 0;
+      for (unsigned w = 0; w < DIGEST_THREADS / 32; ++w) total += warp_sum[w];
+      digests[t] = total;
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void flip_kernel(uint32_t* p, uint64_t index, uint32_t mask) { p[index] ^= mask; }
+
+__global__ void nsmid_kernel(int* out) {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(r));
+  *out = static_cast<int>(r);
+}
+
+__global__ void hang_kernel(const volatile int* release) {
+  while (*release == 0) __nanosleep(1000000);
+}
+
+}  // namespace
+
+void generate_pattern(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s) {
+  generate_kernel<<<grid_for(n, 256), 256, 0, s>>>(dst, n, d, w, key);
+  SDC_CUDA_CHECK_LAUNCH("generate_kernel");
+}
+
+void digest_tiles(float* out, uint64_t tiles, uint32_t tile_elements, const uint32_t* tile_sm, DeviceFault fault,
+                  uint64_t* digests, cudaStream_t s) {
+  const unsigned grid = static_cast<unsigned>(tiles < 65536 ? tiles : 65536);
+  digest_kernel<<<grid, DIGEST_THREADS, 0, s>>>(out, tiles, tile_elements, tile_sm, fault, digests);
+  SDC_CUDA_CHECK_LAUNCH("digest_kernel");
+}
+
+void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) {
+  flip_kernel<<<1, 1, 0, s>>>(static_cast<uint32_t*>(tensor), index, mask);
+  SDC_CUDA_CHECK_LAUNCH("flip_kernel");
+}
+
+int sm_id_limit() {
+  int* d = nullptr;
+  SDC_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+  nsmid_kernel<<<1, 1>>>(d);
+  int n = 0;
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t copy = launch == cudaSuccess ? cudaMemcpy(&n, d, sizeof n, cudaMemcpyDeviceToHost) : launch;
+  cudaFree(d);
+  SDC_CUDA_CHECK(copy);
+  return n;
+}
+
+void launch_hang(const volatile int* release, cudaStream_t s) {
+  hang_kernel<<<1, 1, 0, s>>>(release);
+  SDC_CUDA_CHECK_LAUNCH("hang_kernel");
+}
+
+}  // namespace sdc::cuda

@@ -1,0 +1,25 @@
+// A GPU's identity, as the CUDA backend discovers it and every report names it. Plain data: the core
+// and the reports use it without any CUDA header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sdc {
+
+// A GPU as every report names it (DESIGN.md: name, UUID, PCI bus id, compute capability, memory,
+// driver and runtime versions, ECC mode).
+struct DeviceInfo {
+  int index = -1;  // CUDA device ordinal in this process (after CUDA_VISIBLE_DEVICES)
+  std::string name, uuid, pci_bus_id;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  uint64_t memory_bytes = 0;
+  std::string driver;   // kernel module version where readable, else the CUDA driver API version
+  std::string driver_cuda, runtime;  // CUDA versions the driver supports and this build's runtime, "13.0"
+  std::string ecc;      // "on", "off"
+  std::string label() const { return "cuda:" + std::to_string(index); }
+  std::string architecture() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+}  // namespace sdc
