@@ -10,7 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/chunked_reduce.h"
 #include "../../src/core/family.h"
 #include "../../src/core/fpmath.h"
@@ -66,34 +66,14 @@ __global__ void __launch_bounds__(THREADS) cross_entropy_kernel(const float* log
   }
 }
 
-class CrossEntropyDevice final : public cuda::DeviceProblem {
+class CrossEntropyDevice final : public cuda::RowDevice {
  public:
-  explicit CrossEntropyDevice(const Case& c)
-      : tokens_(static_cast<uint64_t>(c.shape.dims.at("tokens"))),
-        vocab_(static_cast<uint32_t>(c.shape.dims.at("vocab"))),
-        dist_(c.distribution),
-        seed_(c.data_seed) {
-    if (vocab_ > chunked::MAX_ROW)
-      throw std::invalid_argument("cross_entropy_f32: row too long for the device reduction");
-  }
-
-  uint64_t input_bytes(size_t) const override { return tokens_ * vocab_ * sizeof(float); }
-  void generate(size_t, void* dst, cudaStream_t stream) const override {
-    cuda::generate_pattern(static_cast<float*>(dst), tokens_ * vocab_, dist_, input_window(dist_),
-                           tensor_key(seed_, 0), stream);
-  }
+  explicit CrossEntropyDevice(const Case& c) : RowDevice(c, "tokens", "vocab", 1, TILE_ROWS, chunked::MAX_ROW) {}
+  ExponentWindow window(uint32_t) const override { return input_window(dist_); }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    const auto tiles = static_cast<unsigned>(tokens_ / TILE_ROWS);
-    cross_entropy_kernel<<<tiles, THREADS, 0, stream>>>(static_cast<const float*>(in[0]), vocab_, seed_, out,
-                                                        tile_sm);
+    cross_entropy_kernel<<<tiles(), THREADS, 0, stream>>>(static_cast<const float*>(in[0]), cols_, seed_, out, tile_sm);
     SDC_CUDA_CHECK_LAUNCH("cross_entropy_f32 cross_entropy_kernel");
   }
-
- private:
-  uint64_t tokens_;
-  uint32_t vocab_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "../../src/backends/cuda/device_util.cuh"
 #include "../../src/core/shape.h"
@@ -36,6 +37,7 @@
 namespace sdc::exactint {
 
 constexpr int MMA_THREADS = 128;
+constexpr const char* FP8_NEEDS = "fp8 tensor cores need compute capability 8.9 or newer";
 
 template <class Traits>
 struct MmaGeometry {
@@ -154,10 +156,14 @@ __global__ void __launch_bounds__(MMA_THREADS)
 template <class Traits>
 class MmaDevice final : public cuda::DeviceProblem {
  public:
-  MmaDevice(const Format& f, const Case& c)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)) {}
+  // refusal: why the current device cannot run the kernel ("" when it can); compute() throws it.
+  MmaDevice(const Format& f, const Case& c, std::string refusal)
+      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)), refusal_(std::move(refusal)) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(typename Traits::Storage); }
+  std::string unsupported(int cc_major, int cc_minor) const override {
+    return Traits::fp8 && cc_major * 10 + cc_minor < 89 ? FP8_NEEDS : "";
+  }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const uint64_t n = elements(tensor);
     generate_kernel<Traits><<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<typename Traits::Storage*>(dst), n, pat_,
@@ -165,6 +171,7 @@ class MmaDevice final : public cuda::DeviceProblem {
     SDC_CUDA_CHECK_LAUNCH("exactint generate_kernel");
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
+    if (!refusal_.empty()) throw std::runtime_error(refusal_);
     const int64_t tiles = (m_ / TILE) * (n_ / TILE);  // at most 256 * 256: one block each
     mma_kernel<Traits><<<static_cast<unsigned>(tiles), MMA_THREADS, 0, s>>>(
         static_cast<const uint32_t*>(in[0]), static_cast<const uint32_t*>(in[1]), k_ / MmaGeometry<Traits>::E,
@@ -177,28 +184,33 @@ class MmaDevice final : public cuda::DeviceProblem {
 
   int64_t m_, n_, k_;
   Pattern pat_;
+  std::string refusal_;
 };
 
-// The fp8 instruction exists from compute capability 8.9 on, and only in code compiled for it: on an
-// older device, or with a binary whose code for this device predates 8.9, the case cannot run.
+// The fp8 instruction exists from compute capability 8.9 on, and only in code compiled for such a target.
+// An older GPU: the case is not applicable there (unsupported(), which the runner asks before anything
+// runs), and compute() throws if called all the same. A capable GPU that this build has no such code for:
+// an error of the build, thrown at once. Either way the trap in the kernel is never reached.
 template <class Traits>
-void require_fp8_support() {
+std::string fp8_refusal() {
   int dev = 0, major = 0, minor = 0;
   SDC_CUDA_CHECK(cudaGetDevice(&dev));
   SDC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   SDC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major * 10 + minor < 89) throw std::runtime_error("fp8 tensor cores need compute capability 8.9 or newer");
+  if (major * 10 + minor < 89) return FP8_NEEDS;
   cudaFuncAttributes attr{};
   SDC_CUDA_CHECK(cudaFuncGetAttributes(&attr, mma_kernel<Traits>));
   if (attr.binaryVersion < 89)
     throw std::runtime_error("this build has no fp8 tensor-core code for compute capability " + std::to_string(major) +
                              "." + std::to_string(minor) + " (add it to CMAKE_CUDA_ARCHITECTURES)");
+  return "";
 }
 
 template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> make_device(const Format& f, const Case& c) {
-  if constexpr (Traits::fp8) require_fp8_support<Traits>();
-  return std::make_unique<MmaDevice<Traits>>(f, c);
+  std::string refusal;
+  if constexpr (Traits::fp8) refusal = fp8_refusal<Traits>();
+  return std::make_unique<MmaDevice<Traits>>(f, c, std::move(refusal));
 }
 
 }  // namespace sdc::exactint

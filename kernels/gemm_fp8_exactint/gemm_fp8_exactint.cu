@@ -21,8 +21,8 @@ struct MmaTraits {
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-    // Never reached: make_device refuses a device or a binary without the instruction. Trap rather than
-    // return a made-up result that would read as a miscompare.
+    // Never reached: MmaDevice refuses a device or a binary without the instruction (exactint_mma.cuh).
+    // Trap rather than return a made-up result that would read as a miscompare.
     (void)d, (void)a, (void)b;
     __trap();
 #endif

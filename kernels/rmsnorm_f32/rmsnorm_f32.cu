@@ -7,7 +7,7 @@
 // Division and square root are IEEE (nvcc -prec-div=true -prec-sqrt=true), never rsqrtf.
 #include <memory>
 
-#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/chunked_reduce.h"
 #include "../../src/core/family.h"
 #include "rmsnorm_f32.h"
@@ -59,34 +59,16 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_kernel(const float* x, const 
   if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
 }
 
-class RmsnormDevice final : public cuda::DeviceProblem {
+// Tensor 0 is x (rows x cols), tensor 1 is w (cols).
+class RmsnormDevice final : public cuda::RowDevice {
  public:
-  explicit RmsnormDevice(const Case& c)
-      : rows_(static_cast<uint64_t>(c.shape.dims.at("rows"))),
-        cols_(static_cast<uint32_t>(c.shape.dims.at("cols"))),
-        dist_(c.distribution),
-        seed_(c.data_seed) {}
-
-  // Tensor 0 is x (rows x cols), tensor 1 is w (cols).
-  uint64_t elements(size_t tensor) const { return tensor == 0 ? rows_ * cols_ : cols_; }
-  uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
-  void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
-    const auto t = static_cast<uint32_t>(tensor);
-    cuda::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, input_window(t, dist_),
-                           tensor_key(seed_, t), stream);
-  }
+  explicit RmsnormDevice(const Case& c) : RowDevice(c, "rows", "cols", 2, TILE_ROWS, 0) {}
+  ExponentWindow window(uint32_t tensor) const override { return input_window(tensor, dist_); }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    const auto tiles = static_cast<unsigned>(rows_ / TILE_ROWS);
-    rmsnorm_kernel<<<tiles, THREADS, 0, stream>>>(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
-                                                  cols_, out, tile_sm);
+    rmsnorm_kernel<<<tiles(), THREADS, 0, stream>>>(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                                                    cols_, out, tile_sm);
     SDC_CUDA_CHECK_LAUNCH("rmsnorm_f32 rmsnorm_kernel");
   }
-
- private:
-  uint64_t rows_;
-  uint32_t cols_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/chunked_reduce.h"
 #include "../../src/core/family.h"
 #include "../../src/core/fpmath.h"
@@ -65,32 +65,14 @@ __global__ void __launch_bounds__(THREADS) softmax_kernel(const float* x, uint32
   if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
 }
 
-class SoftmaxDevice final : public cuda::DeviceProblem {
+class SoftmaxDevice final : public cuda::RowDevice {
  public:
-  explicit SoftmaxDevice(const Case& c)
-      : rows_(static_cast<uint64_t>(c.shape.dims.at("rows"))),
-        cols_(static_cast<uint32_t>(c.shape.dims.at("cols"))),
-        dist_(c.distribution),
-        seed_(c.data_seed) {
-    if (cols_ > chunked::MAX_ROW) throw std::invalid_argument("softmax_f32: row too long for the device reduction");
-  }
-
-  uint64_t input_bytes(size_t) const override { return rows_ * cols_ * sizeof(float); }
-  void generate(size_t, void* dst, cudaStream_t stream) const override {
-    cuda::generate_pattern(static_cast<float*>(dst), rows_ * cols_, dist_, input_window(dist_), tensor_key(seed_, 0),
-                           stream);
-  }
+  explicit SoftmaxDevice(const Case& c) : RowDevice(c, "rows", "cols", 1, TILE_ROWS, chunked::MAX_ROW) {}
+  ExponentWindow window(uint32_t) const override { return input_window(dist_); }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    const auto tiles = static_cast<unsigned>(rows_ / TILE_ROWS);
-    softmax_kernel<<<tiles, THREADS, 0, stream>>>(static_cast<const float*>(in[0]), cols_, out, tile_sm);
+    softmax_kernel<<<tiles(), THREADS, 0, stream>>>(static_cast<const float*>(in[0]), cols_, out, tile_sm);
     SDC_CUDA_CHECK_LAUNCH("softmax_f32 softmax_kernel");
   }
-
- private:
-  uint64_t rows_;
-  uint32_t cols_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "../backends/cuda/cuda_backend.h"
 #include "../core/atomic_file.h"
 #include "../core/patterns.h"
+#include "../core/recording.h"
 #include "../core/report.h"
 #include "../core/result.h"
 #include "../core/runner.h"
@@ -74,9 +75,12 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
   }
   fmt::print("modes:\n"
              "  exact                fully specified IEEE fp32 order; golden computed on the CPU, compared bit for bit\n"
-             "  exact-integer        tensor-core inputs whose every partial sum is exact in any order (not in this build)\n"
-             "  recorded             golden recorded on known-good devices of the same architecture (not in this build)\n"
-             "  consensus            repeats and devices of one node must agree bit for bit (not in this build)\n");
+             "  exact-integer        tensor-core inputs whose every partial sum is exact in any order; golden in integer\n"
+             "                       arithmetic on the CPU (for these families, uniform means random full significands\n"
+             "                       and mantissa_walk walks A's fraction bits, over the family's bounded exponents)\n"
+             "  recorded             golden recorded on known-good devices of the same architecture (no family yet;\n"
+             "                       recordings are merged by 'sdcscreen consensus')\n"
+             "  consensus            repeats and devices of one node must agree bit for bit (no family yet)\n");
   fmt::print("distributions:\n");
   for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
     fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
@@ -147,8 +151,10 @@ int cmd_verify(const std::string& dir) {
     const PatternSet ps = load_patterns(dir);
     size_t tiles = 0;
     for (const auto& [id, g] : ps.golden) tiles += g.tile_digests.size();
-    fmt::print("patterns ok: {} cases, {} profiles, {} tile digests, every file matches manifest.json ({})\n",
-               ps.battery.cases.size(), ps.battery.profiles.size(), tiles, dir);
+    const RecordedGoldens recorded = load_recorded_goldens(dir);  // parsed too, not only hashed
+    fmt::print("patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
+               "manifest.json ({})\n",
+               ps.battery.cases.size(), ps.battery.profiles.size(), tiles, recorded.size(), dir);
     return 0;
   } catch (const PatternError& e) {
     return config_error(e.what());

@@ -19,8 +19,13 @@ int RunResult::exit_code() const {
   for (const TestResult& t : tests)
     if (t.verdict == Verdict::fail) return EXIT_FAIL;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
-  for (const TestResult& t : tests)
+  bool any_pass = false;
+  for (const TestResult& t : tests) {
+    if (t.verdict == Verdict::skip && t.not_applicable) continue;
     if (t.verdict != Verdict::pass) return EXIT_INCONCLUSIVE;
+    any_pass = true;
+  }
+  if (!any_pass) return EXIT_INCONCLUSIVE;  // nothing ran at all
   for (const Injection& i : injections)
     if (!i.fired) return EXIT_INCONCLUSIVE;
   return EXIT_PASS;

@@ -33,6 +33,7 @@ struct TestResult {
   int device_index = -1;        // into RunResult::devices, -1 for the CPU backend
   Verdict verdict = Verdict::skip;
   std::string reason;  // why error or skip
+  bool not_applicable = false;  // skip: the device lacks what the case needs (does not make the run inconclusive)
   int iterations_planned = 0;
   int iterations_done = 0;
   uint64_t tiles = 0;  // per iteration

@@ -78,9 +78,14 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   return r;
 }
 
-void test_cases(const PatternSet& ps, int sm_ids) {
+void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
   for (const Case& c : ps.battery.cases) {
     if (!find_family(c.family)->prepare_cuda) continue;
+    if (const std::string why = find_family(c.family)->prepare_cuda(c)->unsupported(gpu.cc_major, gpu.cc_minor);
+        !why.empty()) {
+      std::printf("%-48s not applicable: %s\n", c.id.c_str(), why.c_str());
+      continue;
+    }
     const GoldenCase& g = ps.golden.at(c.id);
     const Ran clean = run_case(c, {}, true);
     uint64_t bad = 0, first_bad = ~0ull;
@@ -163,7 +168,7 @@ int main() {
     SDC_CUDA_CHECK(cudaSetDevice(gpu.index));
     std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(), gpu.sm_count);
     const PatternSet ps = load_patterns(SDC_SOURCE_DIR "/patterns");
-    test_cases(ps, std::max(gpu.sm_count, cuda::sm_id_limit()));
+    test_cases(ps, gpu, std::max(gpu.sm_count, cuda::sm_id_limit()));
     test_runner(ps, gpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());

@@ -3,6 +3,7 @@
 #include "src/backends/cpu/cpu_topology.h"
 #include "src/cli/options.h"
 #include "src/core/inject.h"
+#include "src/core/result.h"
 
 using namespace sdc;
 
@@ -53,4 +54,60 @@ TEST_CASE("injection specs", "[parsers]") {
                           "case=x,element=1,bit=1,tensor=a", "case=x,element=1,bit=1,colour=red",
                           "case=x,element=1,bit=1,case=y", "case=x,element=1,bit=1,unit=abc", "case=x,element=1,bit=1,"})
     REQUIRE_FALSE(parse_injection(bad, inj).empty());
+}
+
+TEST_CASE("exit codes fail closed; a not-applicable skip alone does not make a run inconclusive", "[exit]") {
+  auto test = [](Verdict v, bool na = false) {
+    TestResult t;
+    t.verdict = v;
+    t.not_applicable = na;
+    return t;
+  };
+  RunResult r;
+  REQUIRE(r.exit_code() == EXIT_INCONCLUSIVE);  // nothing selected
+  r.tests = {test(Verdict::pass), test(Verdict::skip, true)};
+  REQUIRE(r.exit_code() == EXIT_PASS);
+  r.tests = {test(Verdict::pass), test(Verdict::skip)};
+  REQUIRE(r.exit_code() == EXIT_INCONCLUSIVE);  // an ordinary skip did not run
+  r.tests = {test(Verdict::skip, true)};
+  REQUIRE(r.exit_code() == EXIT_INCONCLUSIVE);  // nothing ran at all
+  r.tests = {test(Verdict::fail), test(Verdict::error)};
+  REQUIRE(r.exit_code() == EXIT_FAIL);
+  r.tests = {test(Verdict::pass)};
+  r.errors = {"--expect-devices 8: only 7 usable GPU(s) found, 1 missing"};
+  REQUIRE(r.exit_code() == EXIT_INCONCLUSIVE);
+}
+
+TEST_CASE("--devices shares the index-list grammar", "[parsers]") {
+  std::vector<int> out;
+  REQUIRE(cpu::parse_index_list("0-2,5", "GPU", 8, out).empty());
+  REQUIRE(out == std::vector<int>{0, 1, 2, 5});
+  REQUIRE(cpu::parse_index_list("8", "GPU", 8, out) == "'8' is not a GPU number (0..7)");
+  REQUIRE(cpu::parse_index_list("3-1", "GPU", 8, out) == "GPU range '3-1' runs backwards");
+  REQUIRE(cpu::parse_index_list("", "GPU", 8, out) == "empty GPU list");
+}
+
+TEST_CASE("GPU injections are checked against the selected GPUs", "[parsers]") {
+  Battery b;
+  Case c;
+  c.id = "softmax_f32.t";
+  c.family = "softmax_f32";
+  c.shape.dims = {{"rows", 4}, {"cols", 8}};
+  b.cases.push_back(c);
+  DeviceInfo gpu;
+  gpu.index = 2;
+  gpu.sm_count = 132;
+  const std::vector<DeviceInfo> gpus{gpu};
+  Injection inj;
+  REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,unit=131", inj).empty());
+  REQUIRE(check_injection(inj, b, {}, &gpus).empty());
+  REQUIRE(inj.device == 2);  // the first selected GPU by default
+  REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,unit=132", inj).empty());
+  REQUIRE(check_injection(inj, b, {}, &gpus) == "unit 132 is not an SM of cuda:2 (132 SMs)");
+  REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,device=0", inj).empty());
+  REQUIRE(check_injection(inj, b, {}, &gpus) == "device 0 is not among the selected GPUs");
+  REQUIRE(parse_injection("case=softmax_f32.t,target=input,tensor=x,element=3,bit=1,unit=4", inj).empty());
+  REQUIRE(check_injection(inj, b, {}, &gpus).find("cannot be pinned to an SM") != std::string::npos);
+  REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,device=0", inj).empty());
+  REQUIRE(check_injection(inj, b, {0}) == "device= applies to GPU runs (--backend cuda) only");
 }

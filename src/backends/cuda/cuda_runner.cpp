@@ -98,6 +98,12 @@ struct DeviceCase {
 bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
   dc.problem = find_family(c.family)->prepare(c);
   dc.device = find_family(c.family)->prepare_cuda(c);
+  if (const std::string why = dc.device->unsupported(g.info.cc_major, g.info.cc_minor); !why.empty()) {
+    r.verdict = Verdict::skip;
+    r.not_applicable = true;
+    r.reason = fmt::format("not applicable on {} ({}): {}", g.info.label(), g.info.architecture(), why);
+    return true;
+  }
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
@@ -137,12 +143,20 @@ struct IterationFaults {
   DeviceFault fault;
 };
 
-IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Problem& p, int it) {
+IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it) {
+  const Problem& p = *dc.problem;
   IterationFaults f;
   for (Injection& inj : sh.result.injections) {
     if (inj.case_id != c.id || inj.iteration != it || inj.device != g.info.index) continue;
     if (inj.hang) f.hang = &inj;
-    else if (inj.input) f.input.push_back(&inj);
+    else if (inj.input) {
+      // The flip is a 32-bit xor: a tensor the device stores narrower (bf16, fp16, fp8) cannot take it.
+      if (dc.device->input_bytes(inj.tensor_index) != p.inputs()[inj.tensor_index].elements * 4)
+        throw std::runtime_error(fmt::format("--inject '{}': input faults on the GPU need a 32-bit tensor; {} stores "
+                                             "'{}' narrower (drill its output instead)",
+                                             inj.spec, c.id, inj.tensor));
+      f.input.push_back(&inj);
+    }
     else if (!f.output) {  // one output fault per case, GPU and iteration (checked when parsing)
       f.output = &inj;
       uint64_t tile = 0;
@@ -234,6 +248,7 @@ void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, T
     if (!prepare_case(g, c, *dc, sh.opt.max_memory_bytes, r)) {
       g.stuck = true;
     } else {
+      if (r.not_applicable) return;
       const uint64_t tiles = dc->problem->tile_count();
       r.tiles = tiles;
       std::map<uint64_t, std::vector<float>> expected_cache;
@@ -246,7 +261,7 @@ void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, T
           std::lock_guard<std::mutex> lock(sh.callback_mutex);
           sh.opt.on_progress(c, index, sh.sel.cases.size(), it - first, iterations);
         }
-        const IterationFaults f = faults_for(sh, g, c, *dc->problem, it);
+        const IterationFaults f = faults_for(sh, g, c, *dc, it);
         const auto it_start = Clock::now();
         if (!run_iteration(g, *dc, f, deadline_after(work))) {
           r.verdict = Verdict::error;
@@ -287,6 +302,7 @@ void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, T
 
 // A GPU test's verdict: a miscompare stands; an error stays; a pass needs one complete iteration.
 void settle(TestResult& r) {
+  if (r.not_applicable) return;
   if (r.failed_tiles > 0) {
     r.verdict = Verdict::fail;
   } else if (r.verdict == Verdict::error) {

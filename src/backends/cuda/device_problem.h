@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace sdc::cuda {
 
@@ -15,6 +16,10 @@ class DeviceProblem {
   virtual ~DeviceProblem() = default;
   // Bytes of input tensor `tensor` on the device (Problem::inputs() order; fp32 tensors: 4 per element).
   virtual uint64_t input_bytes(size_t tensor) const = 0;
+  // Why a GPU of this compute capability cannot run the case at all (it lacks the instructions, e.g.
+  // fp8 tensor cores before 8.9), or "" when it can. Such a test is skipped as not applicable: that is
+  // not a failure to run, so it does not make the run inconclusive.
+  virtual std::string unsupported(int /*cc_major*/, int /*cc_minor*/) const { return ""; }
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.
