@@ -7,7 +7,8 @@
 #   scripts/gpu-validate.sh [--build-dir DIR] [--out DIR] [--drills N] [--quick]
 #
 # Build: with --build-dir pointing at an existing CUDA build (for example one made on a developer
-# machine and copied over: the binaries need only the C/C++ runtimes, the NVIDIA driver and, for the
+# machine and copied over with its libfmt in <build>/lib: `cp /usr/lib/x86_64-linux-gnu/libfmt.so.9
+# build/lib/`; the binaries need besides only the C/C++ runtimes, the NVIDIA driver and, for the
 # benchmark, cuBLAS), nothing is built; otherwise the script configures and builds into build-gpu,
 # which needs the build dependencies (scripts/setup.sh) on this machine.
 # --quick: the boot profile instead of standard, 20 drills, fewer benchmark repetitions (a smoke run).
@@ -38,8 +39,8 @@ fi
 BIN="$BUILD/sdcscreen"
 [ -x "$BIN" ] || { echo "gpu-validate: no $BIN (build first or pass --build-dir)" >&2; exit 1; }
 
-# cuBLAS for the benchmark: the toolkit's, or the one Python's CUDA wheels carry.
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+# libfmt carried with the build; cuBLAS for the benchmark: the toolkit's, or the one Python's CUDA wheels carry.
+for d in "$BUILD/lib" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
          $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done

@@ -445,10 +445,10 @@ with tempfile.TemporaryDirectory(prefix="sdc-package-") as tmp:
         for k in ("Maintainer", "Description"):
             F.check(fields[k], f"deb: empty {k}")
         F.check(fields["Depends"], "deb: empty Depends")
-        # fmt is header-only and xxhash inlined: the C and C++ runtimes are all the binary needs.
-        for lib in ("libc6", "libstdc++6"):
+        # xxhash is inlined and cudart static: the C/C++ runtimes and fmt are all the binary needs.
+        for lib in ("libc6", "libstdc++6", "libfmt"):
             F.check(lib in fields["Depends"], f"deb: Depends {fields['Depends']!r} lacks {lib}")
-        for lib in ("libfmt", "libxxhash", "libcuda", "libcudart"):
+        for lib in ("libxxhash", "libcuda", "libcudart"):
             F.check(lib not in fields["Depends"], f"deb: Depends {fields['Depends']!r} names {lib}, which the binary must not need")
         control = os.path.join(tmp, "control")
         p = sh(["dpkg-deb", "-e", deb, control])
