@@ -1,4 +1,6 @@
 """Shared helpers of the end-to-end tests: where the binary and the source tree are, and one way to run it."""
+import ctypes
+import ctypes.util
 import json
 import os
 import subprocess
@@ -72,3 +74,23 @@ class Failures:
     def finish(self):
         print(f"{self.name}: {self.checks} checks, {len(self.items)} failed", flush=True)
         sys.exit(1 if self.items else 0)
+
+
+class XXH128(ctypes.Structure):
+    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+
+def load_xxhash():
+    """libxxhash through ctypes (XXH3-128 of pattern files, an implementation independent of the binary's),
+    or None when it is not installed."""
+    for name in ("libxxhash.so.0", ctypes.util.find_library("xxhash")):
+        if not name:
+            continue
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        lib.XXH3_128bits.restype = XXH128
+        lib.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        return lib
+    return None

@@ -7,8 +7,6 @@ Edits that must get past the manifest (a golden of the wrong version, a battery 
 update the manifest's size and XXH3-128 hash of the edited file, computed with libxxhash through ctypes,
 the library the tool itself uses (hex: high64 then low64, 16 digits each, as in src/core/patterns.cpp).
 """
-import ctypes
-import ctypes.util
 import json
 import os
 import shutil
@@ -24,26 +22,8 @@ GOLDEN = "golden/softmax_f32.json"  # the golden file that holds CASE
 CRASH_MARKS = ("Traceback", "terminate called", "Aborted", "Segmentation fault", "core dumped", "what():")
 
 
-# --- XXH3-128 through libxxhash ---------------------------------------------------------------------
-class XXH128(ctypes.Structure):
-    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
-
-
-def load_xxhash():
-    for name in ("libxxhash.so.0", ctypes.util.find_library("xxhash")):
-        if not name:
-            continue
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        lib.XXH3_128bits.restype = XXH128
-        lib.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        return lib
-    return None
-
-
-XXH = load_xxhash()
+# --- XXH3-128 through libxxhash (common.load_xxhash) ------------------------------------------------
+XXH = common.load_xxhash()
 
 
 def xxh3_128_hex(data: bytes) -> str:

@@ -5,8 +5,6 @@ goldens land in recordings/<architecture>/<family>.json of a small pattern direc
 the manifest covers them (size and XXH3-128), `verify-patterns`, `golden` and `run` still work, and bad
 data leaves the directory untouched.
 """
-import ctypes
-import ctypes.util
 import json
 import os
 import shutil
@@ -36,25 +34,7 @@ def output_digest(tiles):
     return sum(mix64(d ^ digest_key(~t & M64)) for t, d in enumerate(tiles)) & M64
 
 
-class XXH128(ctypes.Structure):
-    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
-
-
-def load_xxhash():
-    for name in ("libxxhash.so.0", ctypes.util.find_library("xxhash")):
-        if not name:
-            continue
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        lib.XXH3_128bits.restype = XXH128
-        lib.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        return lib
-    return None
-
-
-XXH = load_xxhash()
+XXH = common.load_xxhash()
 
 # --- recordings -----------------------------------------------------------------------------------------
 TMP = tempfile.mkdtemp(prefix="sdc_consensus_")
