@@ -229,9 +229,10 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
     if (std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end()) r.units_failed.push_back(sm);
     if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
     if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
-      for (size_t i = 0; i < dc.problem->inputs().size(); ++i) {
-        dc.host_inputs.emplace_back(dc.problem->inputs()[i].elements);
-        dc.problem->generate_input(i, 0, dc.host_inputs[i].size(), dc.host_inputs[i].data());
+      const auto tensors = dc.problem->inputs();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        dc.host_inputs.emplace_back(tensors[i].elements);
+        dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
       }
     }
     SDC_CUDA_CHECK(cudaMemcpy(actual.data(), dc.out.as<float>() + t * te, te * 4, cudaMemcpyDeviceToHost));
