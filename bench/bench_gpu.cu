@@ -100,7 +100,7 @@ struct DeviceCase {
   }
   void compute(cudaStream_t s) { d->compute(ptrs.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s); }
   void digest(cudaStream_t s) {
-    sdc::cuda::digest_tiles(out.as<float>(), tiles, te, tile_sm.as<uint32_t>(), sdc::cuda::DeviceFault{},
+    sdc::cuda::digest_tiles(out.as<float>(), sdc::cuda::OutputLayout{}, tiles, te, tile_sm.as<uint32_t>(), sdc::cuda::DeviceFault{},
                             digests.as<uint64_t>(), s);
   }
   std::vector<uint64_t> host_digests(cudaStream_t s) {

@@ -150,6 +150,9 @@ class AttentionDevice final : public cuda::DeviceProblem {
         seed_(c.data_seed) {}
 
   uint64_t input_bytes(size_t) const override { return heads_ * seq_ * dim_ * sizeof(float); }
+  cuda::Engine engine() const override {
+    return {cuda::OWN_KERNELS, "simt fp32, one warp per query row, fixed trees (exact)"};
+  }
   uint64_t scratch_bytes() const override { return slots() * ROWS * seq_ * sizeof(float); }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);

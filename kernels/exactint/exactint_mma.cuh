@@ -4,6 +4,7 @@
 //   bits(pattern, tensor, i)     SDC_HD: the encoding of element i (the family header's element_bits)
 //   mma(d, a, b)                 __device__: one m16n8k(8 * 4 / sizeof(Storage)) mma.sync with f32 accumulators
 //   fp8                          true when the instruction needs compute capability 8.9
+//   ALGORITHM                    the Engine algorithm text (instruction and work split)
 //
 // Shapes (exactint.h): A is M x K, B is N x K, both row-major and K-contiguous, so a 32-bit word holds
 // E = 4 / sizeof(Storage) consecutive k of one row. Every mma.sync used here has the same fragment
@@ -161,6 +162,7 @@ class MmaDevice final : public cuda::DeviceProblem {
       : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)), refusal_(std::move(refusal)) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(typename Traits::Storage); }
+  cuda::Engine engine() const override { return {cuda::OWN_KERNELS, Traits::ALGORITHM}; }
   std::string unsupported(int cc_major, int cc_minor) const override {
     return Traits::fp8 && cc_major * 10 + cc_minor < 89 ? FP8_NEEDS : "";
   }

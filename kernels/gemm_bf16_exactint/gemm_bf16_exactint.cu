@@ -9,6 +9,7 @@ namespace sdc::gemm_bf16_exactint {
 struct MmaTraits {
   using Storage = gemm_bf16_exactint::Storage;
   static constexpr bool fp8 = false;
+  static constexpr const char* ALGORITHM = "mma.sync m16n8k16 f32 accumulators, 64x64 tile per block, k in stages of 32";
   SDC_HD static Storage bits(const exactint::Pattern& p, uint32_t tensor, uint64_t i) {
     return element_bits(p, tensor, i);
   }

@@ -281,6 +281,9 @@ class GemmDevice final : public cuda::DeviceProblem {
       : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), dist_(c.distribution), seed_(c.data_seed) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
+  cuda::Engine engine() const override {
+    return {cuda::OWN_KERNELS, "simt fp32, one k-chain per output in k order (exact)"};
+  }
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);

@@ -129,7 +129,8 @@ int cmd_golden(const std::string& dir, const std::vector<int>& cpus) {
     return config_error(e.what());
   }
   std::vector<const Case*> cases;
-  for (const Case& c : battery.cases) cases.push_back(&c);
+  for (const Case& c : battery.cases)
+    if (has_cpu_golden(c.mode)) cases.push_back(&c);  // recorded/consensus goldens come from GPUs (`record`)
   const auto t0 = std::chrono::steady_clock::now();
   size_t done = 0;
   const auto golden = compute_goldens(cases, cpus, [&](const Case& c) {

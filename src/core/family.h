@@ -17,6 +17,9 @@ class DeviceProblem;  // src/backends/cuda/device_problem.h
 
 enum class Mode { exact, exact_integer, recorded, consensus };
 const char* mode_name(Mode m);
+// exact and exact-integer cases have a golden computed on the CPU (`golden`); recorded and consensus
+// cases are judged on GPUs only (recorded goldens, repeats, the node's other GPUs).
+inline bool has_cpu_golden(Mode m) { return m == Mode::exact || m == Mode::exact_integer; }
 
 struct CaseShape {
   std::map<std::string, int64_t> dims;  // family-specific: m/n/k, heads/seq/dim/causal, rows/cols...

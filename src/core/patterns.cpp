@@ -305,7 +305,9 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
     for (auto& [id, gc] : parse_golden(dir + "/" + rel, text))
       if (!ps.golden.emplace(id, std::move(gc)).second) bad(dir + "/" + rel, fmt::format("case {} has two goldens", id));
   }
+  ps.recorded = load_recorded_goldens(dir);
   for (const Case& c : ps.battery.cases) {
+    if (!has_cpu_golden(c.mode)) continue;
     const auto it = ps.golden.find(c.id);
     if (it == ps.golden.end())
       bad(dir + "/golden", fmt::format("no golden for case {} (run 'sdcscreen golden')", c.id));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "family.h"
+#include "recording.h"
 
 namespace sdc {
 
@@ -44,7 +45,8 @@ struct GoldenCase {
 struct PatternSet {
   std::string dir;
   Battery battery;
-  std::map<std::string, GoldenCase> golden;  // by case id
+  std::map<std::string, GoldenCase> golden;  // by case id (exact and exact-integer cases)
+  RecordedGoldens recorded;                  // accepted recordings (recorded cases), by full key
 };
 
 // A hash of everything that determines a case's output (family, mode, distribution, seed, shape).

@@ -456,6 +456,13 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
           r.reason = not_started;
           continue;
         }
+        if (!has_cpu_golden(c.mode)) {  // nothing on a CPU can judge it: not applicable, not inconclusive
+          r.verdict = Verdict::skip;
+          r.not_applicable = true;
+          r.reason = fmt::format("{} mode runs on GPUs only: a CPU has no golden for it", mode_name(c.mode));
+          if (opt.on_test_done) opt.on_test_done(r, ci, sel.cases.size());
+          continue;
+        }
         const auto p = find_family(c.family)->prepare(c);
         const int coverage = coverage_iterations(workers, p->tile_count());
         run_case(sc, c, std::max(sel.iterations[ci], coverage), ci, sel.cases.size(), r);

@@ -70,7 +70,8 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   cuda::DeviceBuffer out(tiles * te * 4), sm(tiles * 4), dig(tiles * 8), scratch(d->scratch_bytes());
   SDC_CUDA_CHECK(cudaMemsetAsync(sm.get(), 0xff, tiles * 4, stream.get()));
   d->compute(ptrs.data(), out.as<float>(), sm.as<uint32_t>(), scratch.get(), stream.get());
-  cuda::digest_tiles(out.as<float>(), tiles, te, sm.as<uint32_t>(), fault, dig.as<uint64_t>(), stream.get());
+  cuda::digest_tiles(out.as<float>(), cuda::OutputLayout{}, tiles, te, sm.as<uint32_t>(), fault, dig.as<uint64_t>(),
+                     stream.get());
   Ran r{std::vector<uint64_t>(tiles), std::vector<uint32_t>(tiles)};
   SDC_CUDA_CHECK(cudaMemcpyAsync(r.digests.data(), dig.get(), tiles * 8, cudaMemcpyDeviceToHost, stream.get()));
   SDC_CUDA_CHECK(cudaMemcpyAsync(r.sm.data(), sm.get(), tiles * 4, cudaMemcpyDeviceToHost, stream.get()));

@@ -164,6 +164,10 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
       p.locate(inj.element, tile, offset);
       f.fault.mask = inj.mask;
       f.fault.offset = offset;
+      if (inj.unit >= 0 && !dc.device->records_sm())
+        throw std::runtime_error(fmt::format("--inject '{}': {} runs in a library kernel that does not say which SM "
+                                             "computed a tile; drill an element instead of unit=",
+                                             inj.spec, c.id));
       if (inj.unit >= 0) f.fault.sm = inj.unit;
       else f.fault.tile = tile;
     }
@@ -187,12 +191,24 @@ bool run_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time
     dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
   }
   for (const Injection* inj : f.input) flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
-  digest_tiles(dc.out.as<float>(), tiles, static_cast<uint32_t>(te), dc.tile_sm.as<uint32_t>(), f.fault,
-               dc.digests.as<uint64_t>(), s);
+  digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
+               dc.tile_sm.as<uint32_t>(), f.fault, dc.digests.as<uint64_t>(), s);
   SDC_CUDA_CHECK(cudaMemcpyAsync(dc.host_digests.data(), dc.digests.get(), tiles * 8, cudaMemcpyDeviceToHost, s));
   SDC_CUDA_CHECK(cudaMemcpyAsync(dc.host_sm.data(), dc.tile_sm.get(), tiles * 4, cudaMemcpyDeviceToHost, s));
   SDC_CUDA_CHECK(cudaEventRecord(g.event->get(), s));
   return wait_until(g.event->get(), deadline);
+}
+
+// Copies tile t of a device output (in the layout the family's compute() writes) to host memory, in
+// the tile's offset order.
+void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
+  const OutputLayout l = d.output_layout();
+  if (!l.matrix()) {
+    SDC_CUDA_CHECK(cudaMemcpy(dst, out + t * te, te * 4ull, cudaMemcpyDeviceToHost));
+    return;
+  }
+  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows,
+                              cudaMemcpyDeviceToHost));
 }
 
 // Compares one finished iteration with the golden digests and localizes what differs.
@@ -201,7 +217,8 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
   const GoldenCase& golden = sh.patterns.golden.at(c.id);
   const uint64_t tiles = dc.problem->tile_count();
   const uint32_t te = dc.problem->tile_elements();
-  for (uint64_t t = 0; t < tiles; ++t)
+  const bool sm_known = dc.device->records_sm();
+  for (uint64_t t = 0; t < tiles && sm_known; ++t)
     if (dc.host_sm[t] == NO_SM || static_cast<int>(dc.host_sm[t]) >= g.sm_ids)
       throw std::runtime_error(fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
                                            "not of the GPU); this test proves nothing",
@@ -215,18 +232,19 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
       if (t == f.fault.tile || (f.fault.sm >= 0 && dc.host_sm[t] == static_cast<uint32_t>(f.fault.sm))) {
         f.output->fired = true;
         f.output->fired_tile = t;
-        f.output->fired_unit = static_cast<int>(dc.host_sm[t]);
+        f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
       }
   }
   std::vector<float> actual(te);
   for (uint64_t t = 0; t < tiles; ++t) {
-    const int sm = static_cast<int>(dc.host_sm[t]);
-    UnitResult& u = sh.result.units[g.unit_base + static_cast<size_t>(sm)];
-    ++u.tiles;
+    const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
+    UnitResult* u = sm_known ? &sh.result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
+    if (u) ++u->tiles;
     if (dc.host_digests[t] == golden.tile_digests[t]) continue;
     ++r.failed_tiles;
-    ++u.failed_tiles;
-    if (std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end()) r.units_failed.push_back(sm);
+    if (u) ++u->failed_tiles;
+    if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
+      r.units_failed.push_back(sm);
     if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
     if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
       const auto tensors = dc.problem->inputs();
@@ -235,7 +253,7 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
         dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
       }
     }
-    SDC_CUDA_CHECK(cudaMemcpy(actual.data(), dc.out.as<float>() + t * te, te * 4, cudaMemcpyDeviceToHost));
+    copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
     analyse_tile(*dc.problem, dc.host_inputs, golden.tile_digests[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
   }
 }

@@ -10,10 +10,11 @@
 
 namespace sdc::cuda {
 
-// digests[t] = tile_digest(t, out + t * tile_elements, tile_elements) for every tile, applying `fault`
-// first (see DeviceFault). Integer sums: the reduction order does not matter, the host digest matches.
-void digest_tiles(float* out, uint64_t tiles, uint32_t tile_elements, const uint32_t* tile_sm, DeviceFault fault,
-                  uint64_t* digests, cudaStream_t s);
+// digests[t] = tile_digest(t, elements of tile t in offset order, tile_elements) for every tile, the
+// elements read where `layout` puts them, applying `fault` first (see DeviceFault). Integer sums: the
+// reduction order does not matter, the host digest matches.
+void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
+                  const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s);
 
 // Xors mask into the bits of element `index` of a device tensor of 32-bit elements (input fault drills;
 // applying it twice restores the tensor).

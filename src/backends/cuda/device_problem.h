@@ -5,11 +5,43 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../../core/hd.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace sdc::cuda {
+
+// Where a case's output lies in the runner's output buffer. By default tile t's Problem::tile_elements()
+// elements are contiguous at out + t * tile_elements, in the CPU path's offsets. A library that writes a
+// plain matrix (cuBLASLt) uses the matrix layout: tile t is the block of tile_rows x tile_cols elements
+// at block row t / tiles_per_row, block column t % tiles_per_row of a row-major matrix whose rows are
+// `ld` elements apart; tile offset o is the block's element (o / tile_cols, o % tile_cols). Either way
+// the buffer holds tile_count * tile_elements floats.
+struct OutputLayout {
+  uint64_t tiles_per_row = 0;  // 0: contiguous tiles
+  uint32_t tile_rows = 0, tile_cols = 0;
+  uint64_t ld = 0;
+  SDC_HD bool matrix() const { return tiles_per_row != 0; }
+  // Element `offset` of tile `tile`, as an index into the output buffer.
+  SDC_HD uint64_t index(uint64_t tile, uint32_t offset, uint32_t tile_elements) const {
+    if (!matrix()) return tile * tile_elements + offset;
+    return ((tile / tiles_per_row) * tile_rows + offset / tile_cols) * ld + (tile % tiles_per_row) * tile_cols +
+           offset % tile_cols;
+  }
+};
+
+// What computed a case's output: the library (with its version) and the algorithm. A recorded golden is
+// valid only for the same engine (RecordingKey), and the report names it.
+struct Engine {
+  std::string library;    // "sdcscreen-kernels 1" for the project's own kernels, "cublasLt 13.0.2"
+  std::string algorithm;  // "mma.sync m16n8k16 64x64 tile, k in stages of 32", or cuBLASLt's pinned config
+};
+
+// The library name of the project's own kernels. Its number changes whenever one of them changes the
+// order or kind of its arithmetic on a recorded family: recordings made with another number no longer apply.
+inline constexpr const char* OWN_KERNELS = "sdcscreen-kernels 1";
 
 class DeviceProblem {
  public:
@@ -20,6 +52,13 @@ class DeviceProblem {
   // fp8 tensor cores before 8.9), or "" when it can. Such a test is skipped as not applicable: that is
   // not a failure to run, so it does not make the run inconclusive.
   virtual std::string unsupported(int /*cc_major*/, int /*cc_minor*/) const { return ""; }
+  // The output layout compute() writes (see OutputLayout).
+  virtual OutputLayout output_layout() const { return {}; }
+  // False when compute() cannot say which SM computed a tile (a library kernel): tile_sm is left
+  // poisoned, miscompares are localized to the tile only, and SM-targeted drills are refused.
+  virtual bool records_sm() const { return true; }
+  // The library and algorithm compute() uses; fixed when the object is prepared (on the current device).
+  virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.

@@ -17,20 +17,20 @@ constexpr unsigned DIGEST_THREADS = 256;
 
 // One block per tile (grid-stride over tiles); each thread sums the terms of a strided subset of the
 // tile's elements, then the block adds the 256 partial sums (mod 2^64: any order gives the same sum).
-__global__ void __launch_bounds__(DIGEST_THREADS) digest_kernel(float* out, uint64_t tiles, uint32_t te,
-                                                                const uint32_t* tile_sm, DeviceFault f,
+__global__ void __launch_bounds__(DIGEST_THREADS) digest_kernel(float* out, OutputLayout layout, uint64_t tiles,
+                                                                uint32_t te, const uint32_t* tile_sm, DeviceFault f,
                                                                 uint64_t* digests) {
   __shared__ uint64_t warp_sum[DIGEST_THREADS / 32];
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint64_t key = digest_key(t);
     const bool hit = f.mask != 0 && (t == f.tile || (f.sm >= 0 && tile_sm[t] == static_cast<uint32_t>(f.sm)));
-    float* tile = out + t * te;
     uint64_t sum = 0;
     for (uint32_t i = threadIdx.x; i < te; i += DIGEST_THREADS) {
-      uint32_t bits = float_bits(tile[i]);
+      float& e = out[layout.index(t, i, te)];
+      uint32_t bits = float_bits(e);
       if (hit && i == f.offset) {
         bits ^= f.mask;
-        tile[i] = bits_float(bits);
+        e = bits_float(bits);
       }
       sum += digest_term(key, i, bits);
     }
@@ -65,10 +65,10 @@ void generate_pattern(float* dst, uint64_t n, Distribution d, ExponentWindow w, 
   SDC_CUDA_CHECK_LAUNCH("generate_kernel");
 }
 
-void digest_tiles(float* out, uint64_t tiles, uint32_t tile_elements, const uint32_t* tile_sm, DeviceFault fault,
-                  uint64_t* digests, cudaStream_t s) {
+void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
+                  const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(tiles < 65536 ? tiles : 65536);
-  digest_kernel<<<grid, DIGEST_THREADS, 0, s>>>(out, tiles, tile_elements, tile_sm, fault, digests);
+  digest_kernel<<<grid, DIGEST_THREADS, 0, s>>>(out, layout, tiles, tile_elements, tile_sm, fault, digests);
   SDC_CUDA_CHECK_LAUNCH("digest_kernel");
 }
 

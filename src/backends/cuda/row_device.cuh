@@ -25,6 +25,7 @@ class RowDevice : public DeviceProblem {
   }
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
+  Engine engine() const override { return {OWN_KERNELS, "simt fp32, fixed chunked pairwise trees (exact)"}; }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
     generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t), stream);
