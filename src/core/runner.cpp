@@ -456,10 +456,13 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
           r.reason = not_started;
           continue;
         }
-        if (!has_cpu_golden(c.mode)) {  // nothing on a CPU can judge it: not applicable, not inconclusive
+        const auto& backends = find_family(c.family)->backends;
+        const bool on_cpu = std::find(backends.begin(), backends.end(), "cpu") != backends.end();
+        if (!on_cpu || !has_cpu_golden(c.mode)) {  // a GPU-only test: not applicable here, not inconclusive
           r.verdict = Verdict::skip;
           r.not_applicable = true;
-          r.reason = fmt::format("{} mode runs on GPUs only: a CPU has no golden for it", mode_name(c.mode));
+          r.reason = !on_cpu ? fmt::format("family {} runs on GPUs only", c.family)
+                             : fmt::format("{} mode runs on GPUs only: a CPU has no golden for it", mode_name(c.mode));
           if (opt.on_test_done) opt.on_test_done(r, ci, sel.cases.size());
           continue;
         }
