@@ -1,6 +1,7 @@
 // The device side shared by the exact-integer GEMM families: input generation in the narrow encoding
 // and a tensor-core GEMM on mma.sync, parametrized by a family's Traits:
 //   Storage                      the narrow element (uint16_t bf16/fp16 bits, uint32_t tf32, uint8_t e4m3)
+//   Pattern                      what generates the inputs (exactint::Pattern, or a recorded family's)
 //   bits(pattern, tensor, i)     SDC_HD: the encoding of element i (the family header's element_bits)
 //   mma(d, a, b)                 __device__: one m16n8k(8 * 4 / sizeof(Storage)) mma.sync with f32 accumulators
 //   fp8                          true when the instruction needs compute capability 8.9
@@ -34,6 +35,7 @@
 #include "../../src/backends/cuda/device_util.cuh"
 #include "../../src/core/shape.h"
 #include "exactint_ref.h"
+#include "mma_ops.cuh"
 
 namespace sdc::exactint {
 
@@ -51,7 +53,8 @@ struct MmaGeometry {
 };
 
 template <class Traits>
-__global__ void generate_kernel(typename Traits::Storage* dst, uint64_t n, Pattern p, uint32_t tensor) {
+__global__ void generate_kernel(typename Traits::Storage* dst, uint64_t n, typename Traits::Pattern p,
+                                uint32_t tensor) {
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
     dst[i] = Traits::bits(p, tensor, i);
@@ -158,8 +161,8 @@ template <class Traits>
 class MmaDevice final : public cuda::DeviceProblem {
  public:
   // refusal: why the current device cannot run the kernel ("" when it can); compute() throws it.
-  MmaDevice(const Format& f, const Case& c, std::string refusal)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)), refusal_(std::move(refusal)) {}
+  MmaDevice(const Case& c, typename Traits::Pattern pattern, std::string refusal)
+      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(pattern), refusal_(std::move(refusal)) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(typename Traits::Storage); }
   cuda::Engine engine() const override { return {cuda::OWN_KERNELS, Traits::ALGORITHM}; }
@@ -185,7 +188,7 @@ class MmaDevice final : public cuda::DeviceProblem {
   uint64_t elements(size_t tensor) const { return static_cast<uint64_t>((tensor == 0 ? m_ : n_) * k_); }
 
   int64_t m_, n_, k_;
-  Pattern pat_;
+  typename Traits::Pattern pat_;
   std::string refusal_;
 };
 
@@ -208,11 +211,12 @@ std::string fp8_refusal() {
   return "";
 }
 
+// c is a validated case of an M x N x K GEMM family; `pattern` generates its inputs.
 template <class Traits>
-std::unique_ptr<cuda::DeviceProblem> make_device(const Format& f, const Case& c) {
+std::unique_ptr<cuda::DeviceProblem> make_device(const Case& c, typename Traits::Pattern pattern) {
   std::string refusal;
   if constexpr (Traits::fp8) refusal = fp8_refusal<Traits>();
-  return std::make_unique<MmaDevice<Traits>>(f, c, std::move(refusal));
+  return std::make_unique<MmaDevice<Traits>>(c, pattern, std::move(refusal));
 }
 
 }  // namespace sdc::exactint

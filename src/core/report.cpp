@@ -158,7 +158,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   s += fmt::format("\n{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", "device", "mode", "result", "iters",
                    "tiles", "time_s", "GFLOP/s");
   for (const TestResult& t : r.tests) {
-    s += fmt::format("{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t.id, t.device, t.mode,
+    // A recorded case judged by consensus (no accepted recording) shows both.
+    const std::string mode = t.judged_by.empty() || t.judged_by == t.mode ? t.mode : t.mode + ">" + t.judged_by;
+    s += fmt::format("{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t.id, t.device, mode,
                      verdict_name(t.verdict), t.iterations_done, t.tiles, t.duration_s, t.gflops);
     if (!t.reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t.verdict), t.reason);
     for (const std::string& n : t.notes) s += fmt::format("  note: {}\n", n);
@@ -232,6 +234,9 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                {"gflops", t.gflops}, {"failed_tiles", t.failed_tiles}, {"miscompared_elements", t.miscompared_elements},
                {"units_failed", t.units_failed}, {"notes", t.notes}};
     jt["time_to_fail_s"] = t.time_to_fail_s >= 0 ? json(t.time_to_fail_s) : json(nullptr);
+    jt["judged_by"] = t.judged_by.empty() ? json(nullptr) : json(t.judged_by);
+    jt["library"] = t.library.empty() ? json(nullptr) : json(t.library);
+    jt["algorithm"] = t.algorithm.empty() ? json(nullptr) : json(t.algorithm);
     if (!t.reason.empty()) jt["reason"] = t.reason;
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares)

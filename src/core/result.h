@@ -45,6 +45,15 @@ struct TestResult {
   std::vector<int> units_failed;  // logical CPUs, or SMs of the test's GPU
   std::vector<Miscompare> miscompares;  // the first ones, with full localization
   std::vector<std::string> notes;
+  // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
+  // "consensus" (repeats and the node's GPUs; also a recorded case whose architecture and engine have no
+  // accepted recording). Empty when nothing ran.
+  std::string judged_by;
+  std::string library, algorithm;  // the engine that computed it (GPU tests)
+  // Consensus only, not reported: the tile digests and SMs of the first complete run, which later runs,
+  // the node's other GPUs and `record` compare or keep.
+  std::vector<uint64_t> reference_digests;
+  std::vector<uint32_t> reference_sms;
 };
 
 // A unit that computes tiles: a logical CPU, or one SM of one GPU.

@@ -469,6 +469,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
         const auto p = find_family(c.family)->prepare(c);
         const int coverage = coverage_iterations(workers, p->tile_count());
         run_case(sc, c, std::max(sel.iterations[ci], coverage), ci, sel.cases.size(), r);
+        if (r.iterations_done > 0) r.judged_by = mode_name(c.mode);
         settle(r, workers);
         if (opt.on_test_done) opt.on_test_done(r, ci, sel.cases.size());
       } else {

@@ -34,6 +34,9 @@ struct RunOptions {
   std::vector<Injection> injections;
   uint64_t max_memory_bytes = 0;  // 0: no limit
   bool fill_budget = false;       // repeat rounds of every case until the time budget ends
+  // `record`: recorded cases are judged by their repeats and the node's GPUs only, never by an accepted
+  // recording (the run produces the digests a recording keeps).
+  bool recording = false;
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
 };

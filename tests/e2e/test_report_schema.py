@@ -144,6 +144,10 @@ if base:
     # wrong types
     mutant("seed is a string", setp(["seed"], str(base["seed"])))
     mutant("schema_version is 1 (the CPU-only format)", setp(["schema_version"], 1))
+    mutant("schema_version is 2 (before judged_by)", setp(["schema_version"], 2))
+    mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
+    mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
+    mutant("tests[0].library is 0", setp(["tests", 0, "library"], 0))
     mutant("tests[0].iterations is a string", setp(["tests", 0, "iterations"], "2"))
     mutant("tests[0].duration_s is null", setp(["tests", 0, "duration_s"], None))
     mutant("fault_injection is 1", setp(["fault_injection"], 1))
@@ -180,7 +184,7 @@ if base:
         mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
-    # The GPU shape of a report (schema_version 2), built from the injected CPU report: it validates, and
+    # The GPU shape of a report (schema_version 3), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
     gpu = copy.deepcopy(base)
     gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
@@ -193,6 +197,7 @@ if base:
                     {"kind": "sm", "device": 0, "sm": 18, "tiles": 0, "failed_tiles": 0, "result": "idle"}]
     for t in gpu["tests"]:
         t["device"] = "cuda:0"
+        t["library"], t["algorithm"] = "sdcscreen-kernels 1", "mma.sync m16n8k16 f32 accumulators"
         t["units_failed"] = [17] if t["result"] == "fail" else []
         for m in t["miscompares"]:
             m["unit"] = {"kind": "sm", "device": 0, "sm": 17}
@@ -208,6 +213,11 @@ if base:
     mutant("miscompare unit sm without device", delp(["tests", 0, "miscompares", 0, "unit", "device"]), on=gpu)
     mutant("test device 'gpu0'", setp(["tests", 0, "device"], "gpu0"), on=gpu)
     mutant("injection without device", delp(["injections", 0, "device"]), on=gpu)
+    # A recorded case judged by consensus, as a GPU without an accepted recording reports it.
+    rec = copy.deepcopy(gpu)
+    rec["tests"][0]["mode"], rec["tests"][0]["judged_by"] = "recorded", "consensus"
+    F.check(not errors_of(copy.deepcopy(rec)), "a recorded test judged by consensus does not validate")
+    mutant("gpu test with an algorithm of 3", setp(["tests", 0, "algorithm"], 3), on=gpu)
 
 # --- 6. -o replaces an existing file atomically and leaves no temporary file -----------------------
 with tempfile.TemporaryDirectory() as d:
@@ -222,7 +232,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 2, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 3, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

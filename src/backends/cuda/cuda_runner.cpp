@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "../../core/digest.h"
+#include "../../core/node_consensus.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "device_memory.h"
@@ -82,6 +83,7 @@ struct DeviceCase {
   std::unique_ptr<DeviceProblem> device;
   std::vector<DeviceBuffer> inputs;
   DeviceBuffer out, tile_sm, digests, scratch;
+  DeviceBuffer first_out;  // consensus: the first run's output, the expected values of a later miscompare
   std::vector<uint64_t> host_digests;
   std::vector<uint32_t> host_sm;
   std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
@@ -91,6 +93,7 @@ struct DeviceCase {
     tile_sm.release();
     digests.release();
     scratch.release();
+    first_out.release();
   }
 };
 
@@ -211,10 +214,53 @@ void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te
                               cudaMemcpyDeviceToHost));
 }
 
-// Compares one finished iteration with the golden digests and localizes what differs.
-void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const IterationFaults& f, int it,
-                       std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws, TestResult& r) {
-  const GoldenCase& golden = sh.patterns.golden.at(c.id);
+// What a case's runs on one GPU are compared with (DESIGN.md modes).
+struct Reference {
+  enum Kind { golden, recorded, repeats } kind = golden;
+  const std::vector<uint64_t>* digests = nullptr;  // repeats: the test's reference_digests, empty before run 1
+};
+
+// The golden for an exact case; for a recorded case the accepted recording of this GPU's architecture
+// and engine, else (and for consensus cases, and always when recording) the case's own first run.
+// Says in r which mode judges it and why.
+Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
+  const bool first = r.judged_by.empty();
+  Reference ref;
+  if (has_cpu_golden(c.mode)) {
+    r.judged_by = mode_name(c.mode);
+    ref.digests = &sh.patterns.golden.at(c.id).tile_digests;
+    return ref;
+  }
+  const RecordingKey key{g.info.architecture(), c.family, c.id, case_fingerprint(c), r.library, r.algorithm};
+  const AcceptedRecording* rec =
+      c.mode == Mode::recorded && !sh.opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
+  if (rec) {
+    if (rec->tile_digests.size() != dc.problem->tile_count())
+      throw std::runtime_error(fmt::format("the accepted recording of {} has {} tile digests, the case has {} tiles",
+                                           c.id, rec->tile_digests.size(), dc.problem->tile_count()));
+    r.judged_by = "recorded";
+    if (first)
+      r.notes.push_back(fmt::format("judged by the recording accepted from {} device(s){}", rec->voters.size(),
+                                    rec->provisional ? " (provisional: one device)" : ""));
+    ref.kind = Reference::recorded;
+    ref.digests = &rec->tile_digests;
+    return ref;
+  }
+  if (first && c.mode == Mode::recorded && !sh.opt.recording)
+    r.notes.push_back(fmt::format("no accepted recording for {} [{} | {}]: judged by consensus", key.architecture,
+                                  key.library, key.algorithm));
+  r.judged_by = "consensus";
+  ref.kind = Reference::repeats;
+  ref.digests = &r.reference_digests;
+  return ref;
+}
+
+// Compares one finished iteration with the reference digests and localizes what differs: to the SM and
+// tile always (when the kernel records SMs), to elements where expected values exist (an exact case's
+// CPU recomputation, or a consensus case's first run kept on the device).
+void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults& f, int it,
+                       const Reference& ref, std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws,
+                       TestResult& r) {
   const uint64_t tiles = dc.problem->tile_count();
   const uint32_t te = dc.problem->tile_elements();
   const bool sm_known = dc.device->records_sm();
@@ -235,17 +281,42 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
         f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
       }
   }
+  if (ref.kind == Reference::repeats && r.reference_digests.empty()) {  // the first run: it is the reference
+    r.reference_digests = dc.host_digests;
+    r.reference_sms = dc.host_sm;
+    if (dc.first_out.get())
+      SDC_CUDA_CHECK(cudaMemcpy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, cudaMemcpyDeviceToDevice));
+    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.result.units[g.unit_base + dc.host_sm[t]].tiles;
+    return;
+  }
+  const std::vector<uint64_t>& expect = *ref.digests;
   std::vector<float> actual(te);
   for (uint64_t t = 0; t < tiles; ++t) {
     const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
     UnitResult* u = sm_known ? &sh.result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
     if (u) ++u->tiles;
-    if (dc.host_digests[t] == golden.tile_digests[t]) continue;
+    if (dc.host_digests[t] == expect[t]) continue;
     ++r.failed_tiles;
     if (u) ++u->failed_tiles;
     if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
       r.units_failed.push_back(sm);
     if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
+    if (ref.kind != Reference::golden) {
+      std::vector<float>& expected = expected_cache[t];
+      if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {
+        expected.resize(te);
+        copy_tile(*dc.device, dc.first_out.as<float>(), t, te, expected.data());
+      }
+      if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
+        copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
+        analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
+      } else if (r.notes.size() < 16) {
+        r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)", it,
+                                      dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
+                                      ref.kind == Reference::recorded ? "recorded golden" : "first run"));
+      }
+      continue;
+    }
     if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
       const auto tensors = dc.problem->inputs();
       for (size_t i = 0; i < tensors.size(); ++i) {
@@ -254,7 +325,7 @@ void compare_iteration(Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, const 
       }
     }
     copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
-    analyse_tile(*dc.problem, dc.host_inputs, golden.tile_digests[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
+    analyse_tile(*dc.problem, dc.host_inputs, expect[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
   }
 }
 
@@ -270,6 +341,19 @@ void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, T
       if (r.not_applicable) return;
       const uint64_t tiles = dc->problem->tile_count();
       r.tiles = tiles;
+      const Engine engine = dc->device->engine();
+      r.library = engine.library;
+      r.algorithm = engine.algorithm;
+      const Reference ref = choose_reference(sh, g, c, *dc, r);
+      if (ref.kind == Reference::repeats) {
+        // Consensus compares runs with each other: at least two. The first run's output stays on the
+        // device (when it fits) so that a later miscompare lists elements, not only tiles.
+        if (r.reference_digests.empty()) iterations = std::max(iterations, 2);
+        const uint64_t bytes = tiles * dc->problem->tile_elements() * 4ull;
+        size_t free_b = 0, total_b = 0;
+        SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        if (r.reference_digests.empty() && bytes + (256ull << 20) < free_b) dc->first_out = DeviceBuffer(bytes);
+      }
       std::map<uint64_t, std::vector<float>> expected_cache;
       const int first = r.iterations_done;
       r.iterations_planned = first + iterations;
@@ -295,7 +379,7 @@ void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, T
           break;
         }
         ++r.iterations_done;
-        compare_iteration(sh, g, c, *dc, f, it, expected_cache, ws, r);
+        compare_iteration(sh, g, *dc, f, it, ref, expected_cache, ws, r);
       }
       std::sort(r.units_failed.begin(), r.units_failed.end());
     }
@@ -325,6 +409,9 @@ void settle(TestResult& r) {
   if (r.failed_tiles > 0) {
     r.verdict = Verdict::fail;
   } else if (r.verdict == Verdict::error) {
+  } else if (r.judged_by == "consensus" && r.iterations_done == 1) {
+    r.verdict = Verdict::skip;  // unless another GPU of the node agrees (apply_node_consensus)
+    r.reason = CONSENSUS_ONE_RUN;
   } else if (r.iterations_done >= 1) {
     r.verdict = Verdict::pass;
     r.reason.clear();
@@ -425,6 +512,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   std::vector<std::thread> threads;
   for (auto& g : run) threads.emplace_back([&sh, &g] { run_gpu(sh, *g); });
   for (std::thread& t : threads) t.join();
+  apply_node_consensus(result, seconds_since(sh.start));
   for (auto& g : run)
     if (g->stuck) {
       result.watchdog_fired = result.watchdog_fired || g_stop_signal.load() == 0;
