@@ -12,6 +12,14 @@ struct ListArgs {
 struct GoldenArgs {
   std::string cpuset;
 };
+struct RecordArgs {
+  std::string output_dir;
+  std::vector<std::string> enable, disable;
+  std::string devices;
+  int repeats = 3;
+  std::string time_budget;
+  bool force = false;
+};
 struct ConsensusArgs {
   bool write = false;
   std::vector<std::string> files;  // recordings, one device each
@@ -30,5 +38,6 @@ int cmd_info();
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
+int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // record.cpp
 
 }  // namespace sdc

@@ -430,10 +430,29 @@ int main(int argc, char** argv) {
                     "  sdcscreen consensus --write --patterns patterns rec-gpu0.json rec-gpu1.json rec-gpu2.json rec-gpu3.json\n"
                     "  git add patterns/recordings patterns/manifest.json");
 
+  RecordArgs rec;
+  CLI::App* record = app.add_subcommand(
+      "record", "run the recorded cases on this node's GPUs (each at least twice, judged by consensus) and write one "
+                "recording per GPU for 'consensus'; exit 0 all recorded, 1 a GPU disagreed (suspect), 2 could not run");
+  record->add_option("-o,--output-dir", rec.output_dir, "directory for the recordings (<hostname>-<gpu uuid>.json)")
+      ->required()
+      ->check(non_empty);
+  record->add_option("--enable", rec.enable, "record only cases whose id or family matches ID|GLOB (default: every recorded case)");
+  record->add_option("--disable", rec.disable, "do not record cases whose id or family matches ID|GLOB");
+  record->add_option("--devices", rec.devices, "GPUs to record on, like 0-3 (default: every visible GPU)")->check(non_empty);
+  record->add_option("--repeats", rec.repeats, "runs per case and GPU that must agree bit for bit (at least 2)")
+      ->capture_default_str();
+  record->add_option("--time-budget", rec.time_budget, "stop starting new work after DURATION (default 1h)")->check(non_empty);
+  record->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
+  record->add_flag("--force", rec.force, "record even when another screen holds the node's lock");
+  record->footer("Example: record on four known-good GPUs of two nodes, then accept what a majority agrees on:\n"
+                 "  node-a$ sdcscreen record -o rec/      node-b$ sdcscreen record -o rec/\n"
+                 "  sdcscreen consensus --write rec/*.json");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
-    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns, consensus)", argv[1]));
+    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus)", argv[1]));
   }
   try {
     app.parse(argc, argv);
@@ -466,6 +485,7 @@ int main(int argc, char** argv) {
     }
     if (verify->parsed()) return cmd_verify(patterns_dir);
     if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
+    if (record->parsed()) return cmd_record(rec, args, patterns_dir);
   } catch (const std::exception& e) {
     fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;

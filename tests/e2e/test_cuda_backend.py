@@ -11,7 +11,9 @@ output injection on an SM is detected (exit 1) and localized to that SM with the
 """
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -69,6 +71,10 @@ if not gpu_lines:
     p = common.run("run", "--backend", "cuda", *SEL)
     F.check(p.returncode == 2 and "exit: error" in p.stdout and "no usable GPU" in p.stdout,
             f"text report of --backend cuda: exit {p.returncode}, {p.stdout[-300:]!r}")
+    with tempfile.TemporaryDirectory() as d:
+        p = common.run("record", "-o", d)
+        F.check(p.returncode == 2 and "no usable GPU" in p.stderr, f"record without a GPU: exit {p.returncode}, {p.stderr!r}")
+        F.check(os.listdir(d) == [], f"record without a GPU wrote {os.listdir(d)}")
 else:
     print("GPU present:", *gpu_lines, sep="\n  ")
     visible = len(gpu_lines)
@@ -98,6 +104,50 @@ else:
         F.check(ms and all(m["unit"] == {"kind": "sm", "device": 0, "sm": 0} and m["xor_mask"] == "0x40000000" for m in ms),
                 f"miscompares not all on SM 0 with xor 0x40000000: {ms[:3]}")
         F.check(rep["tests"][0]["units_failed"] == [0], f"units_failed {rep['tests'][0]['units_failed']}")
+    # A recorded case without an accepted recording: judged by consensus, and the report says so.
+    REC = "gemm_bf16.uniform_1024x1024x1024"
+    code, rep, err = common.run_json("--backend", "cuda", "--enable", REC)
+    F.check(code == 0, f"recorded case by consensus: exit {code} ({err.strip()[:300]})")
+    valid("recorded by consensus", rep)
+    if rep:
+        for t in rep["tests"]:
+            F.check(t["mode"] == "recorded" and t["judged_by"] == "consensus" and t["iterations"] >= 2
+                    and t["library"] and t["algorithm"], f"recorded test {t}")
+            F.check(any("no accepted recording" in n for n in t["notes"]), f"notes do not say why: {t['notes']}")
+    # A fault in the second run of a consensus case: the repeat disagrees, localized to its tile.
+    code, rep, err = common.run_json("--backend", "cuda", "--devices", "0", "--enable", REC,
+                                     "--inject", f"case={REC},element=70000,bit=12,iteration=1")
+    F.check(code == 1, f"consensus drill: exit {code}, expected 1")
+    valid("consensus drill", rep)
+    if rep:
+        ms = rep["tests"][0]["miscompares"]
+        F.check(ms and ms[0]["element"] == 70000 and ms[0]["xor_mask"] == "0x00001000", f"consensus drill miscompares {ms[:2]}")
+    # record -> consensus --write -> the same case is judged by the accepted (provisional) recording.
+    with tempfile.TemporaryDirectory() as d:
+        recs, pat = os.path.join(d, "rec"), os.path.join(d, "patterns")
+        os.mkdir(recs)
+        shutil.copytree(common.PATTERNS, pat)
+        p = common.run("record", "-o", recs, "--enable", REC, "--patterns", pat)
+        files = sorted(os.listdir(recs))
+        F.check(p.returncode == 0 and len(files) == visible, f"record: exit {p.returncode}, files {files} ({p.stderr[-300:]!r})")
+        p = common.run("consensus", "--write", "--patterns", pat, *[os.path.join(recs, f) for f in files])
+        F.check(p.returncode == 0, f"consensus --write of the recordings: exit {p.returncode} ({p.stdout[-300:]!r})")
+        code, rep, err = common.run_json("--backend", "cuda", "--enable", REC, "--patterns", pat)
+        F.check(code == 0, f"recorded case with its recording: exit {code} ({err.strip()[:300]})")
+        if rep:
+            F.check(all(t["judged_by"] == "recorded" for t in rep["tests"]), f"judged by {[t['judged_by'] for t in rep['tests']]}")
+
+# On any machine: record's command line and output directory are checked before anything runs.
+with tempfile.TemporaryDirectory() as d:
+    for args, code, word in ((["-o", d, "--repeats", "1"], 64, "--repeats"),
+                             (["-o", d, "--enable", "gemm_f32.uniform_1024"], 64, "only recorded cases"),
+                             (["-o", d, "--enable", "no_such_case"], 64, "matches no test"),
+                             (["-o", d, "--devices", "x"], 64, "--devices"),
+                             (["-o", os.path.join(d, "missing")], 78, "not a directory"),
+                             ([], 64, "--output-dir")):
+        p = common.run("record", *args)
+        F.check(p.returncode == code and word in p.stderr, f"record {args}: exit {p.returncode}, expected {code} naming {word!r}: {p.stderr.strip()[:200]!r}")
+    F.check(os.listdir(d) == [], f"refused record commands wrote {os.listdir(d)}")
 
 # On any machine: GPU-only flags and keys are refused where they cannot apply.
 for args, word in ((["--backend", "cpu", "--devices", "0"], "--devices"),

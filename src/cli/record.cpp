@@ -1,0 +1,161 @@
+// `sdcscreen record -o DIR [--enable ID|GLOB]... [--devices LIST] [--repeats N]`: runs the battery's
+// recorded cases on this node's GPUs and writes one recording per GPU (DIR/<hostname>-<uuid>.json, the
+// format of src/core/recording.h), for `consensus` to merge with other known-good devices' recordings.
+//
+// Every case runs at least twice on every GPU and is judged by consensus only (accepted recordings are
+// not consulted): a GPU whose repeats differ, or that dissents from the node's majority, fails that case
+// and its digests are not written; only what passed is recorded. Exit codes as for `run`: 0 every case
+// recorded on every GPU, 1 a GPU disagreed with itself or with the others (suspect: do not use its
+// recording), 2 something could not run (no GPU, CUDA error, timeout), 64 bad command line, 78 bad
+// pattern data or an unwritable DIR.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "../backends/cuda/cuda_backend.h"
+#include "../core/atomic_file.h"
+#include "../core/patterns.h"
+#include "../core/recording.h"
+#include "../core/report.h"
+#include "../core/run_lock.h"
+#include "../core/runner.h"
+#include "commands.h"
+#include "options.h"
+
+namespace sdc {
+namespace {
+
+double unix_time_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The recorded cases, narrowed by --enable/--disable; "" or a command-line error.
+std::string select_recorded(const Battery& battery, const RecordArgs& a, Selection& sel) {
+  std::vector<std::string> enable = a.enable;
+  if (enable.empty())
+    for (const Case& c : battery.cases)
+      if (c.mode == Mode::recorded) enable.push_back(c.id);
+  if (enable.empty()) return "the battery has no recorded case";
+  // A case enabled explicitly runs whatever profile holds it; the profile name only has to exist.
+  if (const std::string err = select_cases(battery, battery.profiles.front().name, enable, a.disable, sel); !err.empty())
+    return err;
+  for (const Case* c : sel.cases)
+    if (c->mode != Mode::recorded)
+      return fmt::format("{} is a case of mode {}: only recorded cases are recorded (narrow --enable)", c->id,
+                         mode_name(c->mode));
+  if (sel.cases.empty()) return "--disable leaves no recorded case";
+  for (int& n : sel.iterations) n = a.repeats;
+  return "";
+}
+
+}  // namespace
+
+int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
+  if (a.repeats < 2) return usage_error("--repeats: at least 2 (repeats must agree before anything is recorded)");
+  double budget = 3600;
+  if (!a.time_budget.empty())
+    if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
+      return usage_error(fmt::format("--time-budget: {}", err));
+  std::error_code ec;
+  if (!std::filesystem::is_directory(a.output_dir, ec))
+    return config_error(fmt::format("-o: {} is not a directory", a.output_dir));
+  try {
+    check_writable(a.output_dir + "/recording.json");
+  } catch (const FileError& e) {
+    return config_error(fmt::format("-o: {}", e.what()));
+  }
+  PatternSet patterns;
+  try {
+    patterns = load_patterns(patterns_dir);
+  } catch (const PatternError& e) {
+    return config_error(e.what());
+  }
+  Selection sel;
+  if (const std::string err = select_recorded(patterns.battery, a, sel); !err.empty()) return usage_error(err);
+
+  std::vector<int> wanted;
+  if (!a.devices.empty())
+    if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
+      return usage_error("--devices: " + err);
+  const cuda::Availability avail = cuda::probe();
+  if (!avail.usable) {
+    fmt::print(stderr, "sdcscreen: no usable GPU: {}; nothing recorded\n", avail.reason);
+    return EXIT_INCONCLUSIVE;
+  }
+  const std::vector<DeviceInfo> visible = cuda::list_devices();
+  std::vector<DeviceInfo> gpus;
+  for (int w : wanted) {
+    if (w >= static_cast<int>(visible.size())) {
+      fmt::print(stderr, "sdcscreen: --devices: GPU {} not visible ({} visible); nothing recorded\n", w, visible.size());
+      return EXIT_INCONCLUSIVE;
+    }
+    gpus.push_back(visible[static_cast<size_t>(w)]);
+  }
+  if (wanted.empty()) gpus = visible;
+
+  RunLock lock;
+  if (!a.force) {
+    bool busy = false;
+    if (const std::string err = lock.acquire(RunLock::default_path(), &busy); !err.empty()) {
+      fmt::print(stderr, "sdcscreen: {}{}\n", err, busy ? " (--force records anyway)" : "");
+      return busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG;
+    }
+  }
+  RunResult result;
+  result.profile = "record";
+  result.argv = argv;
+  result.reproduce = shell_join(argv);
+  result.patterns_dir = patterns.dir;
+  result.time_budget_s = budget;
+  result.backend = "cuda";
+  result.backend_reason = "record";
+  RunOptions opt;
+  opt.time_budget_s = budget;
+  opt.recording = true;
+  opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
+    fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, n, t.id, t.device, verdict_name(t.verdict));
+  };
+  result.start_unix = unix_time_now();
+  cuda::run_screen(patterns, sel, opt, gpus, result);
+  result.end_unix = unix_time_now();
+  const HostInfo host = host_info();
+  fmt::print("{}", render_text(result, host));
+
+  // One file per GPU, with what it computed stably and in agreement with the node.
+  bool write_failed = false;
+  for (size_t gi = 0; gi < gpus.size(); ++gi) {
+    const DeviceInfo& d = gpus[gi];
+    Recording rec = new_recording(recorded_device(d, host.hostname));
+    std::vector<std::string> left_out;
+    for (const TestResult& t : result.tests) {
+      if (t.device_index != static_cast<int>(gi)) continue;
+      if (t.verdict != Verdict::pass || t.judged_by != "consensus" || t.reference_digests.empty()) {
+        left_out.push_back(fmt::format("{} ({})", t.id, verdict_name(t.verdict)));
+        continue;
+      }
+      const Case* c = patterns.battery.find_case(t.id);
+      add_recording_entry(rec, {d.architecture(), c->family, c->id, case_fingerprint(*c), t.library, t.algorithm},
+                          t.reference_digests);
+    }
+    const std::string path = fmt::format("{}/{}-{}.json", a.output_dir, host.hostname.empty() ? "host" : host.hostname, d.uuid);
+    if (rec.entries.empty()) {
+      fmt::print("{}: nothing recorded ({})\n", d.label(), fmt::join(left_out, ", "));
+      continue;
+    }
+    try {
+      write_recording(path, rec);
+      fmt::print("{}: wrote {} ({} cases{}{})\n", d.label(), path, rec.entries.size(), left_out.empty() ? "" : "; not recorded: ",
+                 fmt::join(left_out, ", "));
+    } catch (const FileError& e) {
+      fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
+      write_failed = true;
+    }
+  }
+  const int code = result.exit_code();
+  if (result.workers_abandoned) std::_Exit(code == EXIT_PASS && write_failed ? EXIT_CONFIG : code);
+  return code == EXIT_PASS && write_failed ? EXIT_CONFIG : code;
+}
+
+}  // namespace sdc
