@@ -22,80 +22,12 @@
 #include "../../core/node_consensus.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
-#include "device_memory.h"
 #include "device_passes.h"
-#include "device_problem.h"
+#include "runner_state.h"
 
 namespace sdc::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr uint32_t NO_SM = 0xffffffffu;  // the poison of tile_sm: no kernel recorded this tile
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The watchdog's deadline for device work: generous against a slow GPU (20x at 1 TFLOP/s, or 1 ns per
-// generated element), plus 10 s for start-up and clocks ramping.
-Clock::time_point deadline_after(double work_seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
-}
-
-// Waits for the event; false when the deadline passed first. Polls (with short sleeps) so that the
-// host thread stays in control: a blocking synchronize could never time out.
-bool wait_until(cudaEvent_t ev, Clock::time_point deadline) {
-  for (int spin = 0;; ++spin) {
-    const cudaError_t e = cudaEventQuery(ev);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady) SDC_CUDA_CHECK(e);
-    if (Clock::now() >= deadline) return false;
-    if (spin < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-// What the GPU threads share. Each thread writes only its own tests, units and injections.
-struct Shared {
-  const PatternSet& patterns;
-  const Selection& sel;
-  const RunOptions& opt;
-  RunResult& result;
-  Clock::time_point start, deadline;
-  std::mutex callback_mutex;  // progress and per-test callbacks come from several threads
-};
-
-// One GPU's run.
-struct Gpu {
-  Gpu(const DeviceInfo& i, size_t s, size_t base, int ids) : info(i), slot(s), unit_base(base), sm_ids(ids) {}
-  const DeviceInfo& info;
-  size_t slot;       // position among the selected GPUs
-  size_t unit_base;  // its first SM in result.units
-  int sm_ids;        // %nsmid: SM ids lie below it
-  bool stuck = false;  // the watchdog gave up on a kernel: nothing more can run here
-  std::string dead;    // non-empty: the context is unusable after this error
-  std::unique_ptr<Stream> stream;
-  std::unique_ptr<Event> event;
-  volatile int* hang_release = nullptr;  // mapped host flag that ends the hang drill's kernel
-};
-
-// A case's device state.
-struct DeviceCase {
-  std::unique_ptr<Problem> problem;
-  std::unique_ptr<DeviceProblem> device;
-  std::vector<DeviceBuffer> inputs;
-  DeviceBuffer out, tile_sm, digests, scratch;
-  DeviceBuffer first_out;  // consensus: the first run's output, the expected values of a later miscompare
-  std::vector<uint64_t> host_digests;
-  std::vector<uint32_t> host_sm;
-  std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
-  void leak() {
-    for (DeviceBuffer& b : inputs) b.release();
-    out.release();
-    tile_sm.release();
-    digests.release();
-    scratch.release();
-    first_out.release();
-  }
-};
 
 // Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
 bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
@@ -138,13 +70,6 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
   return false;
 }
 
-// The faults of one case at one iteration on this GPU.
-struct IterationFaults {
-  std::vector<Injection*> input;
-  Injection* output = nullptr;
-  Injection* hang = nullptr;
-  DeviceFault fault;
-};
 
 IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it) {
   const Problem& p = *dc.problem;
@@ -202,132 +127,6 @@ bool run_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time
   return wait_until(g.event->get(), deadline);
 }
 
-// Copies tile t of a device output (in the layout the family's compute() writes) to host memory, in
-// the tile's offset order.
-void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
-  const OutputLayout l = d.output_layout();
-  if (!l.matrix()) {
-    SDC_CUDA_CHECK(cudaMemcpy(dst, out + t * te, te * 4ull, cudaMemcpyDeviceToHost));
-    return;
-  }
-  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows,
-                              cudaMemcpyDeviceToHost));
-}
-
-// What a case's runs on one GPU are compared with (DESIGN.md modes).
-struct Reference {
-  enum Kind { golden, recorded, repeats } kind = golden;
-  const std::vector<uint64_t>* digests = nullptr;  // repeats: the test's reference_digests, empty before run 1
-};
-
-// The golden for an exact case; for a recorded case the accepted recording of this GPU's architecture
-// and engine, else (and for consensus cases, and always when recording) the case's own first run.
-// Says in r which mode judges it and why.
-Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
-  const bool first = r.judged_by.empty();
-  Reference ref;
-  if (has_cpu_golden(c.mode)) {
-    r.judged_by = mode_name(c.mode);
-    ref.digests = &sh.patterns.golden.at(c.id).tile_digests;
-    return ref;
-  }
-  const RecordingKey key{g.info.architecture(), c.family, c.id, case_fingerprint(c), r.library, r.algorithm};
-  const AcceptedRecording* rec =
-      c.mode == Mode::recorded && !sh.opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
-  if (rec) {
-    if (rec->tile_digests.size() != dc.problem->tile_count())
-      throw std::runtime_error(fmt::format("the accepted recording of {} has {} tile digests, the case has {} tiles",
-                                           c.id, rec->tile_digests.size(), dc.problem->tile_count()));
-    r.judged_by = "recorded";
-    if (first)
-      r.notes.push_back(fmt::format("judged by the recording accepted from {} device(s){}", rec->voters.size(),
-                                    rec->provisional ? " (provisional: one device)" : ""));
-    ref.kind = Reference::recorded;
-    ref.digests = &rec->tile_digests;
-    return ref;
-  }
-  if (first && c.mode == Mode::recorded && !sh.opt.recording)
-    r.notes.push_back(fmt::format("no accepted recording for {} [{} | {}]: judged by consensus", key.architecture,
-                                  key.library, key.algorithm));
-  r.judged_by = "consensus";
-  ref.kind = Reference::repeats;
-  ref.digests = &r.reference_digests;
-  return ref;
-}
-
-// Compares one finished iteration with the reference digests and localizes what differs: to the SM and
-// tile always (when the kernel records SMs), to elements where expected values exist (an exact case's
-// CPU recomputation, or a consensus case's first run kept on the device).
-void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults& f, int it,
-                       const Reference& ref, std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws,
-                       TestResult& r) {
-  const uint64_t tiles = dc.problem->tile_count();
-  const uint32_t te = dc.problem->tile_elements();
-  const bool sm_known = dc.device->records_sm();
-  for (uint64_t t = 0; t < tiles && sm_known; ++t)
-    if (dc.host_sm[t] == NO_SM || static_cast<int>(dc.host_sm[t]) >= g.sm_ids)
-      throw std::runtime_error(fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
-                                           "not of the GPU); this test proves nothing",
-                                           t));
-  for (Injection* inj : f.input) {
-    inj->fired = true;
-    inj->fired_unit = -1;
-  }
-  if (f.output) {
-    for (uint64_t t = 0; t < tiles && !f.output->fired; ++t)
-      if (t == f.fault.tile || (f.fault.sm >= 0 && dc.host_sm[t] == static_cast<uint32_t>(f.fault.sm))) {
-        f.output->fired = true;
-        f.output->fired_tile = t;
-        f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
-      }
-  }
-  if (ref.kind == Reference::repeats && r.reference_digests.empty()) {  // the first run: it is the reference
-    r.reference_digests = dc.host_digests;
-    r.reference_sms = dc.host_sm;
-    if (dc.first_out.get())
-      SDC_CUDA_CHECK(cudaMemcpy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, cudaMemcpyDeviceToDevice));
-    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.result.units[g.unit_base + dc.host_sm[t]].tiles;
-    return;
-  }
-  const std::vector<uint64_t>& expect = *ref.digests;
-  std::vector<float> actual(te);
-  for (uint64_t t = 0; t < tiles; ++t) {
-    const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
-    UnitResult* u = sm_known ? &sh.result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
-    if (u) ++u->tiles;
-    if (dc.host_digests[t] == expect[t]) continue;
-    ++r.failed_tiles;
-    if (u) ++u->failed_tiles;
-    if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
-      r.units_failed.push_back(sm);
-    if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
-    if (ref.kind != Reference::golden) {
-      std::vector<float>& expected = expected_cache[t];
-      if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {
-        expected.resize(te);
-        copy_tile(*dc.device, dc.first_out.as<float>(), t, te, expected.data());
-      }
-      if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
-        copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
-        analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
-      } else if (r.notes.size() < 16) {
-        r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)", it,
-                                      dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
-                                      ref.kind == Reference::recorded ? "recorded golden" : "first run"));
-      }
-      continue;
-    }
-    if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
-      const auto tensors = dc.problem->inputs();
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        dc.host_inputs.emplace_back(tensors[i].elements);
-        dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
-      }
-    }
-    copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
-    analyse_tile(*dc.problem, dc.host_inputs, expect[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
-  }
-}
 
 // Runs `iterations` more iterations of one case on one GPU, accumulating into r.
 void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, TestResult& r) {

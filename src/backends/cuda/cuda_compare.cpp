@@ -1,0 +1,131 @@
+// Comparison of a finished GPU iteration with its reference (runner_state.h), and the choice of that
+// reference: a golden, an accepted recording, or the case's own first run (consensus).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "../../core/patterns.h"
+#include "cuda_check.h"
+#include "runner_state.h"
+
+namespace sdc::cuda {
+namespace {
+
+// Copies tile t of a device output (in the layout the family's compute() writes) to host memory, in
+// the tile's offset order.
+void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
+  const OutputLayout l = d.output_layout();
+  if (!l.matrix()) {
+    SDC_CUDA_CHECK(cudaMemcpy(dst, out + t * te, te * 4ull, cudaMemcpyDeviceToHost));
+    return;
+  }
+  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows,
+                              cudaMemcpyDeviceToHost));
+}
+
+}  // namespace
+
+Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
+  const bool first = r.judged_by.empty();
+  Reference ref;
+  if (has_cpu_golden(c.mode)) {
+    r.judged_by = mode_name(c.mode);
+    ref.digests = &sh.patterns.golden.at(c.id).tile_digests;
+    return ref;
+  }
+  const RecordingKey key{g.info.architecture(), c.family, c.id, case_fingerprint(c), r.library, r.algorithm};
+  const AcceptedRecording* rec =
+      c.mode == Mode::recorded && !sh.opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
+  if (rec) {
+    if (rec->tile_digests.size() != dc.problem->tile_count())
+      throw std::runtime_error(fmt::format("the accepted recording of {} has {} tile digests, the case has {} tiles",
+                                           c.id, rec->tile_digests.size(), dc.problem->tile_count()));
+    r.judged_by = "recorded";
+    if (first)
+      r.notes.push_back(fmt::format("judged by the recording accepted from {} device(s){}", rec->voters.size(),
+                                    rec->provisional ? " (provisional: one device)" : ""));
+    ref.kind = Reference::recorded;
+    ref.digests = &rec->tile_digests;
+    return ref;
+  }
+  if (first && c.mode == Mode::recorded && !sh.opt.recording)
+    r.notes.push_back(fmt::format("no accepted recording for {} [{} | {}]: judged by consensus", key.architecture,
+                                  key.library, key.algorithm));
+  r.judged_by = "consensus";
+  ref.kind = Reference::repeats;
+  ref.digests = &r.reference_digests;
+  return ref;
+}
+
+void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults& f, int it,
+                       const Reference& ref, std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws,
+                       TestResult& r) {
+  const uint64_t tiles = dc.problem->tile_count();
+  const uint32_t te = dc.problem->tile_elements();
+  const bool sm_known = dc.device->records_sm();
+  for (uint64_t t = 0; t < tiles && sm_known; ++t)
+    if (dc.host_sm[t] == NO_SM || static_cast<int>(dc.host_sm[t]) >= g.sm_ids)
+      throw std::runtime_error(fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
+                                           "not of the GPU); this test proves nothing",
+                                           t));
+  for (Injection* inj : f.input) {
+    inj->fired = true;
+    inj->fired_unit = -1;
+  }
+  if (f.output) {
+    for (uint64_t t = 0; t < tiles && !f.output->fired; ++t)
+      if (t == f.fault.tile || (f.fault.sm >= 0 && dc.host_sm[t] == static_cast<uint32_t>(f.fault.sm))) {
+        f.output->fired = true;
+        f.output->fired_tile = t;
+        f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
+      }
+  }
+  if (ref.kind == Reference::repeats && r.reference_digests.empty()) {  // the first run: it is the reference
+    r.reference_digests = dc.host_digests;
+    r.reference_sms = dc.host_sm;
+    if (dc.first_out.get())
+      SDC_CUDA_CHECK(cudaMemcpy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, cudaMemcpyDeviceToDevice));
+    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.result.units[g.unit_base + dc.host_sm[t]].tiles;
+    return;
+  }
+  const std::vector<uint64_t>& expect = *ref.digests;
+  std::vector<float> actual(te);
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
+    UnitResult* u = sm_known ? &sh.result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
+    if (u) ++u->tiles;
+    if (dc.host_digests[t] == expect[t]) continue;
+    ++r.failed_tiles;
+    if (u) ++u->failed_tiles;
+    if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
+      r.units_failed.push_back(sm);
+    if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
+    if (ref.kind != Reference::golden) {
+      std::vector<float>& expected = expected_cache[t];
+      if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {
+        expected.resize(te);
+        copy_tile(*dc.device, dc.first_out.as<float>(), t, te, expected.data());
+      }
+      if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
+        copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
+        analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
+      } else if (r.notes.size() < 16) {
+        r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)", it,
+                                      dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
+                                      ref.kind == Reference::recorded ? "recorded golden" : "first run"));
+      }
+      continue;
+    }
+    if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
+      const auto tensors = dc.problem->inputs();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        dc.host_inputs.emplace_back(tensors[i].elements);
+        dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
+      }
+    }
+    copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
+    analyse_tile(*dc.problem, dc.host_inputs, expect[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
+  }
+}
+
+}  // namespace sdc::cuda
