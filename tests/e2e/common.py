@@ -49,7 +49,11 @@ def run_json(*args, timeout=600):
 # disappears, or one added without being named here, fails test_cli; test_boot and test_injection cover
 # each of them.
 FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32",
-            "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint"]
+            "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint",
+            "attention_bf16_exactint", "attention_bf16"]
+# Families without a CPU backend or CPU golden (recorded/consensus modes): a CPU run skips their cases as
+# not applicable, so test_boot expects that and the CPU fault drills of test_injection leave them out.
+GPU_ONLY_FAMILIES = ["attention_bf16"]
 
 
 def battery():
