@@ -20,12 +20,13 @@ import tempfile
 GEOMETRY = {
     "gemm_f32": lambda s: (s["m"] * s["n"], 4096),
     "attention_f32": lambda s: (s["heads"] * s["seq"] * s["dim"], 32 * s["dim"]),
+    "attention_bf16_exactint": lambda s: (s["heads"] * s["seq"] * s["dim"], 64 * s["dim"]),
     "reduce_sum_f32": lambda s: (s["rows"], 16),
     "softmax_f32": lambda s: (s["rows"] * s["cols"], 4 * s["cols"]),
     "rmsnorm_f32": lambda s: (s["rows"] * s["cols"], 4 * s["cols"]),
     "cross_entropy_f32": lambda s: (s["tokens"] + s["tokens"] // 16, 17),
 }
-ROW_CONTIGUOUS = {"attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32"}
+ROW_CONTIGUOUS = {"attention_f32", "attention_bf16_exactint", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32"}
 for f in ("bf16", "f16", "tf32", "fp8"):
     GEOMETRY[f"gemm_{f}_exactint"] = lambda s: (s["m"] * s["n"], 4096)
 

@@ -47,13 +47,16 @@ SDC_FAMILY(gemm_tf32_exactint)
 SDC_FAMILY(gemm_fp8_exactint)
 SDC_FAMILY(gemm_bf16)
 SDC_FAMILY(gemm_f16)
+SDC_FAMILY(attention_bf16_exactint)
+SDC_FAMILY(attention_bf16)
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
       gemm_f32_family(),    attention_f32_family(), reduce_sum_f32_family(),
       softmax_f32_family(), rmsnorm_f32_family(),   cross_entropy_f32_family(),
       gemm_bf16_exactint_family(), gemm_f16_exactint_family(), gemm_tf32_exactint_family(),
-      gemm_fp8_exactint_family(), gemm_bf16_family(), gemm_f16_family(),
+      gemm_fp8_exactint_family(), gemm_bf16_family(), gemm_f16_family(), attention_bf16_exactint_family(),
+      attention_bf16_family(),
   };
   return all;
 }

@@ -50,6 +50,20 @@ def uniform_value(seed, tensor, index):
     return ((h >> 40) - (1 << 23)) * 2.0 ** -23  # exact in a Python float
 
 
+def attention_bf16_q_exponent(seed, s, d, el):
+    """Unbiased exponent of Q element el of an attention_bf16_exactint case: the head's block exponent
+    (kernels/exactint/exactint.h block_exp over Q's window [-56, 56]) plus a pick among q_count exponents,
+    q_count from the exponent budget of K = dim with bf16's p = 8 and W = 24."""
+    worst = d * 255
+    ds = 0
+    while (worst << (ds + 1)) < (1 << 24):
+        ds += 1
+    q_count = ds - ds // 2 + 1
+    head = el // (s * d)
+    qb = -56 + element_hash(tensor_key(seed, 3), 3 * head) % (56 - (-56) - (q_count - 1) + 1)
+    return qb + (element_hash(tensor_key(seed, 0), el) >> 32) % q_count
+
+
 # ---- the schedule model (src/core/runner.cpp) ---------------------------------------------------------------------
 
 def string_hash(s):
@@ -86,10 +100,11 @@ class Geometry:
             self.outputs = self.m * self.n
             self.tiles = (self.m // 64) * (self.n // 64)
             self.tensors = {"a": (0, self.m * self.k), "b": (1, self.n * self.k)}
-        elif f == "attention_f32":
+        elif is_attention(f):  # tiles of 32 (fp32) or 64 (bf16 tensor cores) query rows of one head
             self.h, self.s, self.d, self.causal = s["heads"], s["seq"], s["dim"], s["causal"] != 0
+            self.rows = 32 if f == "attention_f32" else 64
             self.outputs = self.h * self.s * self.d
-            self.tiles = self.h * (self.s // 32)
+            self.tiles = self.h * (self.s // self.rows)
             n = self.h * self.s * self.d
             self.tensors = {"q": (0, n), "k": (1, n), "v": (2, n)}
         elif f in ("softmax_f32", "rmsnorm_f32"):
@@ -118,10 +133,10 @@ class Geometry:
         if f == "gemm_f32" or is_exactint(f):
             i, j = divmod(e, self.n)
             return (i // 64) * (self.n // 64) + j // 64
-        if f == "attention_f32":
+        if is_attention(f):
             hi = e // self.d  # h * seq + i
             h, i = divmod(hi, self.s)
-            return h * (self.s // 32) + i // 32
+            return h * (self.s // self.rows) + i // self.rows
         if f in ("softmax_f32", "rmsnorm_f32"):
             return (e // self.cols) // 4
         if f == "reduce_sum_f32":
@@ -145,16 +160,16 @@ class Geometry:
                 return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
             j = el // self.k
             return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
-        if f == "attention_f32":
+        if is_attention(f):
             hi = el // self.d
             h, i = divmod(hi, self.s)
-            per_head = self.s // 32
+            per_head = self.s // self.rows
             if tensor == "q":
-                return (lambda e: e // self.d == hi), {h * per_head + i // 32}
+                return (lambda e: e // self.d == hi), {h * per_head + i // self.rows}
             j = i  # k[h][j][:] and v[h][j][:] feed O[h][i][:] for i >= j (causal) or every i of head h
             if self.causal:
                 return ((lambda e: e // self.d // self.s == h and e // self.d % self.s >= j),
-                        {h * per_head + ib for ib in range(j // 32, per_head)})
+                        {h * per_head + ib for ib in range(j // self.rows, per_head)})
             return (lambda e: e // self.d // self.s == h), {h * per_head + ib for ib in range(per_head)}
         if f in ("softmax_f32", "rmsnorm_f32"):
             if tensor == "w":
@@ -208,7 +223,12 @@ def visible_input_flip(g, tensor, el, mask):
 
 
 def is_exactint(family):
-    return family.endswith("_exactint")
+    """The exact-integer GEMMs (kernels/exactint)."""
+    return family.startswith("gemm_") and family.endswith("_exactint")
+
+
+def is_attention(family):
+    return family in ("attention_f32", "attention_bf16_exactint")
 
 
 def ulp_distance(a, b):
@@ -272,6 +292,17 @@ def main():
                 bitspec = f"bit={bit}"
             spec = f"case={g.id},element={el},{bitspec}"
             tensor = None
+        elif family == "attention_bf16_exactint":
+            # Provable in this pattern: every exponent bit of one Q element set makes it inf or NaN, so every
+            # score of its query row is inf or NaN, the row's softmax NaN (inf - inf, or NaN itself) and each of
+            # its dim outputs NaN; no other row reads it. Its exponent comes from the generator's model above.
+            g = next(x for x in by_family[family] if x.case["distribution"] == "uniform")
+            tensor = "q"
+            el = rng.randrange(g.tensors["q"][1])
+            mask = ((attention_bf16_q_exponent(g.seed, g.s, g.d, el) + 127) ^ 0xFF) << 23
+            mask |= 0x80000000 if rng.random() < 0.3 else 0
+            bitspec = f"mask=0x{mask:08x}"
+            spec = f"case={g.id},target=input,tensor={tensor},element={el},{bitspec}"
         else:
             g = next(x for x in by_family[family] if x.case["distribution"] == "uniform")
             for _attempt in range(10000):
@@ -389,6 +420,11 @@ def main():
                 want = g.n if tensor == "a" else g.m
                 fails.check(t.get("miscompared_elements") == want,
                             f"{where}: {t.get('miscompared_elements')} elements differ, expected all {want} that read it")
+            if g.family == "attention_bf16_exactint":  # exactly the dim outputs of the query row, all NaN
+                fails.check(t.get("miscompared_elements") == g.d and all(m["element"] // g.d == el // g.d for m in mis),
+                            f"{where}: expected exactly the {g.d} outputs of row {el // g.d} to differ")
+                fails.check(all((int(m["actual"], 16) & 0x7FFFFFFF) > 0x7F800000 for m in mis),
+                            f"{where}: the outputs of a query row with an inf or NaN input are not all NaN")
             if g.family == "cross_entropy_f32":
                 fails.check(any(m["element"] == el // g.vocab for m in mis),
                             f"{where}: loss[{el // g.vocab}] itself not among the miscompares")

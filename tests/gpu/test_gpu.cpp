@@ -3,6 +3,7 @@
 // family has a CUDA kernel:
 //   - the inputs generated on the device are bit-identical to the host generator's;
 //   - every tile digest computed on the device equals the golden digest (bit identity with the CPU);
+//     a recorded or consensus case (no CPU golden) gives the same digests in two runs;
 //   - every tile records the SM that computed it, inside [0, %nsmid);
 //   - the digest pass's fault hook flips exactly the chosen tile, or exactly the tiles of the chosen SM,
 //     and is silent when off (the same inputs digest identically twice);
@@ -60,7 +61,18 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   }
   SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   for (size_t t = 0; check_inputs && t < tensors.size(); ++t) {
-    if (d->input_bytes(t) != tensors[t].elements * 4) continue;  // narrow dtypes are checked by their unit tests
+    if (d->input_bytes(t) == tensors[t].elements * 2 && c.family.rfind("attention_bf16", 0) == 0) {
+      // bf16 inputs: the host's floats are the device's bf16 bits shifted up, low half zero.
+      std::vector<float> host(tensors[t].elements);
+      std::vector<uint16_t> dev(tensors[t].elements);
+      p->generate_input(t, 0, host.size(), host.data());
+      SDC_CUDA_CHECK(cudaMemcpy(dev.data(), in[t].get(), dev.size() * 2, cudaMemcpyDeviceToHost));
+      size_t differ = 0;
+      for (size_t i = 0; i < host.size(); ++i) differ += float_bits(host[i]) != static_cast<uint32_t>(dev[i]) << 16;
+      EXPECT(differ == 0, "%s: input %s: %zu bf16 elements generated differently on the device", c.id.c_str(),
+             tensors[t].name.c_str(), differ);
+    }
+    if (d->input_bytes(t) != tensors[t].elements * 4) continue;  // other narrow dtypes: their unit tests
     std::vector<float> host(tensors[t].elements), dev(tensors[t].elements);
     p->generate_input(t, 0, host.size(), host.data());
     SDC_CUDA_CHECK(cudaMemcpy(dev.data(), in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
@@ -87,8 +99,23 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
       std::printf("%-48s not applicable: %s\n", c.id.c_str(), why.c_str());
       continue;
     }
-    const GoldenCase& g = ps.golden.at(c.id);
     const Ran clean = run_case(c, {}, true);
+    if (!has_cpu_golden(c.mode)) {
+      // recorded and consensus: no CPU golden; two runs on one GPU must agree bit for bit, every tile on an SM.
+      const Ran again = run_case(c, {}, false);
+      uint64_t differ = 0;
+      for (uint64_t t = 0; t < clean.digests.size(); ++t) differ += clean.digests[t] != again.digests[t];
+      EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(), static_cast<unsigned long long>(differ),
+             clean.digests.size());
+      for (uint64_t t = 0; t < again.sm.size(); ++t)
+        if (static_cast<int>(again.sm[t]) >= sm_ids || again.sm[t] == 0xffffffffu) {
+          EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t), again.sm[t]);
+          break;
+        }
+      std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
+    }
+    if (!has_cpu_golden(c.mode)) continue;
+    const GoldenCase& g = ps.golden.at(c.id);
     uint64_t bad = 0, first_bad = ~0ull;
     for (uint64_t t = 0; t < clean.digests.size(); ++t)
       if (clean.digests[t] != g.tile_digests[t] && bad++ == 0) first_bad = t;
