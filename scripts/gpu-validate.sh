@@ -4,7 +4,7 @@
 # wall time. Writes a dated record, docs/gpu-validation/<date>-<gpu>.md (or under --out), with the
 # device, driver and every figure; commit it.
 #
-#   scripts/gpu-validate.sh [--build-dir DIR] [--out DIR] [--drills N] [--quick]
+#   scripts/gpu-validate.sh [--build-dir DIR] [--out DIR] [--drills N] [--quick] [--write-recordings]
 #
 # Build: with --build-dir pointing at an existing CUDA build (for example one made on a developer
 # machine and copied over with its libfmt in <build>/lib: `cp /usr/lib/x86_64-linux-gnu/libfmt.so.9
@@ -12,6 +12,8 @@
 # benchmark, cuBLAS), nothing is built; otherwise the script configures and builds into build-gpu,
 # which needs the build dependencies (scripts/setup.sh) on this machine.
 # --quick: the boot profile instead of standard, 20 drills, fewer benchmark repetitions (a smoke run).
+# --write-recordings: merge this node's recordings of the recorded cases into patterns/recordings/
+#   (`consensus --write`; provisional while they come from one device) for committing.
 # Exit: 0 when every check passed, 1 when any failed (the record says which), 2 when no GPU is usable.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +22,14 @@ BUILD=""
 OUT=""
 DRILLS=120
 QUICK=0
+WRITE_RECORDINGS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) BUILD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --drills) DRILLS=$2; shift 2 ;;
     --quick) QUICK=1; DRILLS=20; shift ;;
+    --write-recordings) WRITE_RECORDINGS=1; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "gpu-validate: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
@@ -102,6 +106,19 @@ BOOT_MEDIAN=$(printf '%s\n' "${BOOT[@]}" | sort -n | sed -n 2p)
 note "- \`boot\` profile wall time on one GPU, CUDA start-up included: median $BOOT_MEDIAN s (runs: ${BOOT[*]}; target at most 45 s)"
 python3 -c "import sys; sys.exit(0 if float('$BOOT_MEDIAN') <= 45 else 1)" || { STATUS=1; note "  - **over the 45 s target**"; }
 
+echo "== record and consensus of the recorded cases on every GPU" >&2
+mkdir -p "$WORK/recordings"
+"$BIN" record -o "$WORK/recordings" --force >"$WORK/record.log" 2>&1
+check "record: every recorded case run twice or more on every GPU, repeats and GPUs agree ($(grep -c 'wrote' "$WORK/record.log") recording file(s))" $?
+if ls "$WORK"/recordings/*.json >/dev/null 2>&1; then
+  "$BIN" consensus "$WORK"/recordings/*.json >"$WORK/consensus.log" 2>&1
+  check "consensus of this node's recordings: every key accepted, no GPU dissents (one GPU: provisional goldens)" $?
+  if [ $WRITE_RECORDINGS = 1 ]; then
+    "$BIN" consensus --write --patterns patterns "$WORK"/recordings/*.json >>"$WORK/consensus.log" 2>&1
+    check "recordings merged into patterns/recordings (commit them with patterns/manifest.json)" $?
+  fi
+fi
+
 echo "== injection drills ($DRILLS)" >&2
 python3 scripts/gpu-drills.py --sdcscreen "$BIN" --count "$DRILLS" --json "$WORK/drills.json" >"$WORK/drills.log" 2>&1
 RC=$?
@@ -127,6 +144,12 @@ note ""
 note "## Drills"
 note '```'
 cat "$WORK/drills.log" >>"$RECORD.tmp"
+note '```'
+note ""
+note "## Record and consensus"
+note '```'
+tail -n 40 "$WORK/record.log" >>"$RECORD.tmp" 2>/dev/null
+tail -n 40 "$WORK/consensus.log" >>"$RECORD.tmp" 2>/dev/null
 note '```'
 note ""
 note "## GPU tests"
