@@ -45,6 +45,10 @@ SDC_FAMILY(gemm_bf16_exactint)
 SDC_FAMILY(gemm_f16_exactint)
 SDC_FAMILY(gemm_tf32_exactint)
 SDC_FAMILY(gemm_fp8_exactint)
+SDC_FAMILY(gemm_bf16_exactint_cublaslt)
+SDC_FAMILY(gemm_f16_exactint_cublaslt)
+SDC_FAMILY(gemm_tf32_exactint_cublaslt)
+SDC_FAMILY(gemm_fp8_exactint_cublaslt)
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -52,6 +56,8 @@ const std::vector<Family>& families() {
       softmax_f32_family(), rmsnorm_f32_family(),   cross_entropy_f32_family(),
       gemm_bf16_exactint_family(), gemm_f16_exactint_family(), gemm_tf32_exactint_family(),
       gemm_fp8_exactint_family(),
+      gemm_bf16_exactint_cublaslt_family(), gemm_f16_exactint_cublaslt_family(), gemm_tf32_exactint_cublaslt_family(),
+      gemm_fp8_exactint_cublaslt_family(),
   };
   return all;
 }

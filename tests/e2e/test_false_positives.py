@@ -64,8 +64,13 @@ def main():
         fails.check(sorted(t.get("id") for t in tests) == sorted(expect_ids),
                     f"{where}: ran {[t.get('id') for t in tests]}, expected {expect_ids}")
         summary = rep.get("summary", {})
-        fails.check(summary.get("fail") == 0 and summary.get("error") == 0 and summary.get("skip") == 0
-                    and summary.get("pass") == len(tests) == summary.get("tests"), f"{where}: summary {summary}")
+        gpu_only = [t for t in tests if t.get("family") in common.GPU_ONLY_FAMILIES]
+        fails.check(all(common.gpu_only_skip(t) for t in gpu_only), f"{where}: GPU-only tests not skipped as "
+                    f"not applicable: {[(t.get('id'), t.get('result')) for t in gpu_only if not common.gpu_only_skip(t)]}")
+        tests = [t for t in tests if t.get("family") not in common.GPU_ONLY_FAMILIES]
+        fails.check(summary.get("fail") == 0 and summary.get("error") == 0 and summary.get("skip") == len(gpu_only)
+                    and summary.get("pass") == len(tests) == summary.get("tests") - len(gpu_only),
+                    f"{where}: summary {summary}")
         fails.check(rep.get("errors") == [], f"{where}: errors {rep.get('errors')}")
         fails.check(rep.get("fault_injection") is False and rep.get("injections") == [], f"{where}: marked as injected")
         fails.check(rep.get("exit", {}).get("code") == 0, f"{where}: report exit {rep.get('exit')}")
