@@ -55,7 +55,7 @@ std::vector<std::pair<uint64_t, uint64_t>> cpu_sample(const Problem& p, int64_t 
   std::vector<int64_t> rbs, cbs;
   for (int i = 0; i < kSampleBlocks; ++i) {
     rbs.push_back(i * (row_blocks - 1) / (kSampleBlocks - 1));
-    cbs.push_back((i * (col_blocks - 1) / (kSampleBlocks - 1) + i) % col_blocks);
+    cbs.push_back(i * (col_blocks - 1) / (kSampleBlocks - 1));
   }
   for (int64_t rb : rbs) p.generate_input(0, rb * 64 * k, (rb + 1) * 64 * k, a.get() + rb * 64 * k);
   for (int64_t cb : cbs) p.generate_input(1, cb * 64 * k, (cb + 1) * 64 * k, b.get() + cb * 64 * k);

@@ -11,11 +11,13 @@
 //     the pinned one) gives the golden digests: the exactness argument covers any order and split, and
 //     this shows the library's kernels on this GPU agree;
 // and then the whole runner: a clean run passes, an injected output fault and an injected input fault
-// are detected, attributed to the right tile and SM, and listed with the injected xor mask.
+// are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
+// case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -168,11 +170,15 @@ void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
     if (!lt->plan()) continue;
     const GoldenCase& g = ps.golden.at(c.id);
     const auto& algos = lt->plan()->algorithms();
+    // Recordings are keyed on the description: two algorithms offered for one case must never share one.
+    std::set<std::string> descriptions;
+    for (const cuda::LtAlgorithm& a : algos)
+      EXPECT(descriptions.insert(a.description).second, "%s: two cuBLASLt algorithms are both described as '%s'",
+             c.id.c_str(), a.description.c_str());
     size_t bad_algos = 0;
     for (size_t i = 0; i < algos.size(); ++i) {
       pc.poison();
       lt->plan()->run(pc.ptrs[0], pc.ptrs[1], pc.out.as<float>(), pc.scratch.get(), pc.stream.get(), i);
-      SDC_CUDA_CHECK(cudaGetLastError());
       const Ran r = pc.digest({});
       uint64_t bad = 0;
       for (uint64_t t = 0; t < r.digests.size(); ++t) bad += r.digests[t] != g.tile_digests[t];
@@ -223,6 +229,45 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(saw_column, "the input fault's miscompares are not in column 5");
 }
 
+// The runner on a cuBLASLt case: a clean run passes; an output fault is found at its element, in the
+// matrix layout, with its xor mask and no SM; an SM-targeted drill is refused (the library names no SM).
+void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
+  const char* id = "gemm_bf16_exactint_cublaslt.uniform_256x192x512";
+  const Case* c = ps.battery.find_case(id);
+  EXPECT(c != nullptr, "battery lacks %s", id);
+  if (!c) return;
+  Selection sel{{c}, {1}};
+  RunOptions opt;
+  opt.time_budget_s = 60;
+  std::vector<DeviceInfo> gpus{gpu};
+  RunResult clean;
+  cuda::run_screen(ps, sel, opt, gpus, clean);
+  EXPECT(clean.exit_code() == EXIT_PASS, "%s: clean runner pass gave exit %d (%s)", id, clean.exit_code(),
+         clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
+
+  Injection out;  // C[64][57]: tile 3 (row block 1, column block 0), not the tile's first row
+  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,iteration=0", out).empty(), "parse");
+  EXPECT(check_injection(out, ps.battery, {}, &gpus).empty(), "check");
+  opt.injections = {out};
+  RunResult faulty;
+  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  EXPECT(faulty.exit_code() == EXIT_FAIL, "%s: injected run gave exit %d", id, faulty.exit_code());
+  bool found = false;
+  for (const Miscompare& m : faulty.tests.empty() ? std::vector<Miscompare>{} : faulty.tests[0].miscompares)
+    found = found || (m.element == 12345 && (m.expected ^ m.actual) == 8u && m.unit == -1);
+  EXPECT(found, "%s: the output fault was not listed at element 12345 with xor 0x8 and no SM", id);
+
+  Injection by_sm;
+  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,unit=0,iteration=0", by_sm).empty(), "parse");
+  EXPECT(check_injection(by_sm, ps.battery, {}, &gpus).empty(), "check");
+  opt.injections = {by_sm};
+  RunResult refused;
+  cuda::run_screen(ps, sel, opt, gpus, refused);
+  EXPECT(refused.exit_code() == EXIT_INCONCLUSIVE && !refused.tests.empty() &&
+             refused.tests[0].reason.find("does not say which SM") != std::string::npos,
+         "%s: an SM-targeted drill was not refused (exit %d)", id, refused.exit_code());
+}
+
 }  // namespace
 
 int main() {
@@ -241,6 +286,7 @@ int main() {
     test_cases(ps, gpu, std::max(gpu.sm_count, cuda::sm_id_limit()));
     test_lt_algorithms(ps, gpu);
     test_runner(ps, gpu);
+    test_runner_cublaslt(ps, gpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;

@@ -42,7 +42,7 @@ class LtGemmDevice final : public DeviceProblem {
   Engine engine() const override;
   uint64_t scratch_bytes() const override { return WORKSPACE_BYTES; }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override { generate_(tensor, dst, s); }
-  // tile_sm is left as the runner poisoned it.
+  // tile_sm is left as the runner poisoned it. Throws LtError when cublasLtMatmul fails.
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void* scratch, cudaStream_t s) const override;
 
   // The plan (every algorithm the heuristic offers, for the GPU tests and the benchmark); null when this
