@@ -1,8 +1,8 @@
-// The exact-integer GEMM families on cuBLASLt (gemm_*_exactint_cublaslt): the same inputs as their
-// mma.sync twins, generated on the device by the same kernel (exactint_mma.cuh's generate_kernel, bound
-// to a family's Traits: Storage, bits() and the cuBLASLt input type DTYPE), and computed by cuBLASLt's pinned algorithm through a
-// generic LtGemmDevice. Any algorithm the library may choose sums exactly (exactint.h, bound (*): any
-// order, any grouping, split-K included), so the golden is the twin's CPU reference.
+// The exact-integer GEMM families on cuBLASLt (gemm_*_exactint_cublaslt): the same inputs as their mma.sync twins,
+// generated on the device by the same kernel (exactint_mma.cuh's generate_kernel, bound to a family's Traits:
+// Storage, bits() and the cuBLASLt input type DTYPE), and computed by cuBLASLt's pinned algorithm through a generic
+// LtGemmDevice. Any algorithm the library may choose sums exactly (exactint.h, bound (*): any order, any grouping,
+// split-K included), so the golden is the twin's CPU reference.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
-// gemm_bf16_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_bf16_exactint's exact-integer inputs (bf16 in, fp32
-// accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh);
-// this file binds the encoding and the library's input type.
+// gemm_bf16_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_bf16_exactint's exact-integer inputs (bf16
+// in, fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh); this
+// file binds the encoding and the library's input type.
 #include "../exactint/exactint_lt.cuh"
 #include "../gemm_bf16_exactint/gemm_bf16_exactint.h"
 

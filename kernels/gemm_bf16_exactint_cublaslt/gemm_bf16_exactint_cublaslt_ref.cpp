@@ -15,7 +15,8 @@ std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(gemm_
 
 Family family() {
   return {"gemm_bf16_exactint_cublaslt",
-          "bf16 cuBLASLt matrix product (pinned heuristic algorithm) on gemm_bf16_exactint's exact inputs (24-bit bound)",
+          "bf16 cuBLASLt matrix product (pinned heuristic algorithm)"
+          " on gemm_bf16_exactint's exact inputs (24-bit bound)",
           {Mode::exact_integer},
           {},  // GPU only: the CUDA build adds "cuda" (registry.cpp)
           {"m", "n", "k"},

@@ -15,7 +15,8 @@ std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(gemm_
 
 Family family() {
   return {"gemm_f16_exactint_cublaslt",
-          "fp16 cuBLASLt matrix product (pinned heuristic algorithm) on gemm_f16_exactint's exact inputs (24-bit bound)",
+          "fp16 cuBLASLt matrix product (pinned heuristic algorithm)"
+          " on gemm_f16_exactint's exact inputs (24-bit bound)",
           {Mode::exact_integer},
           {},  // GPU only: the CUDA build adds "cuda" (registry.cpp)
           {"m", "n", "k"},

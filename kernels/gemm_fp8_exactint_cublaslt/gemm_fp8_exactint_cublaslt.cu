@@ -1,5 +1,5 @@
-// gemm_fp8_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_fp8_exactint's exact-integer inputs (fp8 e4m3 in, fp32
-// accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh);
+// gemm_fp8_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_fp8_exactint's exact-integer inputs (fp8
+// e4m3 in, fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh);
 // this file binds the encoding and the library's input type.
 #include "../exactint/exactint_lt.cuh"
 #include "../gemm_fp8_exactint/gemm_fp8_exactint.h"

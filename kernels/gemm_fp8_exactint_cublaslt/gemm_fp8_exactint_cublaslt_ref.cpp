@@ -15,7 +15,8 @@ std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(gemm_
 
 Family family() {
   return {"gemm_fp8_exactint_cublaslt",
-          "fp8 e4m3 cuBLASLt matrix product (pinned heuristic algorithm) on gemm_fp8_exactint's exact inputs (13-bit bound)",
+          "fp8 e4m3 cuBLASLt matrix product (pinned heuristic algorithm)"
+          " on gemm_fp8_exactint's exact inputs (13-bit bound)",
           {Mode::exact_integer},
           {},  // GPU only: the CUDA build adds "cuda" (registry.cpp)
           {"m", "n", "k"},

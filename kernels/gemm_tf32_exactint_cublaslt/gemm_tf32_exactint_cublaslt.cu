@@ -1,6 +1,6 @@
-// gemm_tf32_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_tf32_exactint's exact-integer inputs (tf32 in, fp32
-// accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh);
-// this file binds the encoding and the library's input type.
+// gemm_tf32_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_tf32_exactint's exact-integer inputs (tf32
+// in, fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh); this
+// file binds the encoding and the library's input type.
 #include "../exactint/exactint_lt.cuh"
 #include "../gemm_tf32_exactint/gemm_tf32_exactint.h"
 
