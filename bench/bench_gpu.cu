@@ -3,7 +3,10 @@
 //     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
 //     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
-//  3. every case of the battery: the device's tile digests checked against the golden digests first,
+//  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cu): bare matmul against
+//     the verified stress (target: at least 0.95) and the digest share (target: at most 3%), both with
+//     the same pinned algorithm, and the project's own mma.sync kernel as a ratio of cuBLASLt;
+//  4. every case of the battery: the device's tile digests checked against the golden digests first,
 //     then compute() timed and reported as TFLOP/s (Problem::tile_flops * tiles / time).
 //
 // Usage: bench_gpu [--patterns DIR] [--reps N] [--shapes MxNxK[,MxNxK...]] [--device I] [--json FILE]
@@ -28,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/gemm_f32/gemm_f32.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_memory.h"
@@ -43,11 +47,9 @@
 
 namespace {
 
-using Json = nlohmann::ordered_json;
-using Clock = std::chrono::steady_clock;
+using namespace sdc::bench;
 constexpr double kGemmTarget = 0.85;    // exact GEMM / cuBLAS SGEMM
 constexpr double kDigestTarget = 0.03;  // digest + copy + compare / GEMM kernel
-constexpr int kWarmup = 2;
 
 #define BENCH_CUBLAS(expr)                                                              \
   do {                                                                                  \
@@ -55,77 +57,6 @@ constexpr int kWarmup = 2;
     if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
       throw std::runtime_error(std::string(#expr) + ": " + cublasGetStatusString(st_)); \
   } while (0)
-
-using sdc::cuda::DeviceBuffer;
-
-// A pair of timing events around work enqueued on one stream.
-struct Events {
-  sdc::cuda::Event a{0}, b{0};  // flags 0: timing enabled
-  float ms() const {
-    SDC_CUDA_CHECK(cudaEventSynchronize(b.get()));
-    float t = 0;
-    SDC_CUDA_CHECK(cudaEventElapsedTime(&t, a.get(), b.get()));
-    return t;
-  }
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.empty() ? 0.0 : v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-// One case prepared on the device: its inputs generated there, output, SM map and digest buffers.
-struct DeviceCase {
-  std::unique_ptr<sdc::Problem> p;
-  std::unique_ptr<sdc::cuda::DeviceProblem> d;
-  std::vector<DeviceBuffer> in;
-  std::vector<const void*> ptrs;
-  DeviceBuffer out, tile_sm, scratch, digests;
-  uint64_t tiles = 0;
-  uint32_t te = 0;
-
-  DeviceCase(const sdc::Family& f, const sdc::Case& c, cudaStream_t s) : p(f.prepare(c)), d(f.prepare_cuda(c)) {
-    tiles = p->tile_count();
-    te = p->tile_elements();
-    for (size_t t = 0; t < p->inputs().size(); ++t) {
-      in.emplace_back(d->input_bytes(t));
-      d->generate(t, in.back().get(), s);
-      ptrs.push_back(in.back().get());
-    }
-    out = DeviceBuffer(tiles * te * sizeof(float));
-    tile_sm = DeviceBuffer(tiles * sizeof(uint32_t));
-    scratch = DeviceBuffer(d->scratch_bytes());
-    digests = DeviceBuffer(tiles * sizeof(uint64_t));
-  }
-  void compute(cudaStream_t s) { d->compute(ptrs.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s); }
-  void digest(cudaStream_t s) {
-    sdc::cuda::digest_tiles(out.as<float>(), sdc::cuda::OutputLayout{}, tiles, te, tile_sm.as<uint32_t>(), sdc::cuda::DeviceFault{},
-                            digests.as<uint64_t>(), s);
-  }
-  std::vector<uint64_t> host_digests(cudaStream_t s) {
-    std::vector<uint64_t> h(tiles);
-    SDC_CUDA_CHECK(cudaMemcpyAsync(h.data(), digests.get(), tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
-    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
-    return h;
-  }
-  double flops() const { return p->tile_flops() * static_cast<double>(tiles); }
-};
-
-// Median milliseconds of `reps` runs of f after kWarmup untimed ones, by CUDA events on stream s.
-template <class F>
-double time_ms(cudaStream_t s, int reps, F&& f) {
-  Events ev;
-  for (int r = 0; r < kWarmup; ++r) f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    SDC_CUDA_CHECK(cudaEventRecord(ev.a.get(), s));
-    f();
-    SDC_CUDA_CHECK(cudaEventRecord(ev.b.get(), s));
-    t.push_back(ev.ms());
-  }
-  return median(t);
-}
 
 struct Shape {
   int64_t m, n, k;
@@ -382,6 +313,10 @@ int main(int argc, char** argv) {
                   r["meets_target"].get<bool>() ? "" : " (above target)");
     doc["gemm_vs_cublas"] = gemm_rows;
     doc["digest_overhead"] = digest_rows;
+
+    Json lt_rows = Json::array();
+    if (!bench_cublaslt(reps, s, lt_rows, failed)) disagreed = true;
+    doc["cublaslt"] = lt_rows;
 
     // Every battery case: golden digests first (a kernel that computes something else has no speed
     // worth reporting), then the timing of compute() alone.

@@ -43,7 +43,8 @@ fi
 BIN="$BUILD/sdcscreen"
 [ -x "$BIN" ] || { echo "gpu-validate: no $BIN (build first or pass --build-dir)" >&2; exit 1; }
 
-# libfmt carried with the build; cuBLAS for the benchmark: the toolkit's, or the one Python's CUDA wheels carry.
+# libfmt carried with the build; cuBLAS for the benchmark and cuBLASLt, which sdcscreen loads at run time for
+# the *_cublaslt families: the toolkit's, or the one Python's CUDA wheels carry.
 for d in "$BUILD/lib" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
          $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -83,7 +84,15 @@ note "## Checks"
 
 echo "== GPU tests" >&2
 "$BUILD/gpu_tests" >"$WORK/gpu_tests.log" 2>&1
-check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, runner)" $?
+check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, every cuBLASLt algorithm, runner)" $?
+# gpu_tests ends its cuBLASLt check with "cublasLt algorithms checked: N over C cases, M mismatched".
+LT_COUNT=$(grep '^cublasLt algorithms checked:' "$WORK/gpu_tests.log" | tail -1)
+if [ -n "$LT_COUNT" ]; then
+  note "- cuBLASLt ${LT_COUNT#cublasLt } (every algorithm the heuristic offers, every exact-integer cuBLASLt case, against the goldens)"
+else
+  note "- cuBLASLt algorithms: **no count** (gpu_tests did not reach its cuBLASLt check)"
+  STATUS=1
+fi
 
 echo "== $PROFILE profile on every GPU" >&2
 T0=$(date +%s.%N)

@@ -49,6 +49,10 @@ SDC_FAMILY(gemm_bf16)
 SDC_FAMILY(gemm_f16)
 SDC_FAMILY(attention_bf16_exactint)
 SDC_FAMILY(attention_bf16)
+SDC_FAMILY(gemm_bf16_exactint_cublaslt)
+SDC_FAMILY(gemm_f16_exactint_cublaslt)
+SDC_FAMILY(gemm_tf32_exactint_cublaslt)
+SDC_FAMILY(gemm_fp8_exactint_cublaslt)
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -57,6 +61,8 @@ const std::vector<Family>& families() {
       gemm_bf16_exactint_family(), gemm_f16_exactint_family(), gemm_tf32_exactint_family(),
       gemm_fp8_exactint_family(), gemm_bf16_family(), gemm_f16_family(), attention_bf16_exactint_family(),
       attention_bf16_family(),
+      gemm_bf16_exactint_cublaslt_family(), gemm_f16_exactint_cublaslt_family(), gemm_tf32_exactint_cublaslt_family(),
+      gemm_fp8_exactint_cublaslt_family(),
   };
   return all;
 }

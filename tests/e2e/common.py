@@ -47,15 +47,24 @@ def run_json(*args, timeout=600):
 
 # Every kernel family the binary registers (src/core/registry.cpp), in registry order. A family that
 # disappears, or one added without being named here, fails test_cli; test_boot and test_injection cover
-# each of them.
+# each of those that run on CPUs.
 FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32",
             "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint", "gemm_bf16", "gemm_f16",
-            "attention_bf16_exactint", "attention_bf16"]
-# Families registered for the CUDA backend only, or without a CPU golden (recorded/consensus modes): the
-# CPU backend reports their tests as skipped, not applicable; test_boot expects that and the CPU fault
-# drills of test_injection leave them out. The CPU-side tests cover the others.
-GPU_ONLY_FAMILIES = ["gemm_bf16", "gemm_f16", "attention_bf16"]
+            "attention_bf16_exactint", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
+            "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt"]
+# Families with no CPU backend (recorded/consensus modes, which have no CPU golden, or a library that
+# computes them on GPUs): a CPU run reports their cases as skipped, not applicable ("family ... runs on
+# GPUs only"), which leaves the exit code alone; test_boot expects that and the CPU fault drills of
+# test_injection leave them out. The CPU-side tests cover the others.
+GPU_ONLY_FAMILIES = ["gemm_bf16", "gemm_f16", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
+                     "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt"]
 CPU_FAMILIES = [f for f in FAMILIES if f not in GPU_ONLY_FAMILIES]
+
+
+def gpu_only_skip(test):
+    """A test of a GPU-only family, skipped on a CPU run as not applicable, as it must be."""
+    return (test.get("family") in GPU_ONLY_FAMILIES and test.get("result") == "skip"
+            and "runs on GPUs only" in test.get("reason", ""))
 
 
 def battery():

@@ -25,7 +25,7 @@ import common  # noqa: E402
 M64 = (1 << 64) - 1
 RNG_SEED = 20261121
 N_INJECTIONS = 240
-FAMILIES = common.CPU_FAMILIES
+FAMILIES = common.CPU_FAMILIES  # these drills run on CPUs: the GPU-only families are drilled on GPUs
 
 
 # ---- the generator (src/core/generator.h), uniform distribution -------------------------------------------------

@@ -2,16 +2,23 @@
 // CTest reports as skipped. With a GPU, on device 0 (or SDC_TEST_DEVICE), for every battery case whose
 // family has a CUDA kernel:
 //   - the inputs generated on the device are bit-identical to the host generator's;
-//   - every tile digest computed on the device equals the golden digest (bit identity with the CPU);
-//     a recorded or consensus case (no CPU golden) gives the same digests in two runs;
-//   - every tile records the SM that computed it, inside [0, %nsmid);
+//   - every tile digest computed on the device equals the golden digest (bit identity with the CPU),
+//     the digests read in the layout the family writes (a cuBLASLt family: a row-major matrix); a
+//     recorded or consensus case (no CPU golden) gives the same digests in two runs;
+//   - every tile records the SM that computed it, inside [0, %nsmid) (families whose kernels say so);
 //   - the digest pass's fault hook flips exactly the chosen tile, or exactly the tiles of the chosen SM,
 //     and is silent when off (the same inputs digest identically twice);
+//   - for every exact-integer case computed by cuBLASLt, EVERY algorithm the heuristic offers (not only
+//     the pinned one) gives the golden digests: the exactness argument covers any order and split, and
+//     this shows the library's kernels on this GPU agree;
 // and then the whole runner: a clean run passes, an injected output fault and an injected input fault
-// are detected, attributed to the right tile and SM, and listed with the injected xor mask.
+// are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
+// case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +27,7 @@
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
+#include "src/backends/cuda/lt_gemm_device.h"
 #include "src/core/digest.h"
 #include "src/core/patterns.h"
 
@@ -43,52 +51,75 @@ struct Ran {
   std::vector<uint32_t> sm;
 };
 
-// Generates a case's inputs on the device, checks them against the host, computes and digests it.
-Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
-  const Family* f = find_family(c.family);
-  const auto p = f->prepare(c);
-  const auto d = f->prepare_cuda(c);
-  const uint64_t tiles = p->tile_count();
-  const uint32_t te = p->tile_elements();
+// A case prepared on the device: its inputs generated there and the buffers of one computation.
+struct Prepared {
+  std::unique_ptr<Problem> p;
+  std::unique_ptr<cuda::DeviceProblem> d;
   cuda::Stream stream;
   std::vector<cuda::DeviceBuffer> in;
   std::vector<const void*> ptrs;
-  const auto tensors = p->inputs();
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    in.emplace_back(d->input_bytes(t));
-    ptrs.push_back(in.back().get());
-    d->generate(t, in.back().get(), stream.get());
+  cuda::DeviceBuffer out, sm, dig, scratch;
+  uint64_t tiles = 0;
+  uint32_t te = 0;
+
+  explicit Prepared(const Case& c) : p(find_family(c.family)->prepare(c)), d(find_family(c.family)->prepare_cuda(c)) {
+    tiles = p->tile_count();
+    te = p->tile_elements();
+    for (size_t t = 0; t < p->inputs().size(); ++t) {
+      in.emplace_back(d->input_bytes(t));
+      ptrs.push_back(in.back().get());
+      d->generate(t, in.back().get(), stream.get());
+    }
+    out = cuda::DeviceBuffer(tiles * te * 4);
+    sm = cuda::DeviceBuffer(tiles * 4);
+    dig = cuda::DeviceBuffer(tiles * 8);
+    scratch = cuda::DeviceBuffer(d->scratch_bytes());
+    SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   }
-  SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  // Poisons the output and SM ids (a tile nobody writes can never match), then enqueues the computation.
+  void poison() {
+    SDC_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, tiles * te * 4, stream.get()));
+    SDC_CUDA_CHECK(cudaMemsetAsync(sm.get(), 0xff, tiles * 4, stream.get()));
+  }
+  // Digests the output where the family writes it, applying `fault`, and copies digests and SM ids back.
+  Ran digest(cuda::DeviceFault fault) {
+    cuda::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, sm.as<uint32_t>(), fault, dig.as<uint64_t>(),
+                       stream.get());
+    Ran r{std::vector<uint64_t>(tiles), std::vector<uint32_t>(tiles)};
+    SDC_CUDA_CHECK(cudaMemcpyAsync(r.digests.data(), dig.get(), tiles * 8, cudaMemcpyDeviceToHost, stream.get()));
+    SDC_CUDA_CHECK(cudaMemcpyAsync(r.sm.data(), sm.get(), tiles * 4, cudaMemcpyDeviceToHost, stream.get()));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    return r;
+  }
+};
+
+// Generates a case's inputs on the device, checks them against the host, computes and digests it.
+Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
+  Prepared pc(c);
+  const auto tensors = pc.p->inputs();
   for (size_t t = 0; check_inputs && t < tensors.size(); ++t) {
-    if (d->input_bytes(t) == tensors[t].elements * 2 && c.family.rfind("attention_bf16", 0) == 0) {
+    if (pc.d->input_bytes(t) == tensors[t].elements * 2 &&
+        (c.family.rfind("attention_bf16", 0) == 0 || c.family == "gemm_bf16")) {
       // bf16 inputs: the host's floats are the device's bf16 bits shifted up, low half zero.
       std::vector<float> host(tensors[t].elements);
       std::vector<uint16_t> dev(tensors[t].elements);
-      p->generate_input(t, 0, host.size(), host.data());
-      SDC_CUDA_CHECK(cudaMemcpy(dev.data(), in[t].get(), dev.size() * 2, cudaMemcpyDeviceToHost));
+      pc.p->generate_input(t, 0, host.size(), host.data());
+      SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), dev.size() * 2, cudaMemcpyDeviceToHost));
       size_t differ = 0;
       for (size_t i = 0; i < host.size(); ++i) differ += float_bits(host[i]) != static_cast<uint32_t>(dev[i]) << 16;
       EXPECT(differ == 0, "%s: input %s: %zu bf16 elements generated differently on the device", c.id.c_str(),
              tensors[t].name.c_str(), differ);
     }
-    if (d->input_bytes(t) != tensors[t].elements * 4) continue;  // other narrow dtypes: their unit tests
+    if (pc.d->input_bytes(t) != tensors[t].elements * 4) continue;  // other narrow dtypes: their unit tests
     std::vector<float> host(tensors[t].elements), dev(tensors[t].elements);
-    p->generate_input(t, 0, host.size(), host.data());
-    SDC_CUDA_CHECK(cudaMemcpy(dev.data(), in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
+    pc.p->generate_input(t, 0, host.size(), host.data());
+    SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
     EXPECT(std::memcmp(host.data(), dev.data(), host.size() * 4) == 0, "%s: input %s generated differently on the device",
            c.id.c_str(), tensors[t].name.c_str());
   }
-  cuda::DeviceBuffer out(tiles * te * 4), sm(tiles * 4), dig(tiles * 8), scratch(d->scratch_bytes());
-  SDC_CUDA_CHECK(cudaMemsetAsync(sm.get(), 0xff, tiles * 4, stream.get()));
-  d->compute(ptrs.data(), out.as<float>(), sm.as<uint32_t>(), scratch.get(), stream.get());
-  cuda::digest_tiles(out.as<float>(), cuda::OutputLayout{}, tiles, te, sm.as<uint32_t>(), fault, dig.as<uint64_t>(),
-                     stream.get());
-  Ran r{std::vector<uint64_t>(tiles), std::vector<uint32_t>(tiles)};
-  SDC_CUDA_CHECK(cudaMemcpyAsync(r.digests.data(), dig.get(), tiles * 8, cudaMemcpyDeviceToHost, stream.get()));
-  SDC_CUDA_CHECK(cudaMemcpyAsync(r.sm.data(), sm.get(), tiles * 4, cudaMemcpyDeviceToHost, stream.get()));
-  SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  return r;
+  pc.poison();
+  pc.d->compute(pc.ptrs.data(), pc.out.as<float>(), pc.sm.as<uint32_t>(), pc.scratch.get(), pc.stream.get());
+  return pc.digest(fault);
 }
 
 void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
@@ -121,7 +152,8 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
       if (clean.digests[t] != g.tile_digests[t] && bad++ == 0) first_bad = t;
     EXPECT(bad == 0, "%s: %llu of %zu tiles differ from the golden (first: tile %llu)", c.id.c_str(),
            static_cast<unsigned long long>(bad), clean.digests.size(), static_cast<unsigned long long>(first_bad));
-    for (uint64_t t = 0; t < clean.sm.size(); ++t)
+    const bool records_sm = find_family(c.family)->prepare_cuda(c)->records_sm();
+    for (uint64_t t = 0; records_sm && t < clean.sm.size(); ++t)
       if (static_cast<int>(clean.sm[t]) >= sm_ids || clean.sm[t] == 0xffffffffu) {
         EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t), clean.sm[t]);
         break;
@@ -138,6 +170,7 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
     for (uint64_t t = 0; t < one.digests.size(); ++t)
       EXPECT((one.digests[t] != clean.digests[t]) == (t == tile), "%s: tile fault hook changed tile %llu (target %llu)",
              c.id.c_str(), static_cast<unsigned long long>(t), static_cast<unsigned long long>(tile));
+    if (!records_sm) continue;  // a library kernel names no SM: the runner refuses SM-targeted drills
     f.tile = ~0ull;
     f.sm = static_cast<int32_t>(clean.sm[0]);
     const Ran by_sm = run_case(c, f, false);
@@ -145,6 +178,49 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
       EXPECT((by_sm.digests[t] != clean.digests[t]) == (by_sm.sm[t] == clean.sm[0]),
              "%s: SM fault hook wrong on tile %llu", c.id.c_str(), static_cast<unsigned long long>(t));
   }
+}
+
+// Every algorithm cuBLASLt's heuristic offers, on every exact-integer case a cuBLASLt family computes:
+// each must give the golden digests. Prints the count per case and a total line gpu-validate.sh records.
+void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
+  size_t total = 0, cases = 0, mismatched = 0;
+  for (const Case& c : ps.battery.cases) {
+    const Family* fam = find_family(c.family);
+    if (!fam->prepare_cuda || c.mode != Mode::exact_integer) continue;
+    Prepared pc(c);
+    const auto* lt = dynamic_cast<const cuda::LtGemmDevice*>(pc.d.get());
+    if (!lt) continue;
+    if (const std::string why = lt->unsupported(gpu.cc_major, gpu.cc_minor); !why.empty()) {
+      std::printf("%-48s cuBLASLt: not applicable: %s\n", c.id.c_str(), why.c_str());
+      continue;
+    }
+    EXPECT(lt->plan() != nullptr, "%s: a supported GPU got no cuBLASLt plan", c.id.c_str());
+    if (!lt->plan()) continue;
+    const GoldenCase& g = ps.golden.at(c.id);
+    const auto& algos = lt->plan()->algorithms();
+    // Recordings are keyed on the description: two algorithms offered for one case must never share one.
+    std::set<std::string> descriptions;
+    for (const cuda::LtAlgorithm& a : algos)
+      EXPECT(descriptions.insert(a.description).second, "%s: two cuBLASLt algorithms are both described as '%s'",
+             c.id.c_str(), a.description.c_str());
+    size_t bad_algos = 0;
+    for (size_t i = 0; i < algos.size(); ++i) {
+      pc.poison();
+      lt->plan()->run(pc.ptrs[0], pc.ptrs[1], pc.out.as<float>(), pc.scratch.get(), pc.stream.get(), i);
+      const Ran r = pc.digest({});
+      uint64_t bad = 0;
+      for (uint64_t t = 0; t < r.digests.size(); ++t) bad += r.digests[t] != g.tile_digests[t];
+      EXPECT(bad == 0, "%s: cuBLASLt algorithm %zu (%s): %llu of %zu tiles differ from the golden", c.id.c_str(), i,
+             algos[i].description.c_str(), static_cast<unsigned long long>(bad), r.digests.size());
+      bad_algos += bad != 0;
+    }
+    std::printf("%-48s cuBLASLt: %zu algorithms checked, %zu mismatched; pinned: %s\n", c.id.c_str(), algos.size(),
+                bad_algos, algos.front().description.c_str());
+    total += algos.size();
+    mismatched += bad_algos;
+    ++cases;
+  }
+  std::printf("cublasLt algorithms checked: %zu over %zu cases, %zu mismatched\n", total, cases, mismatched);
 }
 
 // The runner end to end: clean, then an output fault on one SM and an input fault.
@@ -181,6 +257,45 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(saw_column, "the input fault's miscompares are not in column 5");
 }
 
+// The runner on a cuBLASLt case: a clean run passes; an output fault is found at its element, in the
+// matrix layout, with its xor mask and no SM; an SM-targeted drill is refused (the library names no SM).
+void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
+  const char* id = "gemm_bf16_exactint_cublaslt.uniform_256x192x512";
+  const Case* c = ps.battery.find_case(id);
+  EXPECT(c != nullptr, "battery lacks %s", id);
+  if (!c) return;
+  Selection sel{{c}, {1}};
+  RunOptions opt;
+  opt.time_budget_s = 60;
+  std::vector<DeviceInfo> gpus{gpu};
+  RunResult clean;
+  cuda::run_screen(ps, sel, opt, gpus, clean);
+  EXPECT(clean.exit_code() == EXIT_PASS, "%s: clean runner pass gave exit %d (%s)", id, clean.exit_code(),
+         clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
+
+  Injection out;  // C[64][57]: tile 3 (row block 1, column block 0), not the tile's first row
+  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,iteration=0", out).empty(), "parse");
+  EXPECT(check_injection(out, ps.battery, {}, &gpus).empty(), "check");
+  opt.injections = {out};
+  RunResult faulty;
+  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  EXPECT(faulty.exit_code() == EXIT_FAIL, "%s: injected run gave exit %d", id, faulty.exit_code());
+  bool found = false;
+  for (const Miscompare& m : faulty.tests.empty() ? std::vector<Miscompare>{} : faulty.tests[0].miscompares)
+    found = found || (m.element == 12345 && (m.expected ^ m.actual) == 8u && m.unit == -1);
+  EXPECT(found, "%s: the output fault was not listed at element 12345 with xor 0x8 and no SM", id);
+
+  Injection by_sm;
+  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,unit=0,iteration=0", by_sm).empty(), "parse");
+  EXPECT(check_injection(by_sm, ps.battery, {}, &gpus).empty(), "check");
+  opt.injections = {by_sm};
+  RunResult refused;
+  cuda::run_screen(ps, sel, opt, gpus, refused);
+  EXPECT(refused.exit_code() == EXIT_INCONCLUSIVE && !refused.tests.empty() &&
+             refused.tests[0].reason.find("does not say which SM") != std::string::npos,
+         "%s: an SM-targeted drill was not refused (exit %d)", id, refused.exit_code());
+}
+
 }  // namespace
 
 int main() {
@@ -197,7 +312,9 @@ int main() {
     std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(), gpu.sm_count);
     const PatternSet ps = load_patterns(SDC_SOURCE_DIR "/patterns");
     test_cases(ps, gpu, std::max(gpu.sm_count, cuda::sm_id_limit()));
+    test_lt_algorithms(ps, gpu);
     test_runner(ps, gpu);
+    test_runner_cublaslt(ps, gpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;

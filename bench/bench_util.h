@@ -1,0 +1,101 @@
+// What the GPU benchmark's sections share (bench_gpu.cu, bench_lt.cu): timing by CUDA events, medians,
+// and one case prepared on the device the way the runner prepares it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "src/backends/cuda/cuda_check.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_passes.h"
+#include "src/backends/cuda/device_problem.h"
+#include "src/core/family.h"
+
+namespace sdc::bench {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+using cuda::DeviceBuffer;
+constexpr int kWarmup = 2;
+
+// A pair of timing events around work enqueued on one stream.
+struct Events {
+  cuda::Event a{0}, b{0};  // flags 0: timing enabled
+  float ms() const {
+    SDC_CUDA_CHECK(cudaEventSynchronize(b.get()));
+    float t = 0;
+    SDC_CUDA_CHECK(cudaEventElapsedTime(&t, a.get(), b.get()));
+    return t;
+  }
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.empty() ? 0.0 : v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Median milliseconds of `reps` runs of f after kWarmup untimed ones, by CUDA events on stream s.
+template <class F>
+double time_ms(cudaStream_t s, int reps, F&& f) {
+  Events ev;
+  for (int r = 0; r < kWarmup; ++r) f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    SDC_CUDA_CHECK(cudaEventRecord(ev.a.get(), s));
+    f();
+    SDC_CUDA_CHECK(cudaEventRecord(ev.b.get(), s));
+    t.push_back(ev.ms());
+  }
+  return median(t);
+}
+
+// One case prepared on the device: its inputs generated there, output, SM map and digest buffers. The
+// digest pass reads the output in the layout the family writes (a cuBLASLt family: a row-major matrix).
+struct DeviceCase {
+  std::unique_ptr<Problem> p;
+  std::unique_ptr<cuda::DeviceProblem> d;
+  std::vector<DeviceBuffer> in;
+  std::vector<const void*> ptrs;
+  DeviceBuffer out, tile_sm, scratch, digests;
+  uint64_t tiles = 0;
+  uint32_t te = 0;
+
+  DeviceCase(const Family& f, const Case& c, cudaStream_t s) : p(f.prepare(c)), d(f.prepare_cuda(c)) {
+    tiles = p->tile_count();
+    te = p->tile_elements();
+    for (size_t t = 0; t < p->inputs().size(); ++t) {
+      in.emplace_back(d->input_bytes(t));
+      d->generate(t, in.back().get(), s);
+      ptrs.push_back(in.back().get());
+    }
+    out = DeviceBuffer(tiles * te * sizeof(float));
+    tile_sm = DeviceBuffer(tiles * sizeof(uint32_t));
+    scratch = DeviceBuffer(d->scratch_bytes());
+    digests = DeviceBuffer(tiles * sizeof(uint64_t));
+  }
+  void compute(cudaStream_t s) { d->compute(ptrs.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s); }
+  void digest(cudaStream_t s) {
+    cuda::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, tile_sm.as<uint32_t>(), cuda::DeviceFault{},
+                       digests.as<uint64_t>(), s);
+  }
+  std::vector<uint64_t> host_digests(cudaStream_t s) {
+    std::vector<uint64_t> h(tiles);
+    SDC_CUDA_CHECK(cudaMemcpyAsync(h.data(), digests.get(), tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+    return h;
+  }
+  double flops() const { return p->tile_flops() * static_cast<double>(tiles); }
+};
+
+// cuBLASLt against the verified stress and the project's own mma.sync kernel, exact-integer bf16 and
+// fp16 at large shapes (bench_lt.cu). Appends its rows to `rows`; false when a device result disagreed;
+// sets `failed` when a dtype could not be measured (CUDA error, cuBLASLt absent or without an algorithm).
+bool bench_cublaslt(int reps, cudaStream_t s, Json& rows, bool& failed);
+
+}  // namespace sdc::bench

@@ -1,0 +1,29 @@
+// The exact-integer GEMM families on cuBLASLt (gemm_*_exactint_cublaslt): the same inputs as their mma.sync twins,
+// generated on the device by the same kernel (exactint_mma.cuh's generate_kernel, bound to a family's Traits:
+// Storage, bits() and the cuBLASLt input type DTYPE), and computed by cuBLASLt's pinned algorithm through a generic
+// LtGemmDevice. Any algorithm the library may choose sums exactly (exactint.h, bound (*): any order, any grouping,
+// split-K included), so the golden is the twin's CPU reference.
+#pragma once
+
+#include <memory>
+
+#include "../../src/backends/cuda/lt_gemm_device.h"
+#include "exactint_mma.cuh"
+
+namespace sdc::exactint {
+
+template <class Traits>
+std::unique_ptr<cuda::DeviceProblem> make_lt_device(const Format& f, const Case& c) {
+  static_assert(sizeof(typename Traits::Storage) == cuda::lt_element_bytes(Traits::DTYPE), "encoding width");
+  const Pattern pat = case_pattern(f, c);
+  const int64_t m = dim(c, "m"), n = dim(c, "n"), k = dim(c, "k");
+  auto generate = [pat, m, n, k](size_t tensor, void* dst, cudaStream_t s) {
+    const uint64_t count = static_cast<uint64_t>((tensor == 0 ? m : n) * k);
+    generate_kernel<Traits><<<cuda::grid_for(count, 256), 256, 0, s>>>(static_cast<typename Traits::Storage*>(dst),
+                                                                        count, pat, static_cast<uint32_t>(tensor));
+    SDC_CUDA_CHECK_LAUNCH("exactint generate_kernel");
+  };
+  return std::make_unique<cuda::LtGemmDevice>(Traits::DTYPE, m, n, k, generate);
+}
+
+}  // namespace sdc::exactint
