@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../../src/core/shape.h"
+#include "gemm_tiles.h"
 
 namespace sdc::exactint {
 namespace {
@@ -41,10 +42,9 @@ inline bool to_units(float x, const Operand& op, int32_t& v) {
   return true;
 }
 
-class ExactIntProblem final : public Problem {
+class ExactIntProblem final : public GemmTiles {
  public:
-  ExactIntProblem(const Format& f, const Case& c)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(f, c)) {}
+  ExactIntProblem(const Format& f, const Case& c) : GemmTiles(c), pat_(case_pattern(f, c)) {}
 
   std::vector<TensorInfo> inputs() const override {
     return {{"a", static_cast<uint64_t>(m_ * k_)}, {"b", static_cast<uint64_t>(n_ * k_)}};
@@ -53,32 +53,10 @@ class ExactIntProblem final : public Problem {
     const auto t = static_cast<uint32_t>(tensor);
     for (uint64_t i = begin; i < end; ++i) dst[i - begin] = element_value(pat_.f, tensor_element(pat_, t, i));
   }
-  uint64_t tile_count() const override { return static_cast<uint64_t>((m_ / TILE) * (n_ / TILE)); }
-  uint32_t tile_elements() const override { return TILE * TILE; }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace&) const override;
   void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const override;
-  uint64_t output_elements() const override { return static_cast<uint64_t>(m_ * n_); }
-  void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {
-    const int64_t i = static_cast<int64_t>(e) / n_, j = static_cast<int64_t>(e) % n_;
-    tile = static_cast<uint64_t>((i / TILE) * (n_ / TILE) + j / TILE);
-    offset = static_cast<uint32_t>((i % TILE) * TILE + j % TILE);
-  }
-  uint64_t logical_element(uint64_t tile, uint32_t offset) const override {
-    return static_cast<uint64_t>((row_block(tile) * TILE + offset / TILE) * n_ + col_block(tile) * TILE +
-                                 offset % TILE);
-  }
-  std::string element_name(uint64_t e) const override {
-    return fmt::format("C[{}][{}]", static_cast<int64_t>(e) / n_, static_cast<int64_t>(e) % n_);
-  }
-  std::string tile_name(uint64_t tile) const override {
-    const int64_t r0 = row_block(tile) * TILE, c0 = col_block(tile) * TILE;
-    return fmt::format("C[{}:{}][{}:{}]", r0, r0 + TILE, c0, c0 + TILE);
-  }
-  double tile_flops() const override { return 2.0 * TILE * TILE * static_cast<double>(k_); }
 
  private:
-  int64_t row_block(uint64_t tile) const { return static_cast<int64_t>(tile) / (n_ / TILE); }
-  int64_t col_block(uint64_t tile) const { return static_cast<int64_t>(tile) % (n_ / TILE); }
   Operand a_operand(int64_t rb) const {
     const int unit = a_block_exp(pat_, rb) - (pat_.f.significand_bits - 1);
     return {std::ldexp(1.0, -unit), std::ldexp(double((1 << pat_.f.significand_bits) - 1), pat_.a_count - 1)};
@@ -101,7 +79,6 @@ class ExactIntProblem final : public Problem {
       for (int c = 0; c < TILE; ++c) out[r * TILE + c] = double_sum(A + (r0 + r) * k_, B + (c0 + c) * k_);
   }
 
-  int64_t m_, n_, k_;
   Pattern pat_;
 };
 

@@ -7,14 +7,14 @@
 #include <stdexcept>
 
 #include "../../src/core/shape.h"
+#include "../exactint/gemm_tiles.h"
 
 namespace sdc::recorded_gemm {
 namespace {
 
-class RecordedGemmProblem final : public Problem {
+class RecordedGemmProblem final : public exactint::GemmTiles {
  public:
-  RecordedGemmProblem(const Encoding& e, const Case& c)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(case_pattern(e, c)), id_(c.id) {}
+  RecordedGemmProblem(const Encoding& e, const Case& c) : GemmTiles(c), pat_(case_pattern(e, c)), id_(c.id) {}
 
   std::vector<TensorInfo> inputs() const override {
     return {{"a", static_cast<uint64_t>(m_ * k_)}, {"b", static_cast<uint64_t>(n_ * k_)}};
@@ -23,28 +23,8 @@ class RecordedGemmProblem final : public Problem {
     const auto t = static_cast<uint32_t>(tensor);
     for (uint64_t i = begin; i < end; ++i) dst[i - begin] = element_value(pat_, element_bits(pat_, t, i));
   }
-  uint64_t tile_count() const override { return static_cast<uint64_t>((m_ / TILE) * (n_ / TILE)); }
-  uint32_t tile_elements() const override { return TILE * TILE; }
   void compute_tile(const float* const*, uint64_t, float*, Workspace&) const override { no_reference(); }
   void compute_tile_scalar(const float* const*, uint64_t, float*) const override { no_reference(); }
-  uint64_t output_elements() const override { return static_cast<uint64_t>(m_ * n_); }
-  void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {
-    const int64_t i = static_cast<int64_t>(e) / n_, j = static_cast<int64_t>(e) % n_;
-    tile = static_cast<uint64_t>((i / TILE) * (n_ / TILE) + j / TILE);
-    offset = static_cast<uint32_t>((i % TILE) * TILE + j % TILE);
-  }
-  uint64_t logical_element(uint64_t tile, uint32_t offset) const override {
-    const int64_t rb = static_cast<int64_t>(tile) / (n_ / TILE), cb = static_cast<int64_t>(tile) % (n_ / TILE);
-    return static_cast<uint64_t>((rb * TILE + offset / TILE) * n_ + cb * TILE + offset % TILE);
-  }
-  std::string element_name(uint64_t e) const override {
-    return fmt::format("C[{}][{}]", static_cast<int64_t>(e) / n_, static_cast<int64_t>(e) % n_);
-  }
-  std::string tile_name(uint64_t tile) const override {
-    const int64_t r0 = static_cast<int64_t>(tile) / (n_ / TILE) * TILE, c0 = static_cast<int64_t>(tile) % (n_ / TILE) * TILE;
-    return fmt::format("C[{}:{}][{}:{}]", r0, r0 + TILE, c0, c0 + TILE);
-  }
-  double tile_flops() const override { return 2.0 * TILE * TILE * static_cast<double>(k_); }
 
  private:
   [[noreturn]] void no_reference() const {
@@ -53,7 +33,6 @@ class RecordedGemmProblem final : public Problem {
                                        id_));
   }
 
-  int64_t m_, n_, k_;
   Pattern pat_;
   std::string id_;
 };

@@ -1,0 +1,49 @@
+// The output geometry shared by the tensor-core GEMM families (exact-integer and recorded): C is M x N
+// fp32 in 64 x 64 tiles, tile t = row block t / (N/64), column block t % (N/64), offsets row-major in
+// the tile. Families derive from it and add their inputs and arithmetic.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "../../src/core/family.h"
+#include "../../src/core/shape.h"
+#include "exactint.h"
+
+namespace sdc::exactint {
+
+class GemmTiles : public Problem {
+ public:
+  static constexpr int T = 64;  // exactint.h TILE
+  static_assert(T == TILE);
+  explicit GemmTiles(const Case& c) : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")) {}
+
+  uint64_t tile_count() const override { return static_cast<uint64_t>((m_ / T) * (n_ / T)); }
+  uint32_t tile_elements() const override { return T * T; }
+  uint64_t output_elements() const override { return static_cast<uint64_t>(m_ * n_); }
+  void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {
+    const int64_t i = static_cast<int64_t>(e) / n_, j = static_cast<int64_t>(e) % n_;
+    tile = static_cast<uint64_t>((i / T) * (n_ / T) + j / T);
+    offset = static_cast<uint32_t>((i % T) * T + j % T);
+  }
+  uint64_t logical_element(uint64_t tile, uint32_t offset) const override {
+    return static_cast<uint64_t>((row_block(tile) * T + offset / T) * n_ + col_block(tile) * T + offset % T);
+  }
+  std::string element_name(uint64_t e) const override {
+    return fmt::format("C[{}][{}]", static_cast<int64_t>(e) / n_, static_cast<int64_t>(e) % n_);
+  }
+  std::string tile_name(uint64_t tile) const override {
+    const int64_t r0 = row_block(tile) * T, c0 = col_block(tile) * T;
+    return fmt::format("C[{}:{}][{}:{}]", r0, r0 + T, c0, c0 + T);
+  }
+  double tile_flops() const override { return 2.0 * T * T * static_cast<double>(k_); }
+
+ protected:
+  int64_t row_block(uint64_t tile) const { return static_cast<int64_t>(tile) / (n_ / T); }
+  int64_t col_block(uint64_t tile) const { return static_cast<int64_t>(tile) % (n_ / T); }
+
+  int64_t m_, n_, k_;
+};
+
+}  // namespace sdc::exactint
