@@ -93,6 +93,9 @@ else
   note "- cuBLASLt algorithms: **no count** (gpu_tests did not reach its cuBLASLt check)"
   STATUS=1
 fi
+LT_REPEAT=$(grep '^cublasLt algorithms repeated on recorded cases:' "$WORK/gpu_tests.log" | tail -1)
+[ -n "$LT_REPEAT" ] && note "- cuBLASLt ${LT_REPEAT#cublasLt } (random data: each algorithm run twice must repeat its bits)"
+grep -E '^gemm_(bf16|f16)_cublaslt\.' "$WORK/gpu_tests.log" | grep 'distinct results' | sed 's/^/  - /' >>"$RECORD.tmp"
 
 echo "== $PROFILE profile on every GPU" >&2
 T0=$(date +%s.%N)

@@ -16,7 +16,7 @@ struct LtTraits {
 };
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return exactint::make_lt_device<LtTraits>(gemm_f16_exactint::FORMAT, c);
+  return exactint::make_lt_device<LtTraits>(c, exactint::case_pattern(gemm_f16_exactint::FORMAT, c));
 }
 
 }  // namespace sdc::gemm_f16_exactint_cublaslt

@@ -53,6 +53,8 @@ SDC_FAMILY(gemm_bf16_exactint_cublaslt)
 SDC_FAMILY(gemm_f16_exactint_cublaslt)
 SDC_FAMILY(gemm_tf32_exactint_cublaslt)
 SDC_FAMILY(gemm_fp8_exactint_cublaslt)
+SDC_FAMILY(gemm_bf16_cublaslt)
+SDC_FAMILY(gemm_f16_cublaslt)
 
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
@@ -62,7 +64,7 @@ const std::vector<Family>& families() {
       gemm_fp8_exactint_family(), gemm_bf16_family(), gemm_f16_family(), attention_bf16_exactint_family(),
       attention_bf16_family(),
       gemm_bf16_exactint_cublaslt_family(), gemm_f16_exactint_cublaslt_family(), gemm_tf32_exactint_cublaslt_family(),
-      gemm_fp8_exactint_cublaslt_family(),
+      gemm_fp8_exactint_cublaslt_family(), gemm_bf16_cublaslt_family(), gemm_f16_cublaslt_family(),
   };
   return all;
 }

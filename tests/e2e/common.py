@@ -51,13 +51,13 @@ def run_json(*args, timeout=600):
 FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32",
             "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint", "gemm_bf16", "gemm_f16",
             "attention_bf16_exactint", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
-            "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt"]
+            "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"]
 # Families with no CPU backend (recorded/consensus modes, which have no CPU golden, or a library that
 # computes them on GPUs): a CPU run reports their cases as skipped, not applicable ("family ... runs on
 # GPUs only"), which leaves the exit code alone; test_boot expects that and the CPU fault drills of
 # test_injection leave them out. The CPU-side tests cover the others.
 GPU_ONLY_FAMILIES = ["gemm_bf16", "gemm_f16", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
-                     "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt"]
+                     "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"]
 CPU_FAMILIES = [f for f in FAMILIES if f not in GPU_ONLY_FAMILIES]
 
 
