@@ -52,3 +52,33 @@ TEST_CASE("atomic writes replace the file and leave no temporary behind", "[patt
   REQUIRE_THROWS_AS(write_file_atomic((dir / "missing" / "f").string(), "x"), FileError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("boot, standard and burn-in spend most of their GPU time on tensor-core families", "[patterns]") {
+  // A nominal estimate, independent of any GPU: tensor-core families at 200 TFLOP/s, the fp32 (SIMT)
+  // families at 20, and 50 us per iteration of every case for launches, the digest pass and the copy.
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  auto tensor_family = [](const std::string& id) {
+    for (const char* t : {"bf16", "f16", "tf32", "fp8"})
+      if (id.find(t) != std::string::npos) return true;
+    return false;
+  };
+  for (const char* profile : {"boot", "standard", "burnin"}) {
+    double tensor_s = 0, total_s = 0;
+    for (const Case& c : ps.battery.cases) {
+      const auto it = c.iterations.find(profile);
+      if (it == c.iterations.end()) continue;
+      const auto p = find_family(c.family)->prepare(c);
+      const double flops = p->tile_flops() * static_cast<double>(p->tile_count());
+      const bool tensor = tensor_family(c.family);
+      const double s = static_cast<double>(it->second) * (flops / (tensor ? 200e12 : 20e12) + 50e-6);
+      total_s += s;
+      if (tensor) tensor_s += s;
+    }
+    INFO(profile << ": tensor-core families " << tensor_s << " s of " << total_s << " s (nominal)");
+    REQUIRE(total_s > 0);
+    CHECK(tensor_s / total_s >= 0.9);
+  }
+  CHECK(tensor_family("gemm_bf16_cublaslt"));
+  CHECK_FALSE(tensor_family("gemm_f32"));
+  CHECK_FALSE(tensor_family("attention_f32"));
+}
