@@ -1,14 +1,17 @@
-// The cuBLASLt path on the CPU (no GPU needed): the exact-integer families computed by cuBLASLt are
-// registered like their mma.sync twins (same modes, shapes, validation and reference, hence the same
-// goldens) but for GPUs only; and, in a CUDA build, the run-time loader fails with one line naming the
-// library, and algorithm descriptions are complete and distinct.
+// The cuBLASLt path on the CPU (no GPU needed): the families computed by cuBLASLt are registered like their
+// mma.sync twins (same modes, shapes, validation, inputs and tiles; for the exact-integer ones the same
+// reference, hence the same goldens; the recorded ones have no CPU reference) but for GPUs only; and, in a
+// CUDA build, the run-time loader fails with one line naming the library, and algorithm descriptions are
+// complete and distinct.
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "catch.h"
+#include "gemm_case.h"
 #include "src/core/family.h"
 
 #if SDC_HAVE_CUDA
@@ -19,35 +22,37 @@ using namespace sdc;
 
 namespace {
 
-const std::vector<std::pair<std::string, std::string>> LT_TWINS = {
-    {"gemm_bf16_exactint_cublaslt", "gemm_bf16_exactint"},
-    {"gemm_f16_exactint_cublaslt", "gemm_f16_exactint"},
-    {"gemm_tf32_exactint_cublaslt", "gemm_tf32_exactint"},
-    {"gemm_fp8_exactint_cublaslt", "gemm_fp8_exactint"},
+struct Twin {
+  std::string lt, own;
+  Distribution inputs;  // a distribution both define, for comparing inputs
+};
+const std::vector<Twin> LT_TWINS = {
+    {"gemm_bf16_exactint_cublaslt", "gemm_bf16_exactint", Distribution::mantissa_walk},
+    {"gemm_f16_exactint_cublaslt", "gemm_f16_exactint", Distribution::mantissa_walk},
+    {"gemm_tf32_exactint_cublaslt", "gemm_tf32_exactint", Distribution::mantissa_walk},
+    {"gemm_fp8_exactint_cublaslt", "gemm_fp8_exactint", Distribution::mantissa_walk},
+    {"gemm_bf16_cublaslt", "gemm_bf16", Distribution::heavy_tail},
+    {"gemm_f16_cublaslt", "gemm_f16", Distribution::heavy_tail},
 };
 
 Case lt_case(const std::string& family, int64_t m, int64_t n, int64_t k, Distribution d = Distribution::uniform) {
-  Case c;
+  Case c = test::gemm_case(family, find_family(family)->modes.front(), m, n, k, d, 4242);
   c.id = "unit_test.case";  // one id for both families: validation messages name it
-  c.family = family;
-  c.mode = Mode::exact_integer;
-  c.distribution = d;
-  c.data_seed = 4242;
-  c.shape.dims = {{"m", m}, {"n", n}, {"k", k}};
-  c.iterations["boot"] = 1;
   return c;
 }
 
 }  // namespace
 
 TEST_CASE("cublaslt: the families are registered like their twins, for GPUs only", "[cublaslt]") {
-  for (const auto& [lt, twin] : LT_TWINS) {
+  for (const auto& [lt, twin, unused] : LT_TWINS) {
     INFO(lt);
     const Family* f = find_family(lt);
     const Family* t = find_family(twin);
     REQUIRE(f != nullptr);
     REQUIRE(t != nullptr);
-    CHECK(f->modes == std::vector<Mode>{Mode::exact_integer});
+    CHECK(f->modes == t->modes);
+    CHECK((f->modes == std::vector<Mode>{Mode::exact_integer} ||
+           f->modes == std::vector<Mode>{Mode::recorded, Mode::consensus}));
     CHECK(f->shape_keys == t->shape_keys);
     CHECK(std::count(f->backends.begin(), f->backends.end(), "cpu") == 0);
 #if SDC_HAVE_CUDA
@@ -61,19 +66,20 @@ TEST_CASE("cublaslt: the families are registered like their twins, for GPUs only
 }
 
 TEST_CASE("cublaslt: shape validation is the twin's", "[cublaslt]") {
-  for (const auto& [lt, twin] : LT_TWINS) {
+  for (const auto& [lt, twin, unused] : LT_TWINS) {
     INFO(lt);
     const Family* f = find_family(lt);
     const Family* t = find_family(twin);
     REQUIRE(f != nullptr);
     REQUIRE(t != nullptr);
     // valid, K past the exactness bound, M not a multiple of 64, K not a multiple of 32, a distribution
-    // the pattern does not define, the largest K each admits
+    // the pattern may not define, the largest K each admits
     const std::vector<Case> cases = {
         lt_case(lt, 64, 128, 64),       lt_case(lt, 64, 64, 70016),     lt_case(lt, 100, 64, 64),
         lt_case(lt, 64, 64, 48),        lt_case(lt, 64, 64, 64, Distribution::heavy_tail),
         lt_case(lt, 128, 64, 544),      lt_case(lt, 128, 64, 576),      lt_case(lt, 64, 64, 8192),
         lt_case(lt, 64, 64, 8224),      lt_case(lt, 64, 64, 65792),     lt_case(lt, 64, 64, 65824),
+        lt_case(lt, 64, 64, 64, Distribution::mantissa_walk),
     };
     int valid = 0;
     for (const Case& c : cases) {
@@ -85,14 +91,18 @@ TEST_CASE("cublaslt: shape validation is the twin's", "[cublaslt]") {
   }
 }
 
-TEST_CASE("cublaslt: the reference is the twin's, so the goldens are too", "[cublaslt]") {
-  for (const auto& [lt, twin] : LT_TWINS) {
+TEST_CASE("cublaslt: inputs and tiles are the twin's, and so is the reference where there is one", "[cublaslt]") {
+  for (const auto& [lt, twin, dist] : LT_TWINS) {
     INFO(lt);
-    const Case c = lt_case(lt, 128, 64, 96, Distribution::mantissa_walk);
+    const Case c = lt_case(lt, 128, 192, 96, dist);
+    REQUIRE(find_family(lt)->validate(c).empty());
     const auto p = find_family(lt)->prepare(c);
     const auto q = find_family(twin)->prepare(c);
     REQUIRE(p->tile_count() == q->tile_count());
     REQUIRE(p->tile_elements() == q->tile_elements());
+    CHECK(p->tile_count() == 6);
+    for (uint64_t t = 0; t < p->tile_count(); ++t) CHECK(p->tile_name(t) == q->tile_name(t));
+    CHECK(p->element_name(12345) == q->element_name(12345));
     const auto tensors = p->inputs();
     REQUIRE(tensors.size() == 2);
     std::vector<std::vector<float>> in, in_twin;
@@ -107,6 +117,12 @@ TEST_CASE("cublaslt: the reference is the twin's, so the goldens are too", "[cub
     }
     Workspace ws;
     std::vector<float> a(p->tile_elements()), b(p->tile_elements());
+    if (!has_cpu_golden(c.mode)) {
+      // recorded: no CPU reference; asking for one is a defect, never a silent result
+      CHECK_THROWS_AS(p->compute_tile(ptrs.data(), 0, a.data(), ws), std::logic_error);
+      CHECK_THROWS_AS(q->compute_tile(ptrs.data(), 0, b.data(), ws), std::logic_error);
+      continue;
+    }
     for (uint64_t t = 0; t < p->tile_count(); ++t) {
       p->compute_tile(ptrs.data(), t, a.data(), ws);
       q->compute_tile(ptrs.data(), t, b.data(), ws);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "gemm_case.h"
 #include "kernels/exactint/exactint_ref.h"
 #include "kernels/gemm_bf16_exactint/gemm_bf16_exactint.h"
 #include "kernels/gemm_f16_exactint/gemm_f16_exactint.h"
@@ -94,15 +95,7 @@ const std::vector<DType>& dtypes() {
 
 Case make_case(const std::string& family, int64_t m, int64_t n, int64_t k, Distribution d = Distribution::uniform,
                uint64_t seed = 77) {
-  Case c;
-  c.id = family + ".unit_test";
-  c.family = family;
-  c.mode = Mode::exact_integer;
-  c.distribution = d;
-  c.data_seed = seed;
-  c.shape.dims = {{"m", m}, {"n", n}, {"k", k}};
-  c.iterations["boot"] = 1;
-  return c;
+  return test::gemm_case(family, Mode::exact_integer, m, n, k, d, seed);
 }
 
 struct Inputs {

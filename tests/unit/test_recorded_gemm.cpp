@@ -1,8 +1,7 @@
 // The recorded tensor-core GEMMs on the CPU (no GPU needed): their inputs (kernels/recorded_gemm/recorded_gemm.h)
 // are normal, finite, full-significand bf16/fp16 values inside each distribution's window, the largest sums stay
-// finite and the smallest products normal in fp32; shapes outside the kernels' limits are refused; and the
-// cuBLASLt families (gemm_{bf16,f16}_cublaslt) are registered like their mma.sync twins (same modes, shapes,
-// validation, inputs and tiles, so recordings of the two name the same elements) but for GPUs only.
+// finite and the smallest products normal in fp32, and shapes outside the kernels' limits are refused. (The
+// cuBLASLt families on the same inputs are compared with their mma.sync twins in test_cublaslt.cpp.)
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -12,25 +11,13 @@
 #include <vector>
 
 #include "catch.h"
+#include "gemm_case.h"
 #include "kernels/recorded_gemm/recorded_gemm.h"
 #include "src/core/family.h"
 
 using namespace sdc;
 
 namespace {
-
-Case gemm_case(const std::string& family, int64_t m, int64_t n, int64_t k, Distribution d = Distribution::uniform,
-               uint64_t seed = 777) {
-  Case c;
-  c.id = "unit_test.case";  // one id for every family: validation messages name it
-  c.family = family;
-  c.mode = Mode::recorded;
-  c.distribution = d;
-  c.data_seed = seed;
-  c.shape.dims = {{"m", m}, {"n", n}, {"k", k}};
-  c.iterations["boot"] = 1;
-  return c;
-}
 
 // An independent decoding of a normal 16-bit float: (1 + frac / 2^f) * 2^exp.
 double decode(const recorded_gemm::Encoding& e, uint16_t bits, int& exp) {
@@ -47,11 +34,6 @@ struct Enc {
   recorded_gemm::Encoding e;
 };
 const Enc ENCODINGS[] = {{"bf16", recorded_gemm::BF16}, {"fp16", recorded_gemm::F16}};
-
-const std::vector<std::pair<std::string, std::string>> LT_TWINS = {
-    {"gemm_bf16_cublaslt", "gemm_bf16"},
-    {"gemm_f16_cublaslt", "gemm_f16"},
-};
 
 }  // namespace
 
@@ -120,67 +102,15 @@ TEST_CASE("recorded_gemm: the largest sum stays finite and the smallest product 
 TEST_CASE("recorded_gemm: shapes outside the kernels' limits are refused with the reason", "[recorded_gemm]") {
   const Family* f = find_family("gemm_bf16");
   REQUIRE(f != nullptr);
-  CHECK(f->validate(gemm_case("gemm_bf16", 64, 128, 32)).empty());
-  CHECK(f->validate(gemm_case("gemm_bf16", 8192, 8192, 32768)).empty());  // 2^28 elements per input: the limit
-  CHECK_FALSE(f->validate(gemm_case("gemm_bf16", 100, 64, 64)).empty());
-  CHECK_FALSE(f->validate(gemm_case("gemm_bf16", 64, 64, 48)).empty());
-  CHECK_FALSE(f->validate(gemm_case("gemm_bf16", 64, 64, recorded_gemm::MAX_K + recorded_gemm::K_STEP)).empty());
-  CHECK(f->validate(gemm_case("gemm_bf16", 8192, 64, 65536)).find("2^28") != std::string::npos);
-  CHECK(f->validate(gemm_case("gemm_bf16", 64, 64, 64, Distribution::mantissa_walk)).find("uniform and heavy_tail") !=
+  auto rec_case = [](int64_t m, int64_t n, int64_t k, Distribution d = Distribution::uniform) {
+    return test::gemm_case("gemm_bf16", Mode::recorded, m, n, k, d);
+  };
+  CHECK(f->validate(rec_case(64, 128, 32)).empty());
+  CHECK(f->validate(rec_case(8192, 8192, 32768)).empty());  // 2^28 elements per input: the limit
+  CHECK_FALSE(f->validate(rec_case(100, 64, 64)).empty());
+  CHECK_FALSE(f->validate(rec_case(64, 64, 48)).empty());
+  CHECK_FALSE(f->validate(rec_case(64, 64, recorded_gemm::MAX_K + recorded_gemm::K_STEP)).empty());
+  CHECK(f->validate(rec_case(8192, 64, 65536)).find("2^28") != std::string::npos);
+  CHECK(f->validate(rec_case(64, 64, 64, Distribution::mantissa_walk)).find("uniform and heavy_tail") !=
         std::string::npos);
-}
-
-TEST_CASE("gemm_{bf16,f16}_cublaslt are registered like their mma.sync twins, for GPUs only", "[recorded_gemm]") {
-  for (const auto& [lt, twin] : LT_TWINS) {
-    INFO(lt);
-    const Family* f = find_family(lt);
-    const Family* t = find_family(twin);
-    REQUIRE(f != nullptr);
-    REQUIRE(t != nullptr);
-    CHECK(f->modes == std::vector<Mode>{Mode::recorded, Mode::consensus});
-    CHECK(f->modes == t->modes);
-    CHECK(f->shape_keys == t->shape_keys);
-    CHECK(f->backends == t->backends);
-#if SDC_HAVE_CUDA
-    CHECK(f->backends == std::vector<std::string>{"cuda"});
-    CHECK(f->prepare_cuda != nullptr);
-    CHECK(f->prepare_cuda != t->prepare_cuda);
-#else
-    CHECK(f->backends.empty());
-#endif
-    int valid = 0;
-    for (const Case& c : {gemm_case(lt, 64, 128, 64), gemm_case(lt, 100, 64, 64), gemm_case(lt, 64, 64, 48),
-                          gemm_case(lt, 64, 64, 65568), gemm_case(lt, 64, 64, 64, Distribution::mantissa_walk),
-                          gemm_case(lt, 128, 64, 96, Distribution::heavy_tail)}) {
-      CHECK(f->validate(c) == t->validate(c));
-      valid += f->validate(c).empty();
-    }
-    CHECK(valid == 2);
-
-    // the same inputs, tiles and names: a recording of one names the same elements as the other's
-    for (const Distribution d : {Distribution::uniform, Distribution::heavy_tail}) {
-      const Case c = gemm_case(lt, 128, 192, 96, d);
-      const auto p = f->prepare(c);
-      const auto q = t->prepare(c);
-      REQUIRE(p->tile_count() == q->tile_count());
-      REQUIRE(p->tile_elements() == q->tile_elements());
-      CHECK(p->tile_count() == 6);
-      for (uint64_t tile = 0; tile < p->tile_count(); ++tile) CHECK(p->tile_name(tile) == q->tile_name(tile));
-      CHECK(p->element_name(12345) == q->element_name(12345));
-      const auto tensors = p->inputs();
-      REQUIRE(tensors.size() == 2);
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        std::vector<float> x(tensors[i].elements), y(tensors[i].elements);
-        p->generate_input(i, 0, tensors[i].elements, x.data());
-        q->generate_input(i, 0, tensors[i].elements, y.data());
-        CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
-      }
-      // no CPU reference: asking for one is a defect, never a silent result
-      std::vector<float> out(p->tile_elements());
-      Workspace ws;
-      std::vector<float> a(tensors[0].elements), b(tensors[1].elements);
-      const float* in[2] = {a.data(), b.data()};
-      CHECK_THROWS_AS(p->compute_tile(in, 0, out.data(), ws), std::logic_error);
-    }
-  }
 }
