@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../../src/core/shape.h"
-#include "gemm_tiles.h"
+#include "../../src/core/gemm_tiles.h"
 
 namespace sdc::exactint {
 namespace {
@@ -41,6 +41,8 @@ inline bool to_units(float x, const Operand& op, int32_t& v) {
   v = static_cast<int32_t>(s);                                        // |s| <= cap < 2^24
   return true;
 }
+
+static_assert(GemmTiles::T == TILE);
 
 class ExactIntProblem final : public GemmTiles {
  public:

@@ -7,12 +7,14 @@
 #include <stdexcept>
 
 #include "../../src/core/shape.h"
-#include "../exactint/gemm_tiles.h"
+#include "../../src/core/gemm_tiles.h"
 
 namespace sdc::recorded_gemm {
 namespace {
 
-class RecordedGemmProblem final : public exactint::GemmTiles {
+static_assert(GemmTiles::T == TILE);
+
+class RecordedGemmProblem final : public GemmTiles {
  public:
   RecordedGemmProblem(const Encoding& e, const Case& c) : GemmTiles(c), pat_(case_pattern(e, c)), id_(c.id) {}
 

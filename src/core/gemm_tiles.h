@@ -1,22 +1,21 @@
-// The output geometry shared by the tensor-core GEMM families (exact-integer and recorded): C is M x N
-// fp32 in 64 x 64 tiles, tile t = row block t / (N/64), column block t % (N/64), offsets row-major in
-// the tile. Families derive from it and add their inputs and arithmetic.
+// The output geometry shared by the GEMM families (gemm_f32, the exact-integer and the recorded tensor-core
+// GEMMs): C is M x N fp32 in 64 x 64 tiles, tile t = row block t / (N/64), column block t % (N/64), offsets
+// row-major in the tile. Families derive from it and add their inputs and arithmetic; M and N are multiples
+// of 64 (each family's validation says so).
 #pragma once
 
 #include <fmt/format.h>
 
 #include <string>
 
-#include "../../src/core/family.h"
-#include "../../src/core/shape.h"
-#include "exactint.h"
+#include "family.h"
+#include "shape.h"
 
-namespace sdc::exactint {
+namespace sdc {
 
 class GemmTiles : public Problem {
  public:
-  static constexpr int T = 64;  // exactint.h TILE
-  static_assert(T == TILE);
+  static constexpr int T = 64;
   explicit GemmTiles(const Case& c) : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")) {}
 
   uint64_t tile_count() const override { return static_cast<uint64_t>((m_ / T) * (n_ / T)); }
@@ -40,10 +39,12 @@ class GemmTiles : public Problem {
   double tile_flops() const override { return 2.0 * T * T * static_cast<double>(k_); }
 
  protected:
+  int64_t row0(uint64_t tile) const { return row_block(tile) * T; }
+  int64_t col0(uint64_t tile) const { return col_block(tile) * T; }
   int64_t row_block(uint64_t tile) const { return static_cast<int64_t>(tile) / (n_ / T); }
   int64_t col_block(uint64_t tile) const { return static_cast<int64_t>(tile) % (n_ / T); }
 
   int64_t m_, n_, k_;
 };
 
-}  // namespace sdc::exactint
+}  // namespace sdc
