@@ -7,8 +7,8 @@
 
 namespace sdc::gemm_bf16_cublaslt {
 
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return recorded_gemm::make_lt_device<cuda::LtDtype::bf16>(c);
-}
+struct Traits : recorded_gemm::DtypeTraits<cuda::LtDtype::bf16> {};
+
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return recorded_gemm::make_lt_device<Traits>(c); }
 
 }  // namespace sdc::gemm_bf16_cublaslt

@@ -7,8 +7,8 @@
 
 namespace sdc::gemm_f16 {
 
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return recorded_gemm::make_mma_device<cuda::LtDtype::fp16>(c);
-}
+struct Traits : recorded_gemm::DtypeTraits<cuda::LtDtype::fp16> {};
+
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return recorded_gemm::make_mma_device<Traits>(c); }
 
 }  // namespace sdc::gemm_f16

@@ -1,7 +1,10 @@
 // The device side shared by the recorded tensor-core GEMMs: recorded_gemm's random bf16/fp16 inputs bound to
 // the project's mma.sync kernel (gemm_bf16, gemm_f16: kernels/exactint/exactint_mma.cuh) and to cuBLASLt's
 // pinned algorithm (gemm_bf16_cublaslt, gemm_f16_cublaslt: kernels/exactint/exactint_lt.cuh). The element
-// encoding travels in the Pattern, so one set of traits per dtype serves both.
+// encoding travels in the Pattern, so one set of traits per dtype serves both. Each family's .cu derives its
+// own traits type from DtypeTraits (one line): the kernels are templates on the traits, and a distinct type
+// per translation unit keeps every kernel instantiation in one .cu file (the same instantiation in two
+// whole-program translation units is a launch-time hazard on some toolkits).
 #pragma once
 
 #include <memory>
@@ -13,7 +16,7 @@
 namespace sdc::recorded_gemm {
 
 template <cuda::LtDtype D>
-struct Traits {
+struct DtypeTraits {
   static_assert(D == cuda::LtDtype::bf16 || D == cuda::LtDtype::fp16, "recorded GEMMs are bf16 or fp16");
   using Storage = uint16_t;
   using Pattern = recorded_gemm::Pattern;
@@ -30,16 +33,16 @@ struct Traits {
   }
 };
 
-// A validated case on the project's mma.sync kernel.
-template <cuda::LtDtype D>
+// A validated case on the project's mma.sync kernel; Traits derives from DtypeTraits.
+template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> make_mma_device(const Case& c) {
-  return exactint::make_device<Traits<D>>(c, case_pattern(Traits<D>::ENCODING, c));
+  return exactint::make_device<Traits>(c, case_pattern(Traits::ENCODING, c));
 }
 
-// A validated case on cuBLASLt's pinned algorithm.
-template <cuda::LtDtype D>
+// A validated case on cuBLASLt's pinned algorithm; Traits derives from DtypeTraits.
+template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> make_lt_device(const Case& c) {
-  return exactint::make_lt_device<Traits<D>>(c, case_pattern(Traits<D>::ENCODING, c));
+  return exactint::make_lt_device<Traits>(c, case_pattern(Traits::ENCODING, c));
 }
 
 }  // namespace sdc::recorded_gemm
