@@ -5,6 +5,7 @@
 # device, driver and every figure; commit it.
 #
 #   scripts/gpu-validate.sh [--build-dir DIR] [--out DIR] [--drills N] [--quick] [--write-recordings]
+#                           [--steps LIST]
 #
 # Build: with --build-dir pointing at an existing CUDA build (for example one made on a developer
 # machine and copied over with its libfmt in <build>/lib: `cp /usr/lib/x86_64-linux-gnu/libfmt.so.9
@@ -14,7 +15,12 @@
 # --quick: the boot profile instead of standard, 20 drills, fewer benchmark repetitions (a smoke run).
 # --write-recordings: merge this node's recordings of the recorded cases into patterns/recordings/
 #   (`consensus --write`; provisional while they come from one device) for committing.
-# Exit: 0 when every check passed, 1 when any failed (the record says which), 2 when no GPU is usable.
+# --steps LIST: run only these steps, comma-separated, of: tests (GPU tests), profile (standard or, with
+#   --quick, boot profile on every GPU), boot (boot wall time x3), record (record + consensus), drills,
+#   bench. Default: all. A partial run's record is named after its steps and lists the others as not run
+#   (never as passed), so that a validation can be split over several shorter sessions.
+# Exit: 0 when every check run passed, 1 when any failed (the record says which), 2 when no GPU is usable,
+#   64 on a bad argument.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -23,6 +29,8 @@ OUT=""
 DRILLS=120
 QUICK=0
 WRITE_RECORDINGS=0
+ALL_STEPS="tests,profile,boot,record,drills,bench"
+STEPS=$ALL_STEPS
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) BUILD=$2; shift 2 ;;
@@ -30,10 +38,18 @@ while [ $# -gt 0 ]; do
     --drills) DRILLS=$2; shift 2 ;;
     --quick) QUICK=1; DRILLS=20; shift ;;
     --write-recordings) WRITE_RECORDINGS=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --steps) STEPS=${2:-}; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "gpu-validate: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
+for st in ${STEPS//,/ }; do
+  case ",$ALL_STEPS," in *",$st,"*) ;; *) echo "gpu-validate: unknown step '$st' in --steps (steps: $ALL_STEPS)" >&2; exit 64 ;; esac
+done
+[ -n "${STEPS//,/}" ] || { echo "gpu-validate: --steps needs at least one of $ALL_STEPS" >&2; exit 64; }
+want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+NOT_RUN=""
+for st in ${ALL_STEPS//,/ }; do want "$st" || NOT_RUN="$NOT_RUN${NOT_RUN:+,}$st"; done
 
 if [ -z "$BUILD" ]; then
   BUILD=build-gpu
@@ -60,7 +76,9 @@ SLUG=$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; 
 OUT=${OUT:-docs/gpu-validation}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-RECORD="$OUT/$DATE-$SLUG.md"
+SUFFIX=""
+[ -n "$NOT_RUN" ] && SUFFIX="-${STEPS//,/-}"
+RECORD="$OUT/$DATE-$SLUG$SUFFIX.md"
 PROFILE=standard
 [ $QUICK = 1 ] && PROFILE=boot
 STATUS=0
@@ -72,7 +90,8 @@ check() {  # check NAME RC: a line in the record, and the overall status
 : >"$RECORD.tmp"
 note "# GPU validation, $DATE, $GPU_NAME"
 note ""
-note "Written by \`scripts/gpu-validate.sh$([ $QUICK = 1 ] && echo ' --quick')\` at git $(git describe --always --dirty 2>/dev/null || echo unknown)."
+note "Written by \`scripts/gpu-validate.sh$([ $QUICK = 1 ] && echo ' --quick')$([ -n "$NOT_RUN" ] && echo " --steps $STEPS")\` at git $(git describe --always --dirty 2>/dev/null || echo unknown)."
+[ -n "$NOT_RUN" ] && note "" && note "Partial run: steps **not run** here: $NOT_RUN (their checks are in another record, or owed)."
 note ""
 note "## Device"
 note '```'
@@ -81,8 +100,12 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,c
 note '```'
 note ""
 note "## Checks"
+STEP_T0=0
+step_begin() { echo "== $1" >&2; STEP_T0=$(date +%s); }
+step_end() { note "  - ($1: $(( $(date +%s) - STEP_T0 )) s)"; }
 
-echo "== GPU tests" >&2
+if want tests; then
+step_begin "GPU tests"
 "$BUILD/gpu_tests" >"$WORK/gpu_tests.log" 2>&1
 check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, every cuBLASLt algorithm, runner)" $?
 # gpu_tests ends its cuBLASLt check with "cublasLt algorithms checked: N over C cases, M mismatched".
@@ -96,15 +119,21 @@ fi
 LT_REPEAT=$(grep '^cublasLt algorithms repeated on recorded cases:' "$WORK/gpu_tests.log" | tail -1)
 [ -n "$LT_REPEAT" ] && note "- cuBLASLt ${LT_REPEAT#cublasLt } (random data: each algorithm run twice must repeat its bits)"
 grep -E '^gemm_(bf16|f16)_cublaslt\.' "$WORK/gpu_tests.log" | grep 'distinct results' | sed 's/^/  - /' >>"$RECORD.tmp"
+step_end tests
+fi
 
-echo "== $PROFILE profile on every GPU" >&2
+if want profile; then
+step_begin "$PROFILE profile on every GPU"
 T0=$(date +%s.%N)
 "$BIN" run --backend cuda --profile "$PROFILE" --force --output-format json -o "$WORK/profile.json" -q
 RC=$?
 T1=$(date +%s.%N)
 check "\`$PROFILE\` profile, every case on every GPU bit-identical to the CPU goldens ($(python3 -c "import json;r=json.load(open('$WORK/profile.json'));print(r['summary'])" 2>/dev/null))" $RC
+step_end profile
+fi
 
-echo "== boot profile wall time (3 runs, CUDA start-up included)" >&2
+if want boot; then
+step_begin "boot profile wall time (3 runs, CUDA start-up included)"
 BOOT=()
 for i in 1 2 3; do
   S=$(date +%s.%N)
@@ -117,8 +146,11 @@ done
 BOOT_MEDIAN=$(printf '%s\n' "${BOOT[@]}" | sort -n | sed -n 2p)
 note "- \`boot\` profile wall time on one GPU, CUDA start-up included: median $BOOT_MEDIAN s (runs: ${BOOT[*]}; target at most 45 s)"
 python3 -c "import sys; sys.exit(0 if float('$BOOT_MEDIAN') <= 45 else 1)" || { STATUS=1; note "  - **over the 45 s target**"; }
+step_end boot
+fi
 
-echo "== record and consensus of the recorded cases on every GPU" >&2
+if want record; then
+step_begin "record and consensus of the recorded cases on every GPU"
 mkdir -p "$WORK/recordings"
 "$BIN" record -o "$WORK/recordings" --force >"$WORK/record.log" 2>&1
 check "record: every recorded case run twice or more on every GPU, repeats and GPUs agree ($(grep -c 'wrote' "$WORK/record.log") recording file(s))" $?
@@ -130,13 +162,19 @@ if ls "$WORK"/recordings/*.json >/dev/null 2>&1; then
     check "recordings merged into patterns/recordings (commit them with patterns/manifest.json)" $?
   fi
 fi
+step_end record
+fi
 
-echo "== injection drills ($DRILLS)" >&2
+if want drills; then
+step_begin "injection drills ($DRILLS)"
 python3 scripts/gpu-drills.py --sdcscreen "$BIN" --count "$DRILLS" --json "$WORK/drills.json" >"$WORK/drills.log" 2>&1
 RC=$?
 check "injection drills: $(tail -1 "$WORK/drills.log")" $RC
+step_end drills
+fi
 
-echo "== benchmark" >&2
+if want bench; then
+step_begin "benchmark"
 REPS=20
 [ $QUICK = 1 ] && REPS=5
 if [ -x "$BUILD/bench_gpu" ]; then
@@ -146,30 +184,24 @@ else
   note "- benchmark: **not built** (bench_gpu missing: cuBLAS not found at build time)"
   STATUS=1
 fi
+step_end bench
+fi
+section() {  # section TITLE LOG [LINES]: the log's tail in the record, where the step ran
+  [ -f "$2" ] || return 0
+  note ""
+  note "## $1"
+  note '```'
+  if [ -n "${3:-}" ]; then tail -n "$3" "$2" >>"$RECORD.tmp"; else cat "$2" >>"$RECORD.tmp"; fi
+  note '```'
+}
 
+section Benchmark "$WORK/bench.log"
+section Drills "$WORK/drills.log"
+section "Record" "$WORK/record.log" 40
+section "Consensus" "$WORK/consensus.log" 40
+section "GPU tests" "$WORK/gpu_tests.log" 60
 note ""
-note "## Benchmark"
-note '```'
-cat "$WORK/bench.log" >>"$RECORD.tmp" 2>/dev/null
-note '```'
-note ""
-note "## Drills"
-note '```'
-cat "$WORK/drills.log" >>"$RECORD.tmp"
-note '```'
-note ""
-note "## Record and consensus"
-note '```'
-tail -n 40 "$WORK/record.log" >>"$RECORD.tmp" 2>/dev/null
-tail -n 40 "$WORK/consensus.log" >>"$RECORD.tmp" 2>/dev/null
-note '```'
-note ""
-note "## GPU tests"
-note '```'
-tail -n 60 "$WORK/gpu_tests.log" >>"$RECORD.tmp"
-note '```'
-note ""
-note "Overall: $([ $STATUS = 0 ] && echo pass || echo FAIL)"
+note "Overall: $([ $STATUS = 0 ] && echo pass || echo FAIL)$([ -n "$NOT_RUN" ] && echo " (steps run: $STEPS; not run: $NOT_RUN)")"
 mv "$RECORD.tmp" "$RECORD"
 cp "$WORK/profile.json" "$OUT/$DATE-$SLUG-$PROFILE.json" 2>/dev/null
 cp "$WORK/bench.json" "$OUT/$DATE-$SLUG-bench.json" 2>/dev/null
