@@ -37,7 +37,7 @@
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
-#include "src/core/atomic_file.h"
+#include "src/util/atomic_file.h"
 #include "src/core/family.h"
 #include "src/core/patterns.h"
 

@@ -18,7 +18,7 @@
 
 #include "bench/bench_util.h"
 #include "src/backends/cuda/lt_gemm_device.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 
 namespace sdc::bench {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_json.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/recording.h"
 #include "src/core/recording_merge.h"

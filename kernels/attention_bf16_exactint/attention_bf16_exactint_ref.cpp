@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../../src/core/family_util.h"
-#include "../../src/core/lanes.h"
+#include "../../src/spec/lanes.h"
 #include "../attention_mma/attention_problem.h"
 #include "attention_bf16_exactint.h"
 

@@ -16,9 +16,9 @@
 #include <memory>
 
 #include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/core/chunked_reduce.h"
+#include "../../src/spec/chunked_reduce.h"
 #include "../../src/core/family.h"
-#include "../../src/core/fpmath.h"
+#include "../../src/spec/fpmath.h"
 #include "attention_f32.h"
 
 namespace sdc::attention_f32 {

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "../../src/core/family_util.h"
-#include "../../src/core/fpmath.h"
-#include "../../src/core/lanes.h"
+#include "../../src/spec/fpmath.h"
+#include "../../src/spec/lanes.h"
 #include "../gemm_f32/gemm_f32_cpu.h"
 #include "attention_f32.h"
 

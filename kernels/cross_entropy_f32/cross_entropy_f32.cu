@@ -11,9 +11,9 @@
 #include <stdexcept>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/core/chunked_reduce.h"
+#include "../../src/spec/chunked_reduce.h"
 #include "../../src/core/family.h"
-#include "../../src/core/fpmath.h"
+#include "../../src/spec/fpmath.h"
 #include "cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32 {

@@ -9,7 +9,7 @@
 // 16 is a power of two). Logical output: loss[tokens] then partial[tokens / 16]. Tensor 0 = logits.
 #pragma once
 
-#include "../../src/core/generator.h"
+#include "../../src/spec/generator.h"
 
 namespace sdc::cross_entropy_f32 {
 

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "../../src/core/family.h"
-#include "../../src/core/generator.h"
+#include "../../src/spec/generator.h"
 
 namespace sdc::recorded_gemm {
 

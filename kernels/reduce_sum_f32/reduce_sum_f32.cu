@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/core/chunked_reduce.h"
+#include "../../src/spec/chunked_reduce.h"
 #include "../../src/core/family.h"
 #include "reduce_sum_f32.h"
 

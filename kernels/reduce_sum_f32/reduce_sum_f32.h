@@ -3,7 +3,7 @@
 // on threads, blocks or SMs. Output tiles: 16 consecutive rows. Tensor 0 = x.
 #pragma once
 
-#include "../../src/core/generator.h"
+#include "../../src/spec/generator.h"
 
 namespace sdc::reduce_sum_f32 {
 

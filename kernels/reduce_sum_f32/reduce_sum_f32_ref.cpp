@@ -1,7 +1,7 @@
 // reduce_sum_f32 on the CPU: the fast path reduces each level of the tree on vector lanes; the
 // specification walks the tree element by element.
-#include "../../src/core/fpmath.h"
-#include "../../src/core/lanes.h"
+#include "../../src/spec/fpmath.h"
+#include "../../src/spec/lanes.h"
 #include "../../src/core/row_problem.h"
 #include "reduce_sum_f32.h"
 

@@ -7,7 +7,7 @@
 // Output tiles: 4 consecutive rows. Tensors: 0 = x, 1 = w.
 #pragma once
 
-#include "../../src/core/generator.h"
+#include "../../src/spec/generator.h"
 
 namespace sdc::rmsnorm_f32 {
 

@@ -1,8 +1,8 @@
 // rmsnorm_f32 on the CPU: fast path on vector lanes, specification beside it.
 #include <cmath>
 
-#include "../../src/core/fpmath.h"
-#include "../../src/core/lanes.h"
+#include "../../src/spec/fpmath.h"
+#include "../../src/spec/lanes.h"
 #include "../../src/core/row_problem.h"
 #include "rmsnorm_f32.h"
 

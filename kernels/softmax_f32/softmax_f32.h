@@ -6,7 +6,7 @@
 // Output tiles: 4 consecutive rows. Tensor 0 = x.
 #pragma once
 
-#include "../../src/core/generator.h"
+#include "../../src/spec/generator.h"
 
 namespace sdc::softmax_f32 {
 

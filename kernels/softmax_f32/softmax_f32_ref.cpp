@@ -1,6 +1,6 @@
 // softmax_f32 on the CPU: fast path on vector lanes, specification beside it.
-#include "../../src/core/fpmath.h"
-#include "../../src/core/lanes.h"
+#include "../../src/spec/fpmath.h"
+#include "../../src/spec/lanes.h"
 #include "../../src/core/row_problem.h"
 #include "softmax_f32.h"
 

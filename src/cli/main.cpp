@@ -14,10 +14,10 @@
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
-#include "../core/atomic_file.h"
+#include "../util/atomic_file.h"
 #include "../core/patterns.h"
-#include "../core/report.h"
-#include "../core/run_lock.h"
+#include "../report/report.h"
+#include "../util/run_lock.h"
 #include "../core/runner.h"
 #include "commands.h"
 #include "options.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "generator.h"
+#include "../spec/generator.h"
 
 namespace sdc {
 namespace cuda {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "family.h"
-#include "generator.h"
+#include "../spec/generator.h"
 #include "shape.h"
 
 namespace sdc {

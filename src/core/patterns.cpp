@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "atomic_file.h"
-#include "digest.h"
+#include "../util/atomic_file.h"
+#include "../spec/digest.h"
 
 namespace sdc {
 namespace {

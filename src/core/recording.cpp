@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "atomic_file.h"
-#include "digest.h"
+#include "../util/atomic_file.h"
+#include "../spec/digest.h"
 #include "patterns.h"
-#include "report.h"
+#include "../report/report.h"
 
 namespace sdc {
 namespace {

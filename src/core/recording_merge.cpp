@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "digest.h"
+#include "../spec/digest.h"
 #include "patterns.h"
 #include "result.h"
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "../backends/cpu/worker_pool.h"
-#include "digest.h"
+#include "../spec/digest.h"
 
 namespace sdc {
 

@@ -19,7 +19,7 @@ CRASH_MARKS = ("Traceback", "terminate called", "Aborted", "Segmentation fault",
 M64 = (1 << 64) - 1
 
 
-# --- digests as src/core/digest.h computes them ----------------------------------------------------------
+# --- digests as src/spec/digest.h computes them ----------------------------------------------------------
 def mix64(z):
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64

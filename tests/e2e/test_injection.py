@@ -5,7 +5,7 @@ unit and iteration (no mislocalization).
 Everything expected here is derived independently of the tool, in Python:
   * the output geometry of every family (logical element -> tile) from the kernels' spec headers;
   * which outputs depend on which input element (the dependency set of an input fault);
-  * the input values, by a reimplementation of the counter-based generator (src/core/generator.h), used to
+  * the input values, by a reimplementation of the counter-based generator (src/spec/generator.h), used to
     skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
     that the causal mask leaves with a single key);
   * the schedule, by a model of the runner's (src/core/runner.cpp): tile t goes to worker (t + rotation) mod W,
@@ -28,7 +28,7 @@ N_INJECTIONS = 240
 FAMILIES = common.CPU_FAMILIES  # these drills run on CPUs: the GPU-only families are drilled on GPUs
 
 
-# ---- the generator (src/core/generator.h), uniform distribution -------------------------------------------------
+# ---- the generator (src/spec/generator.h), uniform distribution -------------------------------------------------
 
 def mix64(z):
     z &= M64

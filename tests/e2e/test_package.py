@@ -33,8 +33,8 @@ F = common.Failures("test_package")
 SRC = common.SOURCE_DIR
 BUILD = os.environ.get("SDC_BUILD_DIR") or os.path.dirname(os.path.abspath(common.SDCSCREEN))
 UNIT = "sdcscreen-boot.service"
-NPD_JSON = os.path.join(SRC, "scripts", "k8s", "npd-sdcscreen.json")
-DAEMONSET = os.path.join(SRC, "scripts", "k8s", "sdcscreen-daemonset.yaml")
+NPD_JSON = os.path.join(SRC, "deploy", "k8s", "npd-sdcscreen.json")
+DAEMONSET = os.path.join(SRC, "deploy", "k8s", "sdcscreen-daemonset.yaml")
 FLEET_MD = os.path.join(SRC, "docs", "fleet.md")
 # Written separately (Slurm health check and sweep, NHC check); each one present in the source tree must be
 # installed, executable.
@@ -98,10 +98,8 @@ def check_installed_tree(label, prefix, lock):
     for rel in REQUIRED:
         F.check(os.path.isfile(os.path.join(prefix, rel)), f"{label}: {rel} is missing")
     for rel in FLEET_SCRIPTS:
-        src = os.path.join(SRC, "scripts", rel)
-        if not os.path.exists(src):
-            note(f"scripts/{rel} is not in the source tree yet; not checked")
-            continue
+        src = os.path.join(SRC, "deploy", rel)
+        F.check(os.path.exists(src), f"deploy/{rel} is missing from the source tree")
         dst = os.path.join(prefix, "share", "sdcscreen", rel)
         F.check(os.path.isfile(dst), f"{label}: share/sdcscreen/{rel} is missing")
         if os.path.isfile(dst) and os.access(src, os.X_OK):
@@ -397,7 +395,7 @@ def check_daemonset(cfg):
         if found[1] in data:
             try:
                 F.check(json.loads(data[found[1]]) == cfg,
-                        f"k8s: ConfigMap {found[0]}/{found[1]} differs from scripts/k8s/npd-sdcscreen.json")
+                        f"k8s: ConfigMap {found[0]}/{found[1]} differs from deploy/k8s/npd-sdcscreen.json")
             except ValueError as e:
                 F.check(False, f"k8s: ConfigMap {found[0]}/{found[1]} is not JSON: {e}")
     # What the rule writes (lock, report) must be mounted: the container's root file system is read-only.

@@ -1,5 +1,5 @@
-"""Slurm integration against the real daemons on localhost: scripts/slurm/sdcscreen-healthcheck run by slurmd
-as its HealthCheckProgram, scripts/slurm/sdcscreen-sweep through srun, and scripts/nhc/sdcscreen.nhc.
+"""Slurm integration against the real daemons on localhost: deploy/slurm/sdcscreen-healthcheck run by slurmd
+as its HealthCheckProgram, deploy/slurm/sdcscreen-sweep through srun, and deploy/nhc/sdcscreen.nhc.
 
 A private munged (own key and socket) and a one-node cluster (slurmctld + slurmd, foreground, -f slurm.conf
 in a temporary directory, random port pair) are started here and stopped at the end, even on failure.
@@ -27,9 +27,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-WRAPPER = os.path.join(common.SOURCE_DIR, "scripts", "slurm", "sdcscreen-healthcheck")
-SWEEP = os.path.join(common.SOURCE_DIR, "scripts", "slurm", "sdcscreen-sweep")
-NHC_CHECK = os.path.join(common.SOURCE_DIR, "scripts", "nhc", "sdcscreen.nhc")
+WRAPPER = os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")
+SWEEP = os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-sweep")
+NHC_CHECK = os.path.join(common.SOURCE_DIR, "deploy", "nhc", "sdcscreen.nhc")
 FAST_CASE = "softmax_f32.special_128x1000"
 INJECT = f"case={FAST_CASE},element=5,bit=3"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -29,7 +29,7 @@
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
 #include "src/backends/cuda/lt_gemm_device.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/shape.h"
 

@@ -14,7 +14,7 @@
 #include "catch.h"
 #include "kernels/attention_bf16/attention_bf16.h"
 #include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 
 using namespace sdc;

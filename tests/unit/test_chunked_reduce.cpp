@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "catch.h"
-#include "src/core/chunked_reduce.h"
-#include "src/core/fpmath.h"
-#include "src/core/generator.h"
+#include "src/spec/chunked_reduce.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/generator.h"
 
 using namespace sdc;
 using namespace sdc::chunked;

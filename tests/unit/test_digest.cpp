@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "catch.h"
-#include "src/core/digest.h"
-#include "src/core/generator.h"
+#include "src/spec/digest.h"
+#include "src/spec/generator.h"
 
 using namespace sdc;
 

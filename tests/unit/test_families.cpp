@@ -6,9 +6,9 @@
 #include <set>
 
 #include "catch.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 #include "src/core/family.h"
-#include "src/core/generator.h"
+#include "src/spec/generator.h"
 
 using namespace sdc;
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "catch.h"
-#include "src/core/fpmath.h"
-#include "src/core/generator.h"
-#include "src/core/lanes.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/generator.h"
+#include "src/spec/lanes.h"
 
 using namespace sdc;
 

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "catch.h"
-#include "src/core/generator.h"
+#include "src/spec/generator.h"
 
 using namespace sdc;
 

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "catch.h"
-#include "src/core/digest.h"
+#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 
 using namespace sdc;

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "catch.h"
-#include "src/core/atomic_file.h"
+#include "src/util/atomic_file.h"
 #include "src/core/patterns.h"
 
 using namespace sdc;

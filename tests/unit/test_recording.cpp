@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
-#include "src/core/atomic_file.h"
-#include "src/core/digest.h"
+#include "src/util/atomic_file.h"
+#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/recording.h"
 #include "src/core/recording_merge.h"

@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "../../core/digest.h"
+#include "../../spec/digest.h"
 #include "../../core/node_consensus.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../core/hd.h"
+#include "../../spec/hd.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The generic device passes: input generation from the shared generator, per-tile digests with the
 // injection hook, input bit flips, and the hang drill.
-#include "../../core/digest.h"
+#include "../../spec/digest.h"
 #include "device_passes.h"
 #include "device_util.cuh"
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../../core/generator.h"
+#include "../../spec/generator.h"
 #include "cuda_check.h"
 #include "device_problem.h"
 

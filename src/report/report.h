@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "result.h"
+#include "../core/result.h"
 
 namespace sdc {
 
