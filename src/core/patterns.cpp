@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../util/atomic_file.h"
+#include "../util/strict_json.h"
+#include "pattern_file.h"
 #include "../spec/digest.h"
 
 namespace sdc {
@@ -20,32 +22,9 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& file, const std::string& what) {
-  // One line whatever the file contains: names taken from JSON keys may hold control characters.
-  std::string msg = fmt::format("{}: {}", file, what);
-  for (char& ch : msg)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-  throw PatternError(msg);
-}
+[[noreturn]] void bad(const std::string& file, const std::string& what) { bad_pattern(file, what); }
 
-constexpr int MAX_JSON_DEPTH = 32;  // pattern files nest 5 deep; a deeper file is hostile or broken
-
-json parse_json(const std::string& file, const std::string& text) {
-  bool too_deep = false;
-  json j;
-  try {
-    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
-      too_deep = too_deep || depth > MAX_JSON_DEPTH;
-      return !too_deep;  // discard the rest once too deep: nothing recursive ever sees it
-    });
-  } catch (const json::parse_error& e) {
-    bad(file, fmt::format("not valid JSON (byte {})", e.byte));
-  } catch (const json::exception&) {  // e.g. a number beyond the range of a double (1e400)
-    bad(file, "not valid JSON (a number is out of range)");
-  }
-  if (too_deep) bad(file, fmt::format("JSON nested deeper than {} levels", MAX_JSON_DEPTH));
-  return j;
-}
+json parse_json(const std::string& file, const std::string& text) { return parse_pattern_json(file, text); }
 
 const json& child(const std::string& file, const json& obj, const std::string& key, const std::string& where) {
   if (!obj.is_object()) bad(file, fmt::format("{} is not an object", where));
@@ -281,18 +260,7 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
   }
   std::map<std::string, std::string> content;  // verified bytes by relative path
   for (const auto& [rel, entry] : parse_manifest(manifest_path, manifest_text)) {
-    const std::string path = dir + "/" + rel;
-    std::string text;
-    try {
-      text = read_file(path);
-    } catch (const FileError& e) {
-      throw PatternError(std::string(e.what()) + " (listed in manifest.json)");
-    }
-    if (text.size() != entry.bytes)
-      bad(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), entry.bytes));
-    if (const std::string h = xxh3_128_hex(text); h != entry.xxh3_128)
-      bad(path, fmt::format("content hash {} does not match manifest.json ({})", h, entry.xxh3_128));
-    content[rel] = std::move(text);
+    content[rel] = read_listed_file(dir + "/" + rel, entry);
   }
   const auto battery_it = content.find("battery.json");
   if (battery_it == content.end()) bad(manifest_path, "does not list battery.json");
@@ -357,6 +325,33 @@ void write_manifest(const std::string& dir, const std::map<std::string, Manifest
   for (const auto& [rel, e] : files) jf[rel] = {{"bytes", e.bytes}, {"xxh3_128", e.xxh3_128}};
   const json manifest = {{"format", "sdcscreen-manifest"}, {"version", MANIFEST_VERSION}, {"files", jf}};
   write_file_atomic(dir + "/manifest.json", manifest.dump(2) + "\n");
+}
+
+void bad_pattern(const std::string& file, const std::string& what) {
+  std::string msg = fmt::format("{}: {}", file, what);
+  for (char& ch : msg)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  throw PatternError(msg);
+}
+
+json parse_pattern_json(const std::string& file, const std::string& text) {
+  json j;
+  if (const std::string err = parse_strict_json(text, j); !err.empty()) bad_pattern(file, err);
+  return j;
+}
+
+std::string read_listed_file(const std::string& path, const ManifestEntry& entry) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const FileError& e) {
+    throw PatternError(std::string(e.what()) + " (listed in manifest.json)");
+  }
+  if (text.size() != entry.bytes)
+    bad_pattern(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), entry.bytes));
+  if (const std::string h = xxh3_128_hex(text); h != entry.xxh3_128)
+    bad_pattern(path, fmt::format("content hash {} does not match manifest.json ({})", h, entry.xxh3_128));
+  return text;
 }
 
 }  // namespace sdc

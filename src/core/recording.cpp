@@ -10,6 +10,7 @@
 
 #include "../util/atomic_file.h"
 #include "../spec/digest.h"
+#include "pattern_file.h"
 #include "patterns.h"
 #include "../report/report.h"
 
@@ -18,73 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int MAX_JSON_DEPTH = 32;  // these files nest 5 deep; a deeper file is hostile or broken
 constexpr size_t MAX_TEXT = 512;    // a device name, library or algorithm string is far shorter
 
-[[noreturn]] void bad(const std::string& file, const std::string& what) {
-  // One line whatever the file contains: names taken from JSON may hold control characters.
-  std::string msg = fmt::format("{}: {}", file, what);
-  for (char& ch : msg)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-  throw PatternError(msg);
-}
+[[noreturn]] void bad(const std::string& file, const std::string& what) { bad_pattern(file, what); }
 
-// A first SAX pass that refuses what json::parse would silently accept: nesting deeper than the limit
-// (the DOM and its destructor would recurse) and a member name twice in one object (json::parse keeps
-// the last, so a hand-edited file could hide a second "tile_digests"). The SAX parser itself does not
-// recurse.
-class StrictSax : public json::json_sax_t {
- public:
-  std::string error;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return open(true); }
-  bool start_array(std::size_t) override { return open(false); }
-  bool end_object() override { return close(true); }
-  bool end_array() override { return close(false); }
-  bool key(string_t& k) override {
-    if (keys_.back().insert(k).second) return true;
-    error = fmt::format("member '{}' appears twice in one object", k);
-    return false;
-  }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    error = e.id == 406 ? "not valid JSON (a number is out of range)" : fmt::format("not valid JSON (byte {})", position);
-    return false;
-  }
-
- private:
-  std::vector<bool> is_object_;             // one per open container
-  std::vector<std::set<std::string>> keys_;  // one per open object
-  bool open(bool object) {
-    if (is_object_.size() >= MAX_JSON_DEPTH) {
-      error = fmt::format("JSON nested deeper than {} levels", MAX_JSON_DEPTH);
-      return false;
-    }
-    is_object_.push_back(object);
-    if (object) keys_.emplace_back();
-    return true;
-  }
-  bool close(bool object) {
-    is_object_.pop_back();
-    if (object) keys_.pop_back();
-    return true;
-  }
-};
-
-json parse_strict(const std::string& file, const std::string& text) {
-  StrictSax sax;
-  if (!json::sax_parse(text, &sax)) bad(file, sax.error.empty() ? "not valid JSON" : sax.error);
-  try {
-    return json::parse(text);
-  } catch (const json::exception&) {  // cannot happen after the SAX pass; fail closed all the same
-    bad(file, "not valid JSON");
-  }
-}
+json parse_strict(const std::string& file, const std::string& text) { return parse_pattern_json(file, text); }
 
 // `obj` must be an object with exactly these members.
 void expect_members(const std::string& file, const json& obj, const std::string& where,
@@ -381,21 +320,6 @@ std::map<std::string, ManifestEntry> recording_entries(const std::string& manife
   return out;
 }
 
-// A listed file's text, checked against its manifest entry.
-std::string verified_text(const std::string& path, const ManifestEntry& e) {
-  std::string t;
-  try {
-    t = read_file(path);
-  } catch (const FileError& err) {
-    throw PatternError(std::string(err.what()) + " (listed in manifest.json)");
-  }
-  if (t.size() != e.bytes)
-    bad(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", t.size(), e.bytes));
-  if (const std::string h = xxh3_128_hex(t); h != e.xxh3_128)
-    bad(path, fmt::format("content hash {} does not match manifest.json ({})", h, e.xxh3_128));
-  return t;
-}
-
 RecordedGoldens parse_at(const std::string& path, const std::string& rel, const std::string& t) {
   RecordedGoldens g = parse_recorded_goldens(path, t);
   for (const auto& [key, a] : g)
@@ -420,7 +344,7 @@ RecordedGoldens load_recorded_goldens(const std::string& dir) {
   RecordedGoldens out;
   for (const auto& [rel, e] : recording_entries(dir + "/manifest.json", read_manifest(dir))) {
     const std::string path = dir + "/" + rel;
-    for (auto& [key, a] : parse_at(path, rel, verified_text(path, e))) out.emplace(key, std::move(a));
+    for (auto& [key, a] : parse_at(path, rel, read_listed_file(path, e))) out.emplace(key, std::move(a));
   }
   return out;
 }
@@ -443,7 +367,7 @@ std::vector<std::string> write_recorded_goldens(const std::string& dir, const st
     const std::string path = dir + "/" + rel;
     RecordedGoldens& g = merged[rel];
     if (const auto it = listed.find(rel); it != listed.end()) {
-      g = parse_at(path, rel, verified_text(path, it->second));
+      g = parse_at(path, rel, read_listed_file(path, it->second));
     } else if (file_exists(path)) {
       lines.push_back(fmt::format("{}: not listed in manifest.json, replaced", path));
     }

@@ -9,6 +9,7 @@ the library the tool itself uses (hex: high64 then low64, 16 digits each, as in 
 """
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -289,6 +290,35 @@ try:
     d = fresh()
     edit_json(d, "battery.json", lambda b: b["cases"][0].update(seed="101"))
     expect_broken("battery seed of the wrong type", d, path(d, "battery.json"), "seed")
+
+    # --- a member twice in one object: JSON parsers keep the last one, the strict reader refuses it ------------
+    # Each duplicate is chosen so that keeping the last value would load cleanly: only the refusal catches it.
+    d = fresh()
+    with open(path(d, "battery.json")) as f:
+        text = f.read()
+    m = re.search(r'"seed": (\d+)', text)
+    with open(path(d, "battery.json"), "w") as f:
+        f.write(text[:m.start()] + f'"seed": 1, {m.group(0)}' + text[m.end():])
+    rehash(d, "battery.json")
+    expect_broken("battery member twice in one object", d, path(d, "battery.json"), "'seed' appears twice")
+
+    d = fresh()
+    with open(path(d, GOLDEN)) as f:
+        text = f.read()
+    m = re.search(r'"output_digest": "[0-9a-f]{16}"', text)
+    with open(path(d, GOLDEN), "w") as f:
+        f.write(text[:m.start()] + '"output_digest": "0000000000000000", ' + m.group(0) + text[m.end():])
+    rehash(d, GOLDEN)
+    expect_broken("golden member twice in one object", d, path(d, GOLDEN), "'output_digest' appears twice")
+
+    d = fresh()
+    with open(path(d, "manifest.json")) as f:
+        text = f.read()
+    m = re.search(r'"bytes": (\d+)', text)
+    with open(path(d, "manifest.json"), "w") as f:
+        f.write(text[:m.start()] + '"bytes": 1, ' + m.group(0) + text[m.end():])
+    expect_broken("manifest member twice in one object", d, path(d, "manifest.json"), "'bytes' appears twice")
+
 
     # --- --patterns that is not a pattern directory ----------------------------------------------------
     nowhere = os.path.join(TMP, "no", "such", "patterns")

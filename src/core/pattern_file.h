@@ -1,0 +1,23 @@
+// What the readers of pattern files share (patterns.cpp: battery, goldens, manifest; recording.cpp:
+// recordings and recorded goldens): one way to fail, one strict JSON parse, one check of a listed file
+// against its manifest entry. Internal to src/core.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "patterns.h"
+
+namespace sdc {
+
+// Throws PatternError "<file>: <what>" on one line: names taken from JSON may hold control characters.
+[[noreturn]] void bad_pattern(const std::string& file, const std::string& what);
+
+// The file's text parsed by the strict reader (src/util/strict_json.h); PatternError when it is refused.
+nlohmann::json parse_pattern_json(const std::string& file, const std::string& text);
+
+// The text of a file the manifest lists, read and checked against its entry (size, then content hash).
+std::string read_listed_file(const std::string& path, const ManifestEntry& entry);
+
+}  // namespace sdc
