@@ -1,11 +1,34 @@
-// The subcommands other than run, and the helpers every subcommand uses to fail with the right code.
+// The subcommands, and the helpers every subcommand uses to fail with the right code.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace sdc {
 
+struct RunArgs {
+  std::string profile = "boot";
+  std::vector<std::string> enable, disable, inject;
+  std::string time_budget;
+  uint64_t seed = 0;
+  bool seed_given = false;
+  std::string backend = "auto";
+  std::string devices;
+  bool devices_given = false;
+  int expect_devices = 0;
+  std::string cpuset;
+  bool cpuset_given = false;
+  std::string output_format = "text";
+  std::string output;
+  bool quiet = false;
+  bool verbose = false;
+  std::string lock_file;
+  bool force = false;
+  std::string max_memory;
+  std::string prometheus;
+  bool npd = false;
+};
 struct ListArgs {
   std::string profile;
 };
@@ -33,6 +56,11 @@ int config_error(const std::string& msg);
 // when the binary runs from its build tree.
 std::string default_patterns_dir();
 
+// The CPUs to screen: --cpuset (given), checked against what this process may use, or all of those.
+// Returns "" or what is wrong with --cpuset (src/cli/run.cpp).
+std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus);
+
+int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // run.cpp
 int cmd_list(const ListArgs& a, const std::string& patterns_dir);
 int cmd_info();
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);

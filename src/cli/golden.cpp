@@ -5,10 +5,11 @@
 #include <fmt/format.h>
 
 #include "../core/patterns.h"
+#include "../backends/cpu/cpu_executor.h"
 #include "../core/recording.h"
-#include "../core/runner.h"
 #include "../util/atomic_file.h"
 #include "commands.h"
+#include "screen.h"
 
 namespace sdc {
 
@@ -24,7 +25,7 @@ int cmd_golden(const std::string& dir, const std::vector<int>& cpus) {
     if (has_cpu_golden(c.mode)) cases.push_back(&c);  // recorded/consensus goldens come from GPUs (`record`)
   const auto t0 = std::chrono::steady_clock::now();
   size_t done = 0;
-  const auto golden = compute_goldens(cases, cpus, [&](const Case& c) {
+  const auto golden = cpu::compute_goldens(cases, cpus, stop_token(), [&](const Case& c) {
     ++done;
     fmt::print(stderr, "[{}/{}] {}\n", done, cases.size(), c.id);
   });

@@ -10,26 +10,18 @@
 // pattern data or an unwritable DIR.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 
-#include "../backends/cpu/cpu_topology.h"
-#include "../backends/cuda/cuda_backend.h"
 #include "../util/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/recording.h"
 #include "../report/report.h"
-#include "../util/run_lock.h"
-#include "../core/runner.h"
 #include "commands.h"
 #include "options.h"
+#include "screen.h"
 
 namespace sdc {
 namespace {
-
-double unix_time_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The recorded cases, narrowed by --enable/--disable; "" or a command-line error.
 std::string select_recorded(const Battery& battery, const RecordArgs& a, Selection& sel) {
@@ -66,60 +58,36 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
   } catch (const FileError& e) {
     return config_error(fmt::format("-o: {}", e.what()));
   }
-  PatternSet patterns;
-  try {
-    patterns = load_patterns(patterns_dir);
-  } catch (const PatternError& e) {
-    return config_error(e.what());
+  ScreenRequest req;
+  req.profile = "record";
+  req.argv = argv;
+  req.patterns_dir = patterns_dir;
+  req.time_budget_s = budget;
+  req.seed_given = true;  // seed 0: the GPUs' schedule is theirs
+  req.gpu = {"cuda", !a.devices.empty(), a.devices, 0};
+  req.force = a.force;
+  req.force_hint = " (--force records anyway)";
+  const auto select = [&a](const Battery& battery, Selection& sel) { return select_recorded(battery, a, sel); };
+  const auto check = [](Screen& s) -> SetupFailure {  // nothing is recorded unless every requested GPU can run
+    if (!s.gpu.errors.empty()) return {EXIT_INCONCLUSIVE, s.gpu.errors.front() + "; nothing recorded"};
+    if (!s.gpu.unusable.empty()) return {EXIT_INCONCLUSIVE, s.gpu.unusable + "; nothing recorded"};
+    return {};
+  };
+  Screen screen;
+  if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) {
+    fmt::print(stderr, "sdcscreen: {}{}\n", f.code == EXIT_INCONCLUSIVE ? "" : "error: ", f.message);
+    return f.code;
   }
-  Selection sel;
-  if (const std::string err = select_recorded(patterns.battery, a, sel); !err.empty()) return usage_error(err);
-
-  std::vector<int> wanted;
-  if (!a.devices.empty())
-    if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
-      return usage_error("--devices: " + err);
-  const cuda::Availability avail = cuda::probe();
-  if (!avail.usable) {
-    fmt::print(stderr, "sdcscreen: no usable GPU: {}; nothing recorded\n", avail.reason);
-    return EXIT_INCONCLUSIVE;
-  }
-  const std::vector<DeviceInfo> visible = cuda::list_devices();
-  std::vector<DeviceInfo> gpus;
-  for (int w : wanted) {
-    if (w >= static_cast<int>(visible.size())) {
-      fmt::print(stderr, "sdcscreen: --devices: GPU {} not visible ({} visible); nothing recorded\n", w, visible.size());
-      return EXIT_INCONCLUSIVE;
-    }
-    gpus.push_back(visible[static_cast<size_t>(w)]);
-  }
-  if (wanted.empty()) gpus = visible;
-
-  RunLock lock;
-  if (!a.force) {
-    bool busy = false;
-    if (const std::string err = lock.acquire(RunLock::default_path(), &busy); !err.empty()) {
-      fmt::print(stderr, "sdcscreen: {}{}\n", err, busy ? " (--force records anyway)" : "");
-      return busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG;
-    }
-  }
-  RunResult result;
-  result.profile = "record";
-  result.argv = argv;
-  result.reproduce = shell_join(argv);
-  result.patterns_dir = patterns.dir;
-  result.time_budget_s = budget;
-  result.backend = "cuda";
-  result.backend_reason = "record";
-  RunOptions opt;
-  opt.time_budget_s = budget;
-  opt.recording = true;
-  opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
+  screen.gpu.reason = "record";
+  screen.opt.recording = true;
+  screen.opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
     fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, n, t.id, t.device, verdict_name(t.verdict));
   };
-  result.start_unix = unix_time_now();
-  cuda::run_screen(patterns, sel, opt, gpus, result);
-  result.end_unix = unix_time_now();
+  std::vector<FirstRun> first_runs;
+  execute_screen(screen, &first_runs);
+  const RunResult& result = screen.result;
+  const PatternSet& patterns = screen.patterns;
+  const std::vector<DeviceInfo>& gpus = screen.gpu.selected;
   const HostInfo host = host_info();
   fmt::print("{}", render_text(result, host));
 
@@ -129,15 +97,18 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
     const DeviceInfo& d = gpus[gi];
     Recording rec = new_recording(recorded_device(d, host.hostname));
     std::vector<std::string> left_out;
-    for (const TestResult& t : result.tests) {
+    for (size_t ti = 0; ti < result.tests.size(); ++ti) {
+      const TestResult& t = result.tests[ti];
       if (t.device_index != static_cast<int>(gi)) continue;
-      if (t.verdict != Verdict::pass || t.judged_by != "consensus" || t.reference_digests.empty()) {
+      static const std::vector<uint64_t> none;
+      const std::vector<uint64_t>& digests = ti < first_runs.size() ? first_runs[ti].digests : none;
+      if (t.verdict != Verdict::pass || t.judged_by != "consensus" || digests.empty()) {
         left_out.push_back(fmt::format("{} ({})", t.id, verdict_name(t.verdict)));
         continue;
       }
       const Case* c = patterns.battery.find_case(t.id);
       add_recording_entry(rec, {d.architecture(), c->family, c->id, case_fingerprint(*c), t.library, t.algorithm},
-                          t.reference_digests);
+                          digests);
     }
     const std::string path = fmt::format("{}/{}-{}.json", a.output_dir, host.hostname.empty() ? "host" : host.hostname, d.uuid);
     if (rec.entries.empty()) {

@@ -1,5 +1,5 @@
-// A GPU's identity, as the CUDA backend discovers it and every report names it. Plain data: the core
-// and the reports use it without any CUDA header.
+// A GPU's and a logical CPU's identity, as the backends discover them and every report names them. Plain
+// data: the core and the reports use them without any backend header.
 #pragma once
 
 #include <cstdint>
@@ -23,3 +23,14 @@ struct DeviceInfo {
 };
 
 }  // namespace sdc
+
+namespace sdc::cpu {
+
+// A logical CPU and where it sits (src/backends/cpu/cpu_topology.h discovers them).
+struct LogicalCpu {
+  int cpu = -1;
+  int core = -1;     // topology/core_id, -1 when the kernel does not say
+  int package = -1;  // topology/physical_package_id
+};
+
+}  // namespace sdc::cpu

@@ -74,10 +74,10 @@ std::string device_list(const RunResult& result, const std::vector<size_t>& vote
 }
 
 // Counts tile t of test r as failed on the SM that computed it in r's first run.
-void fail_tile(RunResult& result, TestResult& r, uint64_t t) {
+void fail_tile(RunResult& result, TestResult& r, const FirstRun& first, uint64_t t) {
   ++r.failed_tiles;
-  if (t >= r.reference_sms.size() || r.reference_sms[t] == 0xffffffffu) return;  // a library kernel: SM unknown
-  const int sm = static_cast<int>(r.reference_sms[t]);
+  if (t >= first.sms.size() || first.sms[t] == 0xffffffffu) return;  // a library kernel: SM unknown
+  const int sm = static_cast<int>(first.sms[t]);
   for (UnitResult& u : result.units)
     if (u.device == r.device_index && u.sm == sm) ++u.failed_tiles;
   if (std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end()) r.units_failed.push_back(sm);
@@ -85,20 +85,22 @@ void fail_tile(RunResult& result, TestResult& r, uint64_t t) {
 
 }  // namespace
 
-void apply_node_consensus(RunResult& result, double elapsed_s) {
+void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_runs, double elapsed_s) {
   std::vector<NodeVote> votes;
   std::vector<size_t> tests;  // vote -> test index
   for (size_t i = 0; i < result.tests.size(); ++i) {
     const TestResult& t = result.tests[i];
-    if (t.judged_by != "consensus" || t.reference_digests.empty() || t.device_index < 0) continue;
+    if (t.judged_by != "consensus" || i >= first_runs.size() || first_runs[i].digests.empty() || t.device_index < 0)
+      continue;
     const std::string arch = result.devices[static_cast<size_t>(t.device_index)].architecture();
-    votes.push_back({fmt::format("{}|{}|{}|{}", t.id, arch, t.library, t.algorithm), &t.reference_digests});
+    votes.push_back({fmt::format("{}|{}|{}|{}", t.id, arch, t.library, t.algorithm), &first_runs[i].digests});
     tests.push_back(i);
   }
   const std::vector<NodeJudgement> judged = judge_node(votes);
   for (size_t v = 0; v < votes.size(); ++v) {
     const NodeJudgement& j = judged[v];
     TestResult& r = result.tests[tests[v]];
+    const FirstRun& first = first_runs[tests[v]];
     const std::string others = device_list(result, j.others, tests);
     std::vector<uint64_t> bad;
     switch (j.standing) {
@@ -113,7 +115,7 @@ void apply_node_consensus(RunResult& result, double elapsed_s) {
         }
         break;
       case NodeStanding::dissents:
-        bad = differing_tiles(r.reference_digests, result.tests[tests[j.majority]].reference_digests);
+        bad = differing_tiles(first.digests, *votes[j.majority].digests);
         r.notes.push_back(fmt::format("differs from the majority of the node's GPUs ({} of {} agree: {}) on {} tiles "
                                       "(first: tile {}): this GPU is the suspect",
                                       judged[j.majority].cluster_size, j.group_size,
@@ -121,7 +123,7 @@ void apply_node_consensus(RunResult& result, double elapsed_s) {
         break;
       case NodeStanding::split:
         for (size_t o : j.others)
-          for (uint64_t t : differing_tiles(r.reference_digests, result.tests[tests[o]].reference_digests))
+          for (uint64_t t : differing_tiles(first.digests, *votes[o].digests))
             if (std::find(bad.begin(), bad.end(), t) == bad.end()) bad.push_back(t);
         std::sort(bad.begin(), bad.end());
         r.notes.push_back(fmt::format("the node's GPUs disagree ({} and {}) with no majority on {} tiles (first: tile "
@@ -130,7 +132,7 @@ void apply_node_consensus(RunResult& result, double elapsed_s) {
         break;
     }
     if (bad.empty()) continue;
-    for (uint64_t t : bad) fail_tile(result, r, t);
+    for (uint64_t t : bad) fail_tile(result, r, first, t);
     std::sort(r.units_failed.begin(), r.units_failed.end());
     r.verdict = Verdict::fail;
     r.reason.clear();

@@ -43,12 +43,21 @@ std::vector<uint64_t> differing_tiles(const std::vector<uint64_t>& a, const std:
 namespace sdc {
 struct RunResult;
 
+// A consensus test's first complete run on its GPU: the tile digests that later runs, the node's other
+// GPUs and `record` compare with or keep, and the SM that computed each tile (0xffffffff: unknown, a
+// library kernel). Empty when no run completed. The CUDA executor keeps it; reports never show it.
+struct FirstRun {
+  std::vector<uint64_t> digests;
+  std::vector<uint32_t> sms;
+};
+
 // Applies judge_node to a GPU run: every test judged by consensus that completed a run votes (group:
 // case, architecture, library, algorithm). A dissenting or split GPU's test fails on the tiles where it
 // differs (counted on the SMs that computed them in its first run); an agreeing GPU's single run counts
 // as compared; notes say who agreed with whom. Other tests are untouched.
-// elapsed_s: seconds since the run started (a new failure's time to fail).
-void apply_node_consensus(RunResult& result, double elapsed_s);
+// first_runs: one per test of result, in test order. elapsed_s: seconds since the run started (a new
+// failure's time to fail).
+void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_runs, double elapsed_s);
 
 // The skip reason of a consensus test that completed one run only; agreement with another GPU of the
 // node judges it after all.

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "../backends/cpu/cpu_topology.h"
 #include "device_info.h"
 #include "inject.h"
 
@@ -50,10 +49,6 @@ struct TestResult {
   // accepted recording). Empty when nothing ran.
   std::string judged_by;
   std::string library, algorithm;  // the engine that computed it (GPU tests)
-  // Consensus only, not reported: the tile digests and SMs of the first complete run, which later runs,
-  // the node's other GPUs and `record` compare or keep.
-  std::vector<uint64_t> reference_digests;
-  std::vector<uint32_t> reference_sms;
 };
 
 // A unit that computes tiles: a logical CPU, or one SM of one GPU.

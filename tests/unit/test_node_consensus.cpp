@@ -19,9 +19,16 @@ std::vector<NodeStanding> standings(const std::vector<NodeVote>& votes) {
   return out;
 }
 
-// A GPU run of one consensus-judged case on n GPUs of one architecture, 4 tiles each.
-RunResult gpu_run(const std::vector<const std::vector<uint64_t>*>& firsts, const std::string& arch_of_last = "") {
+// A GPU run of one consensus-judged case on n GPUs of one architecture, 4 tiles each, and each GPU's
+// first complete run (the consensus state the CUDA executor keeps beside the results).
+struct GpuRun {
   RunResult r;
+  std::vector<FirstRun> first_runs;
+};
+
+GpuRun gpu_run(const std::vector<const std::vector<uint64_t>*>& firsts, const std::string& arch_of_last = "") {
+  GpuRun run;
+  RunResult& r = run.r;
   r.backend = "cuda";
   for (size_t i = 0; i < firsts.size(); ++i) {
     DeviceInfo d;
@@ -48,12 +55,13 @@ RunResult gpu_run(const std::vector<const std::vector<uint64_t>*>& firsts, const
     t.algorithm = "mma.sync";
     t.verdict = Verdict::pass;
     t.iterations_done = 2;
-    t.reference_digests = *firsts[i];
-    t.reference_sms = {3, 2, 1, 0};  // tile t ran on SM 3 - t
     r.tests.push_back(t);
+    run.first_runs.push_back({*firsts[i], {3, 2, 1, 0}});  // tile t ran on SM 3 - t
   }
-  return r;
+  return run;
 }
+
+void apply(GpuRun& run, double elapsed_s) { apply_node_consensus(run.r, run.first_runs, elapsed_s); }
 
 }  // namespace
 
@@ -91,8 +99,9 @@ TEST_CASE("node consensus: groups are never compared with each other", "[node_co
 }
 
 TEST_CASE("node consensus on a run: the dissenting GPU fails on its differing tiles and SMs", "[node_consensus]") {
-  RunResult r = gpu_run({&A, &A, &B, &A});
-  apply_node_consensus(r, 1.5);
+  GpuRun run = gpu_run({&A, &A, &B, &A});
+  apply(run, 1.5);
+  const RunResult& r = run.r;
   for (size_t i : {0u, 1u, 3u}) {
     INFO(i);
     REQUIRE(r.tests[i].verdict == Verdict::pass);
@@ -116,16 +125,18 @@ TEST_CASE("node consensus on a run: the dissenting GPU fails on its differing ti
 }
 
 TEST_CASE("node consensus on a run: two GPUs that disagree both fail; agreement is silent", "[node_consensus]") {
-  RunResult split = gpu_run({&A, &C});
-  apply_node_consensus(split, 0.5);
+  GpuRun split_run = gpu_run({&A, &C});
+  apply(split_run, 0.5);
+  const RunResult& split = split_run.r;
   REQUIRE(split.tests[0].verdict == Verdict::fail);
   REQUIRE(split.tests[1].verdict == Verdict::fail);
   REQUIRE(split.tests[0].failed_tiles == 1);
   REQUIRE(split.tests[0].units_failed == std::vector<int>{3});  // tile 0 on SM 3
   REQUIRE(split.tests[0].notes.back().find("none can be named") != std::string::npos);
 
-  RunResult same = gpu_run({&A, &A});
-  apply_node_consensus(same, 0.5);
+  GpuRun same_run = gpu_run({&A, &A});
+  apply(same_run, 0.5);
+  const RunResult& same = same_run.r;
   REQUIRE(same.tests[0].verdict == Verdict::pass);
   REQUIRE(same.tests[1].verdict == Verdict::pass);
   REQUIRE(same.exit_code() == EXIT_PASS);
@@ -133,26 +144,29 @@ TEST_CASE("node consensus on a run: two GPUs that disagree both fail; agreement 
 
 TEST_CASE("node consensus on a run: other architectures, exact tests and one-run tests", "[node_consensus]") {
   // The last GPU is an sm_80: its different digests are not a disagreement with the sm_90s.
-  RunResult mixed = gpu_run({&A, &A, &B}, "sm_80");
-  apply_node_consensus(mixed, 0.5);
+  GpuRun mixed_run = gpu_run({&A, &A, &B}, "sm_80");
+  apply(mixed_run, 0.5);
+  const RunResult& mixed = mixed_run.r;
   for (const TestResult& t : mixed.tests) REQUIRE(t.verdict == Verdict::pass);
   REQUIRE(mixed.tests[2].notes[0].find("only GPU") != std::string::npos);
 
   // Tests judged by a golden never vote.
-  RunResult exact = gpu_run({&A, &B});
+  GpuRun exact_run = gpu_run({&A, &B});
+  RunResult& exact = exact_run.r;
   for (TestResult& t : exact.tests) t.judged_by = "exact-integer";
-  apply_node_consensus(exact, 0.5);
+  apply(exact_run, 0.5);
   for (const TestResult& t : exact.tests) REQUIRE((t.verdict == Verdict::pass && t.notes.empty()));
 
   // One completed run: skipped unless another GPU agrees.
-  RunResult one = gpu_run({&A, &A, &A});
+  GpuRun one_run = gpu_run({&A, &A, &A});
+  RunResult& one = one_run.r;
   for (TestResult& t : one.tests) {
     t.iterations_done = 1;
     t.verdict = Verdict::skip;
     t.reason = CONSENSUS_ONE_RUN;
   }
   one.tests.back().library = "cublasLt 13.0.0";  // alone in its group
-  apply_node_consensus(one, 0.5);
+  apply(one_run, 0.5);
   REQUIRE(one.tests[0].verdict == Verdict::pass);
   REQUIRE(one.tests[1].verdict == Verdict::pass);
   REQUIRE(one.tests[2].verdict == Verdict::skip);

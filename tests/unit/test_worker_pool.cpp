@@ -8,7 +8,7 @@
 #include "catch.h"
 #include "src/backends/cpu/worker_pool.h"
 #include "src/core/patterns.h"
-#include "src/core/runner.h"
+#include "src/backends/cpu/cpu_executor.h"
 
 using namespace sdc;
 
@@ -54,7 +54,7 @@ TEST_CASE("an in-process screen of small cases passes and localizes an injected 
   for (const auto& c : cpu::allowed_cpus()) opt.cpus.push_back(c.cpu);
   SECTION("clean") {
     RunResult r;
-    run_screen(ps, sel, opt, r);
+    cpu::run_screen(ps, sel, opt, r);
     REQUIRE(r.exit_code() == EXIT_PASS);
   }
   SECTION("with an output fault on the last CPU") {
@@ -63,7 +63,7 @@ TEST_CASE("an in-process screen of small cases passes and localizes an injected 
     REQUIRE(check_injection(inj, ps.battery, opt.cpus).empty());
     opt.injections.push_back(inj);
     RunResult r;
-    run_screen(ps, sel, opt, r);
+    cpu::run_screen(ps, sel, opt, r);
     REQUIRE(r.exit_code() == EXIT_FAIL);
     const auto it = std::find_if(r.tests.begin(), r.tests.end(), [](const TestResult& x) { return x.id == "gemm_f32.special_512"; });
     REQUIRE(it != r.tests.end());

@@ -4,13 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace sdc::cpu {
+#include "../../core/device_info.h"  // LogicalCpu
 
-struct LogicalCpu {
-  int cpu = -1;
-  int core = -1;     // topology/core_id, -1 when the kernel does not say
-  int package = -1;  // topology/physical_package_id
-};
+namespace sdc::cpu {
 
 // The CPUs in this process's affinity mask, in increasing order, with their topology.
 std::vector<LogicalCpu> allowed_cpus();

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "../../core/device_info.h"
-#include "../../core/runner.h"
+#include "../../core/node_consensus.h"
+#include "../../core/scheduler.h"
 
 namespace sdc::cuda {
 
@@ -25,8 +26,10 @@ std::vector<DeviceInfo> list_devices();
 
 // Runs the selected cases on every GPU in `gpus` at once (one host thread and stream per GPU) and fills
 // result: one test per case and GPU, one unit per SM. Never throws for a per-device failure: that
-// device's tests become `error` and the other GPUs finish.
+// device's tests become `error` and the other GPUs finish. The node's GPUs judge their consensus tests
+// together (apply_node_consensus); first_runs, when given, receives each test's first complete run (one
+// per test of result, empty for a test that kept none), what `record` writes.
 void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt,
-                const std::vector<DeviceInfo>& gpus, RunResult& result);
+                const std::vector<DeviceInfo>& gpus, RunResult& result, std::vector<FirstRun>* first_runs = nullptr);
 
 }  // namespace sdc::cuda

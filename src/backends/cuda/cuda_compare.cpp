@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "../../core/miscompare.h"
 #include "../../core/patterns.h"
 #include "cuda_check.h"
 #include "runner_state.h"
@@ -25,7 +26,7 @@ void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te
 
 }  // namespace
 
-Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
+Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
   const bool first = r.judged_by.empty();
   Reference ref;
   if (has_cpu_golden(c.mode)) {
@@ -35,7 +36,7 @@ Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const Device
   }
   const RecordingKey key{g.info.architecture(), c.family, c.id, case_fingerprint(c), r.library, r.algorithm};
   const AcceptedRecording* rec =
-      c.mode == Mode::recorded && !sh.opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
+      c.mode == Mode::recorded && !sh.run->opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
   if (rec) {
     if (rec->tile_digests.size() != dc.problem->tile_count())
       throw std::runtime_error(fmt::format("the accepted recording of {} has {} tile digests, the case has {} tiles",
@@ -48,12 +49,13 @@ Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const Device
     ref.digests = &rec->tile_digests;
     return ref;
   }
-  if (first && c.mode == Mode::recorded && !sh.opt.recording)
+  if (first && c.mode == Mode::recorded && !sh.run->opt.recording)
     r.notes.push_back(fmt::format("no accepted recording for {} [{} | {}]: judged by consensus", key.architecture,
                                   key.library, key.algorithm));
   r.judged_by = "consensus";
   ref.kind = Reference::repeats;
-  ref.digests = &r.reference_digests;
+  ref.first = &g.first_runs[c.id];
+  ref.digests = &ref.first->digests;
   return ref;
 }
 
@@ -80,26 +82,26 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
         f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
       }
   }
-  if (ref.kind == Reference::repeats && r.reference_digests.empty()) {  // the first run: it is the reference
-    r.reference_digests = dc.host_digests;
-    r.reference_sms = dc.host_sm;
+  if (ref.kind == Reference::repeats && ref.first->digests.empty()) {  // the first run: it is the reference
+    ref.first->digests = dc.host_digests;
+    ref.first->sms = dc.host_sm;
     if (dc.first_out.get())
       SDC_CUDA_CHECK(cudaMemcpy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, cudaMemcpyDeviceToDevice));
-    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.result.units[g.unit_base + dc.host_sm[t]].tiles;
+    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.run->result.units[g.unit_base + dc.host_sm[t]].tiles;
     return;
   }
   const std::vector<uint64_t>& expect = *ref.digests;
   std::vector<float> actual(te);
   for (uint64_t t = 0; t < tiles; ++t) {
     const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
-    UnitResult* u = sm_known ? &sh.result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
+    UnitResult* u = sm_known ? &sh.run->result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
     if (u) ++u->tiles;
     if (dc.host_digests[t] == expect[t]) continue;
     ++r.failed_tiles;
     if (u) ++u->failed_tiles;
     if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
       r.units_failed.push_back(sm);
-    if (r.time_to_fail_s < 0) r.time_to_fail_s = seconds_since(sh.start);
+    if (r.time_to_fail_s < 0) r.time_to_fail_s = sh.run->elapsed_s();
     if (ref.kind != Reference::golden) {
       std::vector<float>& expected = expected_cache[t];
       if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {

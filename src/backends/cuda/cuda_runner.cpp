@@ -1,4 +1,5 @@
-// The screen on GPUs: one host thread and one stream per GPU, every selected case on every GPU at once.
+// The screen on GPUs: one executor per GPU (src/core/scheduler.h runs each in a host thread of its own,
+// with one stream), every selected case on every GPU at once.
 // Per case and GPU: inputs generated on the device (never copied over PCIe), then per iteration the
 // family's kernels, one digest pass (which also applies injected faults), and a copy of the per-tile
 // digests and SM ids to the host; the host compares them with the golden digests and, for a failing
@@ -19,7 +20,6 @@
 #include <fmt/format.h>
 
 #include "../../spec/digest.h"
-#include "../../core/node_consensus.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "device_passes.h"
@@ -27,7 +27,6 @@
 
 namespace sdc::cuda {
 namespace {
-
 
 // Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
 bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
@@ -70,11 +69,10 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
   return false;
 }
 
-
 IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it) {
   const Problem& p = *dc.problem;
   IterationFaults f;
-  for (Injection& inj : sh.result.injections) {
+  for (Injection& inj : sh.run->result.injections) {
     if (inj.case_id != c.id || inj.iteration != it || inj.device != g.info.index) continue;
     if (inj.hang) f.hang = &inj;
     else if (inj.input) {
@@ -104,7 +102,7 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
 }
 
 // Enqueues one iteration and waits for it; false when the watchdog gave up.
-bool run_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time_point deadline) {
+bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time_point deadline) {
   cudaStream_t s = g.stream->get();
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   SDC_CUDA_CHECK(cudaMemsetAsync(dc.out.get(), 0xff, tiles * te * 4, s));
@@ -127,158 +125,157 @@ bool run_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time
   return wait_until(g.event->get(), deadline);
 }
 
+class GpuExecutor final : public Executor {
+ public:
+  GpuExecutor(Shared& sh, const DeviceInfo& info, size_t slot, int sm_ids) : sh_(sh), g_(info, slot, 0, sm_ids) {}
+  Gpu& gpu() { return g_; }
 
-// Runs `iterations` more iterations of one case on one GPU, accumulating into r.
-void run_case(Shared& sh, Gpu& g, const Case& c, int iterations, size_t index, TestResult& r) {
-  const auto t0 = Clock::now();
-  auto dc = std::make_unique<DeviceCase>();
-  Workspace ws;
-  try {
-    if (!prepare_case(g, c, *dc, sh.opt.max_memory_bytes, r)) {
-      g.stuck = true;
-    } else {
-      if (r.not_applicable) return;
-      const uint64_t tiles = dc->problem->tile_count();
-      r.tiles = tiles;
-      const Engine engine = dc->device->engine();
-      r.library = engine.library;
-      r.algorithm = engine.algorithm;
-      const Reference ref = choose_reference(sh, g, c, *dc, r);
-      if (ref.kind == Reference::repeats) {
-        // Consensus compares runs with each other: at least two. The first run's output stays on the
-        // device (when it fits) so that a later miscompare lists elements, not only tiles.
-        if (r.reference_digests.empty()) iterations = std::max(iterations, 2);
-        const uint64_t bytes = tiles * dc->problem->tile_elements() * 4ull;
-        size_t free_b = 0, total_b = 0;
-        SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        if (r.reference_digests.empty() && bytes + (256ull << 20) < free_b) dc->first_out = DeviceBuffer(bytes);
-      }
-      std::map<uint64_t, std::vector<float>> expected_cache;
-      const int first = r.iterations_done;
-      r.iterations_planned = first + iterations;
-      const double work = dc->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
-      for (int it = first; it < first + iterations; ++it) {
-        if (g_stop_signal.load() || (it > first && Clock::now() >= sh.deadline)) break;
-        if (sh.opt.on_progress && g.slot == 0) {
-          std::lock_guard<std::mutex> lock(sh.callback_mutex);
-          sh.opt.on_progress(c, index, sh.sel.cases.size(), it - first, iterations);
-        }
-        const IterationFaults f = faults_for(sh, g, c, *dc, it);
-        const auto it_start = Clock::now();
-        if (!run_iteration(g, *dc, f, deadline_after(work))) {
-          r.verdict = Verdict::error;
-          r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g.info.label(),
-                                 seconds_since(it_start));
-          if (f.hang) {
-            f.hang->fired = true;
-            f.hang->fired_unit = -1;
-            *g.hang_release = 1;  // the drill's kernel may end now; the buffers stay leaked all the same
-          }
-          g.stuck = true;
-          break;
-        }
-        ++r.iterations_done;
-        compare_iteration(sh, g, *dc, f, it, ref, expected_cache, ws, r);
-      }
-      std::sort(r.units_failed.begin(), r.units_failed.end());
+  std::string device() const override { return g_.info.label(); }
+  int device_index() const override { return static_cast<int>(g_.slot); }
+  // One unit per SM id the GPU can report (%nsmid, usually the SM count).
+  std::vector<UnitResult> units() const override {
+    std::vector<UnitResult> out(static_cast<size_t>(g_.sm_ids));
+    for (int sm = 0; sm < g_.sm_ids; ++sm) {
+      out[static_cast<size_t>(sm)].device = static_cast<int>(g_.slot);
+      out[static_cast<size_t>(sm)].sm = sm;
     }
-  } catch (const CudaError& e) {
-    r.verdict = Verdict::error;
-    r.reason = e.out_of_memory() ? fmt::format("out of device memory on {}: {}", g.info.label(), e.what()) : e.what();
-    if (e.sticky()) g.dead = e.what();
-  } catch (const std::bad_alloc&) {
-    r.verdict = Verdict::error;
-    r.reason = "out of host memory";
-  } catch (const std::exception& e) {
-    r.verdict = Verdict::error;
-    r.reason = e.what();
+    return out;
   }
-  r.duration_s += seconds_since(t0);
-  if (r.duration_s > 0 && dc->problem)
-    r.gflops = dc->problem->tile_flops() * static_cast<double>(r.tiles) * r.iterations_done / r.duration_s * 1e-9;
-  if (g.stuck || !g.dead.empty()) {
-    dc->leak();  // a kernel may still be running on them, or the context cannot free them
-    (void)dc.release();
+  void attach(RunContext& ctx, size_t unit_base) override {
+    sh_.run = &ctx;
+    g_.unit_base = unit_base;
   }
-}
+  void open() override {
+    if (g_.dead.empty()) try {
+        SDC_CUDA_CHECK(cudaSetDevice(g_.info.index));
+        g_.stream = std::make_unique<Stream>();
+        g_.event = std::make_unique<Event>();
+        void* flag = nullptr;
+        SDC_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
+        g_.hang_release = static_cast<volatile int*>(flag);
+      } catch (const CudaError& e) {
+        g_.dead = e.what();
+      }
+  }
+  std::string unusable() const override {
+    return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", g_.info.label(), g_.dead);
+  }
+  bool stuck() const override { return g_.stuck; }
+  const char* watchdog_skip_reason() const override { return "not run: the watchdog ended this GPU's run"; }
+  const char* interrupted_skip_reason() const override { return "interrupted before it ran"; }
+  const char* budget_skip_reason() const override { return "time budget ran out before it ran"; }
+  bool repeats_failed() const override { return false; }
 
-// A GPU test's verdict: a miscompare stands; an error stays; a pass needs one complete iteration.
-void settle(TestResult& r) {
-  if (r.not_applicable) return;
-  if (r.failed_tiles > 0) {
-    r.verdict = Verdict::fail;
-  } else if (r.verdict == Verdict::error) {
-  } else if (r.judged_by == "consensus" && r.iterations_done == 1) {
-    r.verdict = Verdict::skip;  // unless another GPU of the node agrees (apply_node_consensus)
-    r.reason = CONSENSUS_ONE_RUN;
-  } else if (r.iterations_done >= 1) {
-    r.verdict = Verdict::pass;
-    r.reason.clear();
-    if (r.iterations_done < r.iterations_planned)
-      r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
-                                    g_stop_signal.load() ? "interruption" : "time budget ran out"));
-  } else {
+  bool applicable(const Case& c, TestResult& r) const override {
+    if (find_family(c.family)->prepare_cuda) return true;
     r.verdict = Verdict::skip;
-    if (r.reason.empty()) r.reason = g_stop_signal.load() ? "interrupted before it ran" : "time budget ran out before it ran";
+    r.reason = fmt::format("family {} has no CUDA kernel", c.family);
+    return false;
   }
-}
 
-void run_gpu(Shared& sh, Gpu& g) {
-  const size_t ngpu = sh.result.devices.size();
-  auto test = [&](size_t ci) -> TestResult& { return sh.result.tests[ci * ngpu + g.slot]; };
-  if (g.dead.empty()) try {
-    SDC_CUDA_CHECK(cudaSetDevice(g.info.index));
-    g.stream = std::make_unique<Stream>();
-    g.event = std::make_unique<Event>();
-    void* flag = nullptr;
-    SDC_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
-    g.hang_release = static_cast<volatile int*>(flag);
-  } catch (const CudaError& e) {
-    g.dead = e.what();
-  }
-  for (int round = 0;; ++round) {
-    for (size_t ci = 0; ci < sh.sel.cases.size(); ++ci) {
-      const Case& c = *sh.sel.cases[ci];
-      TestResult& r = test(ci);
-      if (round > 0 && (g_stop_signal.load() || g.stuck || !g.dead.empty() || Clock::now() >= sh.deadline)) break;
-      if (round > 0 && r.verdict != Verdict::pass) continue;
-      const char* not_started = g_stop_signal.load()          ? "interrupted before it started"
-                                : g.stuck                      ? "not run: the watchdog ended this GPU's run"
-                                : Clock::now() >= sh.deadline ? "time budget exhausted before it started"
-                                                              : nullptr;
-      if (round == 0 && !g.dead.empty()) {
-        r.verdict = Verdict::error;
-        r.reason = fmt::format("{} is unusable: {}", g.info.label(), g.dead);
-      } else if (round == 0 && not_started) {
-        r.verdict = Verdict::skip;
-        r.reason = not_started;
-      } else if (!find_family(c.family)->prepare_cuda) {
-        r.verdict = Verdict::skip;
-        r.reason = fmt::format("family {} has no CUDA kernel", c.family);
-      } else {
-        run_case(sh, g, c, sh.sel.iterations[ci], ci, r);
-        settle(r);
-      }
-      if (round == 0 && sh.opt.on_test_done) {
-        std::lock_guard<std::mutex> lock(sh.callback_mutex);
-        sh.opt.on_test_done(r, ci, sh.sel.cases.size());
-      }
+  bool prepare(const Case& c, TestResult& r) override {
+    dc_ = std::make_unique<DeviceCase>();
+    expected_cache_.clear();
+    if (!prepare_case(g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
+      g_.stuck = true;
+      return false;
     }
-    if (!sh.opt.fill_budget || g_stop_signal.load() || g.stuck || !g.dead.empty() || Clock::now() >= sh.deadline) break;
+    if (r.not_applicable) return false;
+    const uint64_t tiles = dc_->problem->tile_count();
+    r.tiles = tiles;
+    const Engine engine = dc_->device->engine();
+    r.library = engine.library;
+    r.algorithm = engine.algorithm;
+    ref_ = choose_reference(sh_, g_, c, *dc_, r);
+    if (ref_.kind == Reference::repeats) {
+      // Consensus compares runs with each other (minimum_iterations). The first run's output stays on
+      // the device (when it fits) so that a later miscompare lists elements, not only tiles.
+      const uint64_t bytes = tiles * dc_->problem->tile_elements() * 4ull;
+      size_t free_b = 0, total_b = 0;
+      SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(bytes);
+    }
+    work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
+    return true;
   }
-}
+  uint64_t tiles() const override { return dc_->problem->tile_count(); }
+  double tile_flops() const override { return dc_->problem->tile_flops(); }
+  int coverage_iterations(uint64_t) const override { return 1; }  // every tile on the SMs the GPU chose
+  // Consensus compares runs with each other: at least two, until a first run is kept.
+  int minimum_iterations(const TestResult&) const override {
+    return ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
+  }
+
+  bool run_iteration(const Case& c, int it, TestResult& r) override {
+    faults_ = faults_for(sh_, g_, c, *dc_, it);
+    const auto it_start = Clock::now();
+    if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_))) return true;
+    r.verdict = Verdict::error;
+    r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g_.info.label(),
+                           seconds_since(it_start));
+    if (faults_.hang) {
+      faults_.hang->fired = true;
+      faults_.hang->fired_unit = -1;
+      *g_.hang_release = 1;  // the drill's kernel may end now; the buffers stay leaked all the same
+    }
+    g_.stuck = true;
+    return false;
+  }
+  void compare(const Case&, int it, TestResult& r) override {
+    compare_iteration(sh_, g_, *dc_, faults_, it, ref_, expected_cache_, ws_, r);
+  }
+  void release_case() override {
+    if (dc_ && (g_.stuck || !g_.dead.empty())) {
+      dc_->leak();  // a kernel may still be running on them, or the context cannot free them
+      (void)dc_.release();
+    }
+    dc_.reset();
+    faults_ = {};
+    ref_ = {};
+  }
+
+  std::string error_reason(const std::exception& e) override {
+    if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+      if (ce->sticky()) g_.dead = ce->what();
+      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", g_.info.label(), ce->what()) : ce->what();
+    }
+    return Executor::error_reason(e);
+  }
+  // A pass needs one complete iteration; a consensus test needs a second run (or another GPU of the
+  // node that agrees: apply_node_consensus).
+  bool settle(TestResult& r) const override {
+    if (r.judged_by != "consensus" || r.iterations_done != 1) return false;
+    r.verdict = Verdict::skip;
+    r.reason = CONSENSUS_ONE_RUN;
+    return true;
+  }
+  void abandon() override {  // a kernel may still run: its stream and event stay
+    (void)g_.stream.release();
+    (void)g_.event.release();
+  }
+
+ private:
+  Shared& sh_;
+  Gpu g_;
+  // The prepared case.
+  std::unique_ptr<DeviceCase> dc_;
+  Reference ref_;
+  IterationFaults faults_;
+  std::map<uint64_t, std::vector<float>> expected_cache_;
+  Workspace ws_;
+  double work_ = 0;
+};
 
 }  // namespace
 
 void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt,
-                const std::vector<DeviceInfo>& gpus, RunResult& result) {
-  Shared sh{patterns, sel, opt, result, Clock::now(), {}, {}};
-  sh.deadline = sh.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
+                const std::vector<DeviceInfo>& gpus, RunResult& result, std::vector<FirstRun>* first_runs) {
+  Shared sh{patterns, nullptr};
   result.devices = gpus;
-  result.injections = opt.injections;
-  // One unit per SM id the GPU can report (%nsmid, usually the SM count). A GPU on which even that
-  // query fails is kept, with the error, and its tests become `error`.
-  std::vector<std::unique_ptr<Gpu>> run;
+  // A GPU on which even the query of its SM ids fails is kept, with the error, and its tests become
+  // `error`.
+  std::vector<std::unique_ptr<GpuExecutor>> run;
+  std::vector<Executor*> executors;
   for (size_t i = 0; i < gpus.size(); ++i) {
     int sm_ids = gpus[i].sm_count;
     std::string dead;
@@ -288,38 +285,19 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
     } catch (const CudaError& e) {
       dead = e.what();
     }
-    run.push_back(std::make_unique<Gpu>(result.devices[i], i, result.units.size(), sm_ids));
-    run.back()->dead = dead;
-    for (int sm = 0; sm < sm_ids; ++sm) {
-      UnitResult u;
-      u.device = static_cast<int>(i);
-      u.sm = sm;
-      result.units.push_back(u);
-    }
+    run.push_back(std::make_unique<GpuExecutor>(sh, result.devices[i], i, sm_ids));
+    run.back()->gpu().dead = dead;
+    executors.push_back(run.back().get());
   }
-  for (const Case* c : sel.cases)
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      TestResult t;
-      t.id = c->id;
-      t.family = c->family;
-      t.mode = mode_name(c->mode);
-      t.distribution = distribution_name(c->distribution);
-      t.device = gpus[i].label();
-      t.device_index = static_cast<int>(i);
-      result.tests.push_back(t);
-    }
-  std::vector<std::thread> threads;
-  for (auto& g : run) threads.emplace_back([&sh, &g] { run_gpu(sh, *g); });
-  for (std::thread& t : threads) t.join();
-  apply_node_consensus(result, seconds_since(sh.start));
-  for (auto& g : run)
-    if (g->stuck) {
-      result.watchdog_fired = result.watchdog_fired || g_stop_signal.load() == 0;
-      result.workers_abandoned = true;  // a kernel may still run: end the process without unwinding
-      (void)g->stream.release();
-      (void)g->event.release();
-    }
-  result.interrupted_by = g_stop_signal.load();
+  const Clock::time_point start = run_schedule(sel, opt, executors, result);
+  // The node's GPUs judge their consensus tests together.
+  std::vector<FirstRun> firsts(result.tests.size());
+  for (size_t i = 0; i < result.tests.size() && !run.empty(); ++i) {
+    auto& kept = run[i % run.size()]->gpu().first_runs;
+    if (const auto it = kept.find(result.tests[i].id); it != kept.end()) firsts[i] = std::move(it->second);
+  }
+  apply_node_consensus(result, firsts, seconds_since(start));
+  if (first_runs) *first_runs = std::move(firsts);
 }
 
 }  // namespace sdc::cuda

@@ -7,7 +7,8 @@ Availability probe() { return {false, "this build of sdcscreen has no CUDA backe
 
 std::vector<DeviceInfo> list_devices() { return {}; }
 
-void run_screen(const PatternSet&, const Selection&, const RunOptions&, const std::vector<DeviceInfo>&, RunResult& r) {
+void run_screen(const PatternSet&, const Selection&, const RunOptions&, const std::vector<DeviceInfo>&, RunResult& r,
+                std::vector<FirstRun>*) {
   r.errors.push_back("this build of sdcscreen has no CUDA backend");
 }
 

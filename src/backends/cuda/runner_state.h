@@ -10,7 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "../../core/runner.h"
+#include "../../core/node_consensus.h"
+#include "../../core/scheduler.h"
 #include "cuda_check.h"
 #include "device_memory.h"
 #include "device_problem.h"
@@ -41,14 +42,11 @@ inline bool wait_until(cudaEvent_t ev, Clock::time_point deadline) {
   }
 }
 
-// What the GPU threads share. Each thread writes only its own tests, units and injections.
+// What the GPU executors share: the patterns, and the run they take part in (the scheduler's). Each
+// executor writes only its own tests, units and injections.
 struct Shared {
   const PatternSet& patterns;
-  const Selection& sel;
-  const RunOptions& opt;
-  RunResult& result;
-  Clock::time_point start, deadline;
-  std::mutex callback_mutex;  // progress and per-test callbacks come from several threads
+  RunContext* run = nullptr;
 };
 
 // One GPU's run.
@@ -60,6 +58,9 @@ struct Gpu {
   int sm_ids;        // %nsmid: SM ids lie below it
   bool stuck = false;  // the watchdog gave up on a kernel: nothing more can run here
   std::string dead;    // non-empty: the context is unusable after this error
+  // Consensus, per case id: the digests and SMs of the case's first complete run on this GPU, which
+  // later runs, the node's other GPUs and `record` compare with or keep.
+  std::map<std::string, FirstRun> first_runs;
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> event;
   volatile int* hang_release = nullptr;  // mapped host flag that ends the hang drill's kernel
@@ -96,13 +97,14 @@ struct IterationFaults {
 // What a case's runs on one GPU are compared with (DESIGN.md modes).
 struct Reference {
   enum Kind { golden, recorded, repeats } kind = golden;
-  const std::vector<uint64_t>* digests = nullptr;  // repeats: the test's reference_digests, empty before run 1
+  const std::vector<uint64_t>* digests = nullptr;  // repeats: first->digests, empty before run 1
+  FirstRun* first = nullptr;                       // repeats: the case's first run on this GPU
 };
 
 // The golden for an exact case; for a recorded case the accepted recording of this GPU's architecture
 // and engine, else (and for consensus cases, and always when recording) the case's own first run.
 // Says in r which mode judges it and why.
-Reference choose_reference(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r);
+Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r);
 
 // Compares one finished iteration with the reference digests and localizes what differs: to the SM and
 // tile always (when the kernel records SMs), to elements where expected values exist (an exact case's

@@ -1,0 +1,400 @@
+#include "cpu_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "../../core/miscompare.h"
+#include "../../spec/digest.h"
+#include "worker_pool.h"
+
+namespace sdc::cpu {
+namespace {
+
+uint64_t string_hash(const std::string& s) {
+  uint64_t h = 0;
+  for (unsigned char ch : s) h = mix64(h ^ ch);
+  return h;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One case's buffers: inputs generated once, the output of the current iteration, and per tile the
+// digest and the worker that computed it (the unit a miscompare is attributed to).
+struct CaseState {
+  std::unique_ptr<Problem> problem;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> out;
+  std::vector<uint64_t> digest;
+  std::vector<uint32_t> worker_of;
+  std::vector<char> computed_by;  // per worker, in the current iteration: computed a tile with a faulty input
+  std::vector<std::string> worker_error;  // per worker: why it could not compute a tile
+};
+
+// When a job must end: its deadline (the watchdog) and the stop signal.
+struct Watch {
+  Clock::time_point deadline;
+  StopToken stop;
+  bool ok(WorkerPool& pool, const std::function<void(size_t)>& job) const {
+    return pool.run_until(job, deadline, [stop = stop] { return stop.stop_requested(); });
+  }
+};
+
+// Runs job on every worker under the watch. On a timeout or stop the job may still be running on a stuck
+// worker, so it is leaked rather than destroyed; the caller leaks what the job refers to as well.
+bool run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size_t)> fn) {
+  auto job = std::make_unique<std::function<void(size_t)>>(std::move(fn));
+  if (watch.ok(pool, *job)) return true;
+  (void)job.release();
+  return false;
+}
+
+// The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
+// rate of 1 GFLOP/s per worker, or 50 ns per generated element), plus 10 s.
+Clock::time_point pass_deadline(double work_seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
+}
+
+// Allocates the buffers of a prepared case and generates its inputs; false when the watch ended it.
+bool generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
+  const auto tensors = s.problem->inputs();
+  uint64_t elements = 0;
+  for (const auto& t : tensors) {
+    s.inputs.emplace_back(t.elements);
+    elements += t.elements;
+  }
+  const size_t workers = pool.size();
+  const uint64_t tiles = s.problem->tile_count();
+  s.out.assign(tiles * s.problem->tile_elements(), 0.0f);
+  s.digest.assign(tiles, 0);
+  s.worker_of.assign(tiles, 0);
+  s.computed_by.assign(workers, 0);
+  s.worker_error.assign(workers, "");
+  // Every worker generates a slice of every tensor, on its own CPU.
+  const Watch watch{pass_deadline(50e-9 * static_cast<double>(elements) / static_cast<double>(workers)), stop};
+  return run_watched(pool, watch, [&s, tensors, workers](size_t w) {
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const uint64_t n = tensors[t].elements;
+      const uint64_t begin = n * w / workers, end = n * (w + 1) / workers;
+      if (end > begin) s.problem->generate_input(t, begin, end, s.inputs[t].data() + begin);
+    }
+  });
+}
+
+// The injections of one case at one iteration, resolved to workers and tiles.
+struct ActiveFault {
+  Injection* inj;
+  int worker;  // -1: any worker
+  uint64_t tile = 0;
+  uint32_t offset = 0;
+  std::vector<float> corrupted;  // input injections: the tensor as the faulty unit reads it
+};
+
+// Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
+// unit; the worker computes it, applies output faults, and digests it. False when the watch ended it.
+bool compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
+                       uint64_t rotation, std::vector<ActiveFault>& faults) {
+  const uint64_t tiles = s.problem->tile_count();
+  const uint32_t te = s.problem->tile_elements();
+  const size_t workers = pool.size();
+  // A fault on a named unit pins work to it: an output fault its tile, an input fault every tile (the
+  // faulty unit then computes every tile that reads the corrupted element, whichever those are).
+  std::map<uint64_t, uint32_t> pinned;
+  int input_fault_worker = -1;
+  for (ActiveFault& f : faults) {
+    if (f.worker < 0 || f.inj->hang) continue;
+    if (f.inj->input) input_fault_worker = f.worker;
+    else pinned[f.tile] = static_cast<uint32_t>(f.worker);
+  }
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const auto it = pinned.find(t);
+    s.worker_of[t] = it != pinned.end()        ? it->second
+                     : input_fault_worker >= 0 ? static_cast<uint32_t>(input_fault_worker)
+                                               : static_cast<uint32_t>((t + rotation) % workers);
+  }
+  std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
+  const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
+  const bool finished = run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
+    for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
+      if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
+    std::vector<const float*> in;
+    for (const auto& v : s.inputs) in.push_back(v.data());
+    bool reads_fault = false;
+    for (ActiveFault& f : faults)
+      if (f.inj->input && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+        in[f.inj->tensor_index] = f.corrupted.data();
+        reads_fault = true;
+      }
+    bool computed = false;
+    for (uint64_t t = 0; t < tiles; ++t) {
+      if (s.worker_of[t] != w) continue;
+      if (stop.stop_requested()) return;
+      float* out = s.out.data() + t * te;
+      try {
+        s.problem->compute_tile(in.data(), t, out, ws[w]);
+      } catch (const std::exception& e) {  // e.g. out of memory for scratch: an error, not a crash
+        s.worker_error[w] = fmt::format("cpu {}: {}", pool.cpu(w).cpu, e.what());
+        return;
+      }
+      computed = true;
+      for (ActiveFault& f : faults) {
+        if (f.inj->input || f.inj->hang || f.tile != t) continue;
+        uint32_t bits;
+        std::memcpy(&bits, out + f.offset, 4);
+        bits ^= f.inj->mask;
+        std::memcpy(out + f.offset, &bits, 4);
+        f.inj->fired = true;
+        f.inj->fired_unit = pool.cpu(w).cpu;
+        f.inj->fired_tile = t;
+      }
+      s.digest[t] = tile_digest(t, out, te);
+    }
+    s.computed_by[w] = computed && reads_fault;
+  });
+  // A stop signal makes workers return between tiles: an iteration it touched is incomplete.
+  if (!finished || stop.stop_requested()) return false;
+  for (const std::string& e : s.worker_error)
+    if (!e.empty()) throw std::runtime_error(e);
+  // An input fault fired when a worker that reads it computed at least one tile.
+  for (ActiveFault& f : faults) {
+    if (!f.inj->input) continue;
+    for (size_t w = 0; w < workers; ++w)
+      if (s.computed_by[w] && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+        f.inj->fired = true;
+        f.inj->fired_unit = f.worker < 0 ? -1 : pool.cpu(w).cpu;
+      }
+  }
+  return true;
+}
+
+// Iterations after which every worker has computed a tile of a case: tile t runs on worker
+// (t + r + i) mod W in iteration i, so k iterations reach min(W, T + k - 1) workers.
+int iterations_to_cover(size_t workers, uint64_t tiles) {
+  return tiles >= workers ? 1 : static_cast<int>(workers - tiles + 1);
+}
+
+int worker_index(const WorkerPool& pool, int cpu) {
+  for (size_t w = 0; w < pool.size(); ++w)
+    if (pool.cpu(w).cpu == cpu) return static_cast<int>(w);
+  return -1;
+}
+
+std::vector<LogicalCpu> describe(const std::vector<int>& cpus) {
+  std::vector<LogicalCpu> out;
+  for (int c : cpus) out.push_back(describe_cpu(c));
+  return out;
+}
+
+
+// Host memory a case needs: its inputs and its output.
+uint64_t case_bytes(const Problem& p) {
+  uint64_t floats = p.output_elements();
+  for (const auto& t : p.inputs()) floats += t.elements;
+  return floats * sizeof(float);
+}
+
+class CpuExecutor final : public Executor {
+ public:
+  CpuExecutor(const PatternSet& patterns, const std::vector<int>& cpus)
+      : patterns_(patterns), pool_(std::make_unique<WorkerPool>(describe(cpus))),
+        ws_(std::make_unique<std::vector<Workspace>>(pool_->size())) {}
+
+  std::string device() const override { return "cpu"; }
+  int device_index() const override { return -1; }
+  std::vector<UnitResult> units() const override {
+    std::vector<UnitResult> out(pool_->size());
+    for (size_t w = 0; w < out.size(); ++w) out[w].cpu = pool_->cpu(w);
+    return out;
+  }
+  void attach(RunContext& ctx, size_t unit_base) override {
+    ctx_ = &ctx;
+    unit_base_ = unit_base;
+  }
+  bool stuck() const override { return stuck_; }
+  const char* watchdog_skip_reason() const override { return "not run: the watchdog ended the run"; }
+  const char* interrupted_skip_reason() const override { return "interrupted before every CPU computed a tile"; }
+  const char* budget_skip_reason() const override { return "time budget ran out before every CPU computed a tile"; }
+  bool repeats_failed() const override { return true; }
+
+  // A GPU-only test: not applicable here, not inconclusive.
+  bool applicable(const Case& c, TestResult& r) const override {
+    const auto& backends = find_family(c.family)->backends;
+    const bool on_cpu = std::find(backends.begin(), backends.end(), "cpu") != backends.end();
+    if (on_cpu && has_cpu_golden(c.mode)) return true;
+    r.verdict = Verdict::skip;
+    r.not_applicable = true;
+    r.reason = !on_cpu ? fmt::format("family {} runs on GPUs only", c.family)
+                       : fmt::format("{} mode runs on GPUs only: a CPU has no golden for it", mode_name(c.mode));
+    return false;
+  }
+
+  bool prepare(const Case& c, TestResult& r) override {
+    golden_ = &patterns_.golden.at(c.id);
+    s_ = std::make_unique<CaseState>();
+    faults_ = std::make_unique<std::vector<ActiveFault>>();
+    expected_cache_.clear();
+    s_->problem = find_family(c.family)->prepare(c);
+    const uint64_t max_memory = ctx_->opt.max_memory_bytes;
+    if (max_memory && case_bytes(*s_->problem) > max_memory)
+      throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)",
+                                           case_bytes(*s_->problem) >> 20, max_memory >> 20));
+    rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
+    if (generate_inputs(*pool_, ctx_->opt.stop, *s_)) return true;
+    stuck_ = true;
+    if (!ctx_->stopping()) {
+      r.verdict = Verdict::error;
+      r.reason = "watchdog: input generation did not finish";
+    }
+    return false;
+  }
+  uint64_t tiles() const override { return s_->problem->tile_count(); }
+  double tile_flops() const override { return s_->problem->tile_flops(); }
+  int coverage_iterations(uint64_t tiles) const override { return iterations_to_cover(pool_->size(), tiles); }
+
+  bool run_iteration(const Case& c, int it, TestResult& r) override {
+    WorkerPool& pool = *pool_;
+    faults_->clear();
+    for (Injection& inj : ctx_->result.injections) {
+      if (inj.case_id != c.id || inj.iteration != it) continue;
+      ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
+      if (inj.input) {
+        f.corrupted = s_->inputs[inj.tensor_index];
+        uint32_t bits;
+        std::memcpy(&bits, &f.corrupted[inj.element], 4);
+        bits ^= inj.mask;
+        std::memcpy(&f.corrupted[inj.element], &bits, 4);
+      } else if (!inj.hang) {
+        s_->problem->locate(inj.element, f.tile, f.offset);
+      }
+      faults_->push_back(std::move(f));
+    }
+    const auto it_start = Clock::now();
+    if (compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it), *faults_))
+      return true;
+    const std::vector<int> busy = pool.busy_cpus();
+    if (!ctx_->stopping()) {
+      r.verdict = Verdict::error;
+      r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
+                             seconds_since(it_start), format_cpu_list(busy));
+    }
+    for (ActiveFault& f : *faults_)  // a hang drill fired if its unit is the one stuck
+      if (f.inj->hang && busy.size() == 1) {
+        f.inj->fired = true;
+        f.inj->fired_unit = busy[0];
+      }
+    stuck_ = true;
+    return false;
+  }
+
+  void compare(const Case&, int it, TestResult& r) override {
+    const uint64_t tiles = s_->problem->tile_count();
+    for (uint64_t t = 0; t < tiles; ++t) {
+      const uint32_t w = s_->worker_of[t];
+      UnitResult& unit = ctx_->result.units[unit_base_ + w];
+      ++unit.tiles;
+      if (s_->digest[t] == golden_->tile_digests[t]) continue;
+      ++r.failed_tiles;
+      ++unit.failed_tiles;
+      const int cpu_id = pool_->cpu(w).cpu;
+      if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
+        r.units_failed.push_back(cpu_id);
+      if (r.time_to_fail_s < 0) r.time_to_fail_s = ctx_->elapsed_s();
+      analyse_tile(*s_->problem, s_->inputs, golden_->tile_digests[t], t, s_->out.data() + t * s_->problem->tile_elements(),
+                   it, cpu_id, analysis_ws_, expected_cache_[t], r);
+    }
+  }
+
+  void release_case() override {
+    if (stuck_) {  // a worker may still be inside this case's job: keep everything it can touch alive
+      (void)s_.release();
+      (void)faults_.release();
+    }
+    s_.reset();
+    faults_.reset();
+    expected_cache_.clear();
+  }
+
+  void abandon() override {
+    pool_->abandon();
+    (void)pool_.release();
+    (void)ws_.release();
+  }
+
+ private:
+  const PatternSet& patterns_;
+  RunContext* ctx_ = nullptr;
+  size_t unit_base_ = 0;
+  // Heap-held so that they can be leaked when the watchdog leaves a worker stuck inside a job.
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<std::vector<Workspace>> ws_;
+  Workspace analysis_ws_;
+  bool stuck_ = false;  // a job did not finish: no further work can be given to the pool
+  // The prepared case.
+  const GoldenCase* golden_ = nullptr;
+  std::unique_ptr<CaseState> s_;
+  std::unique_ptr<std::vector<ActiveFault>> faults_;
+  std::map<uint64_t, std::vector<float>> expected_cache_;
+  uint64_t rotation0_ = 0;
+};
+
+}  // namespace
+
+void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
+  CpuExecutor ex(patterns, opt.cpus);  // on a stuck run it lets go of (leaks) what the workers may still use
+  run_schedule(sel, opt, {&ex}, result);
+}
+
+std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>& cases, const std::vector<int>& cpus,
+                                                  const StopToken& stop,
+                                                  const std::function<void(const Case&)>& on_case) {
+  auto pool_owner = std::make_unique<WorkerPool>(describe(cpus));
+  auto ws_owner = std::make_unique<std::vector<Workspace>>(pool_owner->size());
+  WorkerPool& pool = *pool_owner;
+  std::vector<Workspace>& ws = *ws_owner;
+  std::vector<ActiveFault> none;
+  std::map<std::string, GoldenCase> out;
+  for (const Case* c : cases) {
+    auto state = std::make_unique<CaseState>();
+    CaseState& s = *state;
+    // On a stop or a stuck worker, the workers may still use the case: leak it and them, then throw.
+    auto give_up = [&] {
+      pool.abandon();
+      (void)state.release();
+      (void)pool_owner.release();
+      (void)ws_owner.release();
+      return std::runtime_error(stop.stop_requested() ? "interrupted" : fmt::format("case {}: a worker is stuck", c->id));
+    };
+    s.problem = find_family(c->family)->prepare(*c);
+    if (!generate_inputs(pool, stop, s) || !compute_iteration(s, pool, stop, ws, 0, none)) throw give_up();
+    const std::vector<uint64_t> first = s.digest;
+    const std::vector<float> first_out = s.out;
+    // Every tile again, on the next worker.
+    if (!compute_iteration(s, pool, stop, ws, 1, none)) throw give_up();
+    for (uint64_t t = 0; t < first.size(); ++t)
+      if (first[t] != s.digest[t])
+        throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "
+                                             "cannot generate goldens",
+                                             c->id, t));
+    for (float v : first_out)
+      if (v != v)
+        throw std::runtime_error(fmt::format("case {}: its output contains a NaN, whose bits are not portable; "
+                                             "change its distribution or shape",
+                                             c->id));
+    GoldenCase g;
+    g.fingerprint = case_fingerprint(*c);
+    g.tile_digests = first;
+    g.output_digest = output_digest(first.data(), first.size());
+    out[c->id] = std::move(g);
+    if (on_case) on_case(*c);
+  }
+  return out;
+}
+
+}  // namespace sdc::cpu

@@ -1,0 +1,187 @@
+// `sdcscreen run`: parses the run's option values, sets up the screen (src/cli/screen.h), runs it, and
+// writes the report, the Prometheus textfile and the node-problem-detector line.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "../report/report.h"
+#include "../util/atomic_file.h"
+#include "commands.h"
+#include "options.h"
+#include "screen.h"
+
+namespace sdc {
+namespace {
+
+// "512M", "8G", "1T", "1048576" (bytes): a positive size.
+std::string parse_size(const std::string& text, uint64_t& bytes) {
+  const std::string what = fmt::format("'{}' is not a size like 512M or 8G", text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return what;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) return what;
+  if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
+  bytes = static_cast<uint64_t>(v * scale);
+  return "";
+}
+
+}  // namespace
+
+// The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
+std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
+  std::vector<int> allowed;
+  for (const auto& c : cpu::allowed_cpus()) allowed.push_back(c.cpu);
+  if (!given) {
+    cpus = allowed;
+    return "";
+  }
+  if (const std::string err = cpu::parse_cpu_list(cpuset, cpus); !err.empty()) return fmt::format("--cpuset: {}", err);
+  for (int c : cpus)
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+      return fmt::format("--cpuset: CPU {} does not exist or is not available to this process (available: {})", c,
+                         cpu::format_cpu_list(allowed));
+  return "";
+}
+
+int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
+  // Before the run: one line on stderr, and with --npd the plugin's line on stdout too, so that the node
+  // condition says why (the exit code stays 64 or 78, which node-problem-detector reads as Unknown).
+  auto fail = [&a](int code, const std::string& msg) {
+    fmt::print(stderr, "sdcscreen: {}{}\n", code == EXIT_INCONCLUSIVE ? "" : "error: ", msg);
+    if (a.npd) fmt::print("{}\n", npd_line_for("Unknown: " + msg));
+    return code;
+  };
+  double budget = 0;
+  if (!a.time_budget.empty())
+    if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
+      return fail(EXIT_USAGE, fmt::format("--time-budget: {}", err));
+  std::vector<Injection> injections(a.inject.size());
+  for (size_t i = 0; i < a.inject.size(); ++i)
+    if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
+      return fail(EXIT_USAGE, fmt::format("--inject '{}': {}", a.inject[i], err));
+  uint64_t max_memory = 0;
+  if (!a.max_memory.empty())
+    if (const std::string err = parse_size(a.max_memory, max_memory); !err.empty())
+      return fail(EXIT_USAGE, fmt::format("--max-memory: {}", err));
+  std::vector<int> cpus;
+  if (const std::string err = choose_cpus(a.cpuset_given, a.cpuset, cpus); !err.empty()) return fail(EXIT_USAGE, err);
+  for (const auto& [flag, path] : {std::pair{"-o", a.output}, std::pair{"--prometheus", a.prometheus}}) {
+    if (path.empty()) continue;
+    try {
+      check_writable(path);
+    } catch (const FileError& e) {
+      return fail(EXIT_CONFIG, fmt::format("{}: {}", flag, e.what()));
+    }
+  }
+  ScreenRequest req;
+  req.profile = a.profile;
+  req.argv = argv;
+  req.patterns_dir = patterns_dir;
+  req.time_budget_s = budget;
+  req.seed = a.seed;
+  req.seed_given = a.seed_given;
+  req.gpu = {a.backend, a.devices_given, a.devices, a.expect_devices};
+  req.force = a.force;
+  req.lock_file = a.lock_file;
+  req.force_hint = " (--force runs anyway)";
+  const auto select = [&a](const Battery& battery, Selection& sel) {
+    return select_cases(battery, a.profile, a.enable, a.disable, sel);
+  };
+  const auto check = [&injections, &cpus](Screen& s) -> SetupFailure {
+    const GpuChoice& gpu = s.gpu;
+    for (Injection& inj : injections) {
+      if (const std::string err = check_injection(inj, s.patterns.battery, cpus, gpu.cuda ? &gpu.selected : nullptr);
+          !err.empty())
+        return {EXIT_USAGE, fmt::format("--inject '{}': {}", inj.spec, err)};
+      if (std::none_of(s.sel.cases.begin(), s.sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
+        return {EXIT_USAGE, fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id)};
+    }
+    if (gpu.cuda)  // the digest pass applies one output fault per case, GPU and iteration
+      for (size_t i = 0; i < injections.size(); ++i)
+        for (size_t j = 0; j < i; ++j) {
+          const Injection &x = injections[i], &y = injections[j];
+          if (!x.input && !y.input && !x.hang && !y.hang && x.case_id == y.case_id && x.device == y.device &&
+              x.iteration == y.iteration)
+            return {EXIT_USAGE, fmt::format("--inject '{}': a GPU takes one output fault per case, device and "
+                                            "iteration ('{}' is another)", x.spec, y.spec)};
+        }
+    return {};
+  };
+  Screen screen;
+  if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) return fail(f.code, f.message);
+  RunResult& result = screen.result;
+  RunOptions& opt = screen.opt;
+  opt.cpus = cpus;
+  opt.injections = injections;
+  opt.max_memory_bytes = max_memory;
+  // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
+  const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
+  const double t_start = unix_now();
+  if (progress)
+    opt.on_progress = [t_start, budget = result.time_budget_s, shown = -1.0](const Case& c, size_t i, size_t n, int it,
+                                                                             int its) mutable {
+      const double elapsed = unix_now() - t_start;
+      if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
+      shown = elapsed;
+      fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
+                 it + 1, its, elapsed, std::max(0.0, budget - elapsed));
+    };
+  if (a.verbose)
+    opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
+      fmt::print(stderr, "[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device,
+                 verdict_name(t.verdict), t.iterations_done, t.duration_s);
+    };
+  execute_screen(screen);
+  if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) fmt::print(stderr, "\r\033[K");
+  if (!a.prometheus.empty()) {
+    std::string previous;
+    try {
+      previous = read_file(a.prometheus);
+    } catch (const FileError&) {  // first run: no previous success to carry over
+    }
+    try {
+      write_file_atomic(a.prometheus, render_prometheus(result, previous));
+    } catch (const FileError& e) {
+      fmt::print(stderr, "sdcscreen: error: --prometheus: {}\n", e.what());
+    }
+  }
+  const HostInfo host = host_info();
+  const std::string report = a.output_format == "json" ? render_json(result, host) : render_text(result, host);
+  if (!a.output.empty()) {
+    try {
+      write_file_atomic(a.output, report);
+    } catch (const FileError& e) {
+      fmt::print(stderr, "sdcscreen: error: -o: {}\n", e.what());
+      // A miscompare is never hidden behind a file error.
+      const int code = result.exit_code() == EXIT_FAIL ? EXIT_FAIL : EXIT_CONFIG;
+      if (result.workers_abandoned) std::_Exit(code);
+      return code;
+    }
+    if (!a.quiet && !a.npd) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
+  } else if (!a.quiet && !a.npd) {
+    fmt::print("{}", report);
+  }
+  if (a.npd) fmt::print("{}\n", render_npd_line(result));
+  std::fflush(stdout);
+  // A stuck worker cannot be joined: leave without unwinding (the report is already written).
+  const int code = a.npd ? npd_exit_code(result) : result.exit_code();
+  if (result.workers_abandoned) std::_Exit(code);
+  return code;
+}
+
+}  // namespace sdc

@@ -1,0 +1,159 @@
+#include "screen.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "../backends/cpu/cpu_executor.h"
+#include "../backends/cpu/cpu_topology.h"
+#include "../backends/cuda/cuda_backend.h"
+#include "../report/report.h"
+
+namespace sdc {
+namespace {
+
+std::atomic<int> stop_signal{0};  // the signal that asked to stop, 0 while none did
+
+void on_signal(int sig) {
+  int expected = 0;
+  if (!stop_signal.compare_exchange_strong(expected, sig)) _exit(128 + sig);
+}
+
+}  // namespace
+
+StopToken stop_token() { return StopToken(&stop_signal); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
+  const bool wants_gpus = a.devices_given || a.expect_devices > 0;
+  if (a.backend == "cpu") {
+    if (wants_gpus) return "--devices and --expect-devices select GPUs; they do not apply to --backend cpu";
+    g.reason = "--backend cpu";
+    return "";
+  }
+  std::vector<int> wanted;
+  if (a.devices_given)
+    if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
+      return "--devices: " + err;
+  cuda::Availability avail = cuda::probe();
+  if (avail.usable) try {
+      g.visible = cuda::list_devices();
+    } catch (const std::exception& e) {
+      avail.usable = false;
+      avail.reason = e.what();
+    }
+  if (a.backend == "auto" && !avail.usable && !wants_gpus) {
+    g.reason = "--backend auto: no usable GPU (" + avail.reason + "); screening CPU cores";
+    return "";
+  }
+  g.cuda = true;
+  g.reason = a.backend == "auto" ? "--backend auto: a usable GPU was found" : "--backend cuda";
+  if (!avail.usable) {
+    g.unusable = "no usable GPU: " + avail.reason;
+    g.errors.push_back(g.unusable);
+    return "";
+  }
+  std::vector<int> missing;
+  if (a.devices_given) {
+    for (int w : wanted) {
+      if (w < static_cast<int>(g.visible.size())) g.selected.push_back(g.visible[static_cast<size_t>(w)]);
+      else missing.push_back(w);
+    }
+    if (!missing.empty())
+      g.errors.push_back(fmt::format("--devices: GPU {} not visible ({} visible)", cpu::format_cpu_list(missing),
+                                     g.visible.size()));
+  } else {
+    g.selected = g.visible;
+  }
+  if (a.expect_devices > 0 && static_cast<int>(g.selected.size()) < a.expect_devices) {
+    std::string seen;
+    for (const DeviceInfo& d : g.selected) seen += fmt::format("{}{} {} ({})", seen.empty() ? "" : ", ", d.label(), d.pci_bus_id, d.uuid);
+    g.errors.push_back(fmt::format("--expect-devices {}: only {} usable GPU(s) found, {} missing{}{}", a.expect_devices,
+                                   g.selected.size(), a.expect_devices - static_cast<int>(g.selected.size()),
+                                   seen.empty() ? "" : "; present: ", seen));
+  }
+  if (g.selected.empty()) g.unusable = "none of the requested GPUs is visible";
+  return "";
+}
+
+SetupFailure set_up_screen(const ScreenRequest& req, const std::function<std::string(const Battery&, Selection&)>& select,
+                           const std::function<SetupFailure(Screen&)>& check, Screen& s) {
+  try {
+    s.patterns = load_patterns(req.patterns_dir);
+  } catch (const PatternError& e) {
+    return {EXIT_CONFIG, e.what()};
+  }
+  if (const std::string err = select(s.patterns.battery, s.sel); !err.empty()) return {EXIT_USAGE, err};
+  if (const std::string err = choose_gpus(req.gpu, s.gpu); !err.empty()) return {EXIT_USAGE, err};
+  if (check)
+    if (SetupFailure f = check(s); f.code != 0) return f;
+  if (!req.force) {
+    bool busy = false;
+    if (const std::string err = s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy);
+        !err.empty())
+      return {busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG, err + (busy ? req.force_hint : "")};
+  }
+  const Profile* profile = s.patterns.battery.find_profile(req.profile);
+  RunResult& result = s.result;
+  result.profile = req.profile;
+  result.argv = req.argv;
+  result.patterns_dir = s.patterns.dir;
+  result.seed = req.seed_given ? req.seed
+                               : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;
+  result.time_budget_s = req.time_budget_s > 0 || !profile ? req.time_budget_s : profile->time_budget_s;
+  std::vector<std::string> repro = req.argv;
+  if (!req.seed_given) {
+    repro.push_back("--seed");
+    repro.push_back(std::to_string(result.seed));
+  }
+  result.reproduce = shell_join(repro);
+  s.opt.seed = result.seed;
+  s.opt.time_budget_s = result.time_budget_s;
+  s.opt.fill_budget = profile && profile->fill;
+  return {};
+}
+
+void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
+  install_signal_handlers();
+  s.opt.stop = stop_token();
+  RunResult& result = s.result;
+  result.backend = s.gpu.cuda ? "cuda" : "cpu";
+  result.backend_reason = s.gpu.reason;
+  for (const std::string& e : s.gpu.errors) result.errors.push_back(e);
+  result.start_unix = unix_now();
+  if (s.gpu.cuda && s.gpu.selected.empty()) {
+    result.devices = s.gpu.visible;
+    for (const Case* c : s.sel.cases) {  // nothing can run: every test is an error that says why
+      TestResult t = new_test(*c, "cuda", -1);
+      t.verdict = Verdict::error;
+      t.reason = s.gpu.unusable;
+      result.tests.push_back(t);
+    }
+  } else {
+    try {
+      if (s.gpu.cuda) cuda::run_screen(s.patterns, s.sel, s.opt, s.gpu.selected, result, first_runs);
+      else cpu::run_screen(s.patterns, s.sel, s.opt, result);
+    } catch (const std::exception& e) {
+      result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
+    }
+  }
+  result.end_unix = unix_now();
+}
+
+}  // namespace sdc

@@ -1,0 +1,219 @@
+#include "scheduler.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace sdc {
+namespace {
+
+bool matches(const std::string& glob, const Case& c) {
+  return fnmatch(glob.c_str(), c.id.c_str(), 0) == 0 || fnmatch(glob.c_str(), c.family.c_str(), 0) == 0;
+}
+
+// One executor's part of a run: its tests are tests[case * stride + slot].
+struct DeviceLoop {
+  const Selection& sel;
+  RunContext& ctx;
+  Executor& ex;
+  size_t slot, stride;
+  std::mutex& callback_mutex;  // progress and per-test callbacks come from several threads
+
+  TestResult& test(size_t ci) { return ctx.result.tests[ci * stride + slot]; }
+  bool out_of_time() const { return Clock::now() >= ctx.deadline; }
+  // No new round, and no case of one, may start.
+  bool over() const { return ctx.stopping() || ex.stuck() || !ex.unusable().empty() || out_of_time(); }
+
+  void run();
+  void run_case(const Case& c, int iterations, size_t index, bool first_round, TestResult& r);
+  void settle(TestResult& r) const;
+};
+
+// Runs `iterations` more iterations of one case, numbered from r.iterations_done, accumulating into r.
+// Iterations stop at the time budget (never before the first of a round), a stop, or the watchdog. The
+// first round runs at least enough iterations for every unit to compute a tile of the case.
+void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool first_round, TestResult& r) {
+  const auto t0 = Clock::now();
+  bool prepared = false;
+  try {
+    if (ex.prepare(c, r)) {
+      prepared = true;
+      r.tiles = ex.tiles();
+      if (first_round) iterations = std::max(iterations, ex.coverage_iterations(r.tiles));
+      iterations = std::max(iterations, ex.minimum_iterations(r));
+      const int first = r.iterations_done;
+      r.iterations_planned = first + iterations;
+      for (int it = first; it < first + iterations; ++it) {
+        if (ctx.stopping() || (it > first && out_of_time())) break;
+        if (ctx.opt.on_progress && slot == 0) {
+          std::lock_guard<std::mutex> lock(callback_mutex);
+          ctx.opt.on_progress(c, index, sel.cases.size(), it - first, iterations);
+        }
+        if (!ex.run_iteration(c, it, r)) break;
+        ++r.iterations_done;
+        ex.compare(c, it, r);
+      }
+      std::sort(r.units_failed.begin(), r.units_failed.end());
+    } else if (r.not_applicable) {
+      ex.release_case();
+      return;
+    }
+  } catch (const std::exception& e) {
+    r.verdict = Verdict::error;
+    r.reason = ex.error_reason(e);
+  }
+  r.duration_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (prepared && r.duration_s > 0)
+    r.gflops = ex.tile_flops() * static_cast<double>(r.tiles) * r.iterations_done / r.duration_s * 1e-9;
+  ex.release_case();
+}
+
+// The verdict of a test from what ran: a miscompare stands whatever happened after it; an error stays
+// an error; a pass needs every unit to have computed tiles of the case.
+void DeviceLoop::settle(TestResult& r) const {
+  if (r.not_applicable) return;
+  if (r.failed_tiles > 0) {
+    r.verdict = Verdict::fail;
+    return;
+  }
+  if (r.verdict == Verdict::error || ex.settle(r)) return;
+  const int coverage = r.tiles ? ex.coverage_iterations(r.tiles) : 1;
+  if (r.iterations_done >= coverage) {
+    r.verdict = Verdict::pass;
+    r.reason.clear();
+    if (r.iterations_done < r.iterations_planned)
+      r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
+                                    ctx.stopping() ? "interruption" : "time budget ran out"));
+  } else {
+    r.verdict = Verdict::skip;
+    if (r.reason.empty()) r.reason = ctx.stopping() ? ex.interrupted_skip_reason() : ex.budget_skip_reason();
+  }
+}
+
+// Round 0 runs every case its iteration count (at least enough for every unit to compute a tile); a
+// profile that fills its budget then repeats rounds until the budget ends.
+void DeviceLoop::run() {
+  ex.open();
+  for (int round = 0;; ++round) {
+    for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
+      const Case& c = *sel.cases[ci];
+      TestResult& r = test(ci);
+      if (round > 0) {
+        if (over()) break;
+        if (r.verdict == Verdict::pass || (r.verdict == Verdict::fail && ex.repeats_failed())) {
+          run_case(c, sel.iterations[ci], ci, false, r);
+          settle(r);
+        }
+        continue;
+      }
+      const std::string unusable = ex.unusable();
+      const char* not_started = ctx.stopping() ? "interrupted before it started"
+                                : ex.stuck()   ? ex.watchdog_skip_reason()
+                                : out_of_time() ? "time budget exhausted before it started"
+                                                : nullptr;
+      if (!unusable.empty()) {
+        r.verdict = Verdict::error;
+        r.reason = unusable;
+      } else if (not_started) {
+        r.verdict = Verdict::skip;
+        r.reason = not_started;
+      } else if (ex.applicable(c, r)) {
+        run_case(c, sel.iterations[ci], ci, true, r);
+        if (r.iterations_done > 0 && r.judged_by.empty()) r.judged_by = mode_name(c.mode);
+        settle(r);
+      }
+      if (ctx.opt.on_test_done) {
+        std::lock_guard<std::mutex> lock(callback_mutex);
+        ctx.opt.on_test_done(r, ci, sel.cases.size());
+      }
+    }
+    if (!ctx.opt.fill_budget || over()) break;
+  }
+}
+
+}  // namespace
+
+std::string Executor::error_reason(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of host memory";
+  return e.what();
+}
+
+TestResult new_test(const Case& c, const std::string& device, int device_index) {
+  TestResult t;
+  t.id = c.id;
+  t.family = c.family;
+  t.mode = mode_name(c.mode);
+  t.distribution = distribution_name(c.distribution);
+  t.device = device;
+  t.device_index = device_index;
+  return t;
+}
+
+std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
+                         const std::vector<std::string>& disable, Selection& out) {
+  if (!battery.find_profile(profile)) {
+    std::string names;
+    for (const Profile& p : battery.profiles) names += (names.empty() ? "" : ", ") + p.name;
+    return fmt::format("unknown profile '{}' (profiles: {})", profile, names);
+  }
+  for (const auto* globs : {&enable, &disable})
+    for (const std::string& g : *globs)
+      if (std::none_of(battery.cases.begin(), battery.cases.end(), [&](const Case& c) { return matches(g, c); }))
+        return fmt::format("'{}' matches no test id or family (see 'sdcscreen list')", g);
+  out = Selection{};
+  for (const Case& c : battery.cases) {
+    const auto it = c.iterations.find(profile);
+    bool chosen = enable.empty() ? it != c.iterations.end()
+                                 : std::any_of(enable.begin(), enable.end(), [&](const std::string& g) { return matches(g, c); });
+    if (std::any_of(disable.begin(), disable.end(), [&](const std::string& g) { return matches(g, c); })) chosen = false;
+    if (!chosen) continue;
+    int iters = it != c.iterations.end() ? it->second : 0;
+    if (!iters) {  // enabled explicitly from another profile: its smallest count
+      iters = INT32_MAX;
+      for (const auto& [p, n] : c.iterations) iters = std::min(iters, n);
+    }
+    out.cases.push_back(&c);
+    out.iterations.push_back(iters);
+  }
+  if (out.cases.empty()) return "no test selected (the --disable patterns removed everything)";
+  return "";
+}
+
+Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, const std::vector<Executor*>& devices,
+                               RunResult& result) {
+  RunContext ctx{opt, result, Clock::now(), {}};
+  ctx.deadline = ctx.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
+  result.injections = opt.injections;
+  for (Executor* ex : devices) {
+    const size_t base = result.units.size();
+    for (const UnitResult& u : ex->units()) result.units.push_back(u);
+    ex->attach(ctx, base);
+  }
+  for (const Case* c : sel.cases)
+    for (Executor* ex : devices) result.tests.push_back(new_test(*c, ex->device(), ex->device_index()));
+  std::mutex callback_mutex;
+  std::vector<DeviceLoop> loops;
+  for (size_t i = 0; i < devices.size(); ++i) loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex});
+  if (loops.size() == 1) {
+    loops[0].run();
+  } else {
+    std::vector<std::thread> threads;
+    for (DeviceLoop& l : loops) threads.emplace_back([&l] { l.run(); });
+    for (std::thread& t : threads) t.join();
+  }
+  for (Executor* ex : devices)
+    if (ex->stuck()) {
+      result.watchdog_fired = result.watchdog_fired || !opt.stop.stop_requested();
+      result.workers_abandoned = true;  // a job may still run: end the process without unwinding
+      ex->abandon();
+    }
+  result.interrupted_by = opt.stop.signal();
+  return ctx.start;
+}
+
+}  // namespace sdc

@@ -1,0 +1,136 @@
+// The scheduler: the run policy every backend shares. It selects cases, sets up one TestResult per case
+// and device, runs rounds of iterations within the time budget, says why a test did not start, settles
+// each verdict and calls the progress callbacks. What runs an iteration, on which units, and how its
+// output is compared is a backend's executor (src/backends/cpu/cpu_executor.h, src/backends/cuda/).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "patterns.h"
+#include "result.h"
+
+namespace sdc {
+
+// Asks a run to stop: it reads an atomic that the command line's signal handler sets to the signal's
+// number. A default token never asks.
+class StopToken {
+ public:
+  StopToken() = default;
+  explicit StopToken(const std::atomic<int>* flag) : flag_(flag) {}
+  bool stop_requested() const { return signal() != 0; }
+  int signal() const { return flag_ ? flag_->load() : 0; }
+
+ private:
+  const std::atomic<int>* flag_ = nullptr;
+};
+
+struct Selection {
+  std::vector<const Case*> cases;
+  std::vector<int> iterations;  // per case
+};
+
+// Selects the cases of a profile, narrowed by --enable and --disable globs (matched against case ids
+// and family ids). Returns "" or what is wrong (an unknown profile, a glob that matches nothing, an
+// empty selection).
+std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
+                         const std::vector<std::string>& disable, Selection& out);
+
+struct RunOptions {
+  uint64_t seed = 0;
+  double time_budget_s = 0;
+  std::vector<int> cpus;
+  std::vector<Injection> injections;
+  uint64_t max_memory_bytes = 0;  // 0: no limit
+  bool fill_budget = false;       // repeat rounds of every case until the time budget ends
+  // `record`: recorded cases are judged by their repeats and the node's GPUs only, never by an accepted
+  // recording (the run produces the digests a recording keeps).
+  bool recording = false;
+  StopToken stop;  // the run stops at the next tile when it asks
+  std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
+  std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
+};
+
+// A test as it starts: the case's identity on one device ("cpu", "cuda:N"; index into
+// RunResult::devices, -1 for the CPU), not run yet.
+TestResult new_test(const Case& c, const std::string& device, int device_index);
+
+using Clock = std::chrono::steady_clock;
+
+// What every device's executor sees of the run it takes part in.
+struct RunContext {
+  const RunOptions& opt;
+  RunResult& result;
+  Clock::time_point start, deadline;
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  bool stopping() const { return opt.stop.stop_requested(); }
+};
+
+// One device's executor: a CPU pool, or one GPU. The scheduler runs one loop per executor, each in a
+// thread of its own when there are several; an executor touches only its own tests, units and
+// injections.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // The device as its tests name it, and its index into RunResult::devices (-1 for the CPU).
+  virtual std::string device() const = 0;
+  virtual int device_index() const = 0;
+  // The units it computes on (appended to RunResult::units, starting at unit_base), and the run it
+  // joins; called once, before the loop.
+  virtual std::vector<UnitResult> units() const = 0;
+  virtual void attach(RunContext& ctx, size_t unit_base) = 0;
+  // Called on the executor's own thread before its first case (a GPU binds its context there).
+  virtual void open() {}
+  // Non-empty: the device cannot run anything more (an unusable GPU); a test not started becomes an
+  // error with this reason.
+  virtual std::string unusable() const { return ""; }
+  // A watchdog gave up on a job that may still be running: nothing more can run on this device.
+  virtual bool stuck() const = 0;
+  // The skip reasons of this device: a test the watchdog kept from starting; a test whose iterations
+  // did not reach every unit before an interruption or the end of the time budget.
+  virtual const char* watchdog_skip_reason() const = 0;
+  virtual const char* interrupted_skip_reason() const = 0;
+  virtual const char* budget_skip_reason() const = 0;
+  // A round after the first repeats passing tests, and failing ones too when this says so.
+  virtual bool repeats_failed() const = 0;
+  // false when c cannot run on this device at all; r then says why (a skip).
+  virtual bool applicable(const Case& c, TestResult& r) const = 0;
+  // Prepares c (its problem, buffers, inputs): once per run of a case. false when it cannot run after
+  // all (r says why: not applicable, or the watchdog); throws for an error.
+  virtual bool prepare(const Case& c, TestResult& r) = 0;
+  // The prepared case: tiles per iteration and operations per tile.
+  virtual uint64_t tiles() const = 0;
+  virtual double tile_flops() const = 0;
+  // Iterations after which every unit has computed a tile of a case with `tiles` tiles.
+  virtual int coverage_iterations(uint64_t tiles) const = 0;
+  // At least this many iterations when a case starts (a GPU's consensus needs two runs).
+  virtual int minimum_iterations(const TestResult&) const { return 1; }
+  // Runs iteration `it` of the prepared case; false when it did not complete (the watchdog, or an
+  // interruption): r then says why when it is an error.
+  virtual bool run_iteration(const Case& c, int it, TestResult& r) = 0;
+  // Compares the completed iteration with its reference and localizes what differs, into r.
+  virtual void compare(const Case& c, int it, TestResult& r) = 0;
+  // Done with the prepared case (kept alive when a job may still use it).
+  virtual void release_case() = 0;
+  // The reason of a test that ended with an exception (and whether the device survives it).
+  virtual std::string error_reason(const std::exception& e);
+  // A verdict the device settles itself before the common rules (a GPU's consensus with one run).
+  virtual bool settle(TestResult&) const { return false; }
+  // After the run, on a stuck device: let go of what a job may still use.
+  virtual void abandon() {}
+};
+
+// Runs the selection on every executor at once and fills result: one test per case and executor (test
+// index case * executors + executor), the executors' units, interrupted_by, and for stuck devices
+// watchdog_fired and workers_abandoned. result.injections is set from opt first. Returns when the run
+// started.
+Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, const std::vector<Executor*>& devices,
+                               RunResult& result);
+
+}  // namespace sdc

@@ -1,0 +1,103 @@
+// Interruption through the run options' stop token (src/core/scheduler.h): a CPU screen stopped from its
+// own callbacks, as a signal would stop it, settles what ran, skips what did not start with the
+// interruption's reason, and reports the signal; the same selection uninterrupted passes.
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "catch.h"
+#include "src/backends/cpu/cpu_executor.h"
+#include "src/backends/cpu/cpu_topology.h"
+#include "src/core/patterns.h"
+
+using namespace sdc;
+
+namespace {
+
+const std::vector<std::string> CASES{"softmax_f32.special_128x1000", "rmsnorm_f32.mantissa_walk_64x1023",
+                                     "cross_entropy_f32.mantissa_walk_64x1000"};
+
+struct Fixture {
+  PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  Selection sel;
+  RunOptions opt;
+  std::atomic<int> stop{0};
+  Fixture() {
+    REQUIRE(select_cases(ps.battery, "boot", CASES, {}, sel).empty());
+    REQUIRE(sel.cases.size() == CASES.size());
+    for (int n : sel.iterations) REQUIRE(n >= 2);  // a stop after the first iteration leaves a partial test
+    opt.seed = 11;
+    opt.time_budget_s = 600;
+    opt.cpus = {cpu::allowed_cpus().front().cpu};  // one worker: one iteration covers every unit
+    opt.stop = StopToken(&stop);
+  }
+  const TestResult& test(const RunResult& r, size_t i) {
+    const auto it = std::find_if(r.tests.begin(), r.tests.end(), [&](const TestResult& t) { return t.id == CASES[i]; });
+    REQUIRE(it != r.tests.end());
+    return *it;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a CPU screen of the selection passes when nothing stops it", "[interrupt]") {
+  Fixture f;
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.interrupted_by == 0);
+  REQUIRE(r.exit_code() == EXIT_PASS);
+  for (size_t i = 0; i < CASES.size(); ++i) {
+    const TestResult& t = f.test(r, i);
+    REQUIRE(t.verdict == Verdict::pass);
+    REQUIRE(t.iterations_done == t.iterations_planned);
+    REQUIRE(t.notes.empty());
+  }
+}
+
+TEST_CASE("a stop between tests skips the tests not started, with the interruption as reason", "[interrupt]") {
+  Fixture f;
+  f.opt.on_test_done = [&f](const TestResult&, size_t index, size_t) {
+    if (index == 0) f.stop.store(SIGTERM);
+  };
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.interrupted_by == SIGTERM);
+  REQUIRE(r.exit_code() == 128 + SIGTERM);
+  REQUIRE_FALSE(r.watchdog_fired);
+  REQUIRE_FALSE(r.workers_abandoned);
+  const TestResult& done = f.test(r, 0);
+  REQUIRE(done.verdict == Verdict::pass);
+  REQUIRE(done.notes.empty());
+  for (size_t i = 1; i < CASES.size(); ++i) {
+    const TestResult& t = f.test(r, i);
+    REQUIRE(t.verdict == Verdict::skip);
+    REQUIRE(t.reason == "interrupted before it started");
+    REQUIRE(t.iterations_done == 0);
+    REQUIRE_FALSE(t.not_applicable);
+  }
+}
+
+TEST_CASE("a stop inside a test keeps its complete iterations and says the rest did not run", "[interrupt]") {
+  Fixture f;
+  // The second test's second iteration is about to start: stop now, as a signal would.
+  f.opt.on_progress = [&f](const Case&, size_t index, size_t, int iteration, int) {
+    if (index == 1 && iteration == 1) f.stop.store(SIGINT);
+  };
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.interrupted_by == SIGINT);
+  REQUIRE(r.exit_code() == 128 + SIGINT);
+  REQUIRE_FALSE(r.watchdog_fired);  // an interruption is not the watchdog
+  REQUIRE(f.test(r, 0).verdict == Verdict::pass);
+  const TestResult& partial = f.test(r, 1);
+  REQUIRE(partial.verdict == Verdict::pass);
+  REQUIRE(partial.iterations_done == 1);
+  REQUIRE(partial.iterations_planned == f.sel.iterations[1]);
+  const std::vector<std::string> note{fmt::format("1 of {} iterations ran before the interruption", f.sel.iterations[1])};
+  REQUIRE(partial.notes == note);
+  const TestResult& last = f.test(r, 2);
+  REQUIRE(last.verdict == Verdict::skip);
+  REQUIRE(last.reason == "interrupted before it started");
+}
