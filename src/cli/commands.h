@@ -8,6 +8,7 @@ namespace sdc {
 
 struct ListArgs {
   std::string profile;
+  std::string output_format = "text";  // text or json
 };
 struct GoldenArgs {
   std::string cpuset;
