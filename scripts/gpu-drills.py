@@ -16,19 +16,23 @@ import subprocess
 import sys
 import tempfile
 
-# Output elements and elements per tile of each family, from the shape (see kernels/<family>/<family>.h).
-GEOMETRY = {
-    "gemm_f32": lambda s: (s["m"] * s["n"], 4096),
-    "attention_f32": lambda s: (s["heads"] * s["seq"] * s["dim"], 32 * s["dim"]),
-    "attention_bf16_exactint": lambda s: (s["heads"] * s["seq"] * s["dim"], 64 * s["dim"]),
-    "reduce_sum_f32": lambda s: (s["rows"], 16),
-    "softmax_f32": lambda s: (s["rows"] * s["cols"], 4 * s["cols"]),
-    "rmsnorm_f32": lambda s: (s["rows"] * s["cols"], 4 * s["cols"]),
-    "cross_entropy_f32": lambda s: (s["tokens"] + s["tokens"] // 16, 17),
-}
-ROW_CONTIGUOUS = {"attention_f32", "attention_bf16_exactint", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32"}
-for f in ("bf16", "f16", "tf32", "fp8"):
-    GEOMETRY[f"gemm_{f}_exactint"] = lambda s: (s["m"] * s["n"], 4096)
+# The families drilled: those that run on GPUs with a golden the screen compares an output with on its own
+# (exact and exact-integer modes), except the cuBLASLt ones (id suffix _cublaslt): a library kernel cannot
+# say which SM computed a tile (src/backends/cuda/lt_gemm_device.h), and these drills localize to SMs.
+# Families and geometry come from the binary itself (list --output-format json).
+DRILLED_MODES = {"exact", "exact-integer"}
+
+
+def drilled(family):
+    return "cuda" in family["backends"] and not family["id"].endswith("_cublaslt")
+
+
+def listing(binary, patterns):
+    p = subprocess.run([binary, "list", "--patterns", patterns, "--output-format", "json"], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        sys.exit(f"gpu-drills: {binary} list --output-format json: exit {p.returncode} {p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def run(binary, args):
@@ -50,8 +54,11 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     rnd = random.Random(a.seed)
-    battery = json.load(open(os.path.join(a.patterns, "battery.json")))
-    cases = [c for c in battery["cases"] if c["family"] in GEOMETRY and "boot" in c["iterations"]]
+    listed = listing(a.sdcscreen, a.patterns)
+    on_gpu = {f["id"] for f in listed["families"] if drilled(f)}
+    cases = [c for c in listed["cases"] if c["family"] in on_gpu and c["mode"] in DRILLED_MODES and "boot" in c["iterations"]]
+    if not cases:
+        sys.exit("gpu-drills: no boot case of an exact or exact-integer family runs on GPUs in this build")
     code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", cases[0]["id"]])
     if not rep or not rep["devices"]:
         sys.exit(f"gpu-drills: cannot run on cuda:{a.device}: exit {code} {err.strip()}")
@@ -60,9 +67,12 @@ def main():
     results, bad = [], []
     for i in range(a.count):
         c = cases[i % len(cases)] if i < len(cases) else rnd.choice(cases)
-        outputs, per_tile = GEOMETRY[c["family"]](c["shape"])
-        tiles = outputs // per_tile
-        element = rnd.randrange(outputs)
+        g = c["geometry"]
+        outputs, tiles = g["output_elements"], g["tile_count"]
+        # Half the element drills hit an element whose tile the listing names (the report must say that
+        # tile too), the others any element of the output.
+        sample = rnd.choice(g["elements"]) if rnd.random() < 0.5 else None
+        element = sample["element"] if sample else rnd.randrange(outputs)
         bit = rnd.randrange(32)
         by_sm = tiles >= 4 * sms and rnd.random() < 0.3  # every SM surely gets tiles
         spec = f"case={c['id']},element={element},bit={bit},device={a.device}"
@@ -89,8 +99,8 @@ def main():
                       ms[0]["element"] == element and ms[0]["xor_mask"] == mask and
                       ms[0]["unit"] == {"kind": "sm", "device": a.device, "sm": inj["fired_unit"]} and
                       t["units_failed"] == [inj["fired_unit"]])
-                if ok and c["family"] in ROW_CONTIGUOUS:  # tiles are consecutive runs of the output
-                    ok = ms[0]["tile"] == element // per_tile
+                if ok and sample:
+                    ok = ms[0]["tile"] == sample["tile"]
                 if not ok:
                     why.append(f"mislocalized: {json.dumps(ms[:2])} units_failed {t['units_failed']} fired_unit {inj['fired_unit']}")
         else:

@@ -44,13 +44,13 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Record
 
 }  // namespace
 
-// No "cpu" backend: a CUDA build adds "cuda" (registry.cpp), a build without it cannot run the family.
+// No "cpu" backend: only GPUs run the family (a build without CUDA cannot).
 Family family() {
   return {"attention_bf16",
           "bf16 tensor-core attention forward on random inputs (P rounded to bf16): recorded on known-good GPUs, "
           "or consensus of repeats and the node's GPUs",
           {Mode::recorded, Mode::consensus},
-          {},
+          {"cuda"},
           {"heads", "seq", "dim", "causal"},
           validate,
           prepare};

@@ -116,7 +116,7 @@ Family family() {
           "bf16 tensor-core attention forward (scores, fp32 softmax with the project's exp, P on a 2^-8 grid, "
           "P.V) on inputs whose every partial sum is exact",
           {Mode::exact_integer},
-          {"cpu"},
+          {"cpu", "cuda"},
           {"heads", "seq", "dim", "causal"},
           validate,
           prepare};

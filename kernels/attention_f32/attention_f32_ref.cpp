@@ -156,7 +156,7 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Attent
 Family family() {
   return {"attention_f32",
           "fp32 attention forward per head: scores, row softmax with the project's exp, P.V (causal or not)",
-          {Mode::exact}, {"cpu"}, {"heads", "seq", "dim", "causal"}, validate, prepare};
+          {Mode::exact}, {"cpu", "cuda"}, {"heads", "seq", "dim", "causal"}, validate, prepare};
 }
 
 }  // namespace sdc::attention_f32

@@ -57,7 +57,7 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<CrossE
 Family family() {
   return {"cross_entropy_f32",
           "fp32 token losses (log-sum-exp minus the target logit) and their pairwise batch reduction",
-          {Mode::exact}, {"cpu"}, {"tokens", "vocab"}, validate, prepare};
+          {Mode::exact}, {"cpu", "cuda"}, {"tokens", "vocab"}, validate, prepare};
 }
 
 }  // namespace sdc::cross_entropy_f32

@@ -14,7 +14,7 @@ Family family() {
   return {"gemm_f16",
           "fp16 tensor-core matrix product on full-precision random data, judged by recorded goldens or consensus",
           {Mode::recorded, Mode::consensus},
-          {},
+          {"cuda"},
           {"m", "n", "k"},
           recorded_gemm::validate,
           prepare};

@@ -40,7 +40,7 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Reduce
 
 Family family() {
   return {"reduce_sum_f32", "fp32 row sums by a fixed pairwise tree that depends on the length alone",
-          {Mode::exact}, {"cpu"}, {"rows", "cols"}, validate, prepare};
+          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
 }
 
 }  // namespace sdc::reduce_sum_f32

@@ -54,7 +54,7 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Rmsnor
 
 Family family() {
   return {"rmsnorm_f32", "fp32 RMS normalization: pairwise sum of squares, IEEE sqrt and division, weight",
-          {Mode::exact}, {"cpu"}, {"rows", "cols"}, validate, prepare};
+          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
 }
 
 }  // namespace sdc::rmsnorm_f32

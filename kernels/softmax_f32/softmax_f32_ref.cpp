@@ -50,7 +50,7 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Softma
 
 Family family() {
   return {"softmax_f32", "fp32 row-wise softmax: fold max, the project's exp, pairwise sum, IEEE division",
-          {Mode::exact}, {"cpu"}, {"rows", "cols"}, validate, prepare};
+          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
 }
 
 }  // namespace sdc::softmax_f32

@@ -31,6 +31,7 @@ struct RunArgs {
 };
 struct ListArgs {
   std::string profile;
+  std::string output_format = "text";  // text or json
 };
 struct GoldenArgs {
   std::string cpuset;

@@ -1,5 +1,9 @@
-// sdcscreen list: the families, modes, distributions, profiles and cases the patterns define.
+// sdcscreen list: the families, modes, distributions, profiles and cases the patterns define, as text
+// (the default) or as one JSON document (--output-format json; its shape is in docs/list.md).
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "../core/patterns.h"
 #include "../core/result.h"
@@ -18,6 +22,134 @@ const char* distribution_description(Distribution d) {
   return "";
 }
 
+constexpr Distribution DISTRIBUTIONS[] = {Distribution::uniform, Distribution::heavy_tail, Distribution::special,
+                                          Distribution::mantissa_walk};
+constexpr Mode MODES[] = {Mode::exact, Mode::exact_integer, Mode::recorded, Mode::consensus};
+
+// The families that run in mode m, comma-separated.
+std::string families_in_mode(Mode m) {
+  std::string out;
+  for (const Family& f : families())
+    if (std::find(f.modes.begin(), f.modes.end(), m) != f.modes.end()) out += std::string(out.empty() ? "" : ", ") + f.id;
+  return out;
+}
+
+// A mode's description as the text listing wraps it: one string per line, continuation lines indented
+// under the first. The JSON listing joins the lines with spaces.
+std::vector<std::string> mode_description(Mode m) {
+  switch (m) {
+    case Mode::exact:
+      return {"fully specified IEEE fp32 order; golden computed on the CPU, compared bit for bit"};
+    case Mode::exact_integer:
+      return {"tensor-core inputs whose every partial sum is exact in any order; golden in integer",
+              "arithmetic on the CPU (for these families, uniform means random full significands",
+              "and mantissa_walk walks A's fraction bits, over the family's bounded exponents)"};
+    case Mode::recorded:
+      return {"golden recorded on known-good devices of the same architecture (recordings are merged by",
+              "'sdcscreen consensus'); a device with no recording falls back to consensus. Families:",
+              families_in_mode(Mode::recorded)};
+    case Mode::consensus:
+      return {"repeats and devices of one node must agree bit for bit: the fallback of the recorded",
+              "families, or a case's own mode"};
+  }
+  return {};
+}
+
+void print_text(const Battery& b, const std::string& profile) {
+  fmt::print("families:\n");
+  for (const Family& f : families()) {
+    std::string modes;
+    for (Mode m : f.modes) modes += std::string(modes.empty() ? "" : ",") + mode_name(m);
+    fmt::print("  {:<20} [{}] {}\n", f.id, modes, f.description);
+  }
+  fmt::print("modes:\n");
+  for (Mode m : MODES) {
+    const std::vector<std::string> lines = mode_description(m);
+    for (size_t i = 0; i < lines.size(); ++i) fmt::print("  {:<20} {}\n", i == 0 ? mode_name(m) : "", lines[i]);
+  }
+  fmt::print("distributions:\n");
+  for (Distribution d : DISTRIBUTIONS) fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
+  fmt::print("profiles:\n");
+  for (const Profile& p : b.profiles) fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
+  fmt::print("cases:\n");
+  for (const Case& c : b.cases) {
+    if (!profile.empty() && !c.iterations.count(profile)) continue;
+    std::string shape, profiles;
+    for (const auto& [k, v] : c.shape.dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
+    for (const auto& [p, n] : c.iterations) profiles += fmt::format("{}{}x{}", profiles.empty() ? "" : " ", p, n);
+    fmt::print("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape, profiles);
+  }
+}
+
+// Tiles whose elements the listing samples: up to this many, spread evenly from the first to the last.
+constexpr uint64_t SAMPLED_TILES = 8;
+
+nlohmann::json element_json(const Problem& p, uint64_t tile, uint32_t offset) {
+  const uint64_t e = p.logical_element(tile, offset);
+  return {{"element", e}, {"tile", tile}, {"offset", offset}, {"name", p.element_name(e)}};
+}
+
+// The case's geometry, from its prepared Problem: what an injection or a reader of a report needs to
+// name an element or a tile without repeating the family's layout.
+nlohmann::json geometry_json(const Case& c) {
+  const auto p = find_family(c.family)->prepare(c);
+  nlohmann::json g = {{"tile_count", p->tile_count()},
+                      {"tile_elements", p->tile_elements()},
+                      {"output_elements", p->output_elements()}};
+  g["inputs"] = nlohmann::json::array();
+  for (const TensorInfo& t : p->inputs()) g["inputs"].push_back({{"name", t.name}, {"elements", t.elements}});
+  const uint64_t tiles = p->tile_count();
+  const uint32_t last = p->tile_elements() - 1;
+  g["tiles"] = {{{"tile", 0}, {"name", p->tile_name(0)}}, {{"tile", tiles - 1}, {"name", p->tile_name(tiles - 1)}}};
+  g["elements"] = nlohmann::json::array();
+  const uint64_t n = std::min(tiles, SAMPLED_TILES);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t t = n == 1 ? 0 : i * (tiles - 1) / (n - 1);
+    for (uint32_t offset : {0u, last / 2, last}) g["elements"].push_back(element_json(*p, t, offset));
+  }
+  return g;
+}
+
+void print_json(const Battery& b, const std::string& profile) {
+  nlohmann::json j = {{"format", "sdcscreen-list"}, {"version", 1}};
+  j["families"] = nlohmann::json::array();
+  for (const Family& f : families()) {
+    std::vector<std::string> modes;
+    for (Mode m : f.modes) modes.push_back(mode_name(m));
+    j["families"].push_back({{"id", f.id},
+                             {"description", f.description},
+                             {"modes", modes},
+                             {"backends", f.backends},
+                             {"shape_keys", f.shape_keys}});
+  }
+  j["modes"] = nlohmann::json::array();
+  for (Mode m : MODES) {
+    std::string text;
+    for (const std::string& line : mode_description(m)) text += (text.empty() ? "" : " ") + line;
+    j["modes"].push_back({{"name", mode_name(m)}, {"description", text}});
+  }
+  j["distributions"] = nlohmann::json::array();
+  for (Distribution d : DISTRIBUTIONS)
+    j["distributions"].push_back({{"name", distribution_name(d)}, {"description", distribution_description(d)}});
+  j["profiles"] = nlohmann::json::array();
+  for (const Profile& p : b.profiles)
+    j["profiles"].push_back(
+        {{"name", p.name}, {"description", p.description}, {"time_budget_s", p.time_budget_s}, {"fill", p.fill}});
+  j["cases"] = nlohmann::json::array();
+  for (const Case& c : b.cases) {
+    if (!profile.empty() && !c.iterations.count(profile)) continue;
+    j["cases"].push_back({{"id", c.id},
+                          {"family", c.family},
+                          {"mode", mode_name(c.mode)},
+                          {"distribution", distribution_name(c.distribution)},
+                          {"data_seed", c.data_seed},
+                          {"shape", c.shape.dims},
+                          {"iterations", c.iterations},
+                          {"geometry", geometry_json(c)}});
+  }
+  fmt::print("{}\n", j.dump(1));
+}
+
 }  // namespace
 
 int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
@@ -28,33 +160,10 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
     return config_error(e.what());
   }
   if (!a.profile.empty() && !b.find_profile(a.profile)) return usage_error(fmt::format("unknown profile '{}'", a.profile));
-  fmt::print("families:\n");
-  for (const Family& f : families()) {
-    std::string modes;
-    for (Mode m : f.modes) modes += std::string(modes.empty() ? "" : ",") + mode_name(m);
-    fmt::print("  {:<20} [{}] {}\n", f.id, modes, f.description);
-  }
-  fmt::print("modes:\n"
-             "  exact                fully specified IEEE fp32 order; golden computed on the CPU, compared bit for bit\n"
-             "  exact-integer        tensor-core inputs whose every partial sum is exact in any order; golden in integer\n"
-             "                       arithmetic on the CPU (for these families, uniform means random full significands\n"
-             "                       and mantissa_walk walks A's fraction bits, over the family's bounded exponents)\n"
-             "  recorded             golden recorded on known-good devices of the same architecture (no family yet;\n"
-             "                       recordings are merged by 'sdcscreen consensus')\n"
-             "  consensus            repeats and devices of one node must agree bit for bit (no family yet)\n");
-  fmt::print("distributions:\n");
-  for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
-    fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
-  fmt::print("profiles:\n");
-  for (const Profile& p : b.profiles) fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
-  fmt::print("cases:\n");
-  for (const Case& c : b.cases) {
-    if (!a.profile.empty() && !c.iterations.count(a.profile)) continue;
-    std::string shape, profiles;
-    for (const auto& [k, v] : c.shape.dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
-    for (const auto& [p, n] : c.iterations) profiles += fmt::format("{}{}x{}", profiles.empty() ? "" : " ", p, n);
-    fmt::print("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape, profiles);
-  }
+  if (a.output_format == "json")
+    print_json(b, a.profile);
+  else
+    print_text(b, a.profile);
   return 0;
 }
 

@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list families, test cases, profiles, modes and distributions");
   list->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   list->add_option("--profile", la.profile, "list only the cases of this profile");
+  list->add_option("--output-format", la.output_format, "text or json (families, cases with their geometry, ...)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   CLI::App* info = app.add_subcommand("info", "show host, CPUs, devices and versions");
   GoldenArgs ga;
   CLI::App* golden = app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");

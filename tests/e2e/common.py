@@ -3,6 +3,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,19 +46,31 @@ def run_json(*args, timeout=600):
         return p.returncode, report, p.stderr
 
 
-# Every kernel family the binary registers (src/core/registry.cpp), in registry order. A family that
-# disappears, or one added without being named here, fails test_cli; test_boot and test_injection cover
-# each of those that run on CPUs.
-FAMILIES = ["gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32",
-            "gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint", "gemm_bf16", "gemm_f16",
-            "attention_bf16_exactint", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
-            "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"]
+def listing(*args):
+    """'sdcscreen list --output-format json' (docs/families.md): the families, and every case with its geometry."""
+    p = subprocess.run([SDCSCREEN, "list", "--output-format", "json", *args], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.exit(f"sdcscreen list --output-format json: exit {p.returncode} ({p.stderr.strip()[:500]})")
+    return json.loads(p.stdout)
+
+
+def table_families():
+    """The family ids of the family table (kernels/families.def), in its order, read from the file itself."""
+    with open(os.path.join(SOURCE_DIR, "kernels", "families.def")) as f:
+        return [m.group(2) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
+
+
+# The binary's own listing: every kernel family it registers (in table order), and every battery case with
+# its geometry. test_cli checks the families against the table; test_boot and test_injection cover each of
+# those that run on CPUs.
+LISTING = listing()
+FAMILIES = [f["id"] for f in LISTING["families"]]
+CASES = {c["id"]: c for c in LISTING["cases"]}
 # Families with no CPU backend (recorded/consensus modes, which have no CPU golden, or a library that
 # computes them on GPUs): a CPU run reports their cases as skipped, not applicable ("family ... runs on
 # GPUs only"), which leaves the exit code alone; test_boot expects that and the CPU fault drills of
 # test_injection leave them out. The CPU-side tests cover the others.
-GPU_ONLY_FAMILIES = ["gemm_bf16", "gemm_f16", "attention_bf16", "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt",
-                     "gemm_tf32_exactint_cublaslt", "gemm_fp8_exactint_cublaslt", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"]
+GPU_ONLY_FAMILIES = [f["id"] for f in LISTING["families"] if "cpu" not in f["backends"]]
 CPU_FAMILIES = [f for f in FAMILIES if f not in GPU_ONLY_FAMILIES]
 
 

@@ -3,7 +3,8 @@ inputs of every boot case family must all be detected (no escape) and attributed
 unit and iteration (no mislocalization).
 
 Everything expected here is derived independently of the tool, in Python:
-  * the output geometry of every family (logical element -> tile) from the kernels' spec headers;
+  * the output geometry of every family (logical element -> tile) from the kernels' spec headers (and checked
+    against the binary's own, 'list --output-format json', which also gives the families to drill);
   * which outputs depend on which input element (the dependency set of an input fault);
   * the input values, by a reimplementation of the counter-based generator (src/spec/generator.h), used to
     skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
@@ -254,6 +255,15 @@ def main():
         fails.check(bool(by_family[f]), f"no boot case of family {f}")
         fails.check(any(g.case["distribution"] == "uniform" for g in by_family[f]),
                     f"no uniform-distribution boot case of family {f} (input faults use those)")
+        for g in by_family[f]:  # the model agrees with the binary's own geometry (list --output-format json)
+            listed = common.CASES[g.id]["geometry"]
+            fails.check((listed["tile_count"], listed["output_elements"]) == (g.tiles, g.outputs),
+                        f"{g.id}: the model has {g.tiles} tiles of {g.outputs} outputs, the binary lists {listed}")
+            fails.check({t["name"]: t["elements"] for t in listed["inputs"]} == {n: e for n, (_, e) in g.tensors.items()},
+                        f"{g.id}: the model's inputs {g.tensors} are not the listed {listed['inputs']}")
+            for e in listed["elements"]:
+                fails.check(g.tile_of(e["element"]) == e["tile"], f"{g.id}: the model puts element {e} in tile "
+                                                                  f"{g.tile_of(e['element'])}")
     if fails.items:
         fails.finish()
 
