@@ -292,32 +292,25 @@ try:
     expect_broken("battery seed of the wrong type", d, path(d, "battery.json"), "seed")
 
     # --- a member twice in one object: JSON parsers keep the last one, the strict reader refuses it ------------
-    # Each duplicate is chosen so that keeping the last value would load cleanly: only the refusal catches it.
-    d = fresh()
-    with open(path(d, "battery.json")) as f:
-        text = f.read()
-    m = re.search(r'"seed": (\d+)', text)
-    with open(path(d, "battery.json"), "w") as f:
-        f.write(text[:m.start()] + f'"seed": 1, {m.group(0)}' + text[m.end():])
-    rehash(d, "battery.json")
-    expect_broken("battery member twice in one object", d, path(d, "battery.json"), "'seed' appears twice")
+    # Each first copy is a wrong value placed before the right one: a reader that kept the last value would load
+    # the file cleanly, so only the refusal catches it.
+    def member_twice(rel, pattern, wrong):
+        d = fresh()
+        with open(path(d, rel)) as f:
+            text = f.read()
+        m = re.search(pattern, text)
+        with open(path(d, rel), "w") as f:
+            f.write(text[:m.start()] + wrong + ", " + m.group(0) + text[m.end():])
+        if rel != "manifest.json":
+            rehash(d, rel)
+        return d
 
-    d = fresh()
-    with open(path(d, GOLDEN)) as f:
-        text = f.read()
-    m = re.search(r'"output_digest": "[0-9a-f]{16}"', text)
-    with open(path(d, GOLDEN), "w") as f:
-        f.write(text[:m.start()] + '"output_digest": "0000000000000000", ' + m.group(0) + text[m.end():])
-    rehash(d, GOLDEN)
-    expect_broken("golden member twice in one object", d, path(d, GOLDEN), "'output_digest' appears twice")
-
-    d = fresh()
-    with open(path(d, "manifest.json")) as f:
-        text = f.read()
-    m = re.search(r'"bytes": (\d+)', text)
-    with open(path(d, "manifest.json"), "w") as f:
-        f.write(text[:m.start()] + '"bytes": 1, ' + m.group(0) + text[m.end():])
-    expect_broken("manifest member twice in one object", d, path(d, "manifest.json"), "'bytes' appears twice")
+    for rel, pattern, wrong, member in (("battery.json", r'"seed": \d+', '"seed": 1', "seed"),
+                                        (GOLDEN, r'"output_digest": "[0-9a-f]{16}"', '"output_digest": "0000000000000000"',
+                                         "output_digest"),
+                                        ("manifest.json", r'"bytes": \d+', '"bytes": 1', "bytes")):
+        d = member_twice(rel, pattern, wrong)
+        expect_broken(f"{rel}: member twice in one object", d, path(d, rel), f"'{member}' appears twice")
 
 
     # --- --patterns that is not a pattern directory ----------------------------------------------------
