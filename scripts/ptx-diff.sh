@@ -11,6 +11,10 @@
 # directory). The multisets of bodies before and after are compared per architecture:
 #   unchanged   same name, same body
 #   renamed     same body under another mangled name (old -> new, demangled)
+#   renumbered  same name, the same instructions up to a consistent renaming of virtual registers and
+#               labels, and ptxas makes byte-identical machine code of the module for that architecture
+#               (PTX registers are virtual: ptxas allocates its own, so a refactor that changes only how
+#               the front end numbered them changes nothing that runs)
 #   changed     same name, other body; or a body that disappeared or appeared (unified diff shown)
 # Exit status: 0 when no body changed, 1 when one did, 2 on a usage or compile error.
 # Environment: NVCC (default nvcc), PTX_DIFF_JOBS (parallel compiles, default 2), PTX_DIFF_CACHE (a
@@ -77,12 +81,16 @@ if [[ ! -f $base_ptx/complete ]]; then
 fi
 emit "$repo" "$tmp/work"
 
-python3 - "$base_ptx" "$tmp/work" "$base_rev" <<'PY'
+python3 - "$base_ptx" "$tmp/work" "$base_rev" "$tmp" <<'PY'
 import collections, difflib, pathlib, re, shutil, subprocess, sys
 
-base_dir, work_dir, base_rev = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+base_dir, work_dir, base_rev, tmp = (pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3],
+                                     pathlib.Path(sys.argv[4]))
 HEAD = re.compile(r'^(?:\.visible\s+|\.weak\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)')
 ANON = re.compile(r'_GLOBAL__N__[0-9a-f]{8}_')
+ANON_BYTES = re.compile(rb'_GLOBAL__N__[0-9a-f]{8}_')
+VREG = re.compile(r'%(?:r|rd|rs|f|fd|p|h|hh|q)[0-9]+\b|\$L__BB[0-9_]+')
+VREG_DECL = re.compile(r'^\s*\.reg\s+\.\w+\s+%\w+<[0-9]+>;$')
 
 def functions(path):
     """(kind, name, normalised body lines) of every defined .entry/.func of one PTX module."""
@@ -113,12 +121,41 @@ def functions(path):
         i += 1
     return out
 
+def renumbered(body):
+    """The body with its virtual registers and labels named in order of first use, and the counts of the
+    register declarations dropped: equal for two bodies that differ only by a consistent renaming."""
+    names = {}
+    def canon(m):
+        key = m.group(0)
+        if key not in names:
+            names[key] = f'<v{len(names)}>'
+        return names[key]
+    return tuple(VREG.sub(canon, line) for line in body if not VREG_DECL.match(line))
+
 def collect(root, arch):
     items = collections.defaultdict(list)   # (kind, name) -> bodies (a name may live in several modules)
+    modules = collections.defaultdict(set)  # (kind, name) -> PTX files defining it
     for ptx in sorted((root / arch).glob('*.ptx')):
         for kind, name, body in functions(ptx):
             items[(kind, name)].append(body)
-    return {k: sorted(set(v)) for k, v in items.items()}
+            modules[(kind, name)].add(ptx.name)
+    return {k: sorted(set(v)) for k, v in items.items()}, modules
+
+def same_machine_code(arch, module):
+    """Assembles the module's PTX before and after with ptxas for sm_<arch>; true when the cubins are the
+    same bytes once nvcc's per-path hash of anonymous namespaces is blanked."""
+    ptxas = shutil.which('ptxas')
+    if not ptxas:
+        return False
+    cubins = []
+    for side, root in (('before', base_dir), ('after', work_dir)):
+        out = tmp / f'{side}.{arch}.{module}.cubin'
+        res = subprocess.run([ptxas, f'-arch=sm_{arch}', '-O3', str(root / arch / module), '-o', str(out)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            return False
+        cubins.append(ANON_BYTES.sub(b'_GLOBAL__N__00000000_', out.read_bytes()))
+    return cubins[0] == cubins[1]
 
 def demangle(names):
     tool = shutil.which('cu++filt') or shutil.which('c++filt')
@@ -133,10 +170,17 @@ def label(key):
 
 changed_any = False
 for arch in ('80', '90'):
-    before, after = collect(base_dir, arch), collect(work_dir, arch)
-    unchanged, changed = [], []
+    (before, mods_before), (after, mods_after) = collect(base_dir, arch), collect(work_dir, arch)
+    unchanged, changed, same_code = [], [], []
     for key in sorted(before.keys() & after.keys()):
-        (unchanged if before[key] == after[key] else changed).append(key)
+        if before[key] == after[key]:
+            unchanged.append(key)
+        elif ([renumbered(b) for b in before[key]] == [renumbered(b) for b in after[key]] and
+              mods_before[key] == mods_after[key] and
+              all(same_machine_code(arch, m) for m in sorted(mods_after[key]))):
+            same_code.append(key)   # a consistent renaming of virtual registers, the same machine code
+        else:
+            changed.append(key)
     gone = {k: before[k] for k in before.keys() - after.keys()}
     new = {k: after[k] for k in after.keys() - before.keys()}
     # A body that left one name and arrived under another is a rename.
@@ -150,10 +194,14 @@ for arch in ('80', '90'):
             renamed.append((key, cands.pop(0)))
     for old, newkey in renamed:
         del gone[old], new[newkey]
-    print(f'== sm_{arch}: {len(unchanged)} unchanged, {len(renamed)} renamed, {len(changed)} changed, '
-          f'{len(gone)} disappeared, {len(new)} appeared (before {len(before)}, after {len(after)})')
+    print(f'== sm_{arch}: {len(unchanged)} unchanged, {len(same_code)} renumbered, {len(renamed)} renamed, '
+          f'{len(changed)} changed, {len(gone)} disappeared, {len(new)} appeared '
+          f'(before {len(before)}, after {len(after)})')
     for key in unchanged:
         print(f'  unchanged  {label(key)}')
+    for key in same_code:
+        print(f'  renumbered {label(key)}\n             (the same instructions with the virtual registers renamed; '
+              f'ptxas makes the same sm_{arch} machine code of {", ".join(sorted(mods_after[key]))})')
     if renamed:
         olds = demangle([o[1] for o, _ in renamed])
         news = demangle([n[1] for _, n in renamed])
@@ -162,8 +210,8 @@ for arch in ('80', '90'):
     def show(title, key, a, b):
         print(f'  {title:<10} {label(key)}')
         text = lambda bodies: '\n\n'.join('\n'.join(body) for body in bodies).splitlines()
-        diff = difflib.unified_diff(text(a), text(b),
-                                    f'{base_rev}:{key[1]}', f'working tree:{key[1]}', lineterm='', n=3)
+        diff = difflib.unified_diff(text(a), text(b), f'{base_rev}:{key[1]}', f'working tree:{key[1]}',
+                                    lineterm='', n=3)
         for line in diff:
             print('    ' + line)
     for key in changed:
