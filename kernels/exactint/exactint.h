@@ -28,6 +28,8 @@
 // reaches the fp32 overflow threshold).
 #pragma once
 
+#include <cstddef>
+
 #include "../../src/spec/generator.h"
 
 namespace sdc::exactint {
@@ -156,6 +158,55 @@ SDC_HD Element tensor_element(const Pattern& p, uint32_t tensor, uint64_t index)
 // The tile's unit: every product of the tile is an integer multiple of 2^tile_unit.
 SDC_HD int tile_unit(const Pattern& p, int64_t row_block, int64_t col_block) {
   return a_block_exp(p, row_block) - (p.f.significand_bits - 1) + b_block_exp(p, col_block);
+}
+
+// The narrow input types of the tensor cores. Each format's traits type (FormatTraits below, one per
+// family header: gemm_{bf16,f16,tf32,fp8}_exactint.h) names one; both engines, mma.sync and cuBLASLt,
+// and the CPU side read the same traits.
+enum class Narrow { bf16, f16, tf32, e4m3 };
+
+// A string as a template argument: a format's family id and name.
+template <size_t N>
+struct Text {
+  char s[N];
+  constexpr Text(const char (&text)[N]) {  // NOLINT: implicit, so that "gemm_bf16_exactint" is an argument
+    for (size_t i = 0; i < N; ++i) s[i] = text[i];
+  }
+};
+
+// A format's one traits type (each family header names one: gemm_bf16_exactint::Bf16 ...):
+//   Storage      the narrow element's bits (uint16_t, uint32_t for tf32, uint8_t)
+//   TYPE         its Narrow
+//   FORMAT       the exact-integer pattern's numbers, MAX_K the largest K, both proved in the header
+//   EXP_BIAS     the exponent field's bias; the field ends at bit EXP_SHIFT (the sign is the top bit)
+//   ID, NAME     the mma.sync family's id ("gemm_bf16_exactint") and the type's name in descriptions
+template <class S, Narrow T, Format F, int64_t K, int BIAS, int SHIFT, Text ID_TEXT, Text NAME_TEXT>
+struct FormatTraits {
+  using Storage = S;
+  static constexpr Narrow TYPE = T;
+  static constexpr Format FORMAT = F;
+  static constexpr int64_t MAX_K = K;
+  static constexpr int EXP_BIAS = BIAS, EXP_SHIFT = SHIFT;
+  static constexpr const char* ID = ID_TEXT.s;
+  static constexpr const char* NAME = NAME_TEXT.s;
+  static_assert(max_k(F) == K && windows_ok(F), "the header's proof and the compiler agree");
+};
+
+// F's bits of an element: sign, exponent biased by EXP_BIAS, then the top p - 1 fraction bits.
+template <class F>
+SDC_HD typename F::Storage encode(Element e) {
+  constexpr int SIGN_SHIFT = 8 * static_cast<int>(sizeof(typename F::Storage)) - 1;
+  constexpr int FRAC_SHIFT = F::EXP_SHIFT - (F::FORMAT.significand_bits - 1);
+  static_assert(FRAC_SHIFT >= 0 && F::EXP_SHIFT < SIGN_SHIFT, "the fields fit the storage");
+  return static_cast<typename F::Storage>((e.sign << SIGN_SHIFT) |
+                                          (static_cast<uint32_t>(e.exp + F::EXP_BIAS) << F::EXP_SHIFT) |
+                                          (e.frac << FRAC_SHIFT));
+}
+
+// The device's input element `index` of tensor 0 (a) or 1 (b), in F's encoding.
+template <class F>
+SDC_HD typename F::Storage element_bits(const Pattern& p, uint32_t tensor, uint64_t index) {
+  return encode<F>(tensor_element(p, tensor, index));
 }
 
 }  // namespace sdc::exactint

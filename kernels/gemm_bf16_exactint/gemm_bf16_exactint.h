@@ -20,20 +20,8 @@
 
 namespace sdc::gemm_bf16_exactint {
 
-inline constexpr exactint::Format FORMAT{8, 24, -56, 56, -56, 48};
-inline constexpr int64_t MAX_K = 65792;
-static_assert(exactint::max_k(FORMAT) == MAX_K && exactint::windows_ok(FORMAT));
-
-using Storage = uint16_t;
-
 // bf16 bits: sign, 8-bit exponent biased by 127, the top 7 fraction bits.
-SDC_HD uint16_t encode(exactint::Element e) {
-  return static_cast<uint16_t>((e.sign << 15) | (static_cast<uint32_t>(e.exp + 127) << 7) | e.frac);
-}
-
-// The device's input element `index` of tensor 0 (a) or 1 (b).
-SDC_HD uint16_t element_bits(const exactint::Pattern& p, uint32_t tensor, uint64_t index) {
-  return encode(exactint::tensor_element(p, tensor, index));
-}
+using Bf16 = exactint::FormatTraits<uint16_t, exactint::Narrow::bf16, exactint::Format{8, 24, -56, 56, -56, 48}, 65792,
+                                    127, 7, "gemm_bf16_exactint", "bf16">;
 
 }  // namespace sdc::gemm_bf16_exactint

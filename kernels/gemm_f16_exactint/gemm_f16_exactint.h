@@ -19,20 +19,8 @@
 
 namespace sdc::gemm_f16_exactint {
 
-inline constexpr exactint::Format FORMAT{11, 24, -14, 15, -14, 15};
-inline constexpr int64_t MAX_K = 8192;
-static_assert(exactint::max_k(FORMAT) == MAX_K && exactint::windows_ok(FORMAT));
-
-using Storage = uint16_t;
-
 // fp16 bits: sign, 5-bit exponent biased by 15, 10 fraction bits.
-SDC_HD uint16_t encode(exactint::Element e) {
-  return static_cast<uint16_t>((e.sign << 15) | (static_cast<uint32_t>(e.exp + 15) << 10) | e.frac);
-}
-
-// The device's input element `index` of tensor 0 (a) or 1 (b).
-SDC_HD uint16_t element_bits(const exactint::Pattern& p, uint32_t tensor, uint64_t index) {
-  return encode(exactint::tensor_element(p, tensor, index));
-}
+using F16 = exactint::FormatTraits<uint16_t, exactint::Narrow::f16, exactint::Format{11, 24, -14, 15, -14, 15}, 8192,
+                                   15, 10, "gemm_f16_exactint", "fp16">;
 
 }  // namespace sdc::gemm_f16_exactint

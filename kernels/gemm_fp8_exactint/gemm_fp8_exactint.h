@@ -21,20 +21,8 @@
 
 namespace sdc::gemm_fp8_exactint {
 
-inline constexpr exactint::Format FORMAT{4, 13, -6, 7, -6, 8};
-inline constexpr int64_t MAX_K = 544;
-static_assert(exactint::max_k(FORMAT) == MAX_K && exactint::windows_ok(FORMAT));
-
-using Storage = uint8_t;
-
 // e4m3 bits: sign, 4-bit exponent biased by 7, 3 fraction bits.
-SDC_HD uint8_t encode(exactint::Element e) {
-  return static_cast<uint8_t>((e.sign << 7) | (static_cast<uint32_t>(e.exp + 7) << 3) | e.frac);
-}
-
-// The device's input element `index` of tensor 0 (a) or 1 (b).
-SDC_HD uint8_t element_bits(const exactint::Pattern& p, uint32_t tensor, uint64_t index) {
-  return encode(exactint::tensor_element(p, tensor, index));
-}
+using E4m3 = exactint::FormatTraits<uint8_t, exactint::Narrow::e4m3, exactint::Format{4, 13, -6, 7, -6, 8}, 544,
+                                    7, 3, "gemm_fp8_exactint", "fp8 e4m3">;
 
 }  // namespace sdc::gemm_fp8_exactint

@@ -17,20 +17,8 @@
 
 namespace sdc::gemm_tf32_exactint {
 
-inline constexpr exactint::Format FORMAT{11, 24, -56, 56, -56, 48};
-inline constexpr int64_t MAX_K = 8192;
-static_assert(exactint::max_k(FORMAT) == MAX_K && exactint::windows_ok(FORMAT));
-
-using Storage = uint32_t;
-
 // fp32 bits of a tf32 value: sign, 8-bit exponent biased by 127, 10 fraction bits, 13 zero bits.
-SDC_HD uint32_t encode(exactint::Element e) {
-  return (e.sign << 31) | (static_cast<uint32_t>(e.exp + 127) << 23) | (e.frac << 13);
-}
-
-// The device's input element `index` of tensor 0 (a) or 1 (b).
-SDC_HD uint32_t element_bits(const exactint::Pattern& p, uint32_t tensor, uint64_t index) {
-  return encode(exactint::tensor_element(p, tensor, index));
-}
+using Tf32 = exactint::FormatTraits<uint32_t, exactint::Narrow::tf32, exactint::Format{11, 24, -56, 56, -56, 48}, 8192,
+                                    127, 23, "gemm_tf32_exactint", "tf32">;
 
 }  // namespace sdc::gemm_tf32_exactint
