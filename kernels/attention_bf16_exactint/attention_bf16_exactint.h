@@ -40,7 +40,7 @@
 
 #include "../attention_mma/attention_mma.h"
 #include "../exactint/exactint.h"
-#include "../gemm_bf16_exactint/gemm_bf16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::attention_bf16_exactint {
 

@@ -28,8 +28,6 @@
 // reaches the fp32 overflow threshold).
 #pragma once
 
-#include <cstddef>
-
 #include "../../src/spec/generator.h"
 
 namespace sdc::exactint {
@@ -160,37 +158,31 @@ SDC_HD int tile_unit(const Pattern& p, int64_t row_block, int64_t col_block) {
   return a_block_exp(p, row_block) - (p.f.significand_bits - 1) + b_block_exp(p, col_block);
 }
 
-// The narrow input types of the tensor cores. Each format's traits type (FormatTraits below, one per
-// family header: gemm_{bf16,f16,tf32,fp8}_exactint.h) names one; both engines, mma.sync and cuBLASLt,
-// and the CPU side read the same traits.
+// The narrow input types of the tensor cores. Each format's traits type (FormatTraits below; the table of
+// formats is formats.h) names one; both engines, mma.sync and cuBLASLt, and the CPU side read the same traits.
 enum class Narrow { bf16, f16, tf32, e4m3 };
 
-// A string as a template argument: a format's family id and name.
-template <size_t N>
-struct Text {
-  char s[N];
-  constexpr Text(const char (&text)[N]) {  // NOLINT: implicit, so that "gemm_bf16_exactint" is an argument
-    for (size_t i = 0; i < N; ++i) s[i] = text[i];
-  }
-};
-
-// A format's one traits type (each family header names one: gemm_bf16_exactint::Bf16 ...):
+// A format's one traits type F (formats.h defines them: gemm_bf16_exactint::Bf16 ...) derives from
+// FormatTraits and adds FORMAT, the exact-integer pattern's numbers proved there, ID, the mma.sync
+// family's id ("gemm_bf16_exactint"), and NAME, the type's name in descriptions ("bf16").
 //   Storage      the narrow element's bits (uint16_t, uint32_t for tf32, uint8_t)
 //   TYPE         its Narrow
-//   FORMAT       the exact-integer pattern's numbers, MAX_K the largest K, both proved in the header
+//   MAX_K        the largest K the format's bound admits (checked against FORMAT by format_ok)
 //   EXP_BIAS     the exponent field's bias; the field ends at bit EXP_SHIFT (the sign is the top bit)
-//   ID, NAME     the mma.sync family's id ("gemm_bf16_exactint") and the type's name in descriptions
-template <class S, Narrow T, Format F, int64_t K, int BIAS, int SHIFT, Text ID_TEXT, Text NAME_TEXT>
+// (Class-type template arguments would say it in one line, but nvcc's host stubs cannot spell them.)
+template <class S, Narrow T, int64_t K, int BIAS, int SHIFT>
 struct FormatTraits {
   using Storage = S;
   static constexpr Narrow TYPE = T;
-  static constexpr Format FORMAT = F;
   static constexpr int64_t MAX_K = K;
   static constexpr int EXP_BIAS = BIAS, EXP_SHIFT = SHIFT;
-  static constexpr const char* ID = ID_TEXT.s;
-  static constexpr const char* NAME = NAME_TEXT.s;
-  static_assert(max_k(F) == K && windows_ok(F), "the header's proof and the compiler agree");
 };
+
+// What formats.h proves, checked again by the compiler (the registration asserts it).
+template <class F>
+constexpr bool format_ok() {
+  return max_k(F::FORMAT) == F::MAX_K && windows_ok(F::FORMAT);
+}
 
 // F's bits of an element: sign, exponent biased by EXP_BIAS, then the top p - 1 fraction bits.
 template <class F>

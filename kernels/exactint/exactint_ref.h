@@ -34,6 +34,7 @@ std::unique_ptr<Problem> prepare_case(const Case& c) {
 // same inputs, so it shares the twin's goldens (goldens_of) and a CPU run skips it as not applicable.
 template <class F>
 Family mma_family() {
+  static_assert(format_ok<F>(), "the header's proof and the compiler agree");
   static const std::string description = std::string(F::NAME) +
                                          " tensor-core matrix product on inputs whose every partial sum is exact (" +
                                          std::to_string(F::FORMAT.bound_bits) + "-bit bound)";

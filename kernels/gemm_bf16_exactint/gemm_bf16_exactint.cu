@@ -2,7 +2,7 @@
 // The kernel, the generation of the narrow inputs and the geometry are the exact-integer GEMMs' shared ones
 // (kernels/exactint/exactint_mma.cuh), bound to the format's traits (kernels/exactint/exactint_device.cuh).
 #include "../exactint/exactint_device.cuh"
-#include "gemm_bf16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_bf16_exactint {
 

@@ -2,7 +2,7 @@
 // (fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh),
 // bound to the format's traits (kernels/exactint/exactint_device.cuh).
 #include "../exactint/exactint_device.cuh"
-#include "../gemm_bf16_exactint/gemm_bf16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_bf16_exactint_cublaslt {
 

@@ -1,7 +1,7 @@
-// gemm_f16_exactint on the CPU: the family's registration, from the format's traits (gemm_f16_exactint.h);
+// gemm_f16_exactint on the CPU: the family's registration, from the format's traits (kernels/exactint/formats.h);
 // the exact reference is the exact-integer GEMMs' shared one (kernels/exactint/exactint_ref.cpp).
 #include "../exactint/exactint_ref.h"
-#include "gemm_f16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_f16_exactint {
 

@@ -1,7 +1,7 @@
 // gemm_f16_exactint_cublaslt on the CPU: the family's registration. Its inputs, exact reference and goldens are
 // gemm_f16_exactint's (the same format traits); only the GPU computes it (cuBLASLt).
 #include "../exactint/exactint_ref.h"
-#include "../gemm_f16_exactint/gemm_f16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_f16_exactint_cublaslt {
 

@@ -2,7 +2,7 @@
 // (fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh),
 // bound to the format's traits (kernels/exactint/exactint_device.cuh).
 #include "../exactint/exactint_device.cuh"
-#include "../gemm_fp8_exactint/gemm_fp8_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_fp8_exactint_cublaslt {
 

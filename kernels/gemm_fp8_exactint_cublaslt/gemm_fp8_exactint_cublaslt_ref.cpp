@@ -1,7 +1,7 @@
 // gemm_fp8_exactint_cublaslt on the CPU: the family's registration. Its inputs, exact reference and goldens are
 // gemm_fp8_exactint's (the same format traits); only the GPU computes it (cuBLASLt).
 #include "../exactint/exactint_ref.h"
-#include "../gemm_fp8_exactint/gemm_fp8_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_fp8_exactint_cublaslt {
 

@@ -2,7 +2,7 @@
 // (fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh),
 // bound to the format's traits (kernels/exactint/exactint_device.cuh).
 #include "../exactint/exactint_device.cuh"
-#include "../gemm_tf32_exactint/gemm_tf32_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_tf32_exactint_cublaslt {
 

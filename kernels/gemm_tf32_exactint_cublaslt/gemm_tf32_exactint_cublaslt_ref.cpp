@@ -1,7 +1,7 @@
 // gemm_tf32_exactint_cublaslt on the CPU: the family's registration. Its inputs, exact reference and goldens are
 // gemm_tf32_exactint's (the same format traits); only the GPU computes it (cuBLASLt).
 #include "../exactint/exactint_ref.h"
-#include "../gemm_tf32_exactint/gemm_tf32_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_tf32_exactint_cublaslt {
 
