@@ -27,7 +27,7 @@
 #include <string>
 
 #include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/spec/chunked_reduce.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/shape.h"
 #include "attention_mma.h"
 

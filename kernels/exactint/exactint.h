@@ -158,4 +158,47 @@ SDC_HD int tile_unit(const Pattern& p, int64_t row_block, int64_t col_block) {
   return a_block_exp(p, row_block) - (p.f.significand_bits - 1) + b_block_exp(p, col_block);
 }
 
+// The narrow input types of the tensor cores. Each format's traits type (FormatTraits below; the table of
+// formats is formats.h) names one; both engines, mma.sync and cuBLASLt, and the CPU side read the same traits.
+enum class Narrow { bf16, f16, tf32, e4m3 };
+
+// A format's one traits type F (formats.h defines them: gemm_bf16_exactint::Bf16 ...) derives from
+// FormatTraits and adds FORMAT, the exact-integer pattern's numbers proved there, ID, the mma.sync
+// family's id ("gemm_bf16_exactint"), and NAME, the type's name in descriptions ("bf16").
+//   Storage      the narrow element's bits (uint16_t, uint32_t for tf32, uint8_t)
+//   TYPE         its Narrow
+//   MAX_K        the largest K the format's bound admits (checked against FORMAT by format_ok)
+//   EXP_BIAS     the exponent field's bias; the field ends at bit EXP_SHIFT (the sign is the top bit)
+// (Class-type template arguments would say it in one line, but nvcc's host stubs cannot spell them.)
+template <class S, Narrow T, int64_t K, int BIAS, int SHIFT>
+struct FormatTraits {
+  using Storage = S;
+  static constexpr Narrow TYPE = T;
+  static constexpr int64_t MAX_K = K;
+  static constexpr int EXP_BIAS = BIAS, EXP_SHIFT = SHIFT;
+};
+
+// What formats.h proves, checked again by the compiler (the registration asserts it).
+template <class F>
+constexpr bool format_ok() {
+  return max_k(F::FORMAT) == F::MAX_K && windows_ok(F::FORMAT);
+}
+
+// F's bits of an element: sign, exponent biased by EXP_BIAS, then the top p - 1 fraction bits.
+template <class F>
+SDC_HD typename F::Storage encode(Element e) {
+  constexpr int SIGN_SHIFT = 8 * static_cast<int>(sizeof(typename F::Storage)) - 1;
+  constexpr int FRAC_SHIFT = F::EXP_SHIFT - (F::FORMAT.significand_bits - 1);
+  static_assert(FRAC_SHIFT >= 0 && F::EXP_SHIFT < SIGN_SHIFT, "the fields fit the storage");
+  return static_cast<typename F::Storage>((e.sign << SIGN_SHIFT) |
+                                          (static_cast<uint32_t>(e.exp + F::EXP_BIAS) << F::EXP_SHIFT) |
+                                          (e.frac << FRAC_SHIFT));
+}
+
+// The device's input element `index` of tensor 0 (a) or 1 (b), in F's encoding.
+template <class F>
+SDC_HD typename F::Storage element_bits(const Pattern& p, uint32_t tensor, uint64_t index) {
+  return encode<F>(tensor_element(p, tensor, index));
+}
+
 }  // namespace sdc::exactint

@@ -20,4 +20,37 @@ std::unique_ptr<Problem> prepare(const Format& f, const Case& c);
 // The pattern of a validated case (its shape's K, its seed and distribution).
 Pattern case_pattern(const Format& f, const Case& c);
 
+template <class F>
+std::string validate_case(const Case& c) {
+  return validate(F::FORMAT, c);
+}
+template <class F>
+std::unique_ptr<Problem> prepare_case(const Case& c) {
+  return prepare(F::FORMAT, c);
+}
+
+// The registration of a format's two families (F: a format's traits type, exactint.h). The mma.sync family
+// gemm_<f>_exactint runs on the CPU (the exact reference) and CUDA; its cuBLASLt twin on CUDA only, on the
+// same inputs, so it shares the twin's goldens (goldens_of) and a CPU run skips it as not applicable.
+template <class F>
+Family mma_family() {
+  static_assert(format_ok<F>(), "the header's proof and the compiler agree");
+  static const std::string description = std::string(F::NAME) +
+                                         " tensor-core matrix product on inputs whose every partial sum is exact (" +
+                                         std::to_string(F::FORMAT.bound_bits) + "-bit bound)";
+  return {F::ID, description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"}, {"m", "n", "k"},
+          validate_case<F>, prepare_case<F>};
+}
+template <class F>
+Family lt_family() {
+  static const std::string id = std::string(F::ID) + "_cublaslt";
+  static const std::string description = std::string(F::NAME) +
+                                         " cuBLASLt matrix product (pinned heuristic algorithm) on " + F::ID +
+                                         "'s exact inputs (" + std::to_string(F::FORMAT.bound_bits) + "-bit bound)";
+  Family f{id.c_str(), description.c_str(), {Mode::exact_integer}, {"cuda"}, {"m", "n", "k"},
+           validate_case<F>, prepare_case<F>};
+  f.goldens_of = F::ID;
+  return f;
+}
+
 }  // namespace sdc::exactint

@@ -1,24 +1,10 @@
-// gemm_bf16_exactint on the CPU: the family's registration; the exact reference is the exact-integer GEMMs' shared one
-// (kernels/exactint/exactint_ref.cpp), bound to this family's Format.
+// gemm_bf16_exactint on the CPU: the family's registration, from the format's traits (kernels/exactint/formats.h);
+// the exact reference is the exact-integer GEMMs' shared one (kernels/exactint/exactint_ref.cpp).
 #include "../exactint/exactint_ref.h"
-#include "gemm_bf16_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_bf16_exactint {
-namespace {
 
-std::string validate(const Case& c) { return exactint::validate(FORMAT, c); }
-std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(FORMAT, c); }
-
-}  // namespace
-
-Family family() {
-  return {"gemm_bf16_exactint",
-          "bf16 tensor-core matrix product on inputs whose every partial sum is exact (24-bit bound)",
-          {Mode::exact_integer},
-          {"cpu"},
-          {"m", "n", "k"},
-          validate,
-          prepare};
-}
+Family family() { return exactint::mma_family<Bf16>(); }
 
 }  // namespace sdc::gemm_bf16_exactint

@@ -1,27 +1,10 @@
-// gemm_bf16_exactint_cublaslt on the CPU: the family's registration. Its inputs, exact reference and therefore goldens
-// are gemm_bf16_exactint's (kernels/exactint/exactint_ref.cpp, bound to that family's Format); only the GPU
-// computes it (cuBLASLt), so it has no CPU backend: `sdcscreen golden` still computes its goldens, and a
-// CPU run skips it as not applicable.
-#include "../gemm_bf16_exactint/gemm_bf16_exactint.h"
+// gemm_bf16_exactint_cublaslt on the CPU: the family's registration. Its inputs, exact reference and goldens are
+// gemm_bf16_exactint's (the same format traits); only the GPU computes it (cuBLASLt).
 #include "../exactint/exactint_ref.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_bf16_exactint_cublaslt {
-namespace {
 
-std::string validate(const Case& c) { return exactint::validate(gemm_bf16_exactint::FORMAT, c); }
-std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(gemm_bf16_exactint::FORMAT, c); }
-
-}  // namespace
-
-Family family() {
-  return {"gemm_bf16_exactint_cublaslt",
-          "bf16 cuBLASLt matrix product (pinned heuristic algorithm)"
-          " on gemm_bf16_exactint's exact inputs (24-bit bound)",
-          {Mode::exact_integer},
-          {},  // GPU only: the CUDA build adds "cuda" (registry.cpp)
-          {"m", "n", "k"},
-          validate,
-          prepare};
-}
+Family family() { return exactint::lt_family<gemm_bf16_exactint::Bf16>(); }
 
 }  // namespace sdc::gemm_bf16_exactint_cublaslt

@@ -1,22 +1,13 @@
-// gemm_f16_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_f16_exactint's exact-integer inputs (fp16
-// in, fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh); this
-// file binds the encoding and the library's input type.
-#include "../exactint/exactint_lt.cuh"
-#include "../gemm_f16_exactint/gemm_f16_exactint.h"
+// gemm_f16_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_f16_exactint's exact-integer inputs
+// (fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh),
+// bound to the format's traits (kernels/exactint/exactint_device.cuh).
+#include "../exactint/exactint_device.cuh"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_f16_exactint_cublaslt {
 
-struct LtTraits {
-  using Storage = gemm_f16_exactint::Storage;
-  using Pattern = exactint::Pattern;
-  static constexpr cuda::LtDtype DTYPE = cuda::LtDtype::fp16;
-  SDC_HD static Storage bits(const exactint::Pattern& p, uint32_t tensor, uint64_t i) {
-    return gemm_f16_exactint::element_bits(p, tensor, i);
-  }
-};
+struct LtTraits : exactint::DeviceTraits<gemm_f16_exactint::F16> {};
 
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return exactint::make_lt_device<LtTraits>(c, exactint::case_pattern(gemm_f16_exactint::FORMAT, c));
-}
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_lt<LtTraits>(c); }
 
 }  // namespace sdc::gemm_f16_exactint_cublaslt

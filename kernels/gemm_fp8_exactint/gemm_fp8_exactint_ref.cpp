@@ -1,24 +1,10 @@
-// gemm_fp8_exactint on the CPU: the family's registration; the exact reference is the exact-integer GEMMs' shared one
-// (kernels/exactint/exactint_ref.cpp), bound to this family's Format.
+// gemm_fp8_exactint on the CPU: the family's registration, from the format's traits (kernels/exactint/formats.h);
+// the exact reference is the exact-integer GEMMs' shared one (kernels/exactint/exactint_ref.cpp).
 #include "../exactint/exactint_ref.h"
-#include "gemm_fp8_exactint.h"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_fp8_exactint {
-namespace {
 
-std::string validate(const Case& c) { return exactint::validate(FORMAT, c); }
-std::unique_ptr<Problem> prepare(const Case& c) { return exactint::prepare(FORMAT, c); }
-
-}  // namespace
-
-Family family() {
-  return {"gemm_fp8_exactint",
-          "fp8 e4m3 tensor-core matrix product on inputs whose every partial sum is exact (13-bit bound)",
-          {Mode::exact_integer},
-          {"cpu"},
-          {"m", "n", "k"},
-          validate,
-          prepare};
-}
+Family family() { return exactint::mma_family<E4m3>(); }
 
 }  // namespace sdc::gemm_fp8_exactint

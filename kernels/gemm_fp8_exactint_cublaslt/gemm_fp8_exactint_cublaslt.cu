@@ -1,22 +1,13 @@
-// gemm_fp8_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_fp8_exactint's exact-integer inputs (fp8
-// e4m3 in, fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh);
-// this file binds the encoding and the library's input type.
-#include "../exactint/exactint_lt.cuh"
-#include "../gemm_fp8_exactint/gemm_fp8_exactint.h"
+// gemm_fp8_exactint_cublaslt on CUDA: cuBLASLt's pinned algorithm on gemm_fp8_exactint's exact-integer inputs
+// (fp32 accumulation and output). Generation and plan are the shared ones (kernels/exactint/exactint_lt.cuh),
+// bound to the format's traits (kernels/exactint/exactint_device.cuh).
+#include "../exactint/exactint_device.cuh"
+#include "../exactint/formats.h"
 
 namespace sdc::gemm_fp8_exactint_cublaslt {
 
-struct LtTraits {
-  using Storage = gemm_fp8_exactint::Storage;
-  using Pattern = exactint::Pattern;
-  static constexpr cuda::LtDtype DTYPE = cuda::LtDtype::fp8_e4m3;
-  SDC_HD static Storage bits(const exactint::Pattern& p, uint32_t tensor, uint64_t i) {
-    return gemm_fp8_exactint::element_bits(p, tensor, i);
-  }
-};
+struct LtTraits : exactint::DeviceTraits<gemm_fp8_exactint::E4m3> {};
 
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return exactint::make_lt_device<LtTraits>(c, exactint::case_pattern(gemm_fp8_exactint::FORMAT, c));
-}
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_lt<LtTraits>(c); }
 
 }  // namespace sdc::gemm_fp8_exactint_cublaslt

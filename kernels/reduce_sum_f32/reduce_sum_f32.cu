@@ -8,54 +8,41 @@
 #include <memory>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/spec/chunked_reduce.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
 #include "reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32 {
 namespace {
 
-constexpr uint32_t THREADS = 1024;
-constexpr uint32_t WARPS = THREADS / chunked::WARP;
-constexpr uint32_t GROUPS = TILE_ROWS;  // one row per group
-constexpr uint32_t GROUP_WARPS = WARPS / GROUPS;
-static_assert(WARPS % GROUPS == 0, "groups must split the block evenly");
+using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
+constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;  // segments in flight per warp
 static_assert(MAX_COLS <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
 
 __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_t cols, float* out,
                                                          uint32_t* tile_sm) {
-  __shared__ float red[GROUPS][GROUP_WARPS];
-  const uint64_t tile = blockIdx.x;
-  const uint32_t warp = threadIdx.x / chunked::WARP, lane = threadIdx.x % chunked::WARP;
-  const uint32_t group = warp / GROUP_WARPS, wig = warp % GROUP_WARPS;
-  const chunked::RowSplit sp = chunked::row_split(cols, GROUP_WARPS);
-  const chunked::WarpRange wr = chunked::warp_range(sp, wig);
-  for (uint32_t r = group; r < static_cast<uint32_t>(TILE_ROWS); r += GROUPS) {
-    const uint64_t row_index = tile * TILE_ROWS + r;
+  __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
+  const Block b(cols);
+  b.for_rows([&](uint32_t, uint64_t row_index) {
     const float* row = x + row_index * cols;
     const bool vec = chunked::aligned16(row);
     const float w = chunked::warp_sum<UNROLL>(
         [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(row, i, count, vec, e); }, cols,
-        wr.begin, wr.end, lane);
-    const float s = chunked::group_sum<GROUP_WARPS>(w, red[group], wig, lane, sp.warps);
-    if (wig == 0 && lane == 0) out[row_index] = s;  // tile t's outputs are rows 16t..16t+15
-  }
-  if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
+        b.wr.begin, b.wr.end, b.lane);
+    const float s = chunked::group_sum<Block::GROUP_WARPS>(w, red[b.group], b.wig, b.lane, b.sp.warps);
+    if (b.wig == 0 && b.lane == 0) out[row_index] = s;  // tile t's outputs are rows 16t..16t+15
+  });
+  b.record_sm(tile_sm);
 }
-
-class ReduceDevice final : public cuda::RowDevice {
- public:
-  explicit ReduceDevice(const Case& c) : RowDevice(c, "rows", "cols", 1, TILE_ROWS, 0) {}
-  ExponentWindow window(uint32_t) const override { return input_window(dist_); }
-  void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    reduce_kernel<<<tiles(), THREADS, 0, stream>>>(static_cast<const float*>(in[0]), cols_, out, tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("reduce_sum_f32 reduce_kernel");
-  }
-};
 
 }  // namespace
 
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return std::make_unique<ReduceDevice>(c); }
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
+  return cuda::make_row_device(c, {"rows", "cols", 1, TILE_ROWS, 0}, input_window, [](const cuda::RowLaunch& l) {
+    reduce_kernel<<<l.tiles, THREADS, 0, l.stream>>>(static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
+    SDC_CUDA_CHECK_LAUNCH("reduce_sum_f32 reduce_kernel");
+  });
+}
 
 }  // namespace sdc::reduce_sum_f32

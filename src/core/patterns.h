@@ -64,6 +64,11 @@ Battery parse_battery(const std::string& file, const std::string& text);
 std::map<std::string, GoldenCase> parse_golden(const std::string& file, const std::string& text);
 std::map<std::string, ManifestEntry> parse_manifest(const std::string& file, const std::string& text);
 
+// A case of a family that shares its twin's goldens (Family::goldens_of): the twin family's case of the same
+// definition (mode, distribution, seed, shape), whose golden is this case's; null for any other case, or
+// when the battery has no such twin case (then the case has no golden). golden/<twin>.json holds it once.
+const Case* golden_twin_case(const Battery& battery, const Case& c);
+
 // Reads and checks manifest, battery and goldens. require_golden=false is for `golden`, which only
 // needs the battery (it is about to write the goldens).
 PatternSet load_patterns(const std::string& dir, bool require_golden = true);

@@ -11,10 +11,7 @@
 #include "catch.h"
 #include "gemm_case.h"
 #include "kernels/exactint/exactint_ref.h"
-#include "kernels/gemm_bf16_exactint/gemm_bf16_exactint.h"
-#include "kernels/gemm_f16_exactint/gemm_f16_exactint.h"
-#include "kernels/gemm_fp8_exactint/gemm_fp8_exactint.h"
-#include "kernels/gemm_tf32_exactint/gemm_tf32_exactint.h"
+#include "kernels/exactint/formats.h"
 #include "src/core/family.h"
 
 using namespace sdc;
@@ -62,33 +59,22 @@ float decode_e4m3(uint32_t b) {
   return static_cast<float>((b >> 7) ? -v : v);
 }
 
-template <typename F>
-uint32_t bits_of(F element_bits, const exactint::Pattern& p, uint32_t t, uint64_t i) {
-  return static_cast<uint32_t>(element_bits(p, t, i));
+// The bits the kernels' encoding of format F gives an element.
+template <class F>
+uint32_t bits_of(const exactint::Pattern& p, uint32_t t, uint64_t i) {
+  return static_cast<uint32_t>(exactint::element_bits<F>(p, t, i));
 }
 
 const std::vector<DType>& dtypes() {
   static const std::vector<DType> all = {
       {"gemm_bf16_exactint", 8, 24, -126, 127, std::ldexp(255.0, 120), decode_bf16,
-       [](const exactint::Pattern& p, uint32_t t, uint64_t i) {
-         return bits_of(gemm_bf16_exactint::element_bits, p, t, i);
-       },
-       gemm_bf16_exactint::FORMAT},
-      {"gemm_f16_exactint", 11, 24, -14, 15, 65504.0, decode_f16,
-       [](const exactint::Pattern& p, uint32_t t, uint64_t i) {
-         return bits_of(gemm_f16_exactint::element_bits, p, t, i);
-       },
-       gemm_f16_exactint::FORMAT},
+       bits_of<gemm_bf16_exactint::Bf16>, gemm_bf16_exactint::Bf16::FORMAT},
+      {"gemm_f16_exactint", 11, 24, -14, 15, 65504.0, decode_f16, bits_of<gemm_f16_exactint::F16>,
+       gemm_f16_exactint::F16::FORMAT},
       {"gemm_tf32_exactint", 11, 24, -126, 127, std::ldexp(2047.0, 117), decode_tf32,
-       [](const exactint::Pattern& p, uint32_t t, uint64_t i) {
-         return bits_of(gemm_tf32_exactint::element_bits, p, t, i);
-       },
-       gemm_tf32_exactint::FORMAT},
-      {"gemm_fp8_exactint", 4, 13, -6, 8, 448.0, decode_e4m3,
-       [](const exactint::Pattern& p, uint32_t t, uint64_t i) {
-         return bits_of(gemm_fp8_exactint::element_bits, p, t, i);
-       },
-       gemm_fp8_exactint::FORMAT},
+       bits_of<gemm_tf32_exactint::Tf32>, gemm_tf32_exactint::Tf32::FORMAT},
+      {"gemm_fp8_exactint", 4, 13, -6, 8, 448.0, decode_e4m3, bits_of<gemm_fp8_exactint::E4m3>,
+       gemm_fp8_exactint::E4m3::FORMAT},
   };
   return all;
 }
@@ -194,10 +180,10 @@ TEST_CASE("exactint: the worst-case sum of |products| is below 2^bound for every
     REQUIRE(!f->validate(make_case(d.family, 64, 64, 64, Distribution::special)).empty());
     REQUIRE(f->validate(make_case(d.family, 64, 64, 64, Distribution::mantissa_walk)).empty());
   }
-  REQUIRE(gemm_bf16_exactint::MAX_K == 65792);
-  REQUIRE(gemm_f16_exactint::MAX_K == 8192);
-  REQUIRE(gemm_tf32_exactint::MAX_K == 8192);
-  REQUIRE(gemm_fp8_exactint::MAX_K == 544);
+  REQUIRE(gemm_bf16_exactint::Bf16::MAX_K == 65792);
+  REQUIRE(gemm_f16_exactint::F16::MAX_K == 8192);
+  REQUIRE(gemm_tf32_exactint::Tf32::MAX_K == 8192);
+  REQUIRE(gemm_fp8_exactint::E4m3::MAX_K == 544);
 }
 
 TEST_CASE("exactint: the actual data of every tile stays within the bound", "[exactint]") {

@@ -82,3 +82,45 @@ TEST_CASE("boot, standard and burn-in spend most of their GPU time on tensor-cor
   CHECK_FALSE(tensor_family("gemm_f32"));
   CHECK_FALSE(tensor_family("attention_f32"));
 }
+
+TEST_CASE("a cuBLASLt twin's goldens are its twin's, stored once", "[patterns]") {
+  const std::string dir = std::string(SDC_SOURCE_DIR) + "/patterns";
+  const PatternSet ps = load_patterns(dir);
+  size_t shared = 0;
+  for (const Case& c : ps.battery.cases) {
+    const Family* f = find_family(c.family);
+    REQUIRE(f != nullptr);
+    const Case* twin = golden_twin_case(ps.battery, c);
+    INFO(c.id);
+    if (!f->goldens_of) {
+      REQUIRE(twin == nullptr);
+      continue;
+    }
+    ++shared;
+    REQUIRE(twin != nullptr);
+    REQUIRE(twin->family == f->goldens_of);
+    REQUIRE(find_family(twin->family)->goldens_of == nullptr);
+    // The same definition but for the family, so the same exact output.
+    REQUIRE(twin->distribution == c.distribution);
+    REQUIRE(twin->data_seed == c.data_seed);
+    REQUIRE(twin->shape.dims == c.shape.dims);
+    const GoldenCase& g = ps.golden.at(c.id);
+    REQUIRE(g.fingerprint == case_fingerprint(c));
+    REQUIRE(g.tile_digests == ps.golden.at(twin->id).tile_digests);
+    REQUIRE(g.output_digest == ps.golden.at(twin->id).output_digest);
+    REQUIRE(!fs::exists(dir + "/golden/" + c.family + ".json"));
+  }
+  REQUIRE(shared == 20);  // the four exact-integer cuBLASLt families, five cases each
+}
+
+TEST_CASE("a twin's golden follows the twin's case: without it the case has no golden", "[patterns]") {
+  const std::string src = std::string(SDC_SOURCE_DIR) + "/patterns";
+  Battery b = load_patterns(src).battery;
+  const Case* lt = b.find_case("gemm_bf16_exactint_cublaslt.square_1024");
+  REQUIRE(lt != nullptr);
+  REQUIRE(golden_twin_case(b, *lt) == b.find_case("gemm_bf16_exactint.square_1024"));
+  // Another seed for the twin's case: no case of the same definition is left.
+  for (Case& c : b.cases)
+    if (c.id == "gemm_bf16_exactint.square_1024") c.data_seed ^= 1;
+  REQUIRE(golden_twin_case(b, *b.find_case("gemm_bf16_exactint_cublaslt.square_1024")) == nullptr);
+}

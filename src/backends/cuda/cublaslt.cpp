@@ -163,7 +163,7 @@ LtGemm::LtGemm(const LtLibrary& lib, LtDtype dtype, int64_t m, int64_t n, int64_
   handle_ = LtObject<cublasLtHandle_t>(h, f.destroy);
 
   // fp32 scale (alpha, beta); no A/B scale pointers, so fp8 scales by 1. Fast accumulation keeps its
-  // default (off); the fp8 bound (gemm_fp8_exactint.h) holds for any accumulator of 13 bits or more anyway.
+  // default (off); the fp8 bound (kernels/exactint/formats.h) holds for any accumulator of 13 bits or more anyway.
   cublasLtMatmulDesc_t d = nullptr;
   lib.check(f.matmul_desc_create(&d, t.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   desc_ = LtObject<cublasLtMatmulDesc_t>(d, f.matmul_desc_destroy);

@@ -1,27 +1,144 @@
 // The device side every row-wise family shares (reduce_sum, softmax, rmsnorm, cross_entropy): an input
 // of rows x cols generated from the pattern (tensor 0), optional further tensors of cols elements
-// (rmsnorm's w), one block per tile of consecutive rows. A family adds its exponent window and launch.
+// (rmsnorm's w), one block per tile of consecutive rows. A family adds its exponent window and launch, and
+// its kernel starts from RowBlock (the block's layout) and, for softmax and cross_entropy, max_exp_sum.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../../core/family.h"
+#include "../../spec/chunked_reduce.cuh"
+#include "../../spec/fpmath.h"
 #include "device_util.cuh"
 
 namespace sdc::cuda {
 
-class RowDevice : public DeviceProblem {
+// One block of THREADS threads per tile of TILE_ROWS rows, so the block's SM computed the whole tile: the
+// warps form GROUPS = TILE_ROWS groups of GROUP_WARPS, group g takes rows g, g + GROUPS, ... of the tile
+// (one row each), and each of its warps a range of the row's 128-element segments (chunked_reduce.h).
+template <int TILE_ROWS>
+struct RowBlock {
+  static constexpr uint32_t THREADS = 1024;
+  static constexpr uint32_t WARPS = THREADS / chunked::WARP;
+  static constexpr uint32_t GROUPS = TILE_ROWS;
+  static constexpr uint32_t GROUP_WARPS = WARPS / GROUPS;
+  static_assert(WARPS % GROUPS == 0, "groups must split the block evenly");
+
+  uint64_t tile;
+  uint32_t warp, lane;
+  uint32_t group, wig;  // the thread's group and its warp in the group
+  chunked::RowSplit sp;
+  chunked::WarpRange wr;  // the segments of a row of `cols` elements this warp owns
+
+  __device__ __forceinline__ explicit RowBlock(uint32_t cols)
+      : tile(blockIdx.x),
+        warp(threadIdx.x / chunked::WARP),
+        lane(threadIdx.x % chunked::WARP),
+        group(warp / GROUP_WARPS),
+        wig(warp % GROUP_WARPS),
+        sp(chunked::row_split(cols, GROUP_WARPS)),
+        wr(chunked::warp_range(sp, wig)) {}
+
+  // row(r, row_index) for each row r of the tile that this thread's group takes; row_index counts rows
+  // from the start of the input.
+  template <class Row>
+  __device__ __forceinline__ void for_rows(Row row) const {
+    for (uint32_t r = group; r < static_cast<uint32_t>(TILE_ROWS); r += GROUPS) row(r, tile * TILE_ROWS + r);
+  }
+  // For the families whose row r of x maps to row r of out (softmax, rmsnorm; rows of cols elements,
+  // row-major, so tile t holds its rows at their own offsets): row(xr, yr, vec) for each row of the tile
+  // that this thread's group takes, vec when both rows (and the further operands `also`, rmsnorm's w) are
+  // 16-byte aligned.
+  template <class Row, class... Also>
+  __device__ __forceinline__ void for_row_pairs(const float* x, float* out, uint32_t cols, Row row,
+                                                const Also*... also) const {
+    for_rows([&](uint32_t, uint64_t row_index) {
+      const float* xr = x + row_index * cols;
+      float* yr = out + row_index * cols;
+      row(xr, yr, ((chunked::aligned16(xr) && chunked::aligned16(yr)) && ... && chunked::aligned16(also)));
+    });
+  }
+  // span(first, count) for each of this lane's non-empty spans of the warp's segments of a row of cols
+  // elements: the elementwise passes, on the elements the same thread reduced.
+  template <class Span>
+  __device__ __forceinline__ void for_spans(uint32_t cols, Span span) const {
+    for (uint32_t seg = wr.begin; seg < wr.end; ++seg) {
+      const chunked::LaneSpan ls = chunked::lane_span(cols, seg, lane);
+      if (ls.count == 0) continue;
+      span(ls.first, ls.count);
+    }
+  }
+  // The block's SM computed its whole tile.
+  __device__ __forceinline__ void record_sm(uint32_t* tile_sm) const {
+    if (threadIdx.x == 0) tile_sm[tile] = sm_id();
+  }
+};
+
+// The first two passes of softmax and cross_entropy over the group's row x (cols elements, vec: 16-byte
+// aligned): m, the leftmost maximum finished with x[0] (fold_max), and s, the fixed tree's sum of
+// sdc_expf(x - m) (pairwise_sum). seen(i, count, e) gets each span of exponentials as it is summed (softmax
+// writes them to y). red: the group's GROUP_WARPS floats of shared memory. U: segments in flight per warp.
+struct MaxExpSum {
+  float m, s;
+};
+template <int U, int TILE_ROWS, typename Seen>
+__device__ __forceinline__ MaxExpSum max_exp_sum(const RowBlock<TILE_ROWS>& b, const float* x, uint32_t cols,
+                                                 bool vec, float* red, Seen seen) {
+  constexpr uint32_t G = RowBlock<TILE_ROWS>::GROUP_WARPS;
+  const float wm = chunked::warp_max<U>(
+      [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(x, i, count, vec, e); }, cols, b.wr.begin,
+      b.wr.end, b.lane);
+  const float m = chunked::max_finish(x[0], chunked::group_max<G>(wm, red, b.wig, b.lane));
+  const float ws = chunked::warp_sum<U>(
+      [&](uint32_t i, uint32_t count, float(&e)[4]) {
+        chunked::load_span(x, i, count, vec, e);
+        for (uint32_t k = 0; k < count; ++k) e[k] = sdc_expf(e[k] - m);
+        seen(i, count, e);
+      },
+      cols, b.wr.begin, b.wr.end, b.lane);
+  return {m, chunked::group_sum<G>(ws, red, b.wig, b.lane, b.sp.warps)};
+}
+
+// How a row family's case maps onto RowDevice: its shape keys, its tensors (1, or 2 with rmsnorm's w),
+// rows per tile, and the longest row its device reduction takes (0: no limit).
+struct RowShape {
+  const char* rows_key;
+  const char* cols_key;
+  size_t tensors;
+  int tile_rows;
+  uint64_t max_cols;
+};
+
+// What a row family's launch gets: one block per tile, `tiles` of them.
+struct RowLaunch {
+  const void* const* in;
+  float* out;
+  uint32_t* tile_sm;
+  cudaStream_t stream;
+  unsigned tiles;
+  uint32_t cols;
+  uint64_t seed;
+};
+
+// window: the family's input_window, of (distribution) or of (tensor, distribution); launch(const
+// RowLaunch&): enqueues the family's kernel and checks the launch (SDC_CUDA_CHECK_LAUNCH).
+template <class Window, class Launch>
+class RowDevice final : public DeviceProblem {
  public:
-  // max_cols: the longest row the family's device reduction takes (0: no limit).
-  RowDevice(const Case& c, const char* rows_key, const char* cols_key, size_t tensors, int tile_rows, uint64_t max_cols)
-      : rows_(static_cast<uint64_t>(c.shape.dims.at(rows_key))),
-        cols_(static_cast<uint32_t>(c.shape.dims.at(cols_key))),
-        tensors_(tensors),
-        tile_rows_(tile_rows),
+  RowDevice(const Case& c, const RowShape& shape, Window window, Launch launch)
+      : rows_(static_cast<uint64_t>(c.shape.dims.at(shape.rows_key))),
+        cols_(static_cast<uint32_t>(c.shape.dims.at(shape.cols_key))),
+        tensors_(shape.tensors),
+        tile_rows_(shape.tile_rows),
         dist_(c.distribution),
-        seed_(c.data_seed) {
-    if (max_cols && cols_ > max_cols) throw std::invalid_argument(c.family + ": row too long for the device reduction");
+        seed_(c.data_seed),
+        window_(window),
+        launch_(launch) {
+    if (shape.max_cols && cols_ > shape.max_cols)
+      throw std::invalid_argument(c.family + ": row too long for the device reduction");
   }
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
@@ -30,11 +147,19 @@ class RowDevice : public DeviceProblem {
     const auto t = static_cast<uint32_t>(tensor);
     generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t), stream);
   }
+  void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
+    launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)),
+                      cols_, seed_});
+  }
 
- protected:
-  virtual ExponentWindow window(uint32_t tensor) const = 0;
+ private:
+  ExponentWindow window(uint32_t tensor) const {
+    if constexpr (std::is_invocable_v<Window, uint32_t, Distribution>)
+      return window_(tensor, dist_);
+    else
+      return window_(dist_);
+  }
   uint64_t elements(size_t tensor) const { return tensor == 0 ? rows_ * cols_ : (tensor < tensors_ ? cols_ : 0); }
-  unsigned tiles() const { return static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)); }
 
   uint64_t rows_;
   uint32_t cols_;
@@ -42,6 +167,13 @@ class RowDevice : public DeviceProblem {
   int tile_rows_;
   Distribution dist_;
   uint64_t seed_;
+  Window window_;
+  Launch launch_;
 };
+
+template <class Window, class Launch>
+std::unique_ptr<DeviceProblem> make_row_device(const Case& c, const RowShape& shape, Window window, Launch launch) {
+  return std::make_unique<RowDevice<Window, Launch>>(c, shape, window, launch);
+}
 
 }  // namespace sdc::cuda
