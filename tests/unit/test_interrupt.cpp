@@ -90,6 +90,8 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
   REQUIRE(r.interrupted_by == SIGINT);
   REQUIRE(r.exit_code() == 128 + SIGINT);
   REQUIRE_FALSE(r.watchdog_fired);  // an interruption is not the watchdog
+  // The workers returned at their next tile: nothing was left running, nothing is leaked.
+  REQUIRE_FALSE(r.workers_abandoned);
   REQUIRE(f.test(r, 0).verdict == Verdict::pass);
   const TestResult& partial = f.test(r, 1);
   REQUIRE(partial.verdict == Verdict::pass);

@@ -46,13 +46,20 @@ struct Watch {
   }
 };
 
-// Runs job on every worker under the watch. On a timeout or stop the job may still be running on a stuck
-// worker, so it is leaked rather than destroyed; the caller leaks what the job refers to as well.
-bool run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size_t)> fn) {
+// How a job under the watch ended. A stop makes the workers return at their next tile: `stopped` when they
+// all did so within STOP_GRACE (the pool is usable and nothing is leaked); `stuck` when the deadline
+// passed, or a worker did not return in the grace, so the job may still be running.
+enum class JobEnd { finished, stopped, stuck };
+constexpr auto STOP_GRACE = std::chrono::seconds(2);
+
+// Runs job on every worker under the watch. A job that may still be running on a stuck worker is leaked
+// rather than destroyed; the caller leaks what the job refers to as well.
+JobEnd run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size_t)> fn) {
   auto job = std::make_unique<std::function<void(size_t)>>(std::move(fn));
-  if (watch.ok(pool, *job)) return true;
+  if (watch.ok(pool, *job)) return JobEnd::finished;
+  if (watch.stop.stop_requested() && pool.wait_idle(Clock::now() + STOP_GRACE)) return JobEnd::stopped;
   (void)job.release();
-  return false;
+  return JobEnd::stuck;
 }
 
 // The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
@@ -61,8 +68,8 @@ Clock::time_point pass_deadline(double work_seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
 }
 
-// Allocates the buffers of a prepared case and generates its inputs; false when the watch ended it.
-bool generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
+// Allocates the buffers of a prepared case and generates its inputs.
+JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
   const auto tensors = s.problem->inputs();
   uint64_t elements = 0;
   for (const auto& t : tensors) {
@@ -97,8 +104,9 @@ struct ActiveFault {
 };
 
 // Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
-// unit; the worker computes it, applies output faults, and digests it. False when the watch ended it.
-bool compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
+// unit; the worker computes it, applies output faults, and digests it. An iteration a stop touched is
+// incomplete (`stopped`).
+JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
                        uint64_t rotation, std::vector<ActiveFault>& faults) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
@@ -120,7 +128,7 @@ bool compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, st
   }
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
   const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
-  const bool finished = run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
+  const JobEnd end = run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
     for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
       if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
@@ -158,8 +166,8 @@ bool compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, st
     }
     s.computed_by[w] = computed && reads_fault;
   });
-  // A stop signal makes workers return between tiles: an iteration it touched is incomplete.
-  if (!finished || stop.stop_requested()) return false;
+  if (end != JobEnd::finished) return end;
+  if (stop.stop_requested()) return JobEnd::stopped;  // the workers returned between tiles
   for (const std::string& e : s.worker_error)
     if (!e.empty()) throw std::runtime_error(e);
   // An input fault fired when a worker that reads it computed at least one tile.
@@ -171,7 +179,7 @@ bool compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, st
         f.inj->fired_unit = f.worker < 0 ? -1 : pool.cpu(w).cpu;
       }
   }
-  return true;
+  return JobEnd::finished;
 }
 
 // Iterations after which every worker has computed a tile of a case: tile t runs on worker
@@ -246,8 +254,9 @@ class CpuExecutor final : public Executor {
       throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)",
                                            case_bytes(*s_->problem) >> 20, max_memory >> 20));
     rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
-    if (generate_inputs(*pool_, ctx_->opt.stop, *s_)) return true;
-    stuck_ = true;
+    const JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_);
+    if (end == JobEnd::finished) return true;
+    stuck_ = end == JobEnd::stuck;
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
       r.reason = "watchdog: input generation did not finish";
@@ -276,8 +285,9 @@ class CpuExecutor final : public Executor {
       faults_->push_back(std::move(f));
     }
     const auto it_start = Clock::now();
-    if (compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it), *faults_))
-      return true;
+    const JobEnd end =
+        compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it), *faults_);
+    if (end == JobEnd::finished) return true;
     const std::vector<int> busy = pool.busy_cpus();
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
@@ -289,7 +299,7 @@ class CpuExecutor final : public Executor {
         f.inj->fired = true;
         f.inj->fired_unit = busy[0];
       }
-    stuck_ = true;
+    stuck_ = end == JobEnd::stuck;
     return false;
   }
 
@@ -363,20 +373,23 @@ std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>
   for (const Case* c : cases) {
     auto state = std::make_unique<CaseState>();
     CaseState& s = *state;
-    // On a stop or a stuck worker, the workers may still use the case: leak it and them, then throw.
-    auto give_up = [&] {
-      pool.abandon();
-      (void)state.release();
-      (void)pool_owner.release();
-      (void)ws_owner.release();
+    // On a stuck worker, the workers may still use the case: leak it and them. Then throw.
+    auto give_up = [&](JobEnd end) {
+      if (end == JobEnd::stuck) {
+        pool.abandon();
+        (void)state.release();
+        (void)pool_owner.release();
+        (void)ws_owner.release();
+      }
       return std::runtime_error(stop.stop_requested() ? "interrupted" : fmt::format("case {}: a worker is stuck", c->id));
     };
     s.problem = find_family(c->family)->prepare(*c);
-    if (!generate_inputs(pool, stop, s) || !compute_iteration(s, pool, stop, ws, 0, none)) throw give_up();
+    if (const JobEnd e = generate_inputs(pool, stop, s); e != JobEnd::finished) throw give_up(e);
+    if (const JobEnd e = compute_iteration(s, pool, stop, ws, 0, none); e != JobEnd::finished) throw give_up(e);
     const std::vector<uint64_t> first = s.digest;
     const std::vector<float> first_out = s.out;
     // Every tile again, on the next worker.
-    if (!compute_iteration(s, pool, stop, ws, 1, none)) throw give_up();
+    if (const JobEnd e = compute_iteration(s, pool, stop, ws, 1, none); e != JobEnd::finished) throw give_up(e);
     for (uint64_t t = 0; t < first.size(); ++t)
       if (first[t] != s.digest[t])
         throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "

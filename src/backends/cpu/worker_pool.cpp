@@ -60,6 +60,13 @@ bool WorkerPool::run_until(const std::function<void(size_t)>& job, std::chrono::
   return true;
 }
 
+bool WorkerPool::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return running_ == 0; })) return false;
+  job_ = nullptr;
+  return true;
+}
+
 std::vector<int> WorkerPool::busy_cpus() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int> out;

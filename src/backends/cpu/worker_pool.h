@@ -30,6 +30,9 @@ class WorkerPool {
   // must stay valid until the process ends; after a false return, call abandon() before destruction.
   bool run_until(const std::function<void(size_t worker)>& job, std::chrono::steady_clock::time_point deadline,
                  const std::function<bool()>& abort);
+  // After run_until gave up: waits until every worker has returned from the job, at most until the
+  // deadline. true: the pool is idle and usable again, and the job may be destroyed.
+  bool wait_idle(std::chrono::steady_clock::time_point deadline);
   // The CPUs whose worker has not finished the current job.
   std::vector<int> busy_cpus();
   // Detaches the workers (a stuck one cannot be joined); the pool is unusable afterwards.
