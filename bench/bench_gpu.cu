@@ -37,9 +37,9 @@
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
-#include "src/util/atomic_file.h"
 #include "src/core/family.h"
 #include "src/core/patterns.h"
+#include "src/util/atomic_file.h"
 
 #ifndef SDCSCREEN_SOURCE_PATTERNS
 #define SDCSCREEN_SOURCE_PATTERNS "patterns"

@@ -81,8 +81,11 @@ bool bench_one(const LtSpec& sp, int reps, cudaStream_t s, Json& row) {
     throw std::runtime_error(std::string("no CUDA family ") + sp.lt_family + " or " + sp.mma_family);
   if (const std::string err = lt_fam->validate(lt_case); !err.empty()) throw std::runtime_error(err);
   const double flops = 2.0 * static_cast<double>(sp.m) * static_cast<double>(sp.n) * static_cast<double>(sp.k);
-  row = {{"family", sp.lt_family}, {"shape", lt_case.id.substr(lt_case.id.rfind('.') + 1)},
-         {"m", sp.m}, {"n", sp.n}, {"k", sp.k}};
+  row = {{"family", sp.lt_family},
+         {"shape", lt_case.id.substr(lt_case.id.rfind('.') + 1)},
+         {"m", sp.m},
+         {"n", sp.n},
+         {"k", sp.k}};
 
   DeviceCase lt(*lt_fam, lt_case, s);
   const auto* ltd = dynamic_cast<const cuda::LtGemmDevice*>(lt.d.get());
@@ -140,7 +143,8 @@ bool bench_one(const LtSpec& sp, int reps, cudaStream_t s, Json& row) {
     SDC_CUDA_CHECK(cudaEventRecord(dig_ev.a.get(), s));
     lt.digest(s);
     SDC_CUDA_CHECK(cudaEventRecord(dig_ev.b.get(), s));
-    SDC_CUDA_CHECK(cudaMemcpyAsync(pinned_host, lt.digests.get(), lt.tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
+    SDC_CUDA_CHECK(
+        cudaMemcpyAsync(pinned_host, lt.digests.get(), lt.tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
     SDC_CUDA_CHECK(cudaStreamSynchronize(s));
     uint64_t bad = 0;
     for (uint64_t t = 0; t < lt.tiles; ++t) bad += pinned_host[t] != want[t];
@@ -160,7 +164,8 @@ bool bench_one(const LtSpec& sp, int reps, cudaStream_t s, Json& row) {
     t_mma.push_back(mma_ev.ms());
   }
 
-  const double bare = median(t_bare), verified = median(t_verified), overhead = median(t_overhead), own_ms = median(t_mma);
+  const double bare = median(t_bare), verified = median(t_verified), overhead = median(t_overhead),
+               own_ms = median(t_mma);
   const double ratio = bare / verified, share = overhead / bare;
   row["bare_ms"] = bare;
   row["bare_tflops"] = flops / bare * 1e-9;
@@ -194,9 +199,10 @@ bool bench_cublaslt(int reps, cudaStream_t s, Json& rows, bool& failed) {
       {"gemm_bf16_exactint_cublaslt", "gemm_bf16_exactint", 8192, 8192, 32768},
       {"gemm_f16_exactint_cublaslt", "gemm_f16_exactint", 8192, 8192, 8192},
   };
-  std::printf("\ncuBLASLt on exact-integer inputs: bare matmul vs verified stress (matmul + digest + copy + compare; "
-              "target ratio >= %.2f, digest share <= %.0f%%) and the own mma.sync kernel (* = target missed)\n",
-              kStressTarget, kShareTarget * 100);
+  std::printf(
+      "\ncuBLASLt on exact-integer inputs: bare matmul vs verified stress (matmul + digest + copy + compare; "
+      "target ratio >= %.2f, digest share <= %.0f%%) and the own mma.sync kernel (* = target missed)\n",
+      kStressTarget, kShareTarget * 100);
   std::printf("%-28s %-19s %8s %8s %8s %8s %6s  %6s  %8s %6s\n", "family", "shape", "bare ms", "TFLOP/s", "verif ms",
               "TFLOP/s", "ratio", "share", "mma TF/s", "mma/lt");
   bool agreed = true;

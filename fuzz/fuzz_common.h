@@ -24,10 +24,10 @@ namespace sdc_fuzz {
 inline void check_pattern_message(const char* file, const char* msg) {
   const std::string m(msg);
   const std::string prefix = std::string(file) + ": ";
-  if (m.compare(0, prefix.size(), prefix) != 0) fuzz_fail("PatternError message does not start with the file name: " + m);
+  if (m.compare(0, prefix.size(), prefix) != 0)
+    fuzz_fail("PatternError message does not start with the file name: " + m);
   if (m.size() == prefix.size()) fuzz_fail("PatternError message says nothing after the file name");
-  if (m.find_first_of("\n\r") != std::string::npos)
-    fuzz_fail("PatternError message is not one line: " + m);
+  if (m.find_first_of("\n\r") != std::string::npos) fuzz_fail("PatternError message is not one line: " + m);
 }
 
 }  // namespace sdc_fuzz

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "fuzz_json.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
+#include "src/spec/digest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFile = "fuzz/golden/x.json";

@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using sdc_fuzz::fuzz_fail;
   const std::string text(reinterpret_cast<const char*>(data), size);
   sdc::Injection inj;
-  inj.fired = true;  // parse_injection must reset everything
+  inj.fired = true;                                        // parse_injection must reset everything
   if (!sdc::parse_injection(text, inj).empty()) return 0;  // no try: any exception is a bug
 
   // Syntax accepted: what the grammar in inject.h promises.

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "fuzz_json.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/recording.h"
 #include "src/core/recording_merge.h"
+#include "src/spec/digest.h"
 
 namespace {
 
@@ -33,10 +33,12 @@ void check_recording(const std::string& text, const char* file) {
   }
   // What the writer makes of it must parse back to the same thing.
   const std::string again = sdc::render_recording(r);
-  if (sdc::render_recording(sdc::parse_recording(file, again)) != again) sdc_fuzz::fuzz_fail("recording does not round-trip");
+  if (sdc::render_recording(sdc::parse_recording(file, again)) != again)
+    sdc_fuzz::fuzz_fail("recording does not round-trip");
   // The same device twice counts once: every key accepted, provisional, nobody suspect.
   const sdc::ConsensusResult self = sdc::merge_recordings({r, r});
-  if (self.keys.size() != r.entries.size() || self.exit_code() != 0) sdc_fuzz::fuzz_fail("a device disagreed with itself");
+  if (self.keys.size() != r.entries.size() || self.exit_code() != 0)
+    sdc_fuzz::fuzz_fail("a device disagreed with itself");
   for (const sdc::KeyConsensus& k : self.keys)
     if (k.verdict != sdc::ConsensusVerdict::accepted || !k.accepted.provisional || k.devices != 1)
       sdc_fuzz::fuzz_fail("one device recorded twice is not a provisional golden: " + k.key.str());

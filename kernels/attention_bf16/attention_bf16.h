@@ -27,8 +27,7 @@ struct Params {
 };
 
 inline Params make_params(uint64_t seed, int64_t dim) {
-  return {tensor_key(seed, 0), tensor_key(seed, 1), tensor_key(seed, 2),
-          1.0f / std::sqrt(static_cast<float>(dim))};
+  return {tensor_key(seed, 0), tensor_key(seed, 1), tensor_key(seed, 2), 1.0f / std::sqrt(static_cast<float>(dim))};
 }
 
 // Element `index` of tensor 0 (q), 1 (k) or 2 (v) as bf16 bits.

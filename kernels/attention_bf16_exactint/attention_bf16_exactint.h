@@ -84,7 +84,8 @@ constexpr bool shifts_ok() {
   for (int64_t dim = attention_mma::DIM_STEP; dim <= MAX_DIM; dim += attention_mma::DIM_STEP) {
     const int ds = exactint::exponent_budget(FORMAT, dim);
     const int s = score_shift(dim, ds - ds / 2 + 1, ds / 2 + 1);
-    if (s < 1 || s > 16 || FORMAT.a_exp_max - FORMAT.a_exp_min < ds - ds / 2 || FORMAT.b_exp_max - FORMAT.b_exp_min < ds / 2)
+    if (s < 1 || s > 16 || FORMAT.a_exp_max - FORMAT.a_exp_min < ds - ds / 2 ||
+        FORMAT.b_exp_max - FORMAT.b_exp_min < ds / 2)
       return false;
   }
   return true;

@@ -16,8 +16,8 @@
 #include <memory>
 
 #include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/spec/fpmath.h"
 #include "attention_f32.h"
 

@@ -5,9 +5,9 @@
 // so their part of every P V chain runs through the gemm kernel; each row then continues its own chain
 // over the keys of the diagonal block up to itself. Masked keys take no part, as the specification says
 // (so a corrupted V row never reaches the rows that do not attend to it).
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "../../src/core/family_util.h"
 #include "../../src/spec/fpmath.h"
@@ -27,8 +27,13 @@ void pack_rows(const float* src, int64_t ld, int64_t cols, std::vector<float>& d
 class AttentionProblem final : public Problem {
  public:
   explicit AttentionProblem(const Case& c)
-      : h_(dim(c, "heads")), s_(dim(c, "seq")), d_(dim(c, "dim")), causal_(dim(c, "causal") != 0),
-        scale_(1.0f / std::sqrt(static_cast<float>(d_))), dist_(c.distribution), seed_(c.data_seed) {}
+      : h_(dim(c, "heads")),
+        s_(dim(c, "seq")),
+        d_(dim(c, "dim")),
+        causal_(dim(c, "causal") != 0),
+        scale_(1.0f / std::sqrt(static_cast<float>(d_))),
+        dist_(c.distribution),
+        seed_(c.data_seed) {}
 
   std::vector<TensorInfo> inputs() const override {
     const auto n = static_cast<uint64_t>(h_ * s_ * d_);
@@ -45,7 +50,7 @@ class AttentionProblem final : public Problem {
     const int64_t head = static_cast<int64_t>(tile) / (s_ / TILE_ROWS);
     const int64_t i0 = static_cast<int64_t>(tile) % (s_ / TILE_ROWS) * TILE_ROWS;
     const int64_t keys = causal_ ? i0 + TILE_ROWS : s_;  // widest key range of the tile
-    const int64_t shared_keys = causal_ ? i0 : s_;        // keys every row of the tile attends to
+    const int64_t shared_keys = causal_ ? i0 : s_;       // keys every row of the tile attends to
     const float* q = in[0] + head * s_ * d_;
     const float* k = in[1] + head * s_ * d_;
     const float* v = in[2] + head * s_ * d_;
@@ -81,8 +86,7 @@ class AttentionProblem final : public Problem {
     for (int r = 0; causal_ && r < TILE_ROWS; ++r)
       for (int64_t j = shared_keys; j <= i0 + r; ++j)
         lanes::fma_accumulate(o + r * d_, p[r * keys + j], v + j * d_, static_cast<uint32_t>(d_));
-    for (int r = 0; r < TILE_ROWS; ++r)
-      lanes::divide(o + r * d_, l[r], out + r * d_, static_cast<uint32_t>(d_));
+    for (int r = 0; r < TILE_ROWS; ++r) lanes::divide(o + r * d_, l[r], out + r * d_, static_cast<uint32_t>(d_));
   }
 
   __attribute__((optimize("no-tree-vectorize"))) void compute_tile_scalar(const float* const* in, uint64_t tile,
@@ -143,10 +147,8 @@ class AttentionProblem final : public Problem {
 };
 
 std::string validate(const Case& c) {
-  return check_shape(c, {{"heads", 1, 4096, 1},
-                         {"seq", TILE_ROWS, MAX_SEQ, TILE_ROWS},
-                         {"dim", 1, MAX_DIM, 1},
-                         {"causal", 0, 1, 1}});
+  return check_shape(
+      c, {{"heads", 1, 4096, 1}, {"seq", TILE_ROWS, MAX_SEQ, TILE_ROWS}, {"dim", 1, MAX_DIM, 1}, {"causal", 0, 1, 1}});
 }
 
 std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<AttentionProblem>(c); }
@@ -156,7 +158,11 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Attent
 Family family() {
   return {"attention_f32",
           "fp32 attention forward per head: scores, row softmax with the project's exp, P.V (causal or not)",
-          {Mode::exact}, {"cpu", "cuda"}, {"heads", "seq", "dim", "causal"}, validate, prepare};
+          {Mode::exact},
+          {"cpu", "cuda"},
+          {"heads", "seq", "dim", "causal"},
+          validate,
+          prepare};
 }
 
 }  // namespace sdc::attention_f32

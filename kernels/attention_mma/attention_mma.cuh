@@ -27,8 +27,8 @@
 #include <string>
 
 #include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/shape.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "attention_mma.h"
 
 namespace sdc::attention_mma {
@@ -204,13 +204,11 @@ class AttentionDevice final : public cuda::DeviceProblem {
 
   uint64_t input_bytes(size_t) const override { return heads_ * seq_ * dim_ * sizeof(uint16_t); }
   cuda::Engine engine() const override { return {cuda::OWN_KERNELS, Spec::ALGORITHM}; }
-  uint64_t scratch_bytes() const override {
-    return slots_ * TILE_ROWS * seq_ * (sizeof(float) + sizeof(uint16_t));
-  }
+  uint64_t scratch_bytes() const override { return slots_ * TILE_ROWS * seq_ * (sizeof(float) + sizeof(uint16_t)); }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const uint64_t n = heads_ * seq_ * dim_;
-    generate_kernel<Spec><<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<uint16_t*>(dst), n, params_,
-                                                                 static_cast<uint32_t>(tensor));
+    generate_kernel<Spec>
+        <<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<uint16_t*>(dst), n, params_, static_cast<uint32_t>(tensor));
     SDC_CUDA_CHECK_LAUNCH("attention_mma generate_kernel");
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void* scratch, cudaStream_t s) const override {

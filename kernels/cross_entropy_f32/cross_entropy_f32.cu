@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/spec/fpmath.h"
 #include "cross_entropy_f32.h"
 
@@ -22,10 +22,10 @@ namespace {
 using Block = cuda::RowBlock<TILE_ROWS>;  // one token per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr uint32_t TILE_OUT = TILE_ROWS + 1;  // 16 losses, then the tile's partial
-constexpr int UNROLL = 2;                      // segments in flight per warp: sdc_expf needs registers too
+constexpr int UNROLL = 2;                     // segments in flight per warp: sdc_expf needs registers too
 
-__global__ void __launch_bounds__(THREADS) cross_entropy_kernel(const float* logits, uint32_t vocab, uint64_t seed,
-                                                                float* out, uint32_t* tile_sm) {
+__global__ void __launch_bounds__(THREADS)
+    cross_entropy_kernel(const float* logits, uint32_t vocab, uint64_t seed, float* out, uint32_t* tile_sm) {
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
   __shared__ float loss[TILE_ROWS];
   const Block b(vocab);

@@ -1,7 +1,7 @@
 // cross_entropy_f32 on the CPU: fast path on vector lanes, specification beside it.
+#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
-#include "../../src/core/row_problem.h"
 #include "cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32 {
@@ -12,9 +12,7 @@ class CrossEntropyProblem final : public RowTiledProblem {
   explicit CrossEntropyProblem(const Case& c)
       : RowTiledProblem(c, dim(c, "tokens"), dim(c, "vocab"), TILE_ROWS, 1, 1, "loss", "partial") {}
 
-  std::vector<TensorInfo> inputs() const override {
-    return {{"logits", static_cast<uint64_t>(rows_ * cols_)}};
-  }
+  std::vector<TensorInfo> inputs() const override { return {{"logits", static_cast<uint64_t>(rows_ * cols_)}}; }
   void generate_input(size_t, uint64_t begin, uint64_t end, float* dst) const override {
     fill(0, input_window(dist_), begin, end, dst);
   }
@@ -57,7 +55,11 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<CrossE
 Family family() {
   return {"cross_entropy_f32",
           "fp32 token losses (log-sum-exp minus the target logit) and their pairwise batch reduction",
-          {Mode::exact}, {"cpu", "cuda"}, {"tokens", "vocab"}, validate, prepare};
+          {Mode::exact},
+          {"cpu", "cuda"},
+          {"tokens", "vocab"},
+          validate,
+          prepare};
 }
 
 }  // namespace sdc::cross_entropy_f32

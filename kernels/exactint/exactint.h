@@ -190,9 +190,8 @@ SDC_HD typename F::Storage encode(Element e) {
   constexpr int SIGN_SHIFT = 8 * static_cast<int>(sizeof(typename F::Storage)) - 1;
   constexpr int FRAC_SHIFT = F::EXP_SHIFT - (F::FORMAT.significand_bits - 1);
   static_assert(FRAC_SHIFT >= 0 && F::EXP_SHIFT < SIGN_SHIFT, "the fields fit the storage");
-  return static_cast<typename F::Storage>((e.sign << SIGN_SHIFT) |
-                                          (static_cast<uint32_t>(e.exp + F::EXP_BIAS) << F::EXP_SHIFT) |
-                                          (e.frac << FRAC_SHIFT));
+  return static_cast<typename F::Storage>(
+      (e.sign << SIGN_SHIFT) | (static_cast<uint32_t>(e.exp + F::EXP_BIAS) << F::EXP_SHIFT) | (e.frac << FRAC_SHIFT));
 }
 
 // The device's input element `index` of tensor 0 (a) or 1 (b), in F's encoding.

@@ -20,7 +20,7 @@ struct DeviceTraits : F {
   static constexpr bool fp8 = F::TYPE == Narrow::e4m3;
   // One mma.sync takes 8 words of k: 16 bf16/fp16, 8 tf32 or 32 e4m3 elements.
   static constexpr const char* ALGORITHM =
-      F::TYPE == Narrow::tf32  ? "mma.sync m16n8k8 f32 accumulators, 64x64 tile per block, k in stages of 32"
+      F::TYPE == Narrow::tf32   ? "mma.sync m16n8k8 f32 accumulators, 64x64 tile per block, k in stages of 32"
       : F::TYPE == Narrow::e4m3 ? "mma.sync m16n8k32 f32 accumulators, 64x64 tile per block, k in stages of 32"
                                 : "mma.sync m16n8k16 f32 accumulators, 64x64 tile per block, k in stages of 32";
   static constexpr cuda::LtDtype DTYPE = F::TYPE == Narrow::bf16   ? cuda::LtDtype::bf16

@@ -19,8 +19,8 @@
 #include <cmath>
 #include <vector>
 
-#include "../../src/core/shape.h"
 #include "../../src/core/gemm_tiles.h"
+#include "../../src/core/shape.h"
 
 namespace sdc::exactint {
 namespace {

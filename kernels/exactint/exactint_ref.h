@@ -38,8 +38,8 @@ Family mma_family() {
   static const std::string description = std::string(F::NAME) +
                                          " tensor-core matrix product on inputs whose every partial sum is exact (" +
                                          std::to_string(F::FORMAT.bound_bits) + "-bit bound)";
-  return {F::ID, description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"}, {"m", "n", "k"},
-          validate_case<F>, prepare_case<F>};
+  return {F::ID,           description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"},
+          {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
 }
 template <class F>
 Family lt_family() {
@@ -47,8 +47,8 @@ Family lt_family() {
   static const std::string description = std::string(F::NAME) +
                                          " cuBLASLt matrix product (pinned heuristic algorithm) on " + F::ID +
                                          "'s exact inputs (" + std::to_string(F::FORMAT.bound_bits) + "-bit bound)";
-  Family f{id.c_str(), description.c_str(), {Mode::exact_integer}, {"cuda"}, {"m", "n", "k"},
-           validate_case<F>, prepare_case<F>};
+  Family f{id.c_str(),      description.c_str(), {Mode::exact_integer}, {"cuda"},
+           {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
   f.goldens_of = F::ID;
   return f;
 }

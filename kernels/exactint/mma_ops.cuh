@@ -8,10 +8,11 @@ namespace sdc::exactint {
 
 // D = A * B + D by one mma.sync of shape SHAPE ("m16n8k16") on inputs of TYPE ("bf16"); the fragment
 // registers are the same for every shape used here: A 4, B 2, C/D 4 floats.
-#define SDC_MMA_SYNC(SHAPE, TYPE, d, a, b)                                                            \
-  asm("mma.sync.aligned." SHAPE ".row.col.f32." TYPE "." TYPE ".f32 "                                 \
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"                              \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                 \
+#define SDC_MMA_SYNC(SHAPE, TYPE, d, a, b)                              \
+  asm("mma.sync.aligned." SHAPE ".row.col.f32." TYPE "." TYPE           \
+      ".f32 "                                                           \
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                  \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 
 // m16n8k16: a 16 x 16 bf16 A fragment and a 16 x 8 bf16 B fragment

@@ -42,8 +42,10 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<GemmPr
 }  // namespace
 
 Family family() {
-  return {"gemm_f32", "fp32 matrix product, every output one fma chain over k in order (CUDA cores, CPU cores)",
-          {Mode::exact}, {"cpu", "cuda"}, {"m", "n", "k"}, validate, prepare};
+  return {"gemm_f32",      "fp32 matrix product, every output one fma chain over k in order (CUDA cores, CPU cores)",
+          {Mode::exact},   {"cpu", "cuda"},
+          {"m", "n", "k"}, validate,
+          prepare};
 }
 
 }  // namespace sdc::gemm_f32

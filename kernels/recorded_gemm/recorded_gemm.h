@@ -29,8 +29,8 @@ constexpr int64_t MAX_TENSOR_ELEMENTS = int64_t{1} << 28;
 
 // A 16-bit floating-point encoding: 1 sign bit, then the exponent field, then frac_bits fraction bits.
 struct Encoding {
-  int frac_bits;  // 7 for bf16, 10 for fp16
-  int bias;       // 127, 15
+  int frac_bits;           // 7 for bf16, 10 for fp16
+  int bias;                // 127, 15
   int heavy_lo, heavy_hi;  // the heavy_tail exponent window
 };
 inline constexpr Encoding BF16{7, 127, -30, 30};

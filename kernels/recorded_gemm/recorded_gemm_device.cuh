@@ -22,7 +22,8 @@ struct DtypeTraits {
   using Pattern = recorded_gemm::Pattern;
   static constexpr cuda::LtDtype DTYPE = D;
   static constexpr bool fp8 = false;
-  static constexpr const char* ALGORITHM = "mma.sync m16n8k16 f32 accumulators, 64x64 tile per block, k in stages of 32";
+  static constexpr const char* ALGORITHM =
+      "mma.sync m16n8k16 f32 accumulators, 64x64 tile per block, k in stages of 32";
   static constexpr const Encoding& ENCODING = D == cuda::LtDtype::bf16 ? BF16 : F16;
   SDC_HD static Storage bits(const Pattern& p, uint32_t tensor, uint64_t i) { return element_bits(p, tensor, i); }
   __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {

@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "../../src/core/shape.h"
 #include "../../src/core/gemm_tiles.h"
+#include "../../src/core/shape.h"
 
 namespace sdc::recorded_gemm {
 namespace {
@@ -30,9 +30,10 @@ class RecordedGemmProblem final : public GemmTiles {
 
  private:
   [[noreturn]] void no_reference() const {
-    throw std::logic_error(fmt::format("case {}: a recorded tensor-core GEMM has no CPU reference (its golden is "
-                                       "recorded on GPUs)",
-                                       id_));
+    throw std::logic_error(
+        fmt::format("case {}: a recorded tensor-core GEMM has no CPU reference (its golden is "
+                    "recorded on GPUs)",
+                    id_));
   }
 
   Pattern pat_;
@@ -42,7 +43,8 @@ class RecordedGemmProblem final : public GemmTiles {
 }  // namespace
 
 std::string validate(const Case& c) {
-  if (std::string err = check_shape(c, {{"m", TILE, MAX_MN, TILE}, {"n", TILE, MAX_MN, TILE}, {"k", K_STEP, MAX_K, K_STEP}});
+  if (std::string err =
+          check_shape(c, {{"m", TILE, MAX_MN, TILE}, {"n", TILE, MAX_MN, TILE}, {"k", K_STEP, MAX_K, K_STEP}});
       !err.empty())
     return err;
   if (dim(c, "m") * dim(c, "k") > MAX_TENSOR_ELEMENTS || dim(c, "n") * dim(c, "k") > MAX_TENSOR_ELEMENTS)
@@ -56,6 +58,8 @@ Pattern case_pattern(const Encoding& e, const Case& c) {
   return make_pattern(e, c.data_seed, c.distribution == Distribution::heavy_tail);
 }
 
-std::unique_ptr<Problem> prepare(const Encoding& e, const Case& c) { return std::make_unique<RecordedGemmProblem>(e, c); }
+std::unique_ptr<Problem> prepare(const Encoding& e, const Case& c) {
+  return std::make_unique<RecordedGemmProblem>(e, c);
+}
 
 }  // namespace sdc::recorded_gemm

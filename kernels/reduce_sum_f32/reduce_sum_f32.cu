@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32 {
@@ -20,16 +20,15 @@ constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;  // segments in flight per warp
 static_assert(MAX_COLS <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
 
-__global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_t cols, float* out,
-                                                         uint32_t* tile_sm) {
+__global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_t cols, float* out, uint32_t* tile_sm) {
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
   const Block b(cols);
   b.for_rows([&](uint32_t, uint64_t row_index) {
     const float* row = x + row_index * cols;
     const bool vec = chunked::aligned16(row);
     const float w = chunked::warp_sum<UNROLL>(
-        [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(row, i, count, vec, e); }, cols,
-        b.wr.begin, b.wr.end, b.lane);
+        [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(row, i, count, vec, e); }, cols, b.wr.begin,
+        b.wr.end, b.lane);
     const float s = chunked::group_sum<Block::GROUP_WARPS>(w, red[b.group], b.wig, b.lane, b.sp.warps);
     if (b.wig == 0 && b.lane == 0) out[row_index] = s;  // tile t's outputs are rows 16t..16t+15
   });

@@ -1,8 +1,8 @@
 // reduce_sum_f32 on the CPU: the fast path reduces each level of the tree on vector lanes; the
 // specification walks the tree element by element.
+#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
-#include "../../src/core/row_problem.h"
 #include "reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32 {
@@ -40,7 +40,9 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Reduce
 
 Family family() {
   return {"reduce_sum_f32", "fp32 row sums by a fixed pairwise tree that depends on the length alone",
-          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
+          {Mode::exact},    {"cpu", "cuda"},
+          {"rows", "cols"}, validate,
+          prepare};
 }
 
 }  // namespace sdc::reduce_sum_f32

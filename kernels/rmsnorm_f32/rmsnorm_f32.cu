@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32 {
@@ -20,8 +20,8 @@ constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;
 static_assert(MAX_COLS <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
 
-__global__ void __launch_bounds__(THREADS) rmsnorm_kernel(const float* x, const float* w, uint32_t cols, float* out,
-                                                          uint32_t* tile_sm) {
+__global__ void __launch_bounds__(THREADS)
+    rmsnorm_kernel(const float* x, const float* w, uint32_t cols, float* out, uint32_t* tile_sm) {
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
   const Block b(cols);
   const auto row = [&](const float* xr, float* yr, bool vec) {
@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_kernel(const float* x, const 
           for (uint32_t k = 0; k < count; ++k) e[k] = e[k] * e[k];
         },
         cols, b.wr.begin, b.wr.end, b.lane);
-    const float ms =
-        chunked::group_sum<Block::GROUP_WARPS>(wsum, red[b.group], b.wig, b.lane, b.sp.warps) / static_cast<float>(cols);
+    const float ms = chunked::group_sum<Block::GROUP_WARPS>(wsum, red[b.group], b.wig, b.lane, b.sp.warps) /
+                     static_cast<float>(cols);
     const float inv = 1.0f / sqrtf(ms + EPS);
 
     b.for_spans(cols, [&](uint32_t first, uint32_t count) {

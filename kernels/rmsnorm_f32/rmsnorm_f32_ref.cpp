@@ -1,9 +1,9 @@
 // rmsnorm_f32 on the CPU: fast path on vector lanes, specification beside it.
 #include <cmath>
 
+#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
-#include "../../src/core/row_problem.h"
 #include "rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32 {
@@ -53,8 +53,10 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Rmsnor
 }  // namespace
 
 Family family() {
-  return {"rmsnorm_f32", "fp32 RMS normalization: pairwise sum of squares, IEEE sqrt and division, weight",
-          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
+  return {"rmsnorm_f32",    "fp32 RMS normalization: pairwise sum of squares, IEEE sqrt and division, weight",
+          {Mode::exact},    {"cpu", "cuda"},
+          {"rows", "cols"}, validate,
+          prepare};
 }
 
 }  // namespace sdc::rmsnorm_f32

@@ -10,8 +10,8 @@
 #include <stdexcept>
 
 #include "../../src/backends/cuda/row_device.cuh"
-#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/spec/fpmath.h"
 #include "softmax_f32.h"
 
@@ -22,13 +22,15 @@ using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 2;  // segments in flight per warp: sdc_expf needs registers too
 
-__global__ void __launch_bounds__(THREADS) softmax_kernel(const float* x, uint32_t cols, float* out,
-                                                          uint32_t* tile_sm) {
+__global__ void __launch_bounds__(THREADS)
+    softmax_kernel(const float* x, uint32_t cols, float* out, uint32_t* tile_sm) {
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
   const Block b(cols);
   b.for_row_pairs(x, out, cols, [&](const float* xr, float* yr, bool vec) {
     // e is written to y as it is summed, then divided by s on the same elements by the same threads
-    const auto write_e = [&](uint32_t i, uint32_t count, const float(&e)[4]) { chunked::store_span(yr, i, count, vec, e); };
+    const auto write_e = [&](uint32_t i, uint32_t count, const float(&e)[4]) {
+      chunked::store_span(yr, i, count, vec, e);
+    };
     const float s = cuda::max_exp_sum<UNROLL>(b, xr, cols, vec, red[b.group], write_e).s;
 
     b.for_spans(cols, [&](uint32_t first, uint32_t count) {

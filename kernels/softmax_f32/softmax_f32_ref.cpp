@@ -1,7 +1,7 @@
 // softmax_f32 on the CPU: fast path on vector lanes, specification beside it.
+#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
-#include "../../src/core/row_problem.h"
 #include "softmax_f32.h"
 
 namespace sdc::softmax_f32 {
@@ -49,8 +49,10 @@ std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<Softma
 }  // namespace
 
 Family family() {
-  return {"softmax_f32", "fp32 row-wise softmax: fold max, the project's exp, pairwise sum, IEEE division",
-          {Mode::exact}, {"cpu", "cuda"}, {"rows", "cols"}, validate, prepare};
+  return {"softmax_f32",    "fp32 row-wise softmax: fold max, the project's exp, pairwise sum, IEEE division",
+          {Mode::exact},    {"cpu", "cuda"},
+          {"rows", "cols"}, validate,
+          prepare};
 }
 
 }  // namespace sdc::softmax_f32

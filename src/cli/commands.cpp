@@ -1,10 +1,9 @@
 // Helpers every subcommand uses: failing with the right exit code, and where the patterns are.
 #include "commands.h"
 
+#include <fmt/format.h>
 #include <limits.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "../core/result.h"
 

@@ -67,6 +67,7 @@ int cmd_info();
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
-int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // record.cpp
+int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
+               const std::string& patterns_dir);  // record.cpp
 
 }  // namespace sdc

@@ -7,10 +7,10 @@
 // dissenter is outvoted, and a key without a golden is simply not written.
 #include <fmt/format.h>
 
-#include "../util/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/recording_merge.h"
 #include "../core/result.h"
+#include "../util/atomic_file.h"
 #include "commands.h"
 
 namespace sdc {

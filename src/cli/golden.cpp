@@ -1,11 +1,11 @@
 // sdcscreen golden and verify-patterns: recompute the goldens on this machine's CPUs, and check the pattern
 // data against its manifest.
-#include <chrono>
-
 #include <fmt/format.h>
 
-#include "../core/patterns.h"
+#include <chrono>
+
 #include "../backends/cpu/cpu_executor.h"
+#include "../core/patterns.h"
 #include "../core/recording.h"
 #include "../util/atomic_file.h"
 #include "commands.h"
@@ -45,9 +45,10 @@ int cmd_verify(const std::string& dir) {
     size_t tiles = 0;
     for (const auto& [id, g] : ps.golden) tiles += g.tile_digests.size();
     const RecordedGoldens recorded = load_recorded_goldens(dir);  // parsed too, not only hashed
-    fmt::print("patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
-               "manifest.json ({})\n",
-               ps.battery.cases.size(), ps.battery.profiles.size(), tiles, recorded.size(), dir);
+    fmt::print(
+        "patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
+        "manifest.json ({})\n",
+        ps.battery.cases.size(), ps.battery.profiles.size(), tiles, recorded.size(), dir);
     return 0;
   } catch (const PatternError& e) {
     return config_error(e.what());

@@ -17,16 +17,17 @@ int cmd_info() {
   std::vector<int> allowed;
   const auto cpus = cpu::allowed_cpus();
   for (const auto& c : cpus) allowed.push_back(c.cpu);
-  fmt::print("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(), cpu::format_cpu_list(allowed));
+  fmt::print("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(),
+             cpu::format_cpu_list(allowed));
   fmt::print("gemm isa: {}\n", gemm_f32::fast_path_isa());
   const cuda::Availability avail = cuda::probe();
   if (!avail.usable) {
     fmt::print("gpus:     none usable: {}\n", avail.reason);
   } else {
     for (const DeviceInfo& d : cuda::list_devices())
-      fmt::print("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n", d.label(),
-                 d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
-                 d.driver_cuda, d.runtime);
+      fmt::print("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n",
+                 d.label(), d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20,
+                 d.ecc, d.driver, d.driver_cuda, d.runtime);
   }
   fmt::print("patterns: {}\n", default_patterns_dir());
   fmt::print("compiler: {}\n", __VERSION__);

@@ -14,10 +14,14 @@ namespace {
 
 const char* distribution_description(Distribution d) {
   switch (d) {
-    case Distribution::uniform: return "multiples of 2^-23 in [-1, 1)";
-    case Distribution::heavy_tail: return "uniform with 1 in 64 elements an outlier up to 2^12 larger (LLM activations)";
-    case Distribution::special: return "exponents across subnormals, near underflow and, per tensor, near overflow";
-    case Distribution::mantissa_walk: return "walking-one and walking-zero significands: every significand bit set and cleared";
+    case Distribution::uniform:
+      return "multiples of 2^-23 in [-1, 1)";
+    case Distribution::heavy_tail:
+      return "uniform with 1 in 64 elements an outlier up to 2^12 larger (LLM activations)";
+    case Distribution::special:
+      return "exponents across subnormals, near underflow and, per tensor, near overflow";
+    case Distribution::mantissa_walk:
+      return "walking-one and walking-zero significands: every significand bit set and cleared";
   }
   return "";
 }
@@ -30,7 +34,8 @@ constexpr Mode MODES[] = {Mode::exact, Mode::exact_integer, Mode::recorded, Mode
 std::string families_in_mode(Mode m) {
   std::string out;
   for (const Family& f : families())
-    if (std::find(f.modes.begin(), f.modes.end(), m) != f.modes.end()) out += std::string(out.empty() ? "" : ", ") + f.id;
+    if (std::find(f.modes.begin(), f.modes.end(), m) != f.modes.end())
+      out += std::string(out.empty() ? "" : ", ") + f.id;
   return out;
 }
 
@@ -70,14 +75,16 @@ void print_text(const Battery& b, const std::string& profile) {
   fmt::print("distributions:\n");
   for (Distribution d : DISTRIBUTIONS) fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
   fmt::print("profiles:\n");
-  for (const Profile& p : b.profiles) fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
+  for (const Profile& p : b.profiles)
+    fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
   fmt::print("cases:\n");
   for (const Case& c : b.cases) {
     if (!profile.empty() && !c.iterations.count(profile)) continue;
     std::string shape, profiles;
     for (const auto& [k, v] : c.shape.dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
     for (const auto& [p, n] : c.iterations) profiles += fmt::format("{}{}x{}", profiles.empty() ? "" : " ", p, n);
-    fmt::print("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape, profiles);
+    fmt::print("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape,
+               profiles);
   }
 }
 
@@ -159,7 +166,8 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir) {
   } catch (const PatternError& e) {
     return config_error(e.what());
   }
-  if (!a.profile.empty() && !b.find_profile(a.profile)) return usage_error(fmt::format("unknown profile '{}'", a.profile));
+  if (!a.profile.empty() && !b.find_profile(a.profile))
+    return usage_error(fmt::format("unknown profile '{}'", a.profile));
   if (a.output_format == "json")
     print_json(b, a.profile);
   else

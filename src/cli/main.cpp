@@ -1,11 +1,11 @@
 // sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
 // one options value per subcommand, and the mapping of every failure to its exit code (DESIGN.md). Each
 // subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp, golden.cpp, consensus.cpp, record.cpp).
-#include <string>
-#include <vector>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <string>
+#include <vector>
 
 #include "../core/result.h"
 #include "../report/report.h"
@@ -17,27 +17,32 @@ using namespace sdc;
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   args[0] = "sdcscreen";
-  CLI::App app{"sdcscreen: screens GPUs and CPU cores for silent data corruption with bit-exact golden results.\n"
-               "Exit codes: 0 pass, 1 miscompare (drain), 2 inconclusive (could not run everything), 64 bad command line,\n"
-               "78 bad configuration or pattern data, 128+N interrupted by signal N.",
-               "sdcscreen"};
+  CLI::App app{
+      "sdcscreen: screens GPUs and CPU cores for silent data corruption with bit-exact golden results.\n"
+      "Exit codes: 0 pass, 1 miscompare (drain), 2 inconclusive (could not run everything), 64 bad command line,\n"
+      "78 bad configuration or pattern data, 128+N interrupted by signal N.",
+      "sdcscreen"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("sdcscreen {} ({})", tool_version(), tool_git()));
   std::string patterns_dir = default_patterns_dir();
-  const std::string patterns_help = fmt::format("pattern directory (battery, goldens, manifest); default {}", patterns_dir);
+  const std::string patterns_help =
+      fmt::format("pattern directory (battery, goldens, manifest); default {}", patterns_dir);
 
   // An option given with an empty value is a mistake, never "use the default".
   const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); },
                                  "NON-EMPTY");
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run the screen and report pass/fail per test and unit");
-  run->add_option("--profile", ra.profile, "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
+  run->add_option("--profile", ra.profile,
+                  "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
       ->capture_default_str();
   run->add_option("--enable", ra.enable, "run only tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
-  run->add_option("--time-budget", ra.time_budget, "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's")
+  run->add_option("--time-budget", ra.time_budget,
+                  "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's")
       ->check(non_empty);
-  run->add_option("--seed", ra.seed, "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay");
+  run->add_option("--seed", ra.seed,
+                  "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay");
   run->add_option("--backend", ra.backend, "auto (CUDA when a GPU is usable, else CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -46,9 +51,12 @@ int main(int argc, char** argv) {
   run->add_option("--expect-devices", ra.expect_devices,
                   "the number of GPUs this node must have: fewer usable is an error (exit 2) naming what is missing")
       ->check(CLI::Range(1, 1 << 16));
-  run->add_option("--cpuset", ra.cpuset, "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
+  run->add_option("--cpuset", ra.cpuset,
+                  "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
-  run->add_option("--output-format", ra.output_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  run->add_option("--output-format", ra.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)")
       ->check(non_empty);
   run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
@@ -58,16 +66,19 @@ int main(int argc, char** argv) {
   run->add_flag("--npd", ra.npd,
                 "node-problem-detector plugin mode: one line of at most 80 characters on stdout, exit 0 OK, 1 NonOK, "
                 "2 Unknown");
-  run->add_option("--lock-file", ra.lock_file, fmt::format("lock that keeps one screen at a time on this node (default {})",
-                                                          RunLock::default_path()))
+  run->add_option(
+         "--lock-file", ra.lock_file,
+         fmt::format("lock that keeps one screen at a time on this node (default {})", RunLock::default_path()))
       ->check(non_empty);
   run->add_flag("--force", ra.force, "run even when another screen holds the lock");
-  run->add_option("--max-memory", ra.max_memory, "memory a case may use (512M, 8G); a larger case is an error, not a crash")
+  run->add_option("--max-memory", ra.max_memory,
+                  "memory a case may use (512M, 8G); a larger case is an error, not a crash")
       ->check(non_empty);
-  run->add_option("--inject", ra.inject,
-                  "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
-                  "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
-                  "is marked as injected in every output");
+  run->add_option(
+      "--inject", ra.inject,
+      "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
+      "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
+      "is marked as injected in every output");
   const char* examples =
       "Examples:\n"
       "  node boot (systemd, Slurm HealthCheckProgram):\n"
@@ -77,7 +88,8 @@ int main(int argc, char** argv) {
       "  every GPU of an 8-GPU node, failing (exit 2) if one is missing:\n"
       "    sdcscreen run --backend cuda --expect-devices 8 --output-format json -o report.json\n"
       "  triage of a suspect GPU with a drill on SM 17:\n"
-      "    sdcscreen run --backend cuda --devices 3 --profile standard --inject case=gemm_f32.uniform_1024,element=0,bit=3,unit=17\n"
+      "    sdcscreen run --backend cuda --devices 3 --profile standard --inject "
+      "case=gemm_f32.uniform_1024,element=0,bit=3,unit=17\n"
       "  triage of a suspect core, replaying a failing run's schedule:\n"
       "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v";
   run->footer(examples);
@@ -92,47 +104,59 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI::App* info = app.add_subcommand("info", "show host, CPUs, devices and versions");
   GoldenArgs ga;
-  CLI::App* golden = app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
+  CLI::App* golden =
+      app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
   golden->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
-  CLI::App* verify = app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
+  CLI::App* verify =
+      app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
   verify->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   ConsensusArgs ca;
   CLI::App* consensus = app.add_subcommand(
-      "consensus", "merge recordings of known-good devices (one device per FILE) into recorded goldens; exit 0 every "
-                   "key accepted, 1 a device disagrees (suspect), 2 a key has no majority");
+      "consensus",
+      "merge recordings of known-good devices (one device per FILE) into recorded goldens; exit 0 every "
+      "key accepted, 1 a device disagrees (suspect), 2 a key has no majority");
   consensus->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
-  consensus->add_flag("--write", ca.write, "write the accepted goldens to recordings/ in the pattern directory and update its manifest");
+  consensus->add_flag("--write", ca.write,
+                      "write the accepted goldens to recordings/ in the pattern directory and update its manifest");
   consensus->add_option("FILE", ca.files, "recording files, one device each (written by 'record')")
       ->required()
       ->check(non_empty);
-  consensus->footer("Example: merge the recordings of four known-good GPUs, write the accepted goldens, commit them:\n"
-                    "  sdcscreen consensus --write --patterns patterns rec-gpu0.json rec-gpu1.json rec-gpu2.json rec-gpu3.json\n"
-                    "  git add patterns/recordings patterns/manifest.json");
+  consensus->footer(
+      "Example: merge the recordings of four known-good GPUs, write the accepted goldens, commit them:\n"
+      "  sdcscreen consensus --write --patterns patterns rec-gpu0.json rec-gpu1.json rec-gpu2.json rec-gpu3.json\n"
+      "  git add patterns/recordings patterns/manifest.json");
 
   RecordArgs rec;
   CLI::App* record = app.add_subcommand(
-      "record", "run the recorded cases on this node's GPUs (each at least twice, judged by consensus) and write one "
-                "recording per GPU for 'consensus'; exit 0 all recorded, 1 a GPU disagreed (suspect), 2 could not run");
+      "record",
+      "run the recorded cases on this node's GPUs (each at least twice, judged by consensus) and write one "
+      "recording per GPU for 'consensus'; exit 0 all recorded, 1 a GPU disagreed (suspect), 2 could not run");
   record->add_option("-o,--output-dir", rec.output_dir, "directory for the recordings (<hostname>-<gpu uuid>.json)")
       ->required()
       ->check(non_empty);
-  record->add_option("--enable", rec.enable, "record only cases whose id or family matches ID|GLOB (default: every recorded case)");
+  record->add_option("--enable", rec.enable,
+                     "record only cases whose id or family matches ID|GLOB (default: every recorded case)");
   record->add_option("--disable", rec.disable, "do not record cases whose id or family matches ID|GLOB");
-  record->add_option("--devices", rec.devices, "GPUs to record on, like 0-3 (default: every visible GPU)")->check(non_empty);
+  record->add_option("--devices", rec.devices, "GPUs to record on, like 0-3 (default: every visible GPU)")
+      ->check(non_empty);
   record->add_option("--repeats", rec.repeats, "runs per case and GPU that must agree bit for bit (at least 2)")
       ->capture_default_str();
-  record->add_option("--time-budget", rec.time_budget, "stop starting new work after DURATION (default 1h)")->check(non_empty);
+  record->add_option("--time-budget", rec.time_budget, "stop starting new work after DURATION (default 1h)")
+      ->check(non_empty);
   record->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   record->add_flag("--force", rec.force, "record even when another screen holds the node's lock");
-  record->footer("Example: record on four known-good GPUs of two nodes, then accept what a majority agrees on:\n"
-                 "  node-a$ sdcscreen record -o rec/      node-b$ sdcscreen record -o rec/\n"
-                 "  sdcscreen consensus --write rec/*.json");
+  record->footer(
+      "Example: record on four known-good GPUs of two nodes, then accept what a majority agrees on:\n"
+      "  node-a$ sdcscreen record -o rec/      node-b$ sdcscreen record -o rec/\n"
+      "  sdcscreen consensus --write rec/*.json");
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
-    if (!known) return usage_error(fmt::format("unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus)", argv[1]));
+    if (!known)
+      return usage_error(fmt::format(
+          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus)", argv[1]));
   }
   try {
     app.parse(argc, argv);

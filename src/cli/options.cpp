@@ -1,8 +1,8 @@
 #include "options.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 namespace sdc::cli {
 
@@ -23,11 +23,16 @@ std::string parse_duration(const std::string& text, double& seconds) {
     const size_t unit_start = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     const std::string unit = text.substr(unit_start, i - unit_start);
-    if (unit == "ms") total += v / 1000;
-    else if (unit == "s") total += v;
-    else if (unit == "m") total += v * 60;
-    else if (unit == "h") total += v * 3600;
-    else return what;
+    if (unit == "ms")
+      total += v / 1000;
+    else if (unit == "s")
+      total += v;
+    else if (unit == "m")
+      total += v * 60;
+    else if (unit == "h")
+      total += v * 3600;
+    else
+      return what;
   }
   if (!(total > 0)) return fmt::format("duration '{}' must be positive", text);
   if (total > 30 * 24 * 3600.0) return fmt::format("duration '{}' is longer than 30 days", text);

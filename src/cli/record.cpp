@@ -12,10 +12,10 @@
 
 #include <filesystem>
 
-#include "../util/atomic_file.h"
 #include "../core/patterns.h"
 #include "../core/recording.h"
 #include "../report/report.h"
+#include "../util/atomic_file.h"
 #include "commands.h"
 #include "options.h"
 #include "screen.h"
@@ -31,7 +31,8 @@ std::string select_recorded(const Battery& battery, const RecordArgs& a, Selecti
       if (c.mode == Mode::recorded) enable.push_back(c.id);
   if (enable.empty()) return "the battery has no recorded case";
   // A case enabled explicitly runs whatever profile holds it; the profile name only has to exist.
-  if (const std::string err = select_cases(battery, battery.profiles.front().name, enable, a.disable, sel); !err.empty())
+  if (const std::string err = select_cases(battery, battery.profiles.front().name, enable, a.disable, sel);
+      !err.empty())
     return err;
   for (const Case* c : sel.cases)
     if (c->mode != Mode::recorded)
@@ -110,15 +111,16 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
       add_recording_entry(rec, {d.architecture(), c->family, c->id, case_fingerprint(*c), t.library, t.algorithm},
                           digests);
     }
-    const std::string path = fmt::format("{}/{}-{}.json", a.output_dir, host.hostname.empty() ? "host" : host.hostname, d.uuid);
+    const std::string path =
+        fmt::format("{}/{}-{}.json", a.output_dir, host.hostname.empty() ? "host" : host.hostname, d.uuid);
     if (rec.entries.empty()) {
       fmt::print("{}: nothing recorded ({})\n", d.label(), fmt::join(left_out, ", "));
       continue;
     }
     try {
       write_recording(path, rec);
-      fmt::print("{}: wrote {} ({} cases{}{})\n", d.label(), path, rec.entries.size(), left_out.empty() ? "" : "; not recorded: ",
-                 fmt::join(left_out, ", "));
+      fmt::print("{}: wrote {} ({} cases{}{})\n", d.label(), path, rec.entries.size(),
+                 left_out.empty() ? "" : "; not recorded: ", fmt::join(left_out, ", "));
     } catch (const FileError& e) {
       fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
       write_failed = true;

@@ -1,12 +1,11 @@
 // `sdcscreen run`: parses the run's option values, sets up the screen (src/cli/screen.h), runs it, and
 // writes the report, the Prometheus textfile and the node-problem-detector line.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../report/report.h"
@@ -30,11 +29,16 @@ std::string parse_size(const std::string& text, uint64_t& bytes) {
   }
   const std::string unit = text.substr(used);
   double scale = 1;
-  if (unit == "K") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) return what;
+  if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return what;
   if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
   bytes = static_cast<uint64_t>(v * scale);
   return "";
@@ -118,7 +122,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
           if (!x.input && !y.input && !x.hang && !y.hang && x.case_id == y.case_id && x.device == y.device &&
               x.iteration == y.iteration)
             return {EXIT_USAGE, fmt::format("--inject '{}': a GPU takes one output fault per case, device and "
-                                            "iteration ('{}' is another)", x.spec, y.spec)};
+                                            "iteration ('{}' is another)",
+                                            x.spec, y.spec)};
         }
     return {};
   };

@@ -1,5 +1,6 @@
 #include "screen.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
@@ -36,9 +35,7 @@ void install_signal_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
   const bool wants_gpus = a.devices_given || a.expect_devices > 0;
@@ -72,18 +69,21 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
   std::vector<int> missing;
   if (a.devices_given) {
     for (int w : wanted) {
-      if (w < static_cast<int>(g.visible.size())) g.selected.push_back(g.visible[static_cast<size_t>(w)]);
-      else missing.push_back(w);
+      if (w < static_cast<int>(g.visible.size()))
+        g.selected.push_back(g.visible[static_cast<size_t>(w)]);
+      else
+        missing.push_back(w);
     }
     if (!missing.empty())
-      g.errors.push_back(fmt::format("--devices: GPU {} not visible ({} visible)", cpu::format_cpu_list(missing),
-                                     g.visible.size()));
+      g.errors.push_back(
+          fmt::format("--devices: GPU {} not visible ({} visible)", cpu::format_cpu_list(missing), g.visible.size()));
   } else {
     g.selected = g.visible;
   }
   if (a.expect_devices > 0 && static_cast<int>(g.selected.size()) < a.expect_devices) {
     std::string seen;
-    for (const DeviceInfo& d : g.selected) seen += fmt::format("{}{} {} ({})", seen.empty() ? "" : ", ", d.label(), d.pci_bus_id, d.uuid);
+    for (const DeviceInfo& d : g.selected)
+      seen += fmt::format("{}{} {} ({})", seen.empty() ? "" : ", ", d.label(), d.pci_bus_id, d.uuid);
     g.errors.push_back(fmt::format("--expect-devices {}: only {} usable GPU(s) found, {} missing{}{}", a.expect_devices,
                                    g.selected.size(), a.expect_devices - static_cast<int>(g.selected.size()),
                                    seen.empty() ? "" : "; present: ", seen));
@@ -92,7 +92,8 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
   return "";
 }
 
-SetupFailure set_up_screen(const ScreenRequest& req, const std::function<std::string(const Battery&, Selection&)>& select,
+SetupFailure set_up_screen(const ScreenRequest& req,
+                           const std::function<std::string(const Battery&, Selection&)>& select,
                            const std::function<SetupFailure(Screen&)>& check, Screen& s) {
   try {
     s.patterns = load_patterns(req.patterns_dir);
@@ -114,8 +115,8 @@ SetupFailure set_up_screen(const ScreenRequest& req, const std::function<std::st
   result.profile = req.profile;
   result.argv = req.argv;
   result.patterns_dir = s.patterns.dir;
-  result.seed = req.seed_given ? req.seed
-                               : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;
+  result.seed =
+      req.seed_given ? req.seed : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;
   result.time_budget_s = req.time_budget_s > 0 || !profile ? req.time_budget_s : profile->time_budget_s;
   std::vector<std::string> repro = req.argv;
   if (!req.seed_given) {
@@ -147,8 +148,10 @@ void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
     }
   } else {
     try {
-      if (s.gpu.cuda) cuda::run_screen(s.patterns, s.sel, s.opt, s.gpu.selected, result, first_runs);
-      else cpu::run_screen(s.patterns, s.sel, s.opt, result);
+      if (s.gpu.cuda)
+        cuda::run_screen(s.patterns, s.sel, s.opt, s.gpu.selected, result, first_runs);
+      else
+        cpu::run_screen(s.patterns, s.sel, s.opt, result);
     } catch (const std::exception& e) {
       result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
     }

@@ -32,10 +32,10 @@ struct GpuRequest {
 };
 struct GpuChoice {
   bool cuda = false;
-  std::string reason;                 // the report's backend_reason
-  std::string unusable;               // why no GPU can run (cuda with nothing selected)
+  std::string reason;    // the report's backend_reason
+  std::string unusable;  // why no GPU can run (cuda with nothing selected)
   std::vector<DeviceInfo> visible, selected;
-  std::vector<std::string> errors;    // run-level: expected devices missing
+  std::vector<std::string> errors;  // run-level: expected devices missing
 };
 // Returns "" or a command-line error (64).
 std::string choose_gpus(const GpuRequest& a, GpuChoice& g);
@@ -48,9 +48,9 @@ struct ScreenRequest {
   uint64_t seed = 0;
   bool seed_given = false;  // not given: drawn at random and added to the reproduce line
   GpuRequest gpu;
-  bool force = false;        // run without the node's lock
-  std::string lock_file;     // "": the default
-  std::string force_hint;    // appended to a busy lock's message: " (--force runs anyway)"
+  bool force = false;      // run without the node's lock
+  std::string lock_file;   // "": the default
+  std::string force_hint;  // appended to a busy lock's message: " (--force runs anyway)"
 };
 
 struct Screen {
@@ -71,7 +71,8 @@ struct SetupFailure {
 // Loads the patterns (78), selects the cases with `select` ("" or a command-line error, 64), chooses the
 // GPUs, lets `check` refuse what the choice cannot run, takes the node's lock (2 when busy, 78), and
 // fills s.result and s.opt as every screen starts.
-SetupFailure set_up_screen(const ScreenRequest& req, const std::function<std::string(const Battery&, Selection&)>& select,
+SetupFailure set_up_screen(const ScreenRequest& req,
+                           const std::function<std::string(const Battery&, Selection&)>& select,
                            const std::function<SetupFailure(Screen&)>& check, Screen& s);
 
 // Installs the signal handlers and runs the screen on the chosen backend (CPUs, or the selected GPUs;

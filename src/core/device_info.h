@@ -15,9 +15,9 @@ struct DeviceInfo {
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
   uint64_t memory_bytes = 0;
-  std::string driver;   // kernel module version where readable, else the CUDA driver API version
+  std::string driver;                // kernel module version where readable, else the CUDA driver API version
   std::string driver_cuda, runtime;  // CUDA versions the driver supports and this build's runtime, "13.0"
-  std::string ecc;      // "on", "off"
+  std::string ecc;                   // "on", "off"
   std::string label() const { return "cuda:" + std::to_string(index); }
   std::string architecture() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };

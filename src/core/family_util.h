@@ -1,8 +1,8 @@
 // Helpers the families' CPU code shares: filling an input range from the generator, shape checks.
 #pragma once
 
-#include "family.h"
 #include "../spec/generator.h"
+#include "family.h"
 #include "shape.h"
 
 namespace sdc {

@@ -1,9 +1,9 @@
 #include "inject.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace sdc {
 namespace {
@@ -50,7 +50,8 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       if (value.empty()) return "tensor is empty";
       inj.tensor = value;
     } else if (key == "element") {
-      if (!parse_uint(value, UINT64_MAX >> 1, v)) return fmt::format("element '{}' is not a non-negative integer", value);
+      if (!parse_uint(value, UINT64_MAX >> 1, v))
+        return fmt::format("element '{}' is not a non-negative integer", value);
       inj.element = v;
     } else if (key == "bit") {
       if (!parse_uint(value, 31, v)) return fmt::format("bit '{}' is not in 0..31", value);
@@ -105,11 +106,13 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
       found = true;
       inj.tensor_index = t;
       if (inj.element >= tensors[t].elements)
-        return fmt::format("element {} is outside input {} of {} ({} elements)", inj.element, inj.tensor, c->id, tensors[t].elements);
+        return fmt::format("element {} is outside input {} of {} ({} elements)", inj.element, inj.tensor, c->id,
+                           tensors[t].elements);
     }
     if (!found) return fmt::format("case {} has no input '{}' (it has {})", c->id, inj.tensor, names);
   } else if (inj.element >= problem->output_elements()) {
-    return fmt::format("element {} is outside the output of {} ({} elements)", inj.element, c->id, problem->output_elements());
+    return fmt::format("element {} is outside the output of {} ({} elements)", inj.element, c->id,
+                       problem->output_elements());
   }
   if (gpus) {
     if (gpus->empty()) return "no GPU is selected";

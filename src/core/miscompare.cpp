@@ -1,8 +1,8 @@
 #include "miscompare.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "../spec/digest.h"
 
@@ -31,9 +31,10 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     for (const auto& v : inputs) in.push_back(v.data());
     problem.compute_tile(in.data(), tile, expected.data(), ws);
     if (tile_digest(tile, expected.data(), te) != golden_digest)
-      r.notes.push_back(fmt::format("tile {}: the analysing CPU's recomputation does not match the golden digest "
-                                    "either; element lists for this tile are unreliable",
-                                    tile));
+      r.notes.push_back(
+          fmt::format("tile {}: the analysing CPU's recomputation does not match the golden digest "
+                      "either; element lists for this tile are unreliable",
+                      tile));
   }
   size_t listed = 0;
   for (uint32_t e = 0; e < te; ++e) {

@@ -12,10 +12,14 @@ namespace sdc {
 
 const char* node_standing_name(NodeStanding s) {
   switch (s) {
-    case NodeStanding::alone: return "alone";
-    case NodeStanding::agrees: return "agrees";
-    case NodeStanding::dissents: return "dissents";
-    case NodeStanding::split: return "split";
+    case NodeStanding::alone:
+      return "alone";
+    case NodeStanding::agrees:
+      return "agrees";
+    case NodeStanding::dissents:
+      return "dissents";
+    case NodeStanding::split:
+      return "split";
   }
   return "?";
 }
@@ -47,8 +51,10 @@ std::vector<NodeJudgement> judge_node(const std::vector<NodeVote>& votes) {
         j.cluster_size = cl.size();
         for (size_t o : members)
           if (o != v) j.others.push_back(o);
-        if (members.size() == 1) j.standing = NodeStanding::alone;
-        else if (!winner) j.standing = NodeStanding::split;
+        if (members.size() == 1)
+          j.standing = NodeStanding::alone;
+        else if (!winner)
+          j.standing = NodeStanding::split;
         else {
           j.standing = &cl == winner ? NodeStanding::agrees : NodeStanding::dissents;
           j.majority = winner->front();
@@ -108,7 +114,8 @@ void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_
         r.notes.push_back("the only GPU of this node with its architecture and engine: judged by its own repeats");
         break;
       case NodeStanding::agrees:
-        r.notes.push_back(fmt::format("agrees bit for bit with {} of the node's other GPUs ({})", j.cluster_size - 1, others));
+        r.notes.push_back(
+            fmt::format("agrees bit for bit with {} of the node's other GPUs ({})", j.cluster_size - 1, others));
         if (r.verdict == Verdict::skip && r.reason == CONSENSUS_ONE_RUN) {  // compared with another GPU after all
           r.verdict = Verdict::pass;
           r.reason.clear();
@@ -116,19 +123,21 @@ void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_
         break;
       case NodeStanding::dissents:
         bad = differing_tiles(first.digests, *votes[j.majority].digests);
-        r.notes.push_back(fmt::format("differs from the majority of the node's GPUs ({} of {} agree: {}) on {} tiles "
-                                      "(first: tile {}): this GPU is the suspect",
-                                      judged[j.majority].cluster_size, j.group_size,
-                                      device_list(result, {j.majority}, tests), bad.size(), bad.front()));
+        r.notes.push_back(
+            fmt::format("differs from the majority of the node's GPUs ({} of {} agree: {}) on {} tiles "
+                        "(first: tile {}): this GPU is the suspect",
+                        judged[j.majority].cluster_size, j.group_size, device_list(result, {j.majority}, tests),
+                        bad.size(), bad.front()));
         break;
       case NodeStanding::split:
         for (size_t o : j.others)
           for (uint64_t t : differing_tiles(first.digests, *votes[o].digests))
             if (std::find(bad.begin(), bad.end(), t) == bad.end()) bad.push_back(t);
         std::sort(bad.begin(), bad.end());
-        r.notes.push_back(fmt::format("the node's GPUs disagree ({} and {}) with no majority on {} tiles (first: tile "
-                                      "{}): at least one is faulty, none can be named",
-                                      r.device, others, bad.size(), bad.empty() ? 0 : bad.front()));
+        r.notes.push_back(
+            fmt::format("the node's GPUs disagree ({} and {}) with no majority on {} tiles (first: tile "
+                        "{}): at least one is faulty, none can be named",
+                        r.device, others, bad.size(), bad.empty() ? 0 : bad.front()));
         break;
     }
     if (bad.empty()) continue;

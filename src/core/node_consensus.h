@@ -17,8 +17,8 @@
 namespace sdc {
 
 struct NodeVote {
-  std::string group;                       // what must be equal for GPUs to be compared
-  const std::vector<uint64_t>* digests;    // tile digests of the GPU's first complete run
+  std::string group;                     // what must be equal for GPUs to be compared
+  const std::vector<uint64_t>* digests;  // tile digests of the GPU's first complete run
 };
 
 enum class NodeStanding { alone, agrees, dissents, split };
@@ -26,10 +26,10 @@ const char* node_standing_name(NodeStanding s);
 
 struct NodeJudgement {
   NodeStanding standing = NodeStanding::alone;
-  size_t group_size = 1;        // GPUs in the vote's group
-  size_t cluster_size = 1;      // GPUs that computed the same digests as this one
-  size_t majority = SIZE_MAX;   // a vote of the majority cluster (dissents and agrees), else SIZE_MAX
-  std::vector<size_t> others;   // the other votes of the group
+  size_t group_size = 1;       // GPUs in the vote's group
+  size_t cluster_size = 1;     // GPUs that computed the same digests as this one
+  size_t majority = SIZE_MAX;  // a vote of the majority cluster (dissents and agrees), else SIZE_MAX
+  std::vector<size_t> others;  // the other votes of the group
 };
 
 // One judgement per vote, in vote order.
@@ -61,5 +61,6 @@ void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_
 
 // The skip reason of a consensus test that completed one run only; agreement with another GPU of the
 // node judges it after all.
-inline constexpr const char* CONSENSUS_ONE_RUN = "consensus needs a repeat or another GPU to compare with; one run completed";
+inline constexpr const char* CONSENSUS_ONE_RUN =
+    "consensus needs a repeat or another GPU to compare with; one run completed";
 }  // namespace sdc

@@ -3,9 +3,8 @@
 // against its manifest entry. Internal to src/core.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "patterns.h"
 

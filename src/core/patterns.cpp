@@ -2,20 +2,19 @@
 
 // Inlined: the binary needs no libxxhash at run time (GPU machines and minimal images lack it).
 #define XXH_INLINE_ALL
+#include <fmt/format.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <type_traits>
 #include <utility>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
+#include "../spec/digest.h"
 #include "../util/atomic_file.h"
 #include "../util/strict_json.h"
 #include "pattern_file.h"
-#include "../spec/digest.h"
 
 namespace sdc {
 namespace {
@@ -80,7 +79,8 @@ Case parse_case(const std::string& file, const json& jc, size_t index) {
     if (mode == mode_name(m)) c.mode = m, mode_ok = true;
   if (!mode_ok) bad(file, fmt::format("case {}: family {} has no mode '{}'", c.id, c.family, mode));
   const auto dist = member<std::string>(file, jc, "distribution", c.id);
-  if (!parse_distribution(dist, c.distribution)) bad(file, fmt::format("case {}: unknown distribution '{}'", c.id, dist));
+  if (!parse_distribution(dist, c.distribution))
+    bad(file, fmt::format("case {}: unknown distribution '{}'", c.id, dist));
   c.data_seed = member<uint64_t>(file, jc, "seed", c.id);
   const auto& shape = child(file, jc, "shape", c.id);
   if (!shape.is_object()) bad(file, fmt::format("case {}: shape is not an object", c.id));
@@ -89,7 +89,8 @@ Case parse_case(const std::string& file, const json& jc, size_t index) {
   }
   if (const std::string err = fam->validate(c); !err.empty()) bad(file, err);
   const auto& iters = child(file, jc, "iterations", c.id);
-  if (!iters.is_object() || iters.empty()) bad(file, fmt::format("case {}: iterations must map profiles to counts", c.id));
+  if (!iters.is_object() || iters.empty())
+    bad(file, fmt::format("case {}: iterations must map profiles to counts", c.id));
   for (const auto& [profile, n] : iters.items()) {
     const auto count = integer<int64_t>(file, n, fmt::format("case {}: iterations for '{}'", c.id, profile));
     if (count < 1 || count > 1000000)
@@ -129,9 +130,12 @@ bool parse_hex64(const std::string& s, uint64_t& v) {
   v = 0;
   for (char ch : s) {
     int d;
-    if (ch >= '0' && ch <= '9') d = ch - '0';
-    else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
-    else return false;
+    if (ch >= '0' && ch <= '9')
+      d = ch - '0';
+    else if (ch >= 'a' && ch <= 'f')
+      d = ch - 'a' + 10;
+    else
+      return false;
     v = (v << 4) | static_cast<uint64_t>(d);
   }
   return true;
@@ -139,22 +143,28 @@ bool parse_hex64(const std::string& s, uint64_t& v) {
 
 const char* distribution_name(Distribution d) {
   switch (d) {
-    case Distribution::uniform: return "uniform";
-    case Distribution::heavy_tail: return "heavy_tail";
-    case Distribution::special: return "special";
-    case Distribution::mantissa_walk: return "mantissa_walk";
+    case Distribution::uniform:
+      return "uniform";
+    case Distribution::heavy_tail:
+      return "heavy_tail";
+    case Distribution::special:
+      return "special";
+    case Distribution::mantissa_walk:
+      return "mantissa_walk";
   }
   return "?";
 }
 
 bool parse_distribution(const std::string& s, Distribution& d) {
-  for (Distribution x : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
+  for (Distribution x :
+       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
     if (s == distribution_name(x)) return d = x, true;
   return false;
 }
 
 std::string case_fingerprint(const Case& c) {
-  std::string canon = fmt::format("{}|{}|{}|{}", c.family, mode_name(c.mode), distribution_name(c.distribution), c.data_seed);
+  std::string canon =
+      fmt::format("{}|{}|{}|{}", c.family, mode_name(c.mode), distribution_name(c.distribution), c.data_seed);
   for (const auto& [k, v] : c.shape.dims) canon += fmt::format("|{}={}", k, v);  // std::map: sorted keys
   return hex64(XXH3_64bits(canon.data(), canon.size()));
 }
@@ -207,7 +217,8 @@ Battery load_battery_file(const std::string& path) {
   }
 }
 
-std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path, const std::string& manifest_text) {
+std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path,
+                                                    const std::string& manifest_text) {
   const json manifest = parse_json(manifest_path, manifest_text);
   check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
   const auto& files = child(manifest_path, manifest, "files", "top level");
@@ -282,7 +293,8 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
     // Accepted recordings (recording.h) are verified above and parsed by load_recorded_goldens.
     if (rel == "battery.json" || rel.rfind("recordings/", 0) == 0) continue;
     for (auto& [id, gc] : parse_golden(dir + "/" + rel, text))
-      if (!ps.golden.emplace(id, std::move(gc)).second) bad(dir + "/" + rel, fmt::format("case {} has two goldens", id));
+      if (!ps.golden.emplace(id, std::move(gc)).second)
+        bad(dir + "/" + rel, fmt::format("case {} has two goldens", id));
   }
   ps.recorded = load_recorded_goldens(dir);
   for (const Case& c : ps.battery.cases) {
@@ -301,10 +313,12 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
     if (it == ps.golden.end())
       bad(dir + "/golden", fmt::format("no golden for case {} (run 'sdcscreen golden')", c.id));
     if (it->second.fingerprint != case_fingerprint(c))
-      bad(dir + "/golden", fmt::format("golden for case {} was computed for another definition of it (run 'sdcscreen golden')", c.id));
+      bad(dir + "/golden",
+          fmt::format("golden for case {} was computed for another definition of it (run 'sdcscreen golden')", c.id));
     const auto tiles = find_family(c.family)->prepare(c)->tile_count();
     if (it->second.tile_digests.size() != tiles)
-      bad(dir + "/golden", fmt::format("case {}: {} tile digests, the case has {} tiles", c.id, it->second.tile_digests.size(), tiles));
+      bad(dir + "/golden",
+          fmt::format("case {}: {} tile digests, the case has {} tiles", c.id, it->second.tile_digests.size(), tiles));
   }
   return ps;
 }
@@ -321,7 +335,9 @@ void write_goldens(const std::string& dir, const Battery& battery, const std::ma
     for (uint64_t v : it->second.tile_digests) d.push_back(hex64(v));
     jc["tile_digests"] = d;
     json& f = per_family[c.family];
-    if (f.is_null()) f = {{"format", "sdcscreen-golden"}, {"version", GOLDEN_VERSION}, {"family", c.family}, {"cases", json::object()}};
+    if (f.is_null())
+      f = {
+          {"format", "sdcscreen-golden"}, {"version", GOLDEN_VERSION}, {"family", c.family}, {"cases", json::object()}};
     f["cases"][c.id] = jc;
   }
   std::map<std::string, ManifestEntry> files;

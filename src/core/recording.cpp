@@ -1,25 +1,25 @@
 #include "recording.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "../util/atomic_file.h"
+#include "../report/report.h"
 #include "../spec/digest.h"
+#include "../util/atomic_file.h"
 #include "pattern_file.h"
 #include "patterns.h"
-#include "../report/report.h"
 
 namespace sdc {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t MAX_TEXT = 512;    // a device name, library or algorithm string is far shorter
+constexpr size_t MAX_TEXT = 512;  // a device name, library or algorithm string is far shorter
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) { bad_pattern(file, what); }
 
@@ -46,23 +46,32 @@ bool text_ok(const std::string& s, Text kind) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return false;
   uint64_t v;
   switch (kind) {
-    case Text::any: return true;
-    case Text::required: return !s.empty();
+    case Text::any:
+      return true;
+    case Text::required:
+      return !s.empty();
     case Text::name:  // a path component: recordings/<architecture>/<family>.json
       return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-    case Text::case_id: return valid_case_id(s);
-    case Text::hex: return parse_hex64(s, v);
+    case Text::case_id:
+      return valid_case_id(s);
+    case Text::hex:
+      return parse_hex64(s, v);
   }
   return false;
 }
 
 const char* text_rule(Text kind) {
   switch (kind) {
-    case Text::any: return "a string without control characters";
-    case Text::required: return "a non-empty string without control characters";
-    case Text::name: return "a snake_case name";
-    case Text::case_id: return "snake_case words joined by dots";
-    case Text::hex: return "16 lowercase hex digits";
+    case Text::any:
+      return "a string without control characters";
+    case Text::required:
+      return "a non-empty string without control characters";
+    case Text::name:
+      return "a snake_case name";
+    case Text::case_id:
+      return "snake_case words joined by dots";
+    case Text::hex:
+      return "16 lowercase hex digits";
   }
   return "";
 }
@@ -79,7 +88,8 @@ void check_header(const std::string& file, const json& j, const char* format, in
   if (!j.is_object()) bad(file, "top level is not an object");
   const auto f = j.find("format");
   if (f == j.end() || !f->is_string()) bad(file, "top level lacks a string 'format'");
-  if (f->get<std::string>() != format) bad(file, fmt::format("format is '{}', expected '{}'", f->get<std::string>(), format));
+  if (f->get<std::string>() != format)
+    bad(file, fmt::format("format is '{}', expected '{}'", f->get<std::string>(), format));
   const auto v = j.find("version");
   if (v == j.end() || !v->is_number_integer()) bad(file, "top level lacks an integer 'version'");
   // Compared as JSON numbers: a huge or negative version is never wrapped onto the supported one.
@@ -143,7 +153,8 @@ std::vector<DeviceRef> read_refs(const std::string& file, const json& je, const 
 }  // namespace
 
 std::string RecordingKey::str() const {
-  return fmt::format("{} {} {} [{} | {}] fingerprint {}", architecture, family, case_id, library, algorithm, fingerprint);
+  return fmt::format("{} {} {} [{} | {}] fingerprint {}", architecture, family, case_id, library, algorithm,
+                     fingerprint);
 }
 
 RecordedDevice recorded_device(const DeviceInfo& d, const std::string& hostname) {
@@ -157,7 +168,8 @@ Recording new_recording(const RecordedDevice& device) {
                                                         {&device.hostname, Text::any},
                                                         {&device.driver, Text::any}};
   for (const auto& [s, kind] : fields)
-    if (!text_ok(*s, kind)) bad("recording of device " + device.uuid, fmt::format("'{}' is not {}", *s, text_rule(kind)));
+    if (!text_ok(*s, kind))
+      bad("recording of device " + device.uuid, fmt::format("'{}' is not {}", *s, text_rule(kind)));
   Recording r;
   r.tool = fmt::format("sdcscreen {} ({})", tool_version(), tool_git());
   r.device = device;
@@ -168,7 +180,7 @@ void add_recording_entry(Recording& r, const RecordingKey& key, const std::vecto
   // The same checks as the parser, so that `record` can never write a file that `consensus` refuses.
   const std::string what = "recording of " + key.str();
   const std::pair<const std::string*, Text> fields[] = {
-      {&key.architecture, Text::name}, {&key.family, Text::name},       {&key.case_id, Text::case_id},
+      {&key.architecture, Text::name}, {&key.family, Text::name},      {&key.case_id, Text::case_id},
       {&key.fingerprint, Text::hex},   {&key.library, Text::required}, {&key.algorithm, Text::required}};
   for (const auto& [s, kind] : fields)
     if (!text_ok(*s, kind)) bad(what, fmt::format("'{}' is not {}", *s, text_rule(kind)));
@@ -181,9 +193,14 @@ void add_recording_entry(Recording& r, const RecordingKey& key, const std::vecto
 std::string render_recording(const Recording& r) {
   json entries = json::array();
   for (const RecordingEntry& e : r.entries)
-    entries.push_back({{"architecture", e.key.architecture}, {"family", e.key.family}, {"case", e.key.case_id},
-                       {"fingerprint", e.key.fingerprint}, {"library", e.key.library}, {"algorithm", e.key.algorithm},
-                       {"tile_digests", hex_list(e.tile_digests)}, {"output_digest", hex64(e.output_digest)}});
+    entries.push_back({{"architecture", e.key.architecture},
+                       {"family", e.key.family},
+                       {"case", e.key.case_id},
+                       {"fingerprint", e.key.fingerprint},
+                       {"library", e.key.library},
+                       {"algorithm", e.key.algorithm},
+                       {"tile_digests", hex_list(e.tile_digests)},
+                       {"output_digest", hex64(e.output_digest)}});
   const json j = {{"format", "sdcscreen-recording"},
                   {"version", RECORDING_VERSION},
                   {"tool", r.tool},
@@ -218,8 +235,9 @@ Recording parse_recording(const std::string& file, const std::string& text_in) {
   std::set<RecordingKey> keys;
   for (size_t i = 0; i < je.size(); ++i) {
     const std::string where = fmt::format("entries[{}]", i);
-    expect_members(file, je[i], where,
-                   {"architecture", "family", "case", "fingerprint", "library", "algorithm", "tile_digests", "output_digest"});
+    expect_members(
+        file, je[i], where,
+        {"architecture", "family", "case", "fingerprint", "library", "algorithm", "tile_digests", "output_digest"});
     RecordingEntry e;
     e.key.architecture = text(file, je[i], "architecture", where, Text::name);
     e.key.family = text(file, je[i], "family", where, Text::name);
@@ -291,10 +309,16 @@ std::string render_recorded_goldens(const std::string& architecture, const std::
   for (const AcceptedRecording& a : entries) sorted[a.key] = &a;
   json je = json::array();
   for (const auto& [key, a] : sorted)
-    je.push_back({{"case", key.case_id}, {"fingerprint", key.fingerprint}, {"library", key.library},
-                  {"algorithm", key.algorithm}, {"provisional", a->provisional}, {"voters", device_refs(a->voters)},
-                  {"dissenters", device_refs(a->dissenters)}, {"unstable", device_refs(a->unstable)},
-                  {"tile_digests", hex_list(a->tile_digests)}, {"output_digest", hex64(a->output_digest)}});
+    je.push_back({{"case", key.case_id},
+                  {"fingerprint", key.fingerprint},
+                  {"library", key.library},
+                  {"algorithm", key.algorithm},
+                  {"provisional", a->provisional},
+                  {"voters", device_refs(a->voters)},
+                  {"dissenters", device_refs(a->dissenters)},
+                  {"unstable", device_refs(a->unstable)},
+                  {"tile_digests", hex_list(a->tile_digests)},
+                  {"output_digest", hex64(a->output_digest)}});
   return dump({{"format", "sdcscreen-recorded-goldens"},
                {"version", RECORDED_GOLDENS_VERSION},
                {"architecture", architecture},
@@ -354,11 +378,13 @@ const AcceptedRecording* find_recorded_golden(const RecordedGoldens& goldens, co
   return it == goldens.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> write_recorded_goldens(const std::string& dir, const std::vector<AcceptedRecording>& accepted) {
+std::vector<std::string> write_recorded_goldens(const std::string& dir,
+                                                const std::vector<AcceptedRecording>& accepted) {
   std::map<std::string, ManifestEntry> manifest = read_manifest(dir);
   const auto listed = recording_entries(dir + "/manifest.json", manifest);
   std::map<std::string, std::vector<const AcceptedRecording*>> by_file;
-  for (const AcceptedRecording& a : accepted) by_file[recorded_goldens_path(a.key.architecture, a.key.family)].push_back(&a);
+  for (const AcceptedRecording& a : accepted)
+    by_file[recorded_goldens_path(a.key.architecture, a.key.family)].push_back(&a);
   // Read and check every existing file before writing anything: bad data stops the command with the
   // pattern directory unchanged.
   std::map<std::string, RecordedGoldens> merged;
@@ -376,7 +402,8 @@ std::vector<std::string> write_recorded_goldens(const std::string& dir, const st
       (g.count(a->key) ? replaced : added) += 1;
       g[a->key] = *a;
     }
-    lines.push_back(fmt::format("{}: {} new, {} replaced, {} kept", path, added, replaced, g.size() - added - replaced));
+    lines.push_back(
+        fmt::format("{}: {} new, {} replaced, {} kept", path, added, replaced, g.size() - added - replaced));
   }
   for (const auto& [rel, g] : merged) {
     std::vector<AcceptedRecording> entries;
@@ -385,7 +412,8 @@ std::vector<std::string> write_recorded_goldens(const std::string& dir, const st
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     if (ec) throw FileError(fmt::format("{}: cannot create its directory: {}", path, ec.message()));
-    const std::string t = render_recorded_goldens(entries.front().key.architecture, entries.front().key.family, entries);
+    const std::string t =
+        render_recorded_goldens(entries.front().key.architecture, entries.front().key.family, entries);
     write_file_atomic(path, t);
     manifest[rel] = {xxh3_128_hex(t), t.size()};
   }

@@ -87,10 +87,10 @@ struct AcceptedRecording {
   RecordingKey key;
   std::vector<uint64_t> tile_digests;
   uint64_t output_digest = 0;
-  bool provisional = false;             // from a single device: good enough to screen, not yet confirmed
-  std::vector<DeviceRef> voters;        // the strict majority that recorded these digests
-  std::vector<DeviceRef> dissenters;    // stable devices that recorded something else
-  std::vector<DeviceRef> unstable;      // recorded this key twice with different results; not counted
+  bool provisional = false;           // from a single device: good enough to screen, not yet confirmed
+  std::vector<DeviceRef> voters;      // the strict majority that recorded these digests
+  std::vector<DeviceRef> dissenters;  // stable devices that recorded something else
+  std::vector<DeviceRef> unstable;    // recorded this key twice with different results; not counted
 };
 
 using RecordedGoldens = std::map<RecordingKey, AcceptedRecording>;

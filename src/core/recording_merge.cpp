@@ -1,10 +1,10 @@
 #include "recording_merge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "../spec/digest.h"
 #include "patterns.h"
@@ -36,9 +36,12 @@ KeyConsensus decide(const RecordingKey& key, const std::map<std::string, std::ve
   for (const auto& [uuid, obs] : by_device) {
     const DeviceRef d = ref(obs.front().recording->device);  // the first file read names the device
     const std::vector<uint64_t>& digests = obs.front().entry->tile_digests;
-    const bool stable = std::all_of(obs.begin(), obs.end(), [&digests](const Observation& o) { return o.entry->tile_digests == digests; });
-    if (stable) by_digests[digests].push_back(d);
-    else k.unstable.push_back(d);
+    const bool stable = std::all_of(obs.begin(), obs.end(),
+                                    [&digests](const Observation& o) { return o.entry->tile_digests == digests; });
+    if (stable)
+      by_digests[digests].push_back(d);
+    else
+      k.unstable.push_back(d);
   }
   std::vector<const std::pair<const std::vector<uint64_t>, std::vector<DeviceRef>>*> groups;
   for (const auto& g : by_digests) {
@@ -59,7 +62,8 @@ KeyConsensus decide(const RecordingKey& key, const std::map<std::string, std::ve
     a.tile_digests = groups[0]->first;
     a.output_digest = output_digest(a.tile_digests.data(), a.tile_digests.size());
     a.voters = groups[0]->second;
-    for (size_t i = 1; i < groups.size(); ++i) a.dissenters.insert(a.dissenters.end(), groups[i]->second.begin(), groups[i]->second.end());
+    for (size_t i = 1; i < groups.size(); ++i)
+      a.dissenters.insert(a.dissenters.end(), groups[i]->second.begin(), groups[i]->second.end());
     a.unstable = k.unstable;
     a.provisional = a.voters.size() < 2;
   } else if (groups.size() >= 2 && groups[0]->second.size() == groups[1]->second.size()) {
@@ -72,9 +76,12 @@ KeyConsensus decide(const RecordingKey& key, const std::map<std::string, std::ve
 
 const char* consensus_verdict_name(ConsensusVerdict v) {
   switch (v) {
-    case ConsensusVerdict::accepted: return "accepted";
-    case ConsensusVerdict::tie: return "tie";
-    case ConsensusVerdict::no_majority: return "no majority";
+    case ConsensusVerdict::accepted:
+      return "accepted";
+    case ConsensusVerdict::tie:
+      return "tie";
+    case ConsensusVerdict::no_majority:
+      return "no majority";
   }
   return "?";
 }
@@ -88,10 +95,10 @@ ConsensusResult merge_recordings(const std::vector<Recording>& recordings) {
       const auto [it, is_first] = first.emplace(e.key, Observation{&r, &e});
       const Observation& f = it->second;
       if (!is_first && f.entry->tile_digests.size() != e.tile_digests.size())
-        throw PatternError(fmt::format("{}: {}: {} tile digests, {} has {} for the same key (recorded by different "
-                                       "builds?)",
-                                       source(r), e.key.str(), e.tile_digests.size(), source(*f.recording),
-                                       f.entry->tile_digests.size()));
+        throw PatternError(fmt::format(
+            "{}: {}: {} tile digests, {} has {} for the same key (recorded by different "
+            "builds?)",
+            source(r), e.key.str(), e.tile_digests.size(), source(*f.recording), f.entry->tile_digests.size()));
       by_key[e.key][r.device.uuid].push_back({&r, &e});
     }
   }
@@ -139,12 +146,14 @@ std::string render_consensus(const ConsensusResult& r) {
       if (!k.accepted.dissenters.empty()) s += fmt::format("  dissenters: {}\n", refs_text(k.accepted.dissenters));
     } else {
       ++(k.verdict == ConsensusVerdict::tie ? ties : none);
-      s += fmt::format("{}: {}, no golden (largest group {} of {} devices)\n", k.key.str(), consensus_verdict_name(k.verdict),
-                       k.groups.empty() ? 0 : k.groups.front().size(), k.devices);
-      for (size_t i = 0; i < k.groups.size(); ++i) s += fmt::format("  result {}:   {}\n", i + 1, refs_text(k.groups[i]));
+      s += fmt::format("{}: {}, no golden (largest group {} of {} devices)\n", k.key.str(),
+                       consensus_verdict_name(k.verdict), k.groups.empty() ? 0 : k.groups.front().size(), k.devices);
+      for (size_t i = 0; i < k.groups.size(); ++i)
+        s += fmt::format("  result {}:   {}\n", i + 1, refs_text(k.groups[i]));
     }
     if (!k.unstable.empty())
-      s += fmt::format("  unstable:   {} (recorded this key twice with different digests; not counted)\n", refs_text(k.unstable));
+      s += fmt::format("  unstable:   {} (recorded this key twice with different digests; not counted)\n",
+                       refs_text(k.unstable));
   }
   const auto suspects = r.suspects();
   s += fmt::format("summary: {} keys: {} accepted ({} provisional), {} tie, {} no majority; suspect devices: {}\n",

@@ -7,10 +7,10 @@
 namespace sdc {
 
 // Each family's CPU side (kernels/<f>/<f>_ref.cpp) and, in a CUDA build, its device side (<f>.cu).
-#define SDC_FAMILY(ns)                                                  \
-  namespace ns {                                                        \
-  Family family();                                                      \
-  std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c);     \
+#define SDC_FAMILY(ns)                                              \
+  namespace ns {                                                    \
+  Family family();                                                  \
+  std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c); \
   }
 #define SDC_FAMILY_CPU(ns) \
   namespace ns {           \
@@ -54,10 +54,14 @@ const Family* find_family(const std::string& id) {
 
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::exact: return "exact";
-    case Mode::exact_integer: return "exact-integer";
-    case Mode::recorded: return "recorded";
-    case Mode::consensus: return "consensus";
+    case Mode::exact:
+      return "exact";
+    case Mode::exact_integer:
+      return "exact-integer";
+    case Mode::recorded:
+      return "recorded";
+    case Mode::consensus:
+      return "consensus";
   }
   return "?";
 }

@@ -29,9 +29,9 @@ struct Miscompare {
 struct TestResult {
   std::string id, family, mode, distribution;
   std::string device = "cpu";  // "cpu" or "cuda:N"
-  int device_index = -1;        // into RunResult::devices, -1 for the CPU backend
+  int device_index = -1;       // into RunResult::devices, -1 for the CPU backend
   Verdict verdict = Verdict::skip;
-  std::string reason;  // why error or skip
+  std::string reason;           // why error or skip
   bool not_applicable = false;  // skip: the device lacks what the case needs (does not make the run inconclusive)
   int iterations_planned = 0;
   int iterations_done = 0;
@@ -41,7 +41,7 @@ struct TestResult {
   double time_to_fail_s = -1;  // since the run started; -1: did not fail
   uint64_t failed_tiles = 0;   // summed over iterations
   uint64_t miscompared_elements = 0;
-  std::vector<int> units_failed;  // logical CPUs, or SMs of the test's GPU
+  std::vector<int> units_failed;        // logical CPUs, or SMs of the test's GPU
   std::vector<Miscompare> miscompares;  // the first ones, with full localization
   std::vector<std::string> notes;
   // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
@@ -75,9 +75,9 @@ struct RunResult {
   std::vector<TestResult> tests;
   std::vector<UnitResult> units;
   std::vector<Injection> injections;
-  int interrupted_by = 0;  // signal number, 0 when not interrupted
-  bool watchdog_fired = false;     // a job overran its deadline: the run ended early
-  bool workers_abandoned = false;  // some worker may still be running: end the process, do not unwind
+  int interrupted_by = 0;           // signal number, 0 when not interrupted
+  bool watchdog_fired = false;      // a job overran its deadline: the run ended early
+  bool workers_abandoned = false;   // some worker may still be running: end the process, do not unwind
   std::vector<std::string> errors;  // run-level problems (set-up failures)
   int exit_code() const;
   const char* exit_word() const;

@@ -36,7 +36,8 @@ class RowTiledProblem : public Problem {
     const auto row_outputs = static_cast<uint64_t>(rows_ * per_row_);
     if (e >= row_outputs) return fmt::format("{}[{}]", extra_name_, e - row_outputs);
     if (per_row_ == 1) return fmt::format("{}[{}]", out_name_, e);
-    return fmt::format("{}[{}][{}]", out_name_, e / static_cast<uint64_t>(per_row_), e % static_cast<uint64_t>(per_row_));
+    return fmt::format("{}[{}][{}]", out_name_, e / static_cast<uint64_t>(per_row_),
+                       e % static_cast<uint64_t>(per_row_));
   }
   std::string tile_name(uint64_t tile) const override {
     const auto r0 = static_cast<int64_t>(tile) * rows_per_tile_;
@@ -46,8 +47,15 @@ class RowTiledProblem : public Problem {
  protected:
   RowTiledProblem(const Case& c, int64_t rows, int64_t cols, int rows_per_tile, int64_t per_row, int extra,
                   const char* out_name, const char* extra_name)
-      : rows_(rows), cols_(cols), rows_per_tile_(rows_per_tile), per_row_(per_row), extra_(extra),
-        out_name_(out_name), extra_name_(extra_name), dist_(c.distribution), seed_(c.data_seed) {}
+      : rows_(rows),
+        cols_(cols),
+        rows_per_tile_(rows_per_tile),
+        per_row_(per_row),
+        extra_(extra),
+        out_name_(out_name),
+        extra_name_(extra_name),
+        dist_(c.distribution),
+        seed_(c.data_seed) {}
 
   int64_t first_row(uint64_t tile) const { return static_cast<int64_t>(tile) * rows_per_tile_; }
   void fill(uint32_t tensor, ExponentWindow w, uint64_t begin, uint64_t end, float* dst) const {

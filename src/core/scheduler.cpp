@@ -1,13 +1,12 @@
 #include "scheduler.h"
 
+#include <fmt/format.h>
 #include <fnmatch.h>
 
 #include <algorithm>
 #include <memory>
 #include <new>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace sdc {
 namespace {
@@ -112,8 +111,8 @@ void DeviceLoop::run() {
         continue;
       }
       const std::string unusable = ex.unusable();
-      const char* not_started = ctx.stopping() ? "interrupted before it started"
-                                : ex.stuck()   ? ex.watchdog_skip_reason()
+      const char* not_started = ctx.stopping()  ? "interrupted before it started"
+                                : ex.stuck()    ? ex.watchdog_skip_reason()
                                 : out_of_time() ? "time budget exhausted before it started"
                                                 : nullptr;
       if (!unusable.empty()) {
@@ -168,9 +167,11 @@ std::string select_cases(const Battery& battery, const std::string& profile, con
   out = Selection{};
   for (const Case& c : battery.cases) {
     const auto it = c.iterations.find(profile);
-    bool chosen = enable.empty() ? it != c.iterations.end()
-                                 : std::any_of(enable.begin(), enable.end(), [&](const std::string& g) { return matches(g, c); });
-    if (std::any_of(disable.begin(), disable.end(), [&](const std::string& g) { return matches(g, c); })) chosen = false;
+    bool chosen = enable.empty()
+                      ? it != c.iterations.end()
+                      : std::any_of(enable.begin(), enable.end(), [&](const std::string& g) { return matches(g, c); });
+    if (std::any_of(disable.begin(), disable.end(), [&](const std::string& g) { return matches(g, c); }))
+      chosen = false;
     if (!chosen) continue;
     int iters = it != c.iterations.end() ? it->second : 0;
     if (!iters) {  // enabled explicitly from another profile: its smallest count
@@ -187,7 +188,8 @@ std::string select_cases(const Battery& battery, const std::string& profile, con
 Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, const std::vector<Executor*>& devices,
                                RunResult& result) {
   RunContext ctx{opt, result, Clock::now(), {}};
-  ctx.deadline = ctx.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
+  ctx.deadline =
+      ctx.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_budget_s));
   result.injections = opt.injections;
   for (Executor* ex : devices) {
     const size_t base = result.units.size();
@@ -198,7 +200,8 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
     for (Executor* ex : devices) result.tests.push_back(new_test(*c, ex->device(), ex->device_index()));
   std::mutex callback_mutex;
   std::vector<DeviceLoop> loops;
-  for (size_t i = 0; i < devices.size(); ++i) loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex});
+  for (size_t i = 0; i < devices.size(); ++i)
+    loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex});
   if (loops.size() == 1) {
     loops[0].run();
   } else {

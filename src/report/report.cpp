@@ -1,12 +1,11 @@
 #include "report.h"
 
+#include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <ctime>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../backends/cpu/cpu_topology.h"
@@ -51,7 +50,8 @@ std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
   if (t.device_index >= 0) return fmt::format("{} SM {}", t.device, unit);
   for (const UnitResult& u : r.units)
-    if (!u.is_sm() && u.cpu.cpu == unit) return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
+    if (!u.is_sm() && u.cpu.cpu == unit)
+      return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
   return fmt::format("cpu {}", unit);
 }
 
@@ -83,7 +83,8 @@ std::string units_text(const RunResult& r) {
       failed += u.failed_tiles;
       used += u.tiles > 0;
       if (u.failed_tiles)
-        failing += fmt::format("  {} SM {:>3}: {} of {} tiles failed\n", r.devices[d].label(), u.sm, u.failed_tiles, u.tiles);
+        failing +=
+            fmt::format("  {} SM {:>3}: {} of {} tiles failed\n", r.devices[d].label(), u.sm, u.failed_tiles, u.tiles);
     }
     s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}\n", r.devices[d].label(), used, tiles, failed,
                      failed ? " -- failing SMs:" : "");
@@ -98,10 +99,19 @@ namespace {
 
 // The JSON of one device of the report.
 nlohmann::json device_json(const DeviceInfo& d) {
-  return {{"index", d.index}, {"kind", "cuda"}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
-          {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)}, {"architecture", d.architecture()},
-          {"sm_count", d.sm_count}, {"memory_bytes", d.memory_bytes}, {"driver", d.driver},
-          {"driver_cuda", d.driver_cuda}, {"runtime", d.runtime}, {"ecc", d.ecc}};
+  return {{"index", d.index},
+          {"kind", "cuda"},
+          {"name", d.name},
+          {"uuid", d.uuid},
+          {"pci_bus_id", d.pci_bus_id},
+          {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+          {"architecture", d.architecture()},
+          {"sm_count", d.sm_count},
+          {"memory_bytes", d.memory_bytes},
+          {"driver", d.driver},
+          {"driver_cuda", d.driver_cuda},
+          {"runtime", d.runtime},
+          {"ecc", d.ecc}};
 }
 
 }  // namespace
@@ -126,7 +136,9 @@ std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
     if (!out.empty()) out += ' ';
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    const bool plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos;
     if (plain) {
       out += a;
     } else {
@@ -149,7 +161,8 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   } else {
     std::vector<int> cpus;
     for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
-    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(), host.cpu_model);
+    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(),
+                     host.cpu_model);
   }
   if (!r.injections.empty())
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
@@ -174,18 +187,19 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     s += fmt::format("{} on {}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id, t.device,
                      t.failed_tiles, t.miscompared_elements, t.time_to_fail_s);
     for (const Miscompare& m : t.miscompares)
-      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n", m.iteration,
-                       m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected), hex32(m.actual),
-                       hex32(m.expected ^ m.actual), m.ulps);
+      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n",
+                       m.iteration, m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected),
+                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
     if (t.miscompared_elements > t.miscompares.size())
       s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
   }
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
-                     !i.fired            ? std::string("DID NOT FIRE (the drill proves nothing)")
-                     : i.fired_unit < 0  ? std::string("fired")
-                     : i.device >= 0     ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
-                                         : fmt::format("fired on cpu {}", i.fired_unit));
+                     !i.fired           ? std::string("DID NOT FIRE (the drill proves nothing)")
+                     : i.fired_unit < 0 ? std::string("fired")
+                     : i.device >= 0
+                         ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
+                         : fmt::format("fired on cpu {}", i.fired_unit));
   int counts[4] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
@@ -203,7 +217,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["tool"] = {{"name", "sdcscreen"}, {"version", tool_version()}, {"git", tool_git()}};
   j["command_line"] = r.argv;
   j["reproduce"] = r.reproduce;
-  j["host"] = {{"hostname", host.hostname}, {"os", host.os}, {"kernel", host.kernel}, {"cpu", host.cpu_model},
+  j["host"] = {{"hostname", host.hostname},
+               {"os", host.os},
+               {"kernel", host.kernel},
+               {"cpu", host.cpu_model},
                {"cpus_online", host.cpus_online}};
   j["backend"] = r.backend;
   if (!r.backend_reason.empty()) j["backend_reason"] = r.backend_reason;
@@ -215,24 +232,44 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["time_budget_s"] = r.time_budget_s;
   j["patterns"] = r.patterns_dir;
   j["fault_injection"] = !r.injections.empty();
-  j["timing"] = {{"start", iso_time(r.start_unix)}, {"end", iso_time(r.end_unix)}, {"duration_s", r.end_unix - r.start_unix}};
+  j["timing"] = {
+      {"start", iso_time(r.start_unix)}, {"end", iso_time(r.end_unix)}, {"duration_s", r.end_unix - r.start_unix}};
   j["units"] = json::array();
   for (const UnitResult& u : r.units)
     if (u.is_sm())
-      j["units"].push_back({{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(u.device)].index}, {"sm", u.sm},
-                            {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles}, {"result", unit_result(u)}});
+      j["units"].push_back({{"kind", "sm"},
+                            {"device", r.devices[static_cast<size_t>(u.device)].index},
+                            {"sm", u.sm},
+                            {"tiles", u.tiles},
+                            {"failed_tiles", u.failed_tiles},
+                            {"result", unit_result(u)}});
     else
-      j["units"].push_back({{"kind", "cpu"}, {"cpu", u.cpu.cpu}, {"core", u.cpu.core}, {"package", u.cpu.package},
-                            {"tiles", u.tiles}, {"failed_tiles", u.failed_tiles}, {"result", unit_result(u)}});
+      j["units"].push_back({{"kind", "cpu"},
+                            {"cpu", u.cpu.cpu},
+                            {"core", u.cpu.core},
+                            {"package", u.cpu.package},
+                            {"tiles", u.tiles},
+                            {"failed_tiles", u.failed_tiles},
+                            {"result", unit_result(u)}});
   j["tests"] = json::array();
   int counts[4] = {};
   for (const TestResult& t : r.tests) {
     ++counts[static_cast<int>(t.verdict)];
-    json jt = {{"id", t.id}, {"family", t.family}, {"mode", t.mode}, {"distribution", t.distribution},
-               {"device", t.device}, {"result", verdict_name(t.verdict)}, {"iterations", t.iterations_done},
-               {"iterations_planned", t.iterations_planned}, {"tiles", t.tiles}, {"duration_s", t.duration_s},
-               {"gflops", t.gflops}, {"failed_tiles", t.failed_tiles}, {"miscompared_elements", t.miscompared_elements},
-               {"units_failed", t.units_failed}, {"notes", t.notes}};
+    json jt = {{"id", t.id},
+               {"family", t.family},
+               {"mode", t.mode},
+               {"distribution", t.distribution},
+               {"device", t.device},
+               {"result", verdict_name(t.verdict)},
+               {"iterations", t.iterations_done},
+               {"iterations_planned", t.iterations_planned},
+               {"tiles", t.tiles},
+               {"duration_s", t.duration_s},
+               {"gflops", t.gflops},
+               {"failed_tiles", t.failed_tiles},
+               {"miscompared_elements", t.miscompared_elements},
+               {"units_failed", t.units_failed},
+               {"notes", t.notes}};
     jt["time_to_fail_s"] = t.time_to_fail_s >= 0 ? json(t.time_to_fail_s) : json(nullptr);
     jt["judged_by"] = t.judged_by.empty() ? json(nullptr) : json(t.judged_by);
     jt["library"] = t.library.empty() ? json(nullptr) : json(t.library);
@@ -240,17 +277,26 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     if (!t.reason.empty()) jt["reason"] = t.reason;
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares)
-      jt["miscompares"].push_back({{"iteration", m.iteration}, {"tile", m.tile}, {"unit", t.device_index >= 0 ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", m.unit}}
-                                                              : json{{"kind", "cpu"}, {"cpu", m.unit}}},
-                                   {"element", m.element}, {"element_name", m.element_name},
-                                   {"expected", hex32(m.expected)}, {"actual", hex32(m.actual)},
-                                   {"xor_mask", hex32(m.expected ^ m.actual)}, {"ulps", m.ulps}});
+      jt["miscompares"].push_back(
+          {{"iteration", m.iteration},
+           {"tile", m.tile},
+           {"unit",
+            t.device_index >= 0
+                ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", m.unit}}
+                : json{{"kind", "cpu"}, {"cpu", m.unit}}},
+           {"element", m.element},
+           {"element_name", m.element_name},
+           {"expected", hex32(m.expected)},
+           {"actual", hex32(m.actual)},
+           {"xor_mask", hex32(m.expected ^ m.actual)},
+           {"ulps", m.ulps}});
     j["tests"].push_back(jt);
   }
   j["injections"] = json::array();
   for (const Injection& i : r.injections) {
-    json ji = {{"spec", i.spec}, {"case", i.case_id}, {"target", i.input ? "input" : "output"}, {"element", i.element},
-               {"mask", hex32(i.mask)}, {"iteration", i.iteration}, {"fired", i.fired}};
+    json ji = {{"spec", i.spec},       {"case", i.case_id},     {"target", i.input ? "input" : "output"},
+               {"element", i.element}, {"mask", hex32(i.mask)}, {"iteration", i.iteration},
+               {"fired", i.fired}};
     if (i.input) ji["tensor"] = i.tensor;
     ji["unit"] = i.unit >= 0 ? json(i.unit) : json(nullptr);
     ji["device"] = i.device >= 0 ? json(i.device) : json(nullptr);
@@ -258,7 +304,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     j["injections"].push_back(ji);
   }
   j["errors"] = r.errors;
-  j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]}, {"error", counts[2]}, {"skip", counts[3]}};
+  j["summary"] = {
+      {"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]}, {"error", counts[2]}, {"skip", counts[3]}};
   j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
   j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
   // Command-line arguments need not be UTF-8: replace what is not, never fail to write the report.

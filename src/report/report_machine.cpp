@@ -1,9 +1,9 @@
 // The outputs for fleet machinery: a Prometheus textfile and a node-problem-detector status line.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "report.h"
 
@@ -30,7 +30,8 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   std::string s;
   gauge(s, "sdcscreen_last_run_timestamp_seconds", "Unix time the last screen ended.");
   s += fmt::format("sdcscreen_last_run_timestamp_seconds {:.3f}\n", r.end_unix);
-  const double last_success = passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds");
+  const double last_success =
+      passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds");
   if (last_success >= 0) {
     gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed.");
     s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
@@ -44,21 +45,24 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_fault_injection", "1 when the last screen injected faults on purpose (a drill).");
   s += fmt::format("sdcscreen_fault_injection {}\n", r.injections.empty() ? 0 : 1);
   gauge(s, "sdcscreen_info", "The last screen's profile and backend.");
-  s += fmt::format("sdcscreen_info{{profile=\"{}\",backend=\"{}\",version=\"{}\"}} 1\n", r.profile, r.backend, tool_version());
+  s += fmt::format("sdcscreen_info{{profile=\"{}\",backend=\"{}\",version=\"{}\"}} 1\n", r.profile, r.backend,
+                   tool_version());
   // A device is healthy when it computed tiles and none failed; one that computed nothing is not.
-  gauge(s, "sdcscreen_device_healthy", "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
+  gauge(s, "sdcscreen_device_healthy",
+        "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
   std::vector<uint64_t> gpu_tiles(r.devices.size()), gpu_failed(r.devices.size());
   for (const UnitResult& u : r.units) {
     if (u.is_sm()) {
       gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
       gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles;
     } else {
-      s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu, u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
+      s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu,
+                       u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
     }
   }
   for (size_t d = 0; d < r.devices.size(); ++d)
-    s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index, r.devices[d].uuid,
-                     gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
+    s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index,
+                     r.devices[d].uuid, gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
   std::map<std::string, uint64_t> tiles_failed;
   std::map<std::string, int> results;
   for (const TestResult& t : r.tests) {
@@ -66,7 +70,8 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
     ++results[verdict_name(t.verdict)];
   }
   gauge(s, "sdcscreen_miscompared_tiles", "Tiles that miscompared in the last screen, by kernel family.");
-  for (const auto& [family, n] : tiles_failed) s += fmt::format("sdcscreen_miscompared_tiles{{family=\"{}\"}} {}\n", family, n);
+  for (const auto& [family, n] : tiles_failed)
+    s += fmt::format("sdcscreen_miscompared_tiles{{family=\"{}\"}} {}\n", family, n);
   gauge(s, "sdcscreen_tests", "Tests of the last screen by result.");
   for (const char* v : {"pass", "fail", "error", "skip"})
     s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
@@ -83,18 +88,20 @@ std::string render_npd_line(const RunResult& r) {
   const std::string drill = r.injections.empty() ? "" : " [drill]";
   switch (npd_exit_code(r)) {
     case 0:
-      line = r.devices.empty()
-                 ? fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(), r.profile, drill)
-                 : fmt::format("OK: {} tests passed on {} gpus ({}){}", r.tests.size(), r.devices.size(), r.profile, drill);
+      line = r.devices.empty() ? fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(),
+                                             r.profile, drill)
+                               : fmt::format("OK: {} tests passed on {} gpus ({}){}", r.tests.size(), r.devices.size(),
+                                             r.profile, drill);
       break;
     case 1: {
       std::string where, families;
       for (const TestResult& t : r.tests) {
         if (t.verdict != Verdict::fail) continue;
         for (int unit : t.units_failed) {  // cpu3, or gpu0/sm17
-          const std::string u = t.device_index >= 0
-                                    ? fmt::format("gpu{}/sm{},", r.devices[static_cast<size_t>(t.device_index)].index, unit)
-                                    : fmt::format("cpu{},", unit);
+          const std::string u =
+              t.device_index >= 0
+                  ? fmt::format("gpu{}/sm{},", r.devices[static_cast<size_t>(t.device_index)].index, unit)
+                  : fmt::format("cpu{},", unit);
           if (where.find(u) == std::string::npos) where += u;
         }
         if (families.find(t.family + ",") == std::string::npos) families += t.family + ",";
@@ -109,7 +116,8 @@ std::string render_npd_line(const RunResult& r) {
       for (const std::string& e : r.errors)
         if (why.empty()) why = e;
       for (const TestResult& t : r.tests)
-        if (why.empty() && t.verdict != Verdict::pass) why = fmt::format("{} {}: {}", t.id, verdict_name(t.verdict), t.reason);
+        if (why.empty() && t.verdict != Verdict::pass)
+          why = fmt::format("{} {}: {}", t.id, verdict_name(t.verdict), t.reason);
       line = fmt::format("Unknown: {}{}", why.empty() ? "screen inconclusive" : why, drill);
     }
   }

@@ -89,9 +89,7 @@ SDC_HD float max_level(float mine, float other, uint32_t lane, uint32_t o) {
   return (lane & o) != 0 ? max_combine(other, mine) : max_combine(mine, other);
 }
 
-SDC_HD float lane_max4(const float (&e)[4]) {
-  return max_combine(max_combine(max_combine(e[0], e[1]), e[2]), e[3]);
-}
+SDC_HD float lane_max4(const float (&e)[4]) { return max_combine(max_combine(max_combine(e[0], e[1]), e[2]), e[3]); }
 
 SDC_HD float max_finish(float x0, float leftmost_max) { return x0 != x0 ? x0 : leftmost_max; }
 

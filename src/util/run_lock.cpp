@@ -1,6 +1,7 @@
 #include "run_lock.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace sdc {
 

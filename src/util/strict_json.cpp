@@ -1,9 +1,9 @@
 #include "strict_json.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace sdc {
 namespace {
@@ -33,7 +33,8 @@ class StrictSax : public json::json_sax_t {
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
     // 406: a number beyond the range of a double (1e400)
-    error = e.id == 406 ? "not valid JSON (a number is out of range)" : fmt::format("not valid JSON (byte {})", position);
+    error =
+        e.id == 406 ? "not valid JSON (a number is out of range)" : fmt::format("not valid JSON (byte {})", position);
     return false;
   }
 

@@ -4,9 +4,8 @@
 // hand-edited file could hide a second "tile_digests" or "bytes").
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace sdc {
 

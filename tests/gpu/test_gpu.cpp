@@ -29,23 +29,23 @@
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
 #include "src/backends/cuda/lt_gemm_device.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/shape.h"
+#include "src/spec/digest.h"
 
 namespace {
 
 using namespace sdc;
 
 int failures = 0;
-#define EXPECT(cond, ...)                                    \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      ++failures;                                            \
+#define EXPECT(cond, ...)                                       \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      ++failures;                                               \
       std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                     \
-      std::fprintf(stderr, "\n");                            \
-    }                                                        \
+      std::fprintf(stderr, __VA_ARGS__);                        \
+      std::fprintf(stderr, "\n");                               \
+    }                                                           \
   } while (0)
 
 struct Ran {
@@ -116,8 +116,8 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
     std::vector<float> host(tensors[t].elements), dev(tensors[t].elements);
     pc.p->generate_input(t, 0, host.size(), host.data());
     SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
-    EXPECT(std::memcmp(host.data(), dev.data(), host.size() * 4) == 0, "%s: input %s generated differently on the device",
-           c.id.c_str(), tensors[t].name.c_str());
+    EXPECT(std::memcmp(host.data(), dev.data(), host.size() * 4) == 0,
+           "%s: input %s generated differently on the device", c.id.c_str(), tensors[t].name.c_str());
   }
   pc.poison();
   pc.d->compute(pc.ptrs.data(), pc.out.as<float>(), pc.sm.as<uint32_t>(), pc.scratch.get(), pc.stream.get());
@@ -140,11 +140,12 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
       const Ran again = run_case(c, {}, false);
       uint64_t differ = 0;
       for (uint64_t t = 0; t < clean.digests.size(); ++t) differ += clean.digests[t] != again.digests[t];
-      EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(), static_cast<unsigned long long>(differ),
-             clean.digests.size());
+      EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(),
+             static_cast<unsigned long long>(differ), clean.digests.size());
       for (uint64_t t = 0; records_sm && t < again.sm.size(); ++t)
         if (static_cast<int>(again.sm[t]) >= sm_ids || again.sm[t] == 0xffffffffu) {
-          EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t), again.sm[t]);
+          EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
+                 again.sm[t]);
           break;
         }
       std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
@@ -158,7 +159,8 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
            static_cast<unsigned long long>(bad), clean.digests.size(), static_cast<unsigned long long>(first_bad));
     for (uint64_t t = 0; records_sm && t < clean.sm.size(); ++t)
       if (static_cast<int>(clean.sm[t]) >= sm_ids || clean.sm[t] == 0xffffffffu) {
-        EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t), clean.sm[t]);
+        EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
+               clean.sm[t]);
         break;
       }
     std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), bad ? "MISMATCH" : "bit-identical");
@@ -194,9 +196,9 @@ void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
     const Family* fam = find_family(c.family);
     if (!fam->prepare_cuda) continue;
     const bool exact = c.mode == Mode::exact_integer;
-    if (!exact && (has_cpu_golden(c.mode) ||
-                   2.0 * static_cast<double>(dim(c, "m")) * static_cast<double>(dim(c, "n")) *
-                           static_cast<double>(dim(c, "k")) > kRecordedFlopLimit))
+    if (!exact && (has_cpu_golden(c.mode) || 2.0 * static_cast<double>(dim(c, "m")) * static_cast<double>(dim(c, "n")) *
+                                                     static_cast<double>(dim(c, "k")) >
+                                                 kRecordedFlopLimit))
       continue;
     Prepared pc(c);
     const auto* lt = dynamic_cast<const cuda::LtGemmDevice*>(pc.d.get());
@@ -230,7 +232,8 @@ void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
         const Ran first = run_algo(i), again = run_algo(i);
         const uint64_t bad = differing(first.digests, again.digests);
         EXPECT(bad == 0, "%s: cuBLASLt algorithm %zu (%s) does not repeat: %llu of %zu tiles differ between two runs",
-               c.id.c_str(), i, algos[i].description.c_str(), static_cast<unsigned long long>(bad), first.digests.size());
+               c.id.c_str(), i, algos[i].description.c_str(), static_cast<unsigned long long>(bad),
+               first.digests.size());
         unstable += bad != 0;
         results.insert(first.digests);
       }
@@ -276,9 +279,11 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   Injection out;
   EXPECT(parse_injection("case=gemm_f32.uniform_2048,element=140000,bit=30,unit=0,iteration=0", out).empty(), "parse");
   Injection in;
-  EXPECT(parse_injection("case=gemm_f32.uniform_2048,target=input,tensor=b,element=5,bit=22,iteration=1", in).empty(), "parse");
+  EXPECT(parse_injection("case=gemm_f32.uniform_2048,target=input,tensor=b,element=5,bit=22,iteration=1", in).empty(),
+         "parse");
   std::vector<DeviceInfo> gpus{gpu};
-  EXPECT(check_injection(out, ps.battery, {}, &gpus).empty() && check_injection(in, ps.battery, {}, &gpus).empty(), "check");
+  EXPECT(check_injection(out, ps.battery, {}, &gpus).empty() && check_injection(in, ps.battery, {}, &gpus).empty(),
+         "check");
   opt.injections = {out, in};
   RunResult faulty;
   cuda::run_screen(ps, sel, opt, gpus, faulty);
@@ -323,7 +328,8 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(found, "%s: the output fault was not listed at element 12345 with xor 0x8 and no SM", id);
 
   Injection by_sm;
-  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,unit=0,iteration=0", by_sm).empty(), "parse");
+  EXPECT(parse_injection(std::string("case=") + id + ",element=12345,bit=3,unit=0,iteration=0", by_sm).empty(),
+         "parse");
   EXPECT(check_injection(by_sm, ps.battery, {}, &gpus).empty(), "check");
   opt.injections = {by_sm};
   RunResult refused;
@@ -346,7 +352,8 @@ int main() {
     const char* which = std::getenv("SDC_TEST_DEVICE");
     const DeviceInfo& gpu = devices.at(which ? static_cast<size_t>(std::atoi(which)) : 0);
     SDC_CUDA_CHECK(cudaSetDevice(gpu.index));
-    std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(), gpu.sm_count);
+    std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(),
+                gpu.sm_count);
     const PatternSet ps = load_patterns(SDC_SOURCE_DIR "/patterns");
     test_cases(ps, gpu, std::max(gpu.sm_count, cuda::sm_id_limit()));
     test_lt_algorithms(ps, gpu);

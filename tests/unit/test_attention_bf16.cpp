@@ -14,8 +14,8 @@
 #include "catch.h"
 #include "kernels/attention_bf16/attention_bf16.h"
 #include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
+#include "src/spec/digest.h"
 
 using namespace sdc;
 namespace ax = sdc::attention_bf16_exactint;
@@ -240,7 +240,8 @@ TEST_CASE("attention_bf16_exactint: the reference equals an independent int64 re
   }
 }
 
-TEST_CASE("attention_bf16_exactint: battery goldens equal the int64 recomputation of sample tiles", "[attention_bf16]") {
+TEST_CASE("attention_bf16_exactint: battery goldens equal the int64 recomputation of sample tiles",
+          "[attention_bf16]") {
   const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
   size_t cases = 0;
   for (const Case& c : ps.battery.cases) {

@@ -87,7 +87,8 @@ std::vector<float> emulate_tile(const Case& c, uint64_t tile, Fault fault) {
       std::memset(acc, 0, sizeof acc);
       for (int step = 0; step < dim / 16; ++step) {
         uint32_t af[32][2][4], bf[32][4][2];
-        for (int lane = 0; lane < 32; ++lane) am::score_fragments(qs.data(), ks.data(), warp, step, lane, af[lane], bf[lane]);
+        for (int lane = 0; lane < 32; ++lane)
+          am::score_fragments(qs.data(), ks.data(), warp, step, lane, af[lane], bf[lane]);
         if (fault == Fault::score_rows_swapped)
           for (int lane = 0; lane < 32; ++lane) std::swap(af[lane][0][0], af[lane][0][1]);
         for (int mi = 0; mi < 2; ++mi)
@@ -127,7 +128,8 @@ std::vector<float> emulate_tile(const Case& c, uint64_t tile, Fault fault) {
   for (int64_t j0 = 0; j0 < keys; j0 += 64) {
     const int64_t v0 = fault == Fault::pv_key_block_offset && j0 > 0 ? j0 - 1 : j0;
     for (int r = 0; r < 64; ++r)
-      for (int w = 0; w < 32; ++w) ps[r * am::LD + w] = p[r * keys + j0 + 2 * w] | uint32_t{p[r * keys + j0 + 2 * w + 1]} << 16;
+      for (int w = 0; w < 32; ++w)
+        ps[r * am::LD + w] = p[r * keys + j0 + 2 * w] | uint32_t{p[r * keys + j0 + 2 * w + 1]} << 16;
     for (int kk = 0; kk < 64; ++kk)
       for (int d = 0; d < dim; ++d) vs[kk * am::LD_HALF + d] = static_cast<uint16_t>(bits(2, v0 + kk, d));
     for (int warp = 0; warp < 4; ++warp)
@@ -189,7 +191,8 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 
 }  // namespace
 
-TEST_CASE("attention_mma: the kernel's fragment maps with an emulated mma.sync give the reference", "[attention_bf16]") {
+TEST_CASE("attention_mma: the kernel's fragment maps with an emulated mma.sync give the reference",
+          "[attention_bf16]") {
   for (const Case& c : {make_case("attention_bf16_exactint", 2, 192, 48, true),
                         make_case("attention_bf16_exactint", 1, 128, 128, false, Distribution::mantissa_walk),
                         make_case("attention_bf16_exactint", 1, 128, 16, false)}) {
@@ -222,7 +225,8 @@ TEST_CASE("attention_bf16: random bf16 inputs, the shared geometry, no CPU refer
   REQUIRE(!f->validate(make_case("attention_bf16", 2, 100, 64, true)).empty());
   REQUIRE(!f->validate(make_case("attention_bf16", 2, 128, 72, true)).empty());
   const auto p = f->prepare(c);
-  const auto ex = find_family("attention_bf16_exactint")->prepare(make_case("attention_bf16_exactint", 2, 128, 64, true));
+  const auto ex =
+      find_family("attention_bf16_exactint")->prepare(make_case("attention_bf16_exactint", 2, 128, 64, true));
   REQUIRE(p->tile_count() == ex->tile_count());
   REQUIRE(p->tile_elements() == ex->tile_elements());
   REQUIRE(p->tile_name(3) == ex->tile_name(3));

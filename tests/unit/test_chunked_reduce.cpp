@@ -36,10 +36,14 @@ std::vector<float> make_data(Data d, uint32_t n, uint64_t seed) {
         break;
       case Data::mixed: {
         const uint32_t kind = static_cast<uint32_t>((h >> 4) & 63u);
-        if (kind < 4) x[i] = (h & 1u) ? -0.0f : 0.0f;                        // signed zeros
-        else if (kind < 6) x[i] = u * pow2f(12 + static_cast<int>((h >> 12) % 9u));  // heavy tail
-        else if (kind < 8) x[i] = float_with_exponent(static_cast<uint32_t>(h & 1u), -140, static_cast<uint32_t>(h >> 41));  // subnormal
-        else x[i] = u * pow2f(static_cast<int>((h >> 12) % 41u) - 20);
+        if (kind < 4)
+          x[i] = (h & 1u) ? -0.0f : 0.0f;  // signed zeros
+        else if (kind < 6)
+          x[i] = u * pow2f(12 + static_cast<int>((h >> 12) % 9u));  // heavy tail
+        else if (kind < 8)
+          x[i] = float_with_exponent(static_cast<uint32_t>(h & 1u), -140, static_cast<uint32_t>(h >> 41));  // subnormal
+        else
+          x[i] = u * pow2f(static_cast<int>((h >> 12) % 41u) - 20);
         break;
       }
       case Data::zero_ties:  // the maximum is a zero, reached by both signs many times

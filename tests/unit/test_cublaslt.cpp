@@ -77,10 +77,17 @@ TEST_CASE("cublaslt: shape validation is the twin's", "[cublaslt]") {
     // valid, K past the exactness bound, M not a multiple of 64, K not a multiple of 32, a distribution
     // the pattern may not define, the largest K each admits
     const std::vector<Case> cases = {
-        lt_case(lt, 64, 128, 64),       lt_case(lt, 64, 64, 70016),     lt_case(lt, 100, 64, 64),
-        lt_case(lt, 64, 64, 48),        lt_case(lt, 64, 64, 64, Distribution::heavy_tail),
-        lt_case(lt, 128, 64, 544),      lt_case(lt, 128, 64, 576),      lt_case(lt, 64, 64, 8192),
-        lt_case(lt, 64, 64, 8224),      lt_case(lt, 64, 64, 65792),     lt_case(lt, 64, 64, 65824),
+        lt_case(lt, 64, 128, 64),
+        lt_case(lt, 64, 64, 70016),
+        lt_case(lt, 100, 64, 64),
+        lt_case(lt, 64, 64, 48),
+        lt_case(lt, 64, 64, 64, Distribution::heavy_tail),
+        lt_case(lt, 128, 64, 544),
+        lt_case(lt, 128, 64, 576),
+        lt_case(lt, 64, 64, 8192),
+        lt_case(lt, 64, 64, 8224),
+        lt_case(lt, 64, 64, 65792),
+        lt_case(lt, 64, 64, 65824),
         lt_case(lt, 64, 64, 64, Distribution::mantissa_walk),
     };
     int valid = 0;
@@ -88,7 +95,7 @@ TEST_CASE("cublaslt: shape validation is the twin's", "[cublaslt]") {
       CHECK(f->validate(c) == t->validate(c));
       valid += f->validate(c).empty();
     }
-    CHECK(valid >= 2);                // each family admits some of these shapes...
+    CHECK(valid >= 2);                 // each family admits some of these shapes...
     CHECK(valid < int(cases.size()));  // ...and rejects others
   }
 }
@@ -179,10 +186,10 @@ TEST_CASE("cublaslt: the system library, where present, has every entry point an
   }
   CHECK(&cuda::system_cublaslt() == lib);  // loaded once
   const cuda::LtApi& f = lib->api();
-  CHECK((f.create && f.destroy && f.get_version && f.get_status_name && f.matmul_desc_create &&
-         f.matmul_desc_destroy && f.matmul_desc_set_attribute && f.matrix_layout_create && f.matrix_layout_destroy &&
-         f.preference_create && f.preference_destroy && f.preference_set_attribute && f.algo_get_heuristic &&
-         f.algo_config_get_attribute && f.matmul));
+  CHECK((f.create && f.destroy && f.get_version && f.get_status_name && f.matmul_desc_create && f.matmul_desc_destroy &&
+         f.matmul_desc_set_attribute && f.matrix_layout_create && f.matrix_layout_destroy && f.preference_create &&
+         f.preference_destroy && f.preference_set_attribute && f.algo_get_heuristic && f.algo_config_get_attribute &&
+         f.matmul));
   const std::string v = lib->version_text();
   CHECK(v.rfind("cublasLt 13.", 0) == 0);
   CHECK(std::count(v.begin(), v.end(), '.') == 2);
@@ -208,7 +215,8 @@ TEST_CASE("cublaslt: algorithm descriptions name every field", "[cublaslt]") {
   c.inner_shape = CUBLASLT_MATMUL_INNER_SHAPE_MMA16816;
   c.cluster = CUBLASLT_CLUSTER_SHAPE_2x1x1;
   CHECK(cuda::describe_algo(c) ==
-        "algo 21, tile 128x256, stages 64x3, split-k 1, reduction none, swizzle 1, custom 0, inner MMA16816, cluster 2x1x1");
+        "algo 21, tile 128x256, stages 64x3, split-k 1, reduction none, swizzle 1, custom 0, inner MMA16816, cluster "
+        "2x1x1");
 
   cuda::LtAlgoConfig d;  // what a fresh configuration holds, then values no enumerator of this build names
   CHECK(cuda::describe_algo(d) ==
@@ -220,15 +228,17 @@ TEST_CASE("cublaslt: algorithm descriptions name every field", "[cublaslt]") {
   d.inner_shape = 60000;
   d.cluster = 60001;
   CHECK(cuda::describe_algo(d) ==
-        "algo 0, tile #65000, stages #65001, split-k 1, reduction #64, swizzle 0, custom 0, inner #60000, cluster #60001");
+        "algo 0, tile #65000, stages #65001, split-k 1, reduction #64, swizzle 0, custom 0, inner #60000, cluster "
+        "#60001");
 
   c.tile = CUBLASLT_MATMUL_TILE_64x8;
   c.stages = CUBLASLT_MATMUL_STAGES_128xAUTO;
   c.split_k = 4;
   c.reduction = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
   c.cluster = CUBLASLT_CLUSTER_SHAPE_1x15x1;
-  CHECK(cuda::describe_algo(c) == "algo 21, tile 64x8, stages 128xAUTO, split-k 4, reduction output-type, swizzle 1, "
-                                  "custom 0, inner MMA16816, cluster 1x15x1");
+  CHECK(cuda::describe_algo(c) ==
+        "algo 21, tile 64x8, stages 128xAUTO, split-k 4, reduction output-type, swizzle 1, "
+        "custom 0, inner MMA16816, cluster 1x15x1");
 }
 
 TEST_CASE("cublaslt: configurations that differ in any one field are described differently", "[cublaslt]") {

@@ -64,10 +64,12 @@ TEST_CASE("output digest depends on every tile digest and its position", "[diges
 TEST_CASE("the digest function is pinned (GPU code must reproduce these values)", "[digest]") {
   // Changing the digest invalidates every golden: these constants catch an accidental change.
   const float v[4] = {1.0f, -2.5f, 0.0f, 3.0e-40f};
-  REQUIRE(digest_term(digest_key(0), 0, float_bits(1.0f)) == mix64((static_cast<uint64_t>(0x3f800000u) << 32) ^ digest_key(0)));
+  REQUIRE(digest_term(digest_key(0), 0, float_bits(1.0f)) ==
+          mix64((static_cast<uint64_t>(0x3f800000u) << 32) ^ digest_key(0)));
   const uint64_t d = tile_digest(5, v, 4);
   uint64_t expect = 0;
-  for (uint32_t i = 0; i < 4; ++i) expect += mix64(((static_cast<uint64_t>(float_bits(v[i])) << 32) | i) ^ digest_key(5));
+  for (uint32_t i = 0; i < 4; ++i)
+    expect += mix64(((static_cast<uint64_t>(float_bits(v[i])) << 32) | i) ^ digest_key(5));
   REQUIRE(d == expect);
   REQUIRE(mix64(0) == 0);
   REQUIRE(mix64(1) == 0x5692161d100b05e5ULL);

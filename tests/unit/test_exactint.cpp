@@ -67,12 +67,12 @@ uint32_t bits_of(const exactint::Pattern& p, uint32_t t, uint64_t i) {
 
 const std::vector<DType>& dtypes() {
   static const std::vector<DType> all = {
-      {"gemm_bf16_exactint", 8, 24, -126, 127, std::ldexp(255.0, 120), decode_bf16,
-       bits_of<gemm_bf16_exactint::Bf16>, gemm_bf16_exactint::Bf16::FORMAT},
+      {"gemm_bf16_exactint", 8, 24, -126, 127, std::ldexp(255.0, 120), decode_bf16, bits_of<gemm_bf16_exactint::Bf16>,
+       gemm_bf16_exactint::Bf16::FORMAT},
       {"gemm_f16_exactint", 11, 24, -14, 15, 65504.0, decode_f16, bits_of<gemm_f16_exactint::F16>,
        gemm_f16_exactint::F16::FORMAT},
-      {"gemm_tf32_exactint", 11, 24, -126, 127, std::ldexp(2047.0, 117), decode_tf32,
-       bits_of<gemm_tf32_exactint::Tf32>, gemm_tf32_exactint::Tf32::FORMAT},
+      {"gemm_tf32_exactint", 11, 24, -126, 127, std::ldexp(2047.0, 117), decode_tf32, bits_of<gemm_tf32_exactint::Tf32>,
+       gemm_tf32_exactint::Tf32::FORMAT},
       {"gemm_fp8_exactint", 4, 13, -6, 8, 448.0, decode_e4m3, bits_of<gemm_fp8_exactint::E4m3>,
        gemm_fp8_exactint::E4m3::FORMAT},
   };

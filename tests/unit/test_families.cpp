@@ -1,15 +1,15 @@
 // Every family: the fast path equals the specification bit for bit on every tile of small cases of every
 // distribution; outputs are free of NaN; the output geometry is consistent; inputs matter.
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <stdexcept>
 
 #include "catch.h"
-#include "src/spec/digest.h"
 #include "src/core/family.h"
+#include "src/spec/digest.h"
 #include "src/spec/generator.h"
 
 using namespace sdc;
@@ -31,7 +31,8 @@ Case make_case(const std::string& family, Distribution d, std::map<std::string, 
 // table without one fails "every family has a small case" below: it is never skipped silently.
 std::vector<Case> small_cases() {
   std::vector<Case> out;
-  for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
+  for (Distribution d :
+       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
     out.push_back(make_case("gemm_f32", d, {{"m", 128}, {"n", 192}, {"k", 77}}));
     out.push_back(make_case("attention_f32", d, {{"heads", 2}, {"seq", 96}, {"dim", 40}, {"causal", 1}}));
     out.push_back(make_case("attention_f32", d, {{"heads", 1}, {"seq", 64}, {"dim", 128}, {"causal", 0}}));
@@ -52,15 +53,14 @@ std::vector<Case> small_cases() {
   for (const char* f : {"gemm_bf16", "gemm_f16", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"})
     for (Distribution d : {Distribution::uniform, Distribution::heavy_tail})
       out.push_back(make_case(f, d, {{"m", 128}, {"n", 64}, {"k", 96}}));
-  out.push_back(make_case("attention_bf16", Distribution::uniform, {{"heads", 2}, {"seq", 128}, {"dim", 64}, {"causal", 0}}));
+  out.push_back(
+      make_case("attention_bf16", Distribution::uniform, {{"heads", 2}, {"seq", 128}, {"dim", 64}, {"causal", 0}}));
   return out;
 }
 
 // A family has a CPU reference when one of its modes has a golden computed on the CPU; the others
 // (recorded, consensus) are judged on GPUs only.
-bool has_cpu_reference(const Family& f) {
-  return std::any_of(f.modes.begin(), f.modes.end(), has_cpu_golden);
-}
+bool has_cpu_reference(const Family& f) { return std::any_of(f.modes.begin(), f.modes.end(), has_cpu_golden); }
 
 struct Computed {
   std::unique_ptr<Problem> p;
@@ -91,7 +91,8 @@ TEST_CASE("every family is registered with a unique snake_case id", "[families]"
     REQUIRE(ids.insert(f.id).second);
     for (const char* ch = f.id; *ch; ++ch) REQUIRE((std::islower(*ch) || std::isdigit(*ch) || *ch == '_'));
   }
-  for (const char* id : {"gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"})
+  for (const char* id :
+       {"gemm_f32", "attention_f32", "reduce_sum_f32", "softmax_f32", "rmsnorm_f32", "cross_entropy_f32"})
     REQUIRE(find_family(id) != nullptr);
 }
 
@@ -99,9 +100,8 @@ TEST_CASE("every family has a small case, valid and with a uniform one among the
   const std::vector<Case> cases = small_cases();
   for (const Family& f : families()) {
     INFO(f.id);
-    REQUIRE(std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
-      return c.family == f.id && c.distribution == Distribution::uniform;
-    }));
+    REQUIRE(std::any_of(cases.begin(), cases.end(),
+                        [&](const Case& c) { return c.family == f.id && c.distribution == Distribution::uniform; }));
   }
   for (const Case& c : cases) {
     INFO(c.family << " " << static_cast<int>(c.distribution));
@@ -110,7 +110,8 @@ TEST_CASE("every family has a small case, valid and with a uniform one among the
   }
 }
 
-TEST_CASE("a family's backends are the ones it declares, and its device side is bound exactly when one is", "[families]") {
+TEST_CASE("a family's backends are the ones it declares, and its device side is bound exactly when one is",
+          "[families]") {
   for (const Family& f : families()) {
     INFO(f.id);
     std::set<std::string> seen;
@@ -223,10 +224,23 @@ TEST_CASE("exponent windows keep the largest allowed shapes free of NaN", "[fami
 }
 
 TEST_CASE("shape validation rejects what the kernels cannot compute", "[families]") {
-  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 100}, {"n", 64}, {"k", 8}})).empty());
-  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}, {"k", 9000}})).empty());
-  REQUIRE(!find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}})).empty());
-  REQUIRE(!find_family("softmax_f32")->validate(make_case("softmax_f32", Distribution::uniform, {{"rows", 4}, {"cols", 8}, {"x", 1}})).empty());
-  REQUIRE(!find_family("attention_f32")->validate(make_case("attention_f32", Distribution::uniform, {{"heads", 1}, {"seq", 40}, {"dim", 8}, {"causal", 0}})).empty());
-  REQUIRE(find_family("attention_f32")->validate(make_case("attention_f32", Distribution::uniform, {{"heads", 1}, {"seq", 64}, {"dim", 8}, {"causal", 0}})).empty());
+  REQUIRE(!find_family("gemm_f32")
+               ->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 100}, {"n", 64}, {"k", 8}}))
+               .empty());
+  REQUIRE(!find_family("gemm_f32")
+               ->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}, {"k", 9000}}))
+               .empty());
+  REQUIRE(
+      !find_family("gemm_f32")->validate(make_case("gemm_f32", Distribution::uniform, {{"m", 64}, {"n", 64}})).empty());
+  REQUIRE(!find_family("softmax_f32")
+               ->validate(make_case("softmax_f32", Distribution::uniform, {{"rows", 4}, {"cols", 8}, {"x", 1}}))
+               .empty());
+  REQUIRE(!find_family("attention_f32")
+               ->validate(make_case("attention_f32", Distribution::uniform,
+                                    {{"heads", 1}, {"seq", 40}, {"dim", 8}, {"causal", 0}}))
+               .empty());
+  REQUIRE(find_family("attention_f32")
+              ->validate(make_case("attention_f32", Distribution::uniform,
+                                   {{"heads", 1}, {"seq", 64}, {"dim", 8}, {"causal", 0}}))
+              .empty());
 }

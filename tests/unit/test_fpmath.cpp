@@ -98,7 +98,8 @@ TEST_CASE("vector lanes equal the scalar specification", "[fpmath]") {
   const uint32_t n = 1037;
   std::vector<float> x(n), y(n), w(n), out(n);
   const uint64_t key = tensor_key(13, 0);
-  for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
+  for (Distribution d :
+       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
     for (uint32_t i = 0; i < n; ++i) {
       x[i] = pattern_value(d, {-149, 127}, key, i);
       w[i] = pattern_value(d, {-20, 20}, key ^ 1, i);

@@ -92,8 +92,10 @@ TEST_CASE("mantissa_walk: every significand bit is set alone and cleared alone",
     const float v = pattern_value(Distribution::mantissa_walk, {-3, 3}, key, i);
     const uint32_t m = float_bits(v) & 0x7fffffu;
     REQUIRE((__builtin_popcount(m) == 1 || __builtin_popcount(m) == 22));  // one bit set, or one cleared
-    if (__builtin_popcount(m) == 1) ones.insert(m);
-    else zeros.insert(m);
+    if (__builtin_popcount(m) == 1)
+      ones.insert(m);
+    else
+      zeros.insert(m);
     REQUIRE(exponent_of(v) >= -3);
     REQUIRE(exponent_of(v) <= 3);
   }

@@ -3,8 +3,8 @@
 #include <random>
 
 #include "catch.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
+#include "src/spec/digest.h"
 
 using namespace sdc;
 

@@ -1,11 +1,11 @@
 // Interruption through the run options' stop token (src/core/scheduler.h): a CPU screen stopped from its
 // own callbacks, as a signal would stop it, settles what ran, skips what did not start with the
 // interruption's reason, and reports the signal; the same selection uninterrupted passes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
-
-#include <fmt/format.h>
 
 #include "catch.h"
 #include "src/backends/cpu/cpu_executor.h"
@@ -97,7 +97,8 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
   REQUIRE(partial.verdict == Verdict::pass);
   REQUIRE(partial.iterations_done == 1);
   REQUIRE(partial.iterations_planned == f.sel.iterations[1]);
-  const std::vector<std::string> note{fmt::format("1 of {} iterations ran before the interruption", f.sel.iterations[1])};
+  const std::vector<std::string> note{
+      fmt::format("1 of {} iterations ran before the interruption", f.sel.iterations[1])};
   REQUIRE(partial.notes == note);
   const TestResult& last = f.test(r, 2);
   REQUIRE(last.verdict == Verdict::skip);

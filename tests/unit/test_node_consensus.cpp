@@ -79,12 +79,12 @@ TEST_CASE("node consensus: a strict majority names the dissenter", "[node_consen
 
 TEST_CASE("node consensus: no strict majority is a split, a lone GPU is alone", "[node_consensus]") {
   REQUIRE(standings({{"g", &A}, {"g", &B}}) == std::vector<NodeStanding>{NodeStanding::split, NodeStanding::split});
-  REQUIRE(standings({{"g", &A}, {"g", &A}, {"g", &B}, {"g", &B}}) ==
-          std::vector<NodeStanding>(4, NodeStanding::split));
+  REQUIRE(standings({{"g", &A}, {"g", &A}, {"g", &B}, {"g", &B}}) == std::vector<NodeStanding>(4, NodeStanding::split));
   REQUIRE(standings({{"g", &A}, {"g", &B}, {"g", &C}}) == std::vector<NodeStanding>(3, NodeStanding::split));
   REQUIRE(standings({{"g", &A}}) == std::vector<NodeStanding>{NodeStanding::alone});
   // Healthy: everyone agrees.
-  REQUIRE(standings({{"g", &A}, {"g", &A}, {"g", &A}, {"g", &A}}) == std::vector<NodeStanding>(4, NodeStanding::agrees));
+  REQUIRE(standings({{"g", &A}, {"g", &A}, {"g", &A}, {"g", &A}}) ==
+          std::vector<NodeStanding>(4, NodeStanding::agrees));
   // 3 against 2: a strict majority.
   REQUIRE(standings({{"g", &B}, {"g", &A}, {"g", &A}, {"g", &B}, {"g", &A}}) ==
           std::vector<NodeStanding>{NodeStanding::dissents, NodeStanding::agrees, NodeStanding::agrees,
@@ -93,7 +93,8 @@ TEST_CASE("node consensus: no strict majority is a split, a lone GPU is alone", 
 
 TEST_CASE("node consensus: groups are never compared with each other", "[node_consensus]") {
   // Different digests in different groups (another architecture or engine) are not a disagreement.
-  REQUIRE(standings({{"sm_90", &A}, {"sm_80", &B}}) == std::vector<NodeStanding>{NodeStanding::alone, NodeStanding::alone});
+  REQUIRE(standings({{"sm_90", &A}, {"sm_80", &B}}) ==
+          std::vector<NodeStanding>{NodeStanding::alone, NodeStanding::alone});
   REQUIRE(standings({{"x", &A}, {"y", &B}, {"x", &A}}) ==
           std::vector<NodeStanding>{NodeStanding::agrees, NodeStanding::alone, NodeStanding::agrees});
 }

@@ -48,11 +48,11 @@ TEST_CASE("injection specs", "[parsers]") {
   REQUIRE(inj.mask == 0x80000001u);
   REQUIRE(inj.unit == 1);
   REQUIRE(inj.iteration == 2);
-  for (const char* bad : {"", "case=x", "case=x,element=1", "element=1,bit=1", "case=x,element=1,bit=32",
-                          "case=x,element=-1,bit=1", "case=x,element=1,bit=1,mask=0x1", "case=x,element=1,mask=0x0",
-                          "case=x,element=1,mask=12", "case=x,element=1,bit=1,target=input",
-                          "case=x,element=1,bit=1,tensor=a", "case=x,element=1,bit=1,colour=red",
-                          "case=x,element=1,bit=1,case=y", "case=x,element=1,bit=1,unit=abc", "case=x,element=1,bit=1,"})
+  for (const char* bad :
+       {"", "case=x", "case=x,element=1", "element=1,bit=1", "case=x,element=1,bit=32", "case=x,element=-1,bit=1",
+        "case=x,element=1,bit=1,mask=0x1", "case=x,element=1,mask=0x0", "case=x,element=1,mask=12",
+        "case=x,element=1,bit=1,target=input", "case=x,element=1,bit=1,tensor=a", "case=x,element=1,bit=1,colour=red",
+        "case=x,element=1,bit=1,case=y", "case=x,element=1,bit=1,unit=abc", "case=x,element=1,bit=1,"})
     REQUIRE_FALSE(parse_injection(bad, inj).empty());
 }
 

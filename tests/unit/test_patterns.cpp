@@ -4,8 +4,8 @@
 #include <fstream>
 
 #include "catch.h"
-#include "src/util/atomic_file.h"
 #include "src/core/patterns.h"
+#include "src/util/atomic_file.h"
 
 using namespace sdc;
 namespace fs = std::filesystem;

@@ -64,8 +64,8 @@ TEST_CASE("recorded_gemm: inputs are normal, full-significand, inside the window
           exps.insert(exp);
           ++signs[bits >> 15];
         }
-        CHECK(frac_or == (1u << en.e.frac_bits) - 1);  // every fraction bit is set somewhere...
-        CHECK(frac_and == 0);                          // ...and clear somewhere
+        CHECK(frac_or == (1u << en.e.frac_bits) - 1);         // every fraction bit is set somewhere...
+        CHECK(frac_and == 0);                                 // ...and clear somewhere
         CHECK(static_cast<int>(exps.size()) == hi - lo + 1);  // every exponent of the window occurs
         CHECK(signs[0] > 30000);
         CHECK(signs[1] > 30000);

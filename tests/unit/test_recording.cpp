@@ -6,22 +6,25 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
-#include "src/util/atomic_file.h"
-#include "src/spec/digest.h"
 #include "src/core/patterns.h"
 #include "src/core/recording.h"
 #include "src/core/recording_merge.h"
+#include "src/spec/digest.h"
+#include "src/util/atomic_file.h"
 
 using namespace sdc;
 namespace fs = std::filesystem;
 
 namespace {
 
-const RecordingKey KEY{"sm_90", "gemm_bf16", "gemm_bf16.uniform_256", "0123456789abcdef", "cublasLt 13.0.2",
+const RecordingKey KEY{"sm_90",
+                       "gemm_bf16",
+                       "gemm_bf16.uniform_256",
+                       "0123456789abcdef",
+                       "cublasLt 13.0.2",
                        "algo=6 tile=128x128 stages=4 splitk=1"};
 const std::vector<uint64_t> GOOD{1, 2, 3, 4};
 const std::vector<uint64_t> BAD{1, 2, 3, 5};  // one bit of one tile differs
@@ -32,7 +35,9 @@ Recording device(const std::string& uuid, const std::vector<std::pair<RecordingK
   return r;
 }
 
-Recording device(const std::string& uuid, const std::vector<uint64_t>& digests) { return device(uuid, {{KEY, digests}}); }
+Recording device(const std::string& uuid, const std::vector<uint64_t>& digests) {
+  return device(uuid, {{KEY, digests}});
+}
 
 std::vector<std::string> uuids(const std::vector<DeviceRef>& refs) {
   std::vector<std::string> out;
@@ -87,8 +92,8 @@ void replace(std::string& t, const std::string& from, const std::string& to) {
 }  // namespace
 
 TEST_CASE("a strict majority gives the golden; the minority is named as dissenters", "[recording]") {
-  const ConsensusResult r = merge_recordings(
-      {device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", GOOD), device("GPU-d", BAD)});
+  const ConsensusResult r =
+      merge_recordings({device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", GOOD), device("GPU-d", BAD)});
   REQUIRE(r.keys.size() == 1);
   const KeyConsensus& k = r.keys[0];
   REQUIRE(k.verdict == ConsensusVerdict::accepted);
@@ -109,8 +114,8 @@ TEST_CASE("a strict majority gives the golden; the minority is named as dissente
 }
 
 TEST_CASE("a tie or no majority gives no golden", "[recording]") {
-  const ConsensusResult tie = merge_recordings(
-      {device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", BAD), device("GPU-d", BAD)});
+  const ConsensusResult tie =
+      merge_recordings({device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", BAD), device("GPU-d", BAD)});
   REQUIRE(tie.keys[0].verdict == ConsensusVerdict::tie);
   REQUIRE(tie.keys[0].groups.size() == 2);
   REQUIRE(tie.accepted_recordings().empty());
@@ -121,8 +126,8 @@ TEST_CASE("a tie or no majority gives no golden", "[recording]") {
   REQUIRE(one_one.keys[0].verdict == ConsensusVerdict::tie);
 
   // 2 of 4 is the largest group but not a majority.
-  const ConsensusResult split = merge_recordings({device("GPU-a", GOOD), device("GPU-b", GOOD),
-                                                  device("GPU-c", BAD), device("GPU-d", {9, 9, 9, 9})});
+  const ConsensusResult split = merge_recordings(
+      {device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", BAD), device("GPU-d", {9, 9, 9, 9})});
   REQUIRE(split.keys[0].verdict == ConsensusVerdict::no_majority);
   REQUIRE(split.exit_code() == 2);
   REQUIRE(render_consensus(split).find("no majority, no golden (largest group 2 of 4 devices)") != std::string::npos);
@@ -135,9 +140,9 @@ TEST_CASE("keys that differ in any field are never merged", "[recording]") {
   algo.algorithm = "algo=6 tile=128x128 stages=4 splitk=2";
   fp.fingerprint = "fedcba9876543210";
   // Alone on its key, each differing device would be outvoted by the other two if keys were mixed.
-  const ConsensusResult r = merge_recordings({device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", {{arch, BAD}}),
-                                              device("GPU-d", {{lib, BAD}}), device("GPU-e", {{algo, BAD}}),
-                                              device("GPU-f", {{fp, BAD}})});
+  const ConsensusResult r =
+      merge_recordings({device("GPU-a", GOOD), device("GPU-b", GOOD), device("GPU-c", {{arch, BAD}}),
+                        device("GPU-d", {{lib, BAD}}), device("GPU-e", {{algo, BAD}}), device("GPU-f", {{fp, BAD}})});
   REQUIRE(r.keys.size() == 5);
   for (const KeyConsensus& k : r.keys) {
     INFO(k.key.str());
@@ -151,8 +156,8 @@ TEST_CASE("keys that differ in any field are never merged", "[recording]") {
 
 TEST_CASE("the same device recorded twice counts once", "[recording]") {
   // Without the uuid rule GPU-a's two files would outvote GPU-b and GPU-c.
-  const ConsensusResult r = merge_recordings({device("GPU-a", BAD), device("GPU-a", BAD), device("GPU-b", GOOD),
-                                              device("GPU-c", GOOD)});
+  const ConsensusResult r =
+      merge_recordings({device("GPU-a", BAD), device("GPU-a", BAD), device("GPU-b", GOOD), device("GPU-c", GOOD)});
   const KeyConsensus& k = r.keys[0];
   REQUIRE(k.devices == 3);
   REQUIRE(k.verdict == ConsensusVerdict::accepted);
@@ -166,8 +171,8 @@ TEST_CASE("the same device recorded twice counts once", "[recording]") {
 }
 
 TEST_CASE("a device that disagrees with itself is flagged unstable and not counted", "[recording]") {
-  const ConsensusResult r = merge_recordings({device("GPU-a", GOOD), device("GPU-a", BAD), device("GPU-b", GOOD),
-                                              device("GPU-c", GOOD)});
+  const ConsensusResult r =
+      merge_recordings({device("GPU-a", GOOD), device("GPU-a", BAD), device("GPU-b", GOOD), device("GPU-c", GOOD)});
   const KeyConsensus& k = r.keys[0];
   REQUIRE(uuids(k.unstable) == std::vector<std::string>{"GPU-a"});
   REQUIRE(k.devices == 2);
@@ -205,7 +210,13 @@ TEST_CASE("recordings of one key with different tile counts are bad data, not a 
 }
 
 TEST_CASE("a recording round-trips through its file format", "[recording]") {
-  const Recording r = device("GPU-a", {{KEY, GOOD}, {[] { RecordingKey k = KEY; k.case_id += "_b"; return k; }(), BAD}});
+  const Recording r = device("GPU-a", {{KEY, GOOD},
+                                       {[] {
+                                          RecordingKey k = KEY;
+                                          k.case_id += "_b";
+                                          return k;
+                                        }(),
+                                        BAD}});
   const Recording back = parse_recording("rec.json", render_recording(r));
   REQUIRE(back.file == "rec.json");
   REQUIRE(back.device.uuid == "GPU-a");
@@ -221,7 +232,11 @@ TEST_CASE("a recording round-trips through its file format", "[recording]") {
 TEST_CASE("the recording parser refuses every malformed variant, naming the file and the problem", "[recording]") {
   REQUIRE(recording_error([](std::string&) {}).empty());
   const std::vector<std::pair<std::function<void(std::string&)>, const char*>> cases = {
-      {[](std::string& t) { t.resize(1); t[0] = '{'; }, "not valid JSON"},  // resize: GCC 12 -Wrestrict false alarm on t = "{"
+      {[](std::string& t) {
+         t.resize(1);
+         t[0] = '{';
+       },
+       "not valid JSON"},  // resize: GCC 12 -Wrestrict false alarm on t = "{"
       {[](std::string& t) { t = std::to_string(1); }, "top level is not an object"},
       {[](std::string& t) { replace(t, "sdcscreen-recording", "sdcscreen-golden"); }, "format is 'sdcscreen-golden'"},
       {[](std::string& t) { replace(t, "\"version\": 1", "\"version\": 2"); }, "version 2 is not supported"},
@@ -269,7 +284,14 @@ TEST_CASE("the writer refuses what the parser would refuse", "[recording]") {
   RecordingKey k = KEY;
   k.family = "gemm/bf16";
   REQUIRE_THROWS_AS(add_recording_entry(r, k, GOOD), PatternError);
-  REQUIRE_THROWS_AS(add_recording_entry(r, [] { RecordingKey x = KEY; x.case_id += "_c"; return x; }(), {}), PatternError);
+  REQUIRE_THROWS_AS(add_recording_entry(r,
+                                        [] {
+                                          RecordingKey x = KEY;
+                                          x.case_id += "_c";
+                                          return x;
+                                        }(),
+                                        {}),
+                    PatternError);
   REQUIRE_THROWS_AS(new_recording({"H100", "", "", "", ""}), PatternError);
 }
 
@@ -282,8 +304,8 @@ TEST_CASE("accepted recordings: written into the pattern directory, covered by t
 
   RecordingKey other = KEY;
   other.case_id = "gemm_bf16.uniform_512";
-  const ConsensusResult r = merge_recordings({device("GPU-a", {{KEY, GOOD}, {other, BAD}}), device("GPU-b", GOOD),
-                                              device("GPU-c", BAD)});
+  const ConsensusResult r =
+      merge_recordings({device("GPU-a", {{KEY, GOOD}, {other, BAD}}), device("GPU-b", GOOD), device("GPU-c", BAD)});
   write_recorded_goldens(dir, r.accepted_recordings());
   const std::string rel = "recordings/sm_90/gemm_bf16.json";
   REQUIRE(fs::exists(tmp / rel));
@@ -302,8 +324,9 @@ TEST_CASE("accepted recordings: written into the pattern directory, covered by t
   REQUIRE(find_recorded_golden(g, elsewhere) == nullptr);
 
   // A second run updates its keys and keeps the others.
-  write_recorded_goldens(dir, merge_recordings({device("GPU-d", {{other, GOOD}}), device("GPU-e", {{other, GOOD}})})
-                                  .accepted_recordings());
+  write_recorded_goldens(
+      dir,
+      merge_recordings({device("GPU-d", {{other, GOOD}}), device("GPU-e", {{other, GOOD}})}).accepted_recordings());
   const RecordedGoldens g2 = load_recorded_goldens(dir);
   REQUIRE(g2.size() == 2);
   REQUIRE(find_recorded_golden(g2, other)->tile_digests == GOOD);
@@ -335,8 +358,10 @@ TEST_CASE("the accepted-recordings parser enforces the consensus rules", "[recor
   REQUIRE(parse_recorded_goldens("acc.json", good).size() == 1);
   auto error = [&](const std::string& from, const std::string& to) {
     std::string t = good;
-    if (!from.empty()) replace(t, from, to);
-    else t = to;
+    if (!from.empty())
+      replace(t, from, to);
+    else
+      t = to;
     try {
       parse_recorded_goldens("acc.json", t);
       return std::string();
@@ -359,7 +384,8 @@ TEST_CASE("the accepted-recordings parser enforces the consensus rules", "[recor
   AcceptedRecording minority = r.accepted_recordings()[0];
   minority.voters.pop_back();
   minority.provisional = true;
-  has(error("", render_recorded_goldens("sm_90", "gemm_bf16", {minority})), "1 voters are not a strict majority over 1");
+  has(error("", render_recorded_goldens("sm_90", "gemm_bf16", {minority})),
+      "1 voters are not a strict majority over 1");
   nlohmann::json twice = nlohmann::json::parse(good);
   twice["entries"].push_back(twice["entries"][0]);
   has(error("", twice.dump()), "entries[1] (gemm_bf16.uniform_256): duplicate key");

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "catch.h"
+#include "src/backends/cpu/cpu_executor.h"
 #include "src/backends/cpu/worker_pool.h"
 #include "src/core/patterns.h"
-#include "src/backends/cpu/cpu_executor.h"
 
 using namespace sdc;
 
@@ -41,7 +41,8 @@ TEST_CASE("run_until reports a job that overruns its deadline and names the busy
   release.store(true);
   // The stuck worker finishes; the pool is usable again.
   while (!pool.busy_cpus().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  REQUIRE(pool.run_until([](size_t) {}, std::chrono::steady_clock::now() + std::chrono::seconds(10), [] { return false; }));
+  REQUIRE(
+      pool.run_until([](size_t) {}, std::chrono::steady_clock::now() + std::chrono::seconds(10), [] { return false; }));
 }
 
 TEST_CASE("an in-process screen of small cases passes and localizes an injected fault", "[pool]") {
@@ -59,13 +60,15 @@ TEST_CASE("an in-process screen of small cases passes and localizes an injected 
   }
   SECTION("with an output fault on the last CPU") {
     Injection inj;
-    REQUIRE(parse_injection("case=gemm_f32.special_512,element=777,bit=30,unit=" + std::to_string(opt.cpus.back()), inj).empty());
+    REQUIRE(parse_injection("case=gemm_f32.special_512,element=777,bit=30,unit=" + std::to_string(opt.cpus.back()), inj)
+                .empty());
     REQUIRE(check_injection(inj, ps.battery, opt.cpus).empty());
     opt.injections.push_back(inj);
     RunResult r;
     cpu::run_screen(ps, sel, opt, r);
     REQUIRE(r.exit_code() == EXIT_FAIL);
-    const auto it = std::find_if(r.tests.begin(), r.tests.end(), [](const TestResult& x) { return x.id == "gemm_f32.special_512"; });
+    const auto it = std::find_if(r.tests.begin(), r.tests.end(),
+                                 [](const TestResult& x) { return x.id == "gemm_f32.special_512"; });
     REQUIRE(it != r.tests.end());
     const TestResult& t = *it;
     REQUIRE(t.miscompares.size() == 1);

@@ -1,5 +1,7 @@
 #include "cpu_executor.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -7,8 +9,6 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "../../core/miscompare.h"
 #include "../../spec/digest.h"
@@ -33,7 +33,7 @@ struct CaseState {
   std::vector<float> out;
   std::vector<uint64_t> digest;
   std::vector<uint32_t> worker_of;
-  std::vector<char> computed_by;  // per worker, in the current iteration: computed a tile with a faulty input
+  std::vector<char> computed_by;          // per worker, in the current iteration: computed a tile with a faulty input
   std::vector<std::string> worker_error;  // per worker: why it could not compute a tile
 };
 
@@ -65,7 +65,8 @@ JobEnd run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size
 // The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
 // rate of 1 GFLOP/s per worker, or 50 ns per generated element), plus 10 s.
 Clock::time_point pass_deadline(double work_seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
 }
 
 // Allocates the buffers of a prepared case and generates its inputs.
@@ -107,7 +108,7 @@ struct ActiveFault {
 // unit; the worker computes it, applies output faults, and digests it. An iteration a stop touched is
 // incomplete (`stopped`).
 JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
-                       uint64_t rotation, std::vector<ActiveFault>& faults) {
+                         uint64_t rotation, std::vector<ActiveFault>& faults) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
@@ -117,8 +118,10 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   int input_fault_worker = -1;
   for (ActiveFault& f : faults) {
     if (f.worker < 0 || f.inj->hang) continue;
-    if (f.inj->input) input_fault_worker = f.worker;
-    else pinned[f.tile] = static_cast<uint32_t>(f.worker);
+    if (f.inj->input)
+      input_fault_worker = f.worker;
+    else
+      pinned[f.tile] = static_cast<uint32_t>(f.worker);
   }
   for (uint64_t t = 0; t < tiles; ++t) {
     const auto it = pinned.find(t);
@@ -128,44 +131,45 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   }
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
   const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
-  const JobEnd end = run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
-    for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
-      if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
-    std::vector<const float*> in;
-    for (const auto& v : s.inputs) in.push_back(v.data());
-    bool reads_fault = false;
-    for (ActiveFault& f : faults)
-      if (f.inj->input && (f.worker < 0 || f.worker == static_cast<int>(w))) {
-        in[f.inj->tensor_index] = f.corrupted.data();
-        reads_fault = true;
-      }
-    bool computed = false;
-    for (uint64_t t = 0; t < tiles; ++t) {
-      if (s.worker_of[t] != w) continue;
-      if (stop.stop_requested()) return;
-      float* out = s.out.data() + t * te;
-      try {
-        s.problem->compute_tile(in.data(), t, out, ws[w]);
-      } catch (const std::exception& e) {  // e.g. out of memory for scratch: an error, not a crash
-        s.worker_error[w] = fmt::format("cpu {}: {}", pool.cpu(w).cpu, e.what());
-        return;
-      }
-      computed = true;
-      for (ActiveFault& f : faults) {
-        if (f.inj->input || f.inj->hang || f.tile != t) continue;
-        uint32_t bits;
-        std::memcpy(&bits, out + f.offset, 4);
-        bits ^= f.inj->mask;
-        std::memcpy(out + f.offset, &bits, 4);
-        f.inj->fired = true;
-        f.inj->fired_unit = pool.cpu(w).cpu;
-        f.inj->fired_tile = t;
-      }
-      s.digest[t] = tile_digest(t, out, te);
-    }
-    s.computed_by[w] = computed && reads_fault;
-  });
+  const JobEnd end =
+      run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
+        for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
+          if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
+            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
+        std::vector<const float*> in;
+        for (const auto& v : s.inputs) in.push_back(v.data());
+        bool reads_fault = false;
+        for (ActiveFault& f : faults)
+          if (f.inj->input && (f.worker < 0 || f.worker == static_cast<int>(w))) {
+            in[f.inj->tensor_index] = f.corrupted.data();
+            reads_fault = true;
+          }
+        bool computed = false;
+        for (uint64_t t = 0; t < tiles; ++t) {
+          if (s.worker_of[t] != w) continue;
+          if (stop.stop_requested()) return;
+          float* out = s.out.data() + t * te;
+          try {
+            s.problem->compute_tile(in.data(), t, out, ws[w]);
+          } catch (const std::exception& e) {  // e.g. out of memory for scratch: an error, not a crash
+            s.worker_error[w] = fmt::format("cpu {}: {}", pool.cpu(w).cpu, e.what());
+            return;
+          }
+          computed = true;
+          for (ActiveFault& f : faults) {
+            if (f.inj->input || f.inj->hang || f.tile != t) continue;
+            uint32_t bits;
+            std::memcpy(&bits, out + f.offset, 4);
+            bits ^= f.inj->mask;
+            std::memcpy(out + f.offset, &bits, 4);
+            f.inj->fired = true;
+            f.inj->fired_unit = pool.cpu(w).cpu;
+            f.inj->fired_tile = t;
+          }
+          s.digest[t] = tile_digest(t, out, te);
+        }
+        s.computed_by[w] = computed && reads_fault;
+      });
   if (end != JobEnd::finished) return end;
   if (stop.stop_requested()) return JobEnd::stopped;  // the workers returned between tiles
   for (const std::string& e : s.worker_error)
@@ -200,7 +204,6 @@ std::vector<LogicalCpu> describe(const std::vector<int>& cpus) {
   return out;
 }
 
-
 // Host memory a case needs: its inputs and its output.
 uint64_t case_bytes(const Problem& p) {
   uint64_t floats = p.output_elements();
@@ -211,7 +214,8 @@ uint64_t case_bytes(const Problem& p) {
 class CpuExecutor final : public Executor {
  public:
   CpuExecutor(const PatternSet& patterns, const std::vector<int>& cpus)
-      : patterns_(patterns), pool_(std::make_unique<WorkerPool>(describe(cpus))),
+      : patterns_(patterns),
+        pool_(std::make_unique<WorkerPool>(describe(cpus))),
         ws_(std::make_unique<std::vector<Workspace>>(pool_->size())) {}
 
   std::string device() const override { return "cpu"; }
@@ -316,8 +320,8 @@ class CpuExecutor final : public Executor {
       if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
         r.units_failed.push_back(cpu_id);
       if (r.time_to_fail_s < 0) r.time_to_fail_s = ctx_->elapsed_s();
-      analyse_tile(*s_->problem, s_->inputs, golden_->tile_digests[t], t, s_->out.data() + t * s_->problem->tile_elements(),
-                   it, cpu_id, analysis_ws_, expected_cache_[t], r);
+      analyse_tile(*s_->problem, s_->inputs, golden_->tile_digests[t], t,
+                   s_->out.data() + t * s_->problem->tile_elements(), it, cpu_id, analysis_ws_, expected_cache_[t], r);
     }
   }
 
@@ -381,7 +385,8 @@ std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>
         (void)pool_owner.release();
         (void)ws_owner.release();
       }
-      return std::runtime_error(stop.stop_requested() ? "interrupted" : fmt::format("case {}: a worker is stuck", c->id));
+      return std::runtime_error(stop.stop_requested() ? "interrupted"
+                                                      : fmt::format("case {}: a worker is stuck", c->id));
     };
     s.problem = find_family(c->family)->prepare(*c);
     if (const JobEnd e = generate_inputs(pool, stop, s); e != JobEnd::finished) throw give_up(e);
@@ -392,14 +397,16 @@ std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>
     if (const JobEnd e = compute_iteration(s, pool, stop, ws, 1, none); e != JobEnd::finished) throw give_up(e);
     for (uint64_t t = 0; t < first.size(); ++t)
       if (first[t] != s.digest[t])
-        throw std::runtime_error(fmt::format("case {} tile {}: two CPUs computed different results; this machine "
-                                             "cannot generate goldens",
-                                             c->id, t));
+        throw std::runtime_error(
+            fmt::format("case {} tile {}: two CPUs computed different results; this machine "
+                        "cannot generate goldens",
+                        c->id, t));
     for (float v : first_out)
       if (v != v)
-        throw std::runtime_error(fmt::format("case {}: its output contains a NaN, whose bits are not portable; "
-                                             "change its distribution or shape",
-                                             c->id));
+        throw std::runtime_error(
+            fmt::format("case {}: its output contains a NaN, whose bits are not portable; "
+                        "change its distribution or shape",
+                        c->id));
     GoldenCase g;
     g.fingerprint = case_fingerprint(*c);
     g.tile_digests = first;

@@ -1,12 +1,11 @@
 #include "cpu_topology.h"
 
+#include <fmt/format.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <fstream>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace sdc::cpu {
 namespace {

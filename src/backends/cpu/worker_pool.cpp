@@ -1,13 +1,12 @@
 #include "worker_pool.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace sdc::cpu {
 

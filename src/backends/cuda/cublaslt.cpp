@@ -2,7 +2,6 @@
 #include "cublaslt.h"
 
 #include <dlfcn.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,11 +39,16 @@ std::string enum_name(const EnumName (&names)[N], uint32_t value, const char* ze
 
 std::string reduction_name(uint32_t r) {
   switch (r) {
-    case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
-    case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
-    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute-type";
-    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output-type";
-    default: return fmt::format("#{}", r);
+    case CUBLASLT_REDUCTION_SCHEME_NONE:
+      return "none";
+    case CUBLASLT_REDUCTION_SCHEME_INPLACE:
+      return "inplace";
+    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE:
+      return "compute-type";
+    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE:
+      return "output-type";
+    default:
+      return fmt::format("#{}", r);
   }
 }
 
@@ -55,12 +59,16 @@ struct Types {
 
 Types types_of(LtDtype d) {
   switch (d) {
-    case LtDtype::bf16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
-    case LtDtype::fp16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case LtDtype::bf16:
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    case LtDtype::fp16:
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
     // fp32 storage, TF32 tensor cores: the exact-integer inputs have 10 fraction bits, so converting
     // them to TF32 (by rounding or truncation) changes nothing.
-    case LtDtype::tf32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case LtDtype::fp8_e4m3: return {CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F};
+    case LtDtype::tf32:
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case LtDtype::fp8_e4m3:
+      return {CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F};
   }
   throw LtError("unknown cuBLASLt dtype");
 }
@@ -133,10 +141,14 @@ const LtLibrary& system_cublaslt() {
 
 const char* lt_dtype_name(LtDtype d) {
   switch (d) {
-    case LtDtype::bf16: return "bf16";
-    case LtDtype::fp16: return "fp16";
-    case LtDtype::tf32: return "tf32";
-    case LtDtype::fp8_e4m3: return "fp8 e4m3";
+    case LtDtype::bf16:
+      return "bf16";
+    case LtDtype::fp16:
+      return "fp16";
+    case LtDtype::tf32:
+      return "tf32";
+    case LtDtype::fp8_e4m3:
+      return "fp8 e4m3";
   }
   return "?";
 }
@@ -148,10 +160,11 @@ std::string lt_unsupported(LtDtype d, int cc_major, int cc_minor) {
 }
 
 std::string describe_algo(const LtAlgoConfig& c) {
-  return fmt::format("algo {}, tile {}, stages {}, split-k {}, reduction {}, swizzle {}, custom {}, inner {}, cluster {}",
-                     c.id, enum_name(TILE_NAMES, c.tile, "undefined"), enum_name(STAGES_NAMES, c.stages, "undefined"),
-                     c.split_k, reduction_name(c.reduction), c.swizzle, c.custom,
-                     enum_name(INNER_SHAPE_NAMES, c.inner_shape, "undefined"), enum_name(CLUSTER_NAMES, c.cluster, "auto"));
+  return fmt::format(
+      "algo {}, tile {}, stages {}, split-k {}, reduction {}, swizzle {}, custom {}, inner {}, cluster {}", c.id,
+      enum_name(TILE_NAMES, c.tile, "undefined"), enum_name(STAGES_NAMES, c.stages, "undefined"), c.split_k,
+      reduction_name(c.reduction), c.swizzle, c.custom, enum_name(INNER_SHAPE_NAMES, c.inner_shape, "undefined"),
+      enum_name(CLUSTER_NAMES, c.cluster, "auto"));
 }
 
 LtGemm::LtGemm(const LtLibrary& lib, LtDtype dtype, int64_t m, int64_t n, int64_t k, uint64_t workspace_bytes)
@@ -179,17 +192,17 @@ LtGemm::LtGemm(const LtLibrary& lib, LtDtype dtype, int64_t m, int64_t n, int64_
               "cublasLtMatrixLayoutCreate");
     return LtObject<cublasLtMatrixLayout_t>(l, f.matrix_layout_destroy);
   };
-  lt_a_ = layout(t.ab, k, n, k);            // the B buffer: K x N column-major, transposed to N x K
-  lt_b_ = layout(t.ab, k, m, k);            // the A buffer: K x M column-major
-  lt_c_ = layout(CUDA_R_32F, n, m, n);      // C^T: N x M column-major = C row-major, rows N apart
+  lt_a_ = layout(t.ab, k, n, k);        // the B buffer: K x N column-major, transposed to N x K
+  lt_b_ = layout(t.ab, k, m, k);        // the A buffer: K x M column-major
+  lt_c_ = layout(CUDA_R_32F, n, m, n);  // C^T: N x M column-major = C row-major, rows N apart
 
   cublasLtMatmulPreference_t p = nullptr;
   lib.check(f.preference_create(&p), "cublasLtMatmulPreferenceCreate");
   const LtObject<cublasLtMatmulPreference_t> pref(p, f.preference_destroy);
   const uint64_t max_workspace = workspace_bytes;
-  lib.check(f.preference_set_attribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-                                       sizeof max_workspace),
-            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  lib.check(
+      f.preference_set_attribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof max_workspace),
+      "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
 
   std::vector<cublasLtMatmulHeuristicResult_t> found(HEURISTIC_REQUEST);
   int count = 0;

@@ -106,9 +106,7 @@ class LtObject {
 // TF32 tensor-core path) and write fp32.
 enum class LtDtype { bf16, fp16, tf32, fp8_e4m3 };
 const char* lt_dtype_name(LtDtype d);
-constexpr uint32_t lt_element_bytes(LtDtype d) {
-  return d == LtDtype::fp8_e4m3 ? 1 : d == LtDtype::tf32 ? 4 : 2;
-}
+constexpr uint32_t lt_element_bytes(LtDtype d) { return d == LtDtype::fp8_e4m3 ? 1 : d == LtDtype::tf32 ? 4 : 2; }
 // Why a GPU of this compute capability cannot run the dtype ("" when it can): fp8 needs 8.9.
 std::string lt_unsupported(LtDtype d, int cc_major, int cc_minor);
 

@@ -1,8 +1,8 @@
 #include "cuda_check.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 namespace sdc::cuda {
 
@@ -35,9 +35,9 @@ const char* source_name(const char* file) {
 }
 
 void throw_cuda_error(cudaError_t e, const char* expr, const char* file, int line) {
-  throw CudaError(fmt::format("{}: {} ({}) at {}:{}", expr, cudaGetErrorName(e), cudaGetErrorString(e),
-                              source_name(file), line),
-                  e);
+  throw CudaError(
+      fmt::format("{}: {} ({}) at {}:{}", expr, cudaGetErrorName(e), cudaGetErrorString(e), source_name(file), line),
+      e);
 }
 
 }  // namespace sdc::cuda

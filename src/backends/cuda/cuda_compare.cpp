@@ -1,8 +1,8 @@
 // Comparison of a finished GPU iteration with its reference (runner_state.h), and the choice of that
 // reference: a golden, an accepted recording, or the case's own first run (consensus).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "../../core/miscompare.h"
 #include "../../core/patterns.h"
@@ -20,8 +20,8 @@ void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te
     SDC_CUDA_CHECK(cudaMemcpy(dst, out + t * te, te * 4ull, cudaMemcpyDeviceToHost));
     return;
   }
-  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows,
-                              cudaMemcpyDeviceToHost));
+  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull,
+                              l.tile_rows, cudaMemcpyDeviceToHost));
 }
 
 }  // namespace
@@ -59,17 +59,17 @@ Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& 
   return ref;
 }
 
-void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults& f, int it,
-                       const Reference& ref, std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws,
-                       TestResult& r) {
+void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults& f, int it, const Reference& ref,
+                       std::map<uint64_t, std::vector<float>>& expected_cache, Workspace& ws, TestResult& r) {
   const uint64_t tiles = dc.problem->tile_count();
   const uint32_t te = dc.problem->tile_elements();
   const bool sm_known = dc.device->records_sm();
   for (uint64_t t = 0; t < tiles && sm_known; ++t)
     if (dc.host_sm[t] == NO_SM || static_cast<int>(dc.host_sm[t]) >= g.sm_ids)
-      throw std::runtime_error(fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
-                                           "not of the GPU); this test proves nothing",
-                                           t));
+      throw std::runtime_error(
+          fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
+                      "not of the GPU); this test proves nothing",
+                      t));
   for (Injection* inj : f.input) {
     inj->fired = true;
     inj->fired_unit = -1;
@@ -112,8 +112,8 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
         copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
         analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
       } else if (r.notes.size() < 16) {
-        r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)", it,
-                                      dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
+        r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)",
+                                      it, dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
                                       ref.kind == Reference::recorded ? "recorded golden" : "first run"));
       }
       continue;

@@ -9,6 +9,8 @@
 // did not write can never pass on stale data; a waiting host thread gives up at the watchdog deadline
 // and leaves that GPU's buffers allocated (the kernel may still be running); a CUDA error makes the
 // test `error`, and an error that leaves the context unusable ends that GPU's run, not the others'.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -16,8 +18,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "../../spec/digest.h"
 #include "cuda_backend.h"
@@ -45,11 +45,11 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
   size_t free_b = 0, total_b = 0;
   SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (max_memory && need > max_memory)
-    throw std::runtime_error(fmt::format("needs {} MiB of device memory, more than --max-memory ({} MiB)", need >> 20,
-                                         max_memory >> 20));
+    throw std::runtime_error(
+        fmt::format("needs {} MiB of device memory, more than --max-memory ({} MiB)", need >> 20, max_memory >> 20));
   if (need > free_b)
-    throw std::runtime_error(fmt::format("needs {} MiB of device memory, {} MiB free on {}", need >> 20, free_b >> 20,
-                                         g.info.label()));
+    throw std::runtime_error(
+        fmt::format("needs {} MiB of device memory, {} MiB free on {}", need >> 20, free_b >> 20, g.info.label()));
   for (size_t t = 0; t < tensors.size(); ++t) dc.inputs.emplace_back(dc.device->input_bytes(t));
   dc.out = DeviceBuffer(tiles * te * 4);
   dc.tile_sm = DeviceBuffer(tiles * 4);
@@ -74,16 +74,17 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
   IterationFaults f;
   for (Injection& inj : sh.run->result.injections) {
     if (inj.case_id != c.id || inj.iteration != it || inj.device != g.info.index) continue;
-    if (inj.hang) f.hang = &inj;
+    if (inj.hang)
+      f.hang = &inj;
     else if (inj.input) {
       // The flip is a 32-bit xor: a tensor the device stores narrower (bf16, fp16, fp8) cannot take it.
       if (dc.device->input_bytes(inj.tensor_index) != p.inputs()[inj.tensor_index].elements * 4)
-        throw std::runtime_error(fmt::format("--inject '{}': input faults on the GPU need a 32-bit tensor; {} stores "
-                                             "'{}' narrower (drill its output instead)",
-                                             inj.spec, c.id, inj.tensor));
+        throw std::runtime_error(
+            fmt::format("--inject '{}': input faults on the GPU need a 32-bit tensor; {} stores "
+                        "'{}' narrower (drill its output instead)",
+                        inj.spec, c.id, inj.tensor));
       f.input.push_back(&inj);
-    }
-    else if (!f.output) {  // one output fault per case, GPU and iteration (checked when parsing)
+    } else if (!f.output) {  // one output fault per case, GPU and iteration (checked when parsing)
       f.output = &inj;
       uint64_t tile = 0;
       uint32_t offset = 0;
@@ -91,11 +92,14 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
       f.fault.mask = inj.mask;
       f.fault.offset = offset;
       if (inj.unit >= 0 && !dc.device->records_sm())
-        throw std::runtime_error(fmt::format("--inject '{}': {} runs in a library kernel that does not say which SM "
-                                             "computed a tile; drill an element instead of unit=",
-                                             inj.spec, c.id));
-      if (inj.unit >= 0) f.fault.sm = inj.unit;
-      else f.fault.tile = tile;
+        throw std::runtime_error(
+            fmt::format("--inject '{}': {} runs in a library kernel that does not say which SM "
+                        "computed a tile; drill an element instead of unit=",
+                        inj.spec, c.id));
+      if (inj.unit >= 0)
+        f.fault.sm = inj.unit;
+      else
+        f.fault.tile = tile;
     }
   }
   return f;
@@ -237,7 +241,8 @@ class GpuExecutor final : public Executor {
   std::string error_reason(const std::exception& e) override {
     if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
       if (ce->sticky()) g_.dead = ce->what();
-      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", g_.info.label(), ce->what()) : ce->what();
+      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", g_.info.label(), ce->what())
+                                 : ce->what();
     }
     return Executor::error_reason(e);
   }

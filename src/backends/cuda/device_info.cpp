@@ -1,12 +1,11 @@
 // Device discovery and identity: whether CUDA is usable here and, if not, the precise reason (no driver,
 // a driver older than this build's runtime, no device), and each GPU's identity for the reports.
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "cuda_backend.h"
 #include "cuda_check.h"

@@ -5,11 +5,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../spec/hd.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "../../spec/hd.h"
 
 namespace sdc::cuda {
 

@@ -17,9 +17,9 @@ constexpr unsigned DIGEST_THREADS = 256;
 
 // One block per tile (grid-stride over tiles); each thread sums the terms of a strided subset of the
 // tile's elements, then the block adds the 256 partial sums (mod 2^64: any order gives the same sum).
-__global__ void __launch_bounds__(DIGEST_THREADS) digest_kernel(float* out, OutputLayout layout, uint64_t tiles,
-                                                                uint32_t te, const uint32_t* tile_sm, DeviceFault f,
-                                                                uint64_t* digests) {
+__global__ void __launch_bounds__(DIGEST_THREADS)
+    digest_kernel(float* out, OutputLayout layout, uint64_t tiles, uint32_t te, const uint32_t* tile_sm, DeviceFault f,
+                  uint64_t* digests) {
   __shared__ uint64_t warp_sum[DIGEST_THREADS / 32];
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint64_t key = digest_key(t);

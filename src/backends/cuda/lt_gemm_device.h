@@ -36,7 +36,9 @@ class LtGemmDevice final : public DeviceProblem {
   LtGemmDevice(LtDtype dtype, int64_t m, int64_t n, int64_t k, Generate generate);
 
   uint64_t input_bytes(size_t tensor) const override;
-  std::string unsupported(int cc_major, int cc_minor) const override { return lt_unsupported(dtype_, cc_major, cc_minor); }
+  std::string unsupported(int cc_major, int cc_minor) const override {
+    return lt_unsupported(dtype_, cc_major, cc_minor);
+  }
   OutputLayout output_layout() const override;
   bool records_sm() const override { return false; }
   Engine engine() const override;

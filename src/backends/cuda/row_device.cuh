@@ -85,12 +85,12 @@ struct MaxExpSum {
   float m, s;
 };
 template <int U, int TILE_ROWS, typename Seen>
-__device__ __forceinline__ MaxExpSum max_exp_sum(const RowBlock<TILE_ROWS>& b, const float* x, uint32_t cols,
-                                                 bool vec, float* red, Seen seen) {
+__device__ __forceinline__ MaxExpSum max_exp_sum(const RowBlock<TILE_ROWS>& b, const float* x, uint32_t cols, bool vec,
+                                                 float* red, Seen seen) {
   constexpr uint32_t G = RowBlock<TILE_ROWS>::GROUP_WARPS;
-  const float wm = chunked::warp_max<U>(
-      [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(x, i, count, vec, e); }, cols, b.wr.begin,
-      b.wr.end, b.lane);
+  const float wm =
+      chunked::warp_max<U>([&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(x, i, count, vec, e); },
+                           cols, b.wr.begin, b.wr.end, b.lane);
   const float m = chunked::max_finish(x[0], chunked::group_max<G>(wm, red, b.wig, b.lane));
   const float ws = chunked::warp_sum<U>(
       [&](uint32_t i, uint32_t count, float(&e)[4]) {
@@ -148,8 +148,8 @@ class RowDevice final : public DeviceProblem {
     generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t), stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)),
-                      cols_, seed_});
+    launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)), cols_,
+                      seed_});
   }
 
  private:

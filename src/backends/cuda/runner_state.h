@@ -26,7 +26,8 @@ inline double seconds_since(Clock::time_point t) { return std::chrono::duration<
 // The watchdog's deadline for device work: generous against a slow GPU (20x at 1 TFLOP/s, or 1 ns per
 // generated element), plus 10 s for start-up and clocks ramping.
 inline Clock::time_point deadline_after(double work_seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
 }
 
 // Waits for the event; false when the deadline passed first. Polls (with short sleeps) so that the
@@ -37,8 +38,10 @@ inline bool wait_until(cudaEvent_t ev, Clock::time_point deadline) {
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady) SDC_CUDA_CHECK(e);
     if (Clock::now() >= deadline) return false;
-    if (spin < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (spin < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
@@ -53,9 +56,9 @@ struct Shared {
 struct Gpu {
   Gpu(const DeviceInfo& i, size_t s, size_t base, int ids) : info(i), slot(s), unit_base(base), sm_ids(ids) {}
   const DeviceInfo& info;
-  size_t slot;       // position among the selected GPUs
-  size_t unit_base;  // its first SM in result.units
-  int sm_ids;        // %nsmid: SM ids lie below it
+  size_t slot;         // position among the selected GPUs
+  size_t unit_base;    // its first SM in result.units
+  int sm_ids;          // %nsmid: SM ids lie below it
   bool stuck = false;  // the watchdog gave up on a kernel: nothing more can run here
   std::string dead;    // non-empty: the context is unusable after this error
   // Consensus, per case id: the digests and SMs of the case's first complete run on this GPU, which
