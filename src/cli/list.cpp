@@ -14,12 +14,10 @@ namespace {
 
 const char* distribution_description(Distribution d) {
   switch (d) {
-    case Distribution::uniform:
-      return "multiples of 2^-23 in [-1, 1)";
+    case Distribution::uniform: return "multiples of 2^-23 in [-1, 1)";
     case Distribution::heavy_tail:
       return "uniform with 1 in 64 elements an outlier up to 2^12 larger (LLM activations)";
-    case Distribution::special:
-      return "exponents across subnormals, near underflow and, per tensor, near overflow";
+    case Distribution::special: return "exponents across subnormals, near underflow and, per tensor, near overflow";
     case Distribution::mantissa_walk:
       return "walking-one and walking-zero significands: every significand bit set and cleared";
   }
@@ -43,8 +41,7 @@ std::string families_in_mode(Mode m) {
 // under the first. The JSON listing joins the lines with spaces.
 std::vector<std::string> mode_description(Mode m) {
   switch (m) {
-    case Mode::exact:
-      return {"fully specified IEEE fp32 order; golden computed on the CPU, compared bit for bit"};
+    case Mode::exact: return {"fully specified IEEE fp32 order; golden computed on the CPU, compared bit for bit"};
     case Mode::exact_integer:
       return {"tensor-core inputs whose every partial sum is exact in any order; golden in integer",
               "arithmetic on the CPU (for these families, uniform means random full significands",

@@ -12,14 +12,10 @@ namespace sdc {
 
 const char* node_standing_name(NodeStanding s) {
   switch (s) {
-    case NodeStanding::alone:
-      return "alone";
-    case NodeStanding::agrees:
-      return "agrees";
-    case NodeStanding::dissents:
-      return "dissents";
-    case NodeStanding::split:
-      return "split";
+    case NodeStanding::alone: return "alone";
+    case NodeStanding::agrees: return "agrees";
+    case NodeStanding::dissents: return "dissents";
+    case NodeStanding::split: return "split";
   }
   return "?";
 }

@@ -143,14 +143,10 @@ bool parse_hex64(const std::string& s, uint64_t& v) {
 
 const char* distribution_name(Distribution d) {
   switch (d) {
-    case Distribution::uniform:
-      return "uniform";
-    case Distribution::heavy_tail:
-      return "heavy_tail";
-    case Distribution::special:
-      return "special";
-    case Distribution::mantissa_walk:
-      return "mantissa_walk";
+    case Distribution::uniform: return "uniform";
+    case Distribution::heavy_tail: return "heavy_tail";
+    case Distribution::special: return "special";
+    case Distribution::mantissa_walk: return "mantissa_walk";
   }
   return "?";
 }

@@ -46,32 +46,23 @@ bool text_ok(const std::string& s, Text kind) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return false;
   uint64_t v;
   switch (kind) {
-    case Text::any:
-      return true;
-    case Text::required:
-      return !s.empty();
+    case Text::any: return true;
+    case Text::required: return !s.empty();
     case Text::name:  // a path component: recordings/<architecture>/<family>.json
       return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-    case Text::case_id:
-      return valid_case_id(s);
-    case Text::hex:
-      return parse_hex64(s, v);
+    case Text::case_id: return valid_case_id(s);
+    case Text::hex: return parse_hex64(s, v);
   }
   return false;
 }
 
 const char* text_rule(Text kind) {
   switch (kind) {
-    case Text::any:
-      return "a string without control characters";
-    case Text::required:
-      return "a non-empty string without control characters";
-    case Text::name:
-      return "a snake_case name";
-    case Text::case_id:
-      return "snake_case words joined by dots";
-    case Text::hex:
-      return "16 lowercase hex digits";
+    case Text::any: return "a string without control characters";
+    case Text::required: return "a non-empty string without control characters";
+    case Text::name: return "a snake_case name";
+    case Text::case_id: return "snake_case words joined by dots";
+    case Text::hex: return "16 lowercase hex digits";
   }
   return "";
 }

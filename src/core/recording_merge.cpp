@@ -76,12 +76,9 @@ KeyConsensus decide(const RecordingKey& key, const std::map<std::string, std::ve
 
 const char* consensus_verdict_name(ConsensusVerdict v) {
   switch (v) {
-    case ConsensusVerdict::accepted:
-      return "accepted";
-    case ConsensusVerdict::tie:
-      return "tie";
-    case ConsensusVerdict::no_majority:
-      return "no majority";
+    case ConsensusVerdict::accepted: return "accepted";
+    case ConsensusVerdict::tie: return "tie";
+    case ConsensusVerdict::no_majority: return "no majority";
   }
   return "?";
 }

@@ -54,14 +54,10 @@ const Family* find_family(const std::string& id) {
 
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::exact:
-      return "exact";
-    case Mode::exact_integer:
-      return "exact-integer";
-    case Mode::recorded:
-      return "recorded";
-    case Mode::consensus:
-      return "consensus";
+    case Mode::exact: return "exact";
+    case Mode::exact_integer: return "exact-integer";
+    case Mode::recorded: return "recorded";
+    case Mode::consensus: return "consensus";
   }
   return "?";
 }

@@ -4,14 +4,10 @@ namespace sdc {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::pass:
-      return "pass";
-    case Verdict::fail:
-      return "fail";
-    case Verdict::error:
-      return "error";
-    case Verdict::skip:
-      return "skip";
+    case Verdict::pass: return "pass";
+    case Verdict::fail: return "fail";
+    case Verdict::error: return "error";
+    case Verdict::skip: return "skip";
   }
   return "?";
 }
@@ -37,14 +33,10 @@ int RunResult::exit_code() const {
 
 const char* RunResult::exit_word() const {
   switch (exit_code()) {
-    case EXIT_PASS:
-      return "pass";
-    case EXIT_FAIL:
-      return "fail";
-    case EXIT_INCONCLUSIVE:
-      return "error";
-    default:
-      return "interrupted";
+    case EXIT_PASS: return "pass";
+    case EXIT_FAIL: return "fail";
+    case EXIT_INCONCLUSIVE: return "error";
+    default: return "interrupted";
   }
 }
 

@@ -50,8 +50,7 @@ SDC_HD float float_with_exponent(uint32_t sign, int e, uint32_t m) {
 SDC_HD float pattern_value(Distribution d, ExponentWindow w, uint64_t key, uint64_t index) {
   const uint64_t h = element_hash(key, index);
   switch (d) {
-    case Distribution::uniform:
-      return uniform_value(h);
+    case Distribution::uniform: return uniform_value(h);
     case Distribution::heavy_tail: {
       const float v = uniform_value(h);
       if (((h >> 8) & 63u) != 0) return v;

@@ -31,9 +31,7 @@ std::vector<float> make_data(Data d, uint32_t n, uint64_t seed) {
     const uint64_t h = element_hash(key, i);
     const float u = uniform_value(h);
     switch (d) {
-      case Data::uniform:
-        x[i] = u;
-        break;
+      case Data::uniform: x[i] = u; break;
       case Data::mixed: {
         const uint32_t kind = static_cast<uint32_t>((h >> 4) & 63u);
         if (kind < 4)

@@ -143,14 +143,10 @@ TEST_CASE("gemm_f32: subnormal inputs and subnormal results are kept", "[gemm_f3
   const Filler fill = [&](std::mt19937& rng, bool is_a, int64_t, int64_t) {
     if (!is_a) return uniform(rng, -2.0f, 2.0f);
     switch (rng() % 4) {
-      case 0:
-        return tiny * static_cast<float>(rng() % 1000);
-      case 1:
-        return -tiny * static_cast<float>(rng() % 1000);
-      case 2:
-        return uniform(rng, -1.0f, 1.0f) * min_normal;
-      default:
-        return uniform(rng, -4.0f, 4.0f) * min_normal;
+      case 0: return tiny * static_cast<float>(rng() % 1000);
+      case 1: return -tiny * static_cast<float>(rng() % 1000);
+      case 2: return uniform(rng, -1.0f, 1.0f) * min_normal;
+      default: return uniform(rng, -4.0f, 4.0f) * min_normal;
     }
   };
   const Problem p = make_problem(70, 80, 301, 11, fill);
@@ -208,12 +204,9 @@ TEST_CASE("gemm_f32: signed zeros", "[gemm_f32]") {
   // Zeros of both signs mixed with ordinary values, including rows that cancel exactly to zero.
   const Filler mixed = [](std::mt19937& rng, bool, int64_t, int64_t) {
     switch (rng() % 4) {
-      case 0:
-        return -0.0f;
-      case 1:
-        return 0.0f;
-      default:
-        return static_cast<float>(static_cast<int>(rng() % 5) - 2);
+      case 0: return -0.0f;
+      case 1: return 0.0f;
+      default: return static_cast<float>(static_cast<int>(rng() % 5) - 2);
     }
   };
   const Problem q = make_problem(70, 70, 47, 32, mixed);

@@ -39,16 +39,11 @@ std::string enum_name(const EnumName (&names)[N], uint32_t value, const char* ze
 
 std::string reduction_name(uint32_t r) {
   switch (r) {
-    case CUBLASLT_REDUCTION_SCHEME_NONE:
-      return "none";
-    case CUBLASLT_REDUCTION_SCHEME_INPLACE:
-      return "inplace";
-    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE:
-      return "compute-type";
-    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE:
-      return "output-type";
-    default:
-      return fmt::format("#{}", r);
+    case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
+    case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
+    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute-type";
+    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output-type";
+    default: return fmt::format("#{}", r);
   }
 }
 
@@ -59,16 +54,12 @@ struct Types {
 
 Types types_of(LtDtype d) {
   switch (d) {
-    case LtDtype::bf16:
-      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
-    case LtDtype::fp16:
-      return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case LtDtype::bf16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    case LtDtype::fp16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
     // fp32 storage, TF32 tensor cores: the exact-integer inputs have 10 fraction bits, so converting
     // them to TF32 (by rounding or truncation) changes nothing.
-    case LtDtype::tf32:
-      return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case LtDtype::fp8_e4m3:
-      return {CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F};
+    case LtDtype::tf32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case LtDtype::fp8_e4m3: return {CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F};
   }
   throw LtError("unknown cuBLASLt dtype");
 }
@@ -141,14 +132,10 @@ const LtLibrary& system_cublaslt() {
 
 const char* lt_dtype_name(LtDtype d) {
   switch (d) {
-    case LtDtype::bf16:
-      return "bf16";
-    case LtDtype::fp16:
-      return "fp16";
-    case LtDtype::tf32:
-      return "tf32";
-    case LtDtype::fp8_e4m3:
-      return "fp8 e4m3";
+    case LtDtype::bf16: return "bf16";
+    case LtDtype::fp16: return "fp16";
+    case LtDtype::tf32: return "tf32";
+    case LtDtype::fp8_e4m3: return "fp8 e4m3";
   }
   return "?";
 }

@@ -18,10 +18,8 @@ bool CudaError::sticky() const {
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
     case cudaErrorDevicesUnavailable:
-    case cudaErrorLaunchTimeout:
-      return true;
-    default:
-      return false;
+    case cudaErrorLaunchTimeout: return true;
+    default: return false;
   }
 }
 
