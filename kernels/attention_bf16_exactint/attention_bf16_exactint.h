@@ -13,7 +13,7 @@
 // (S) Q . K^T. Every product is an integer multiple of 2^us, us = qb - 7 + kb, of magnitude at most
 //     255 * 2^Ds * 2^us with Ds = (q_count - 1) + (k_count - 1). Any partial sum of the dim products of one
 //     score, in any order or grouping, is a multiple of 2^us below dim * 255 * 2^Ds * 2^us. This is the
-//     bound (*) of exactint.h with K = dim and bf16's Format (gemm_bf16_exactint.h: p = 8, W = 24): Ds is
+//     bound (*) of exactint.h with K = dim and bf16's Format (kernels/exactint/formats.h: p = 8, W = 24): Ds is
 //     exactint::exponent_budget(FORMAT, dim), largest for the smallest dim. dim = 16: 4080 * 2^12 =
 //     16711680 < 2^24 (Ds = 12, 7 exponents of Q and 7 of K); dim = 128: 32640 * 2^9 = 16711680 < 2^24
 //     (Ds = 9: 6 and 5). So every partial sum is exact in a 24-bit accumulator and s is exact before the
