@@ -21,6 +21,7 @@
 
 #include "../../src/core/gemm_tiles.h"
 #include "../../src/core/shape.h"
+#include "../../src/spec/clones.h"
 
 namespace sdc::exactint {
 namespace {
@@ -87,8 +88,7 @@ class ExactIntProblem final : public GemmTiles {
 // acc[r][c] += sum over the chunk of pa[r][kk] * pb[kk][c]. The chunk's sums are partial sums of
 // in-bound products, below 2^W <= 2^24 by (*), so int32 holds them exactly before they join the int64
 // totals; integer addition is associative, so vectorizing over c (AVX2 where the CPU has it) changes no bit.
-__attribute__((target_clones("avx2", "default"))) void accumulate_chunk(const int32_t* pa, const int32_t* pb, int kc,
-                                                                        int64_t* acc) {
+SDC_TARGET_CLONES("avx2", "default") void accumulate_chunk(const int32_t* pa, const int32_t* pb, int kc, int64_t* acc) {
   for (int r = 0; r < TILE; ++r) {
     int32_t part[TILE] = {};
     for (int kk = 0; kk < kc; ++kk) {

@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "clones.h"
 #include "fpmath.h"
 
-// Not under sanitizers: their runtime is not ready when the loader runs the clones' ifunc resolvers.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define SDC_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
-#else
-#define SDC_CLONES
-#endif
+#define SDC_CLONES SDC_TARGET_CLONES("avx512f", "fma", "default")
 
 namespace sdc::lanes {
 
