@@ -95,7 +95,7 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
   const sdc::Family& fam = *sdc::find_family("gemm_f32");
   DeviceCase dc(fam, gemm_case(sh), s);
   const int m = static_cast<int>(sh.m), n = static_cast<int>(sh.n), k = static_cast<int>(sh.k);
-  DeviceBuffer c_blas(static_cast<uint64_t>(sh.m * sh.n) * sizeof(float));
+  DeviceBuffer c_blas(gpu(), static_cast<uint64_t>(sh.m * sh.n) * sizeof(float));
   const float one = 1.0f, zero = 0.0f;
   const auto* a = static_cast<const float*>(dc.ptrs[0]);
   const auto* b = static_cast<const float*>(dc.ptrs[1]);
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
     int runtime = 0, driver = 0, blas_version = 0;
     SDC_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
     SDC_CUDA_CHECK(cudaDriverGetVersion(&driver));
-    const sdc::cuda::Stream stream;
+    const sdc::cuda::Stream stream{sdc::bench::gpu()};
     const cudaStream_t s = stream.get();
     cublasHandle_t h{};
     BENCH_CUBLAS(cublasCreate(&h));

@@ -14,6 +14,7 @@
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
+#include "src/backends/cuda/device_runtime.h"
 #include "src/core/family.h"
 
 namespace sdc::bench {
@@ -23,9 +24,32 @@ using Clock = std::chrono::steady_clock;
 using cuda::DeviceBuffer;
 constexpr int kWarmup = 2;
 
+// The current GPU through the runner's device seam (its buffers and streams); opened on first use.
+inline cuda::DeviceRuntime& gpu() {
+  static std::unique_ptr<cuda::DeviceRuntime> rt = [] {
+    DeviceInfo info;
+    SDC_CUDA_CHECK(cudaGetDevice(&info.index));
+    return cuda::open_cuda_runtime(info);
+  }();
+  return *rt;
+}
+
+// A CUDA event with timing enabled (the runner's events have it disabled).
+class TimingEvent {
+ public:
+  TimingEvent() { SDC_CUDA_CHECK(cudaEventCreate(&e_)); }
+  TimingEvent(const TimingEvent&) = delete;
+  TimingEvent& operator=(const TimingEvent&) = delete;
+  ~TimingEvent() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 // A pair of timing events around work enqueued on one stream.
 struct Events {
-  cuda::Event a{0}, b{0};  // flags 0: timing enabled
+  TimingEvent a, b;
   float ms() const {
     SDC_CUDA_CHECK(cudaEventSynchronize(b.get()));
     float t = 0;
@@ -70,19 +94,19 @@ struct DeviceCase {
     tiles = p->tile_count();
     te = p->tile_elements();
     for (size_t t = 0; t < p->inputs().size(); ++t) {
-      in.emplace_back(d->input_bytes(t));
+      in.emplace_back(gpu(), d->input_bytes(t));
       d->generate(t, in.back().get(), s);
       ptrs.push_back(in.back().get());
     }
-    out = DeviceBuffer(tiles * te * sizeof(float));
-    tile_sm = DeviceBuffer(tiles * sizeof(uint32_t));
-    scratch = DeviceBuffer(d->scratch_bytes());
-    digests = DeviceBuffer(tiles * sizeof(uint64_t));
+    out = DeviceBuffer(gpu(), tiles * te * sizeof(float));
+    tile_sm = DeviceBuffer(gpu(), tiles * sizeof(uint32_t));
+    scratch = DeviceBuffer(gpu(), d->scratch_bytes());
+    digests = DeviceBuffer(gpu(), tiles * sizeof(uint64_t));
   }
   void compute(cudaStream_t s) { d->compute(ptrs.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s); }
   void digest(cudaStream_t s) {
-    cuda::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, tile_sm.as<uint32_t>(), cuda::DeviceFault{},
-                       digests.as<uint64_t>(), s);
+    cuda::gpu::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, tile_sm.as<uint32_t>(), cuda::DeviceFault{},
+                            digests.as<uint64_t>(), s);
   }
   std::vector<uint64_t> host_digests(cudaStream_t s) {
     std::vector<uint64_t> h(tiles);

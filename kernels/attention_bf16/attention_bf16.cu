@@ -3,7 +3,7 @@
 #include "../attention_mma/attention_mma.cuh"
 #include "attention_bf16.h"
 
-namespace sdc::attention_bf16 {
+namespace sdc::attention_bf16::SDC_TARGET {
 namespace {
 
 struct Spec {
@@ -22,4 +22,4 @@ std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
   return std::make_unique<attention_mma::AttentionDevice<Spec>>(c, make_params(c.data_seed, dim(c, "dim")));
 }
 
-}  // namespace sdc::attention_bf16
+}  // namespace sdc::attention_bf16::SDC_TARGET

@@ -3,7 +3,7 @@
 #include "../attention_mma/attention_mma.cuh"
 #include "attention_bf16_exactint.h"
 
-namespace sdc::attention_bf16_exactint {
+namespace sdc::attention_bf16_exactint::SDC_TARGET {
 namespace {
 
 struct Spec {
@@ -23,4 +23,4 @@ std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
       c, make_pattern(dim(c, "seq"), dim(c, "dim"), c.data_seed, c.distribution == Distribution::mantissa_walk));
 }
 
-}  // namespace sdc::attention_bf16_exactint
+}  // namespace sdc::attention_bf16_exactint::SDC_TARGET

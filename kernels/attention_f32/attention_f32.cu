@@ -21,7 +21,7 @@
 #include "../../src/spec/fpmath.h"
 #include "attention_f32.h"
 
-namespace sdc::attention_f32 {
+namespace sdc::attention_f32::SDC_TARGET {
 namespace {
 
 constexpr uint32_t ROWS = TILE_ROWS;  // query rows per tile = warps per block
@@ -156,8 +156,8 @@ class AttentionDevice final : public cuda::DeviceProblem {
   uint64_t scratch_bytes() const override { return slots() * ROWS * seq_ * sizeof(float); }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    cuda::generate_pattern(static_cast<float*>(dst), heads_ * seq_ * dim_, dist_, input_window(t, dist_),
-                           tensor_key(seed_, t), stream);
+    cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), heads_ * seq_ * dim_, dist_, input_window(t, dist_),
+                                       tensor_key(seed_, t), stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void* scratch,
                cudaStream_t stream) const override {
@@ -173,8 +173,8 @@ class AttentionDevice final : public cuda::DeviceProblem {
                  stride_for(dim_),
                  causal_,
                  scale_};
-    attention_kernel<<<static_cast<unsigned>(slots()), THREADS, 0, stream>>>(a);
-    SDC_CUDA_CHECK_LAUNCH("attention_f32 attention_kernel");
+    cuda::launch("attention_f32 attention_kernel", attention_kernel, static_cast<unsigned>(slots()), THREADS, stream,
+                 a);
   }
 
  private:
@@ -193,4 +193,4 @@ class AttentionDevice final : public cuda::DeviceProblem {
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return std::make_unique<AttentionDevice>(c); }
 
-}  // namespace sdc::attention_f32
+}  // namespace sdc::attention_f32::SDC_TARGET

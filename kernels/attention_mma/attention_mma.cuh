@@ -42,10 +42,14 @@ static_assert(TILE_ROWS == KEY_BLOCK && TILE_ROWS == 64, "the score block is 64 
 
 // D = A * B + D on a 16 x 16 bf16 A fragment and a 16 x 8 bf16 B fragment, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(SDC_EMU)
+  ::sdc::emu::mma(::sdc::emu::MmaType::bf16, d, a, b);
+#else
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
 }
 
 struct Args {
@@ -207,9 +211,8 @@ class AttentionDevice final : public cuda::DeviceProblem {
   uint64_t scratch_bytes() const override { return slots_ * TILE_ROWS * seq_ * (sizeof(float) + sizeof(uint16_t)); }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const uint64_t n = heads_ * seq_ * dim_;
-    generate_kernel<Spec>
-        <<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<uint16_t*>(dst), n, params_, static_cast<uint32_t>(tensor));
-    SDC_CUDA_CHECK_LAUNCH("attention_mma generate_kernel");
+    cuda::launch("attention_mma generate_kernel", generate_kernel<Spec>, cuda::grid_for(n, 256), 256, s,
+                 static_cast<uint16_t*>(dst), n, params_, static_cast<uint32_t>(tensor));
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void* scratch, cudaStream_t s) const override {
     float* scores = static_cast<float*>(scratch);
@@ -224,8 +227,8 @@ class AttentionDevice final : public cuda::DeviceProblem {
                  seq_,
                  dim_,
                  causal_};
-    attention_kernel<Spec><<<static_cast<unsigned>(slots_), THREADS, 0, s>>>(a, params_);
-    SDC_CUDA_CHECK_LAUNCH("attention_mma attention_kernel");
+    cuda::launch("attention_mma attention_kernel", attention_kernel<Spec>, static_cast<unsigned>(slots_), THREADS, s, a,
+                 params_);
   }
 
  private:

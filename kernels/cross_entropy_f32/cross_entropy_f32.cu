@@ -16,7 +16,7 @@
 #include "../../src/spec/fpmath.h"
 #include "cross_entropy_f32.h"
 
-namespace sdc::cross_entropy_f32 {
+namespace sdc::cross_entropy_f32::SDC_TARGET {
 namespace {
 
 using Block = cuda::RowBlock<TILE_ROWS>;  // one token per group
@@ -52,10 +52,9 @@ __global__ void __launch_bounds__(THREADS)
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
   const cuda::RowShape shape{"tokens", "vocab", 1, TILE_ROWS, chunked::MAX_ROW};
   return cuda::make_row_device(c, shape, input_window, [](const cuda::RowLaunch& l) {
-    cross_entropy_kernel<<<l.tiles, THREADS, 0, l.stream>>>(static_cast<const float*>(l.in[0]), l.cols, l.seed, l.out,
-                                                            l.tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("cross_entropy_f32 cross_entropy_kernel");
+    cuda::launch("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.tiles, THREADS, l.stream,
+                 static_cast<const float*>(l.in[0]), l.cols, l.seed, l.out, l.tile_sm);
   });
 }
 
-}  // namespace sdc::cross_entropy_f32
+}  // namespace sdc::cross_entropy_f32::SDC_TARGET

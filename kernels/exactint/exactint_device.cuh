@@ -8,7 +8,11 @@
 
 #include <memory>
 
+#if defined(SDC_EMU)  // cuBLASLt runs only on a real GPU
+#include "../../src/backends/cuda/lt_dtype.h"
+#else
 #include "exactint_lt.cuh"
+#endif
 #include "exactint_mma.cuh"
 
 namespace sdc::exactint {
@@ -46,11 +50,13 @@ std::unique_ptr<cuda::DeviceProblem> prepare_mma(const Case& c) {
   return make_device<Traits>(c, case_pattern(Traits::FORMAT, c));
 }
 
+#if !defined(SDC_EMU)
 // A validated case of gemm_<f>_exactint_cublaslt on cuBLASLt's pinned algorithm; Traits derives from
 // DeviceTraits.
 template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> prepare_lt(const Case& c) {
   return make_lt_device<Traits>(c, case_pattern(Traits::FORMAT, c));
 }
+#endif
 
 }  // namespace sdc::exactint

@@ -21,9 +21,8 @@ std::unique_ptr<cuda::DeviceProblem> make_lt_device(const Case& c, typename Trai
   const int64_t m = dim(c, "m"), n = dim(c, "n"), k = dim(c, "k");
   auto generate = [pat, m, n, k](size_t tensor, void* dst, cudaStream_t s) {
     const uint64_t count = static_cast<uint64_t>((tensor == 0 ? m : n) * k);
-    generate_kernel<Traits><<<cuda::grid_for(count, 256), 256, 0, s>>>(static_cast<typename Traits::Storage*>(dst),
-                                                                       count, pat, static_cast<uint32_t>(tensor));
-    SDC_CUDA_CHECK_LAUNCH("exactint generate_kernel");
+    cuda::launch("exactint generate_kernel", generate_kernel<Traits>, cuda::grid_for(count, 256), 256, s,
+                 static_cast<typename Traits::Storage*>(dst), count, pat, static_cast<uint32_t>(tensor));
   };
   return std::make_unique<cuda::LtGemmDevice>(Traits::DTYPE, m, n, k, generate);
 }

@@ -171,17 +171,15 @@ class MmaDevice final : public cuda::DeviceProblem {
   }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const uint64_t n = elements(tensor);
-    generate_kernel<Traits><<<cuda::grid_for(n, 256), 256, 0, s>>>(static_cast<typename Traits::Storage*>(dst), n, pat_,
-                                                                   static_cast<uint32_t>(tensor));
-    SDC_CUDA_CHECK_LAUNCH("exactint generate_kernel");
+    cuda::launch("exactint generate_kernel", generate_kernel<Traits>, cuda::grid_for(n, 256), 256, s,
+                 static_cast<typename Traits::Storage*>(dst), n, pat_, static_cast<uint32_t>(tensor));
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
     if (!refusal_.empty()) throw std::runtime_error(refusal_);
     const int64_t tiles = (m_ / TILE) * (n_ / TILE);  // at most 256 * 256: one block each
-    mma_kernel<Traits><<<static_cast<unsigned>(tiles), MMA_THREADS, 0, s>>>(
-        static_cast<const uint32_t*>(in[0]), static_cast<const uint32_t*>(in[1]), k_ / MmaGeometry<Traits>::E,
-        n_ / TILE, out, tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("exactint mma_kernel");
+    cuda::launch("exactint mma_kernel", mma_kernel<Traits>, static_cast<unsigned>(tiles), MMA_THREADS, s,
+                 static_cast<const uint32_t*>(in[0]), static_cast<const uint32_t*>(in[1]), k_ / MmaGeometry<Traits>::E,
+                 n_ / TILE, out, tile_sm);
   }
 
  private:

@@ -5,10 +5,10 @@
 // the architecture's, hence recordings.
 #include "../recorded_gemm/recorded_gemm_device.cuh"
 
-namespace sdc::gemm_bf16 {
+namespace sdc::gemm_bf16::SDC_TARGET {
 
 struct Traits : recorded_gemm::DtypeTraits<cuda::LtDtype::bf16> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return recorded_gemm::make_mma_device<Traits>(c); }
 
-}  // namespace sdc::gemm_bf16
+}  // namespace sdc::gemm_bf16::SDC_TARGET

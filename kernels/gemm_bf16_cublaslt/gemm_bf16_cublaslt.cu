@@ -5,10 +5,10 @@
 // pinned algorithm.
 #include "../recorded_gemm/recorded_gemm_device.cuh"
 
-namespace sdc::gemm_bf16_cublaslt {
+namespace sdc::gemm_bf16_cublaslt::SDC_TARGET {
 
 struct Traits : recorded_gemm::DtypeTraits<cuda::LtDtype::bf16> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return recorded_gemm::make_lt_device<Traits>(c); }
 
-}  // namespace sdc::gemm_bf16_cublaslt
+}  // namespace sdc::gemm_bf16_cublaslt::SDC_TARGET

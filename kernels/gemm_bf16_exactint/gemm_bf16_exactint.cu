@@ -4,10 +4,10 @@
 #include "../exactint/exactint_device.cuh"
 #include "../exactint/formats.h"
 
-namespace sdc::gemm_bf16_exactint {
+namespace sdc::gemm_bf16_exactint::SDC_TARGET {
 
 struct MmaTraits : exactint::DeviceTraits<Bf16> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_mma<MmaTraits>(c); }
 
-}  // namespace sdc::gemm_bf16_exactint
+}  // namespace sdc::gemm_bf16_exactint::SDC_TARGET

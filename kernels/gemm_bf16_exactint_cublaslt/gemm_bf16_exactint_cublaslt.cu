@@ -4,10 +4,10 @@
 #include "../exactint/exactint_device.cuh"
 #include "../exactint/formats.h"
 
-namespace sdc::gemm_bf16_exactint_cublaslt {
+namespace sdc::gemm_bf16_exactint_cublaslt::SDC_TARGET {
 
 struct LtTraits : exactint::DeviceTraits<gemm_bf16_exactint::Bf16> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_lt<LtTraits>(c); }
 
-}  // namespace sdc::gemm_bf16_exactint_cublaslt
+}  // namespace sdc::gemm_bf16_exactint_cublaslt::SDC_TARGET

@@ -35,7 +35,7 @@
 #include "../../src/core/shape.h"
 #include "gemm_f32.h"
 
-namespace sdc::gemm_f32 {
+namespace sdc::gemm_f32::SDC_TARGET {
 namespace {
 
 constexpr int BK = 8;       // k per shared-memory slab (a template parameter below, for tuning)
@@ -267,11 +267,11 @@ void launch(const float* a, const float* b, float* out, uint32_t* tile_sm, int m
   using G = Geometry<BM, BN, BK>;
   const unsigned blocks = static_cast<unsigned>((m / BM) * (n / BN));
   if (k % 4 == 0) {
-    gemm_kernel<BM, BN, BK, true><<<blocks, G::THREADS, 0, s>>>(a, b, out, tile_sm, m, n, k);
-    SDC_CUDA_CHECK_LAUNCH("gemm_f32 gemm_kernel");
+    cuda::launch("gemm_f32 gemm_kernel", gemm_kernel<BM, BN, BK, true>, blocks, G::THREADS, s, a, b, out, tile_sm, m, n,
+                 k);
   } else {
-    gemm_kernel<BM, BN, BK, false><<<blocks, G::THREADS, 0, s>>>(a, b, out, tile_sm, m, n, k);
-    SDC_CUDA_CHECK_LAUNCH("gemm_f32 gemm_kernel (unaligned k)");
+    cuda::launch("gemm_f32 gemm_kernel (unaligned k)", gemm_kernel<BM, BN, BK, false>, blocks, G::THREADS, s, a, b, out,
+                 tile_sm, m, n, k);
   }
 }
 
@@ -287,8 +287,8 @@ class GemmDevice final : public cuda::DeviceProblem {
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    cuda::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, input_window(t, dist_),
-                           tensor_key(seed_, t), s);
+    cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, input_window(t, dist_),
+                                       tensor_key(seed_, t), s);
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
@@ -324,4 +324,4 @@ class GemmDevice final : public cuda::DeviceProblem {
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return std::make_unique<GemmDevice>(c); }
 
-}  // namespace sdc::gemm_f32
+}  // namespace sdc::gemm_f32::SDC_TARGET

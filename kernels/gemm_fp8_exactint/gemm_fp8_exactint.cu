@@ -5,10 +5,10 @@
 #include "../exactint/exactint_device.cuh"
 #include "../exactint/formats.h"
 
-namespace sdc::gemm_fp8_exactint {
+namespace sdc::gemm_fp8_exactint::SDC_TARGET {
 
 struct MmaTraits : exactint::DeviceTraits<E4m3> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_mma<MmaTraits>(c); }
 
-}  // namespace sdc::gemm_fp8_exactint
+}  // namespace sdc::gemm_fp8_exactint::SDC_TARGET

@@ -4,10 +4,10 @@
 #include "../exactint/exactint_device.cuh"
 #include "../exactint/formats.h"
 
-namespace sdc::gemm_fp8_exactint_cublaslt {
+namespace sdc::gemm_fp8_exactint_cublaslt::SDC_TARGET {
 
 struct LtTraits : exactint::DeviceTraits<gemm_fp8_exactint::E4m3> {};
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return exactint::prepare_lt<LtTraits>(c); }
 
-}  // namespace sdc::gemm_fp8_exactint_cublaslt
+}  // namespace sdc::gemm_fp8_exactint_cublaslt::SDC_TARGET

@@ -9,7 +9,11 @@
 
 #include <memory>
 
+#if defined(SDC_EMU)  // cuBLASLt runs only on a real GPU
+#include "../../src/backends/cuda/lt_dtype.h"
+#else
 #include "../exactint/exactint_lt.cuh"
+#endif
 #include "../exactint/exactint_mma.cuh"
 #include "recorded_gemm_ref.h"
 
@@ -40,10 +44,12 @@ std::unique_ptr<cuda::DeviceProblem> make_mma_device(const Case& c) {
   return exactint::make_device<Traits>(c, case_pattern(Traits::ENCODING, c));
 }
 
+#if !defined(SDC_EMU)
 // A validated case on cuBLASLt's pinned algorithm; Traits derives from DtypeTraits.
 template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> make_lt_device(const Case& c) {
   return exactint::make_lt_device<Traits>(c, case_pattern(Traits::ENCODING, c));
 }
+#endif
 
 }  // namespace sdc::recorded_gemm

@@ -12,7 +12,7 @@
 #include "../../src/spec/chunked_reduce.cuh"
 #include "reduce_sum_f32.h"
 
-namespace sdc::reduce_sum_f32 {
+namespace sdc::reduce_sum_f32::SDC_TARGET {
 namespace {
 
 using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
@@ -39,9 +39,9 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
   return cuda::make_row_device(c, {"rows", "cols", 1, TILE_ROWS, 0}, input_window, [](const cuda::RowLaunch& l) {
-    reduce_kernel<<<l.tiles, THREADS, 0, l.stream>>>(static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("reduce_sum_f32 reduce_kernel");
+    cuda::launch("reduce_sum_f32 reduce_kernel", reduce_kernel, l.tiles, THREADS, l.stream,
+                 static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
   });
 }
 
-}  // namespace sdc::reduce_sum_f32
+}  // namespace sdc::reduce_sum_f32::SDC_TARGET

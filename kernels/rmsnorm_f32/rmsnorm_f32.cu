@@ -12,7 +12,7 @@
 #include "../../src/spec/chunked_reduce.cuh"
 #include "rmsnorm_f32.h"
 
-namespace sdc::rmsnorm_f32 {
+namespace sdc::rmsnorm_f32::SDC_TARGET {
 namespace {
 
 using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
@@ -52,10 +52,9 @@ __global__ void __launch_bounds__(THREADS)
 // Tensor 0 is x (rows x cols), tensor 1 is w (cols).
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
   return cuda::make_row_device(c, {"rows", "cols", 2, TILE_ROWS, 0}, input_window, [](const cuda::RowLaunch& l) {
-    rmsnorm_kernel<<<l.tiles, THREADS, 0, l.stream>>>(static_cast<const float*>(l.in[0]),
-                                                      static_cast<const float*>(l.in[1]), l.cols, l.out, l.tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("rmsnorm_f32 rmsnorm_kernel");
+    cuda::launch("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.tiles, THREADS, l.stream,
+                 static_cast<const float*>(l.in[0]), static_cast<const float*>(l.in[1]), l.cols, l.out, l.tile_sm);
   });
 }
 
-}  // namespace sdc::rmsnorm_f32
+}  // namespace sdc::rmsnorm_f32::SDC_TARGET

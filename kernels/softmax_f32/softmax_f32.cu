@@ -15,7 +15,7 @@
 #include "../../src/spec/fpmath.h"
 #include "softmax_f32.h"
 
-namespace sdc::softmax_f32 {
+namespace sdc::softmax_f32::SDC_TARGET {
 namespace {
 
 using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
@@ -48,9 +48,9 @@ __global__ void __launch_bounds__(THREADS)
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
   const cuda::RowShape shape{"rows", "cols", 1, TILE_ROWS, chunked::MAX_ROW};
   return cuda::make_row_device(c, shape, input_window, [](const cuda::RowLaunch& l) {
-    softmax_kernel<<<l.tiles, THREADS, 0, l.stream>>>(static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
-    SDC_CUDA_CHECK_LAUNCH("softmax_f32 softmax_kernel");
+    cuda::launch("softmax_f32 softmax_kernel", softmax_kernel, l.tiles, THREADS, l.stream,
+                 static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
   });
 }
 
-}  // namespace sdc::softmax_f32
+}  // namespace sdc::softmax_f32::SDC_TARGET

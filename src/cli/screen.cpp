@@ -12,6 +12,7 @@
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
+#include "../backends/emu/emu_device.h"
 #include "../report/report.h"
 
 namespace sdc {
@@ -48,8 +49,19 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
   if (a.devices_given)
     if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
       return "--devices: " + err;
-  cuda::Availability avail = cuda::probe();
-  if (avail.usable) try {
+  cuda::Availability avail;
+  const bool emulated = a.backend.rfind("emulated:", 0) == 0;
+  if (emulated) {  // test-only: GPUs emulated on the CPU running the CUDA kernels (src/backends/emu)
+    std::vector<emu::Spec> specs;
+    if (const std::string err = emu::parse_specs(a.backend.substr(9), specs); !err.empty())
+      return "--backend emulated: " + err;
+    g.visible = emu::create_devices(specs);
+    avail.usable = true;
+    avail.device_count = static_cast<int>(g.visible.size());
+  } else {
+    avail = cuda::probe();
+  }
+  if (avail.usable && !emulated) try {
       g.visible = cuda::list_devices();
     } catch (const std::exception& e) {
       avail.usable = false;
@@ -60,7 +72,9 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
     return "";
   }
   g.cuda = true;
-  g.reason = a.backend == "auto" ? "--backend auto: a usable GPU was found" : "--backend cuda";
+  g.reason = a.backend == "auto" ? "--backend auto: a usable GPU was found"
+             : emulated          ? "--backend emulated (tests only): the CUDA kernels on GPUs emulated on the CPU"
+                                 : "--backend cuda";
   if (!avail.usable) {
     g.unusable = "no usable GPU: " + avail.reason;
     g.errors.push_back(g.unusable);

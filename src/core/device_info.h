@@ -18,6 +18,7 @@ struct DeviceInfo {
   std::string driver;                // kernel module version where readable, else the CUDA driver API version
   std::string driver_cuda, runtime;  // CUDA versions the driver supports and this build's runtime, "13.0"
   std::string ecc;                   // "on", "off"
+  bool emulated = false;             // an emulated device (the CUDA kernels on the CPU; tests only)
   std::string label() const { return "cuda:" + std::to_string(index); }
   std::string architecture() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };

@@ -82,6 +82,9 @@ struct Family {
   std::unique_ptr<Problem> (*prepare)(const Case& c);  // only called on a validated case
   // The device side (kernels/<family>/<family>.cu); null in a build without CUDA or for a CPU-only family.
   std::unique_ptr<cuda::DeviceProblem> (*prepare_cuda)(const Case& c) = nullptr;
+  // The same device side compiled for the emulated device (the kernels on the CPU; every build); null for a
+  // family whose device side is a vendor library (cuBLASLt), which only a real GPU runs.
+  std::unique_ptr<cuda::DeviceProblem> (*prepare_emu)(const Case& c) = nullptr;
   // A family computed from another family's inputs to the same exact output (a cuBLASLt twin) names that
   // family: its cases' goldens are the twin's cases' of the same definition (patterns.h), not copies.
   const char* goldens_of = nullptr;

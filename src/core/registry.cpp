@@ -6,28 +6,45 @@
 
 namespace sdc {
 
-// Each family's CPU side (kernels/<f>/<f>_ref.cpp) and, in a CUDA build, its device side (<f>.cu).
-#define SDC_FAMILY(ns)                                              \
-  namespace ns {                                                    \
-  Family family();                                                  \
+// Each family's CPU side (kernels/<f>/<f>_ref.cpp) and its device side (<f>.cu), compiled for the GPU (in a
+// CUDA build: namespace gpu) and, unless the family's device side is a vendor library, for the emulated
+// device (every build: namespace emu; src/backends/cuda/cuda_target.h).
+#define SDC_DEVICE_SIDE(target)                                     \
+  namespace target {                                                \
   std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c); \
+  }
+#define SDC_FAMILY(ns) \
+  namespace ns {       \
+  Family family();     \
+  SDC_DEVICE_SIDE(gpu) \
+  SDC_DEVICE_SIDE(emu) \
+  }
+#define SDC_FAMILY_LIBRARY(ns) \
+  namespace ns {               \
+  Family family();             \
+  SDC_DEVICE_SIDE(gpu)         \
   }
 #define SDC_FAMILY_CPU(ns) \
   namespace ns {           \
   Family family();         \
   }
 #include "../../kernels/families.def"
+#undef SDC_DEVICE_SIDE
 
 namespace {
 
-// A family lists its backends itself (its family()); the registry binds the device side of those with
-// one. A build without CUDA has no CUDA backend: there, "cuda" is not among the backends it can offer.
-Family bind(Family f, [[maybe_unused]] std::unique_ptr<cuda::DeviceProblem> (*prepare_cuda)(const Case&)) {
+using Prepare = std::unique_ptr<cuda::DeviceProblem> (*)(const Case&);
+
+// A family lists its backends itself (its family()); the registry binds the device sides of those with
+// one. A build without CUDA has no CUDA backend: there, "cuda" is not among the backends it can offer (the
+// emulated device, a test-only backend, runs the emulated side all the same).
+Family bind(Family f, [[maybe_unused]] Prepare gpu, Prepare emu) {
 #if SDC_HAVE_CUDA
-  f.prepare_cuda = prepare_cuda;
+  f.prepare_cuda = gpu;
 #else
   std::erase(f.backends, "cuda");
 #endif
+  f.prepare_emu = emu;
   return f;
 }
 
@@ -36,12 +53,15 @@ Family bind(Family f, [[maybe_unused]] std::unique_ptr<cuda::DeviceProblem> (*pr
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
 #if SDC_HAVE_CUDA
-#define SDC_FAMILY(ns) bind(ns::family(), ns::prepare_cuda),
+#define SDC_GPU_SIDE(ns) ns::gpu::prepare_cuda
 #else
-#define SDC_FAMILY(ns) bind(ns::family(), nullptr),
+#define SDC_GPU_SIDE(ns) nullptr
 #endif
-#define SDC_FAMILY_CPU(ns) bind(ns::family(), nullptr),
+#define SDC_FAMILY(ns) bind(ns::family(), SDC_GPU_SIDE(ns), ns::emu::prepare_cuda),
+#define SDC_FAMILY_LIBRARY(ns) bind(ns::family(), SDC_GPU_SIDE(ns), nullptr),
+#define SDC_FAMILY_CPU(ns) bind(ns::family(), nullptr, nullptr),
 #include "../../kernels/families.def"
+#undef SDC_GPU_SIDE
   };
   return all;
 }

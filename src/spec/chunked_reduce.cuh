@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "../backends/cuda/cuda_target.h"
 #include "chunked_reduce.h"
 
 // ---- device drivers: the same blocks, lanes by shuffles, warps of a group through shared memory ----

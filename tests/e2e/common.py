@@ -57,7 +57,7 @@ def listing(*args):
 def table_families():
     """The family ids of the family table (kernels/families.def), in its order, read from the file itself."""
     with open(os.path.join(SOURCE_DIR, "kernels", "families.def")) as f:
-        return [m.group(2) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
+        return [m.group(2) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU|SDC_FAMILY_LIBRARY)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
 
 
 # The binary's own listing: every kernel family it registers (in table order), and every battery case with

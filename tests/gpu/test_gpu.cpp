@@ -28,6 +28,7 @@
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
 #include "src/backends/cuda/device_problem.h"
+#include "src/backends/cuda/device_runtime.h"
 #include "src/backends/cuda/lt_gemm_device.h"
 #include "src/core/patterns.h"
 #include "src/core/shape.h"
@@ -48,6 +49,16 @@ int failures = 0;
     }                                                           \
   } while (0)
 
+// The current GPU through the runner's device seam (its buffers and streams); opened on first use.
+cuda::DeviceRuntime& gpu_rt() {
+  static std::unique_ptr<cuda::DeviceRuntime> rt = [] {
+    DeviceInfo info;
+    SDC_CUDA_CHECK(cudaGetDevice(&info.index));
+    return cuda::open_cuda_runtime(info);
+  }();
+  return *rt;
+}
+
 struct Ran {
   std::vector<uint64_t> digests;
   std::vector<uint32_t> sm;
@@ -57,7 +68,7 @@ struct Ran {
 struct Prepared {
   std::unique_ptr<Problem> p;
   std::unique_ptr<cuda::DeviceProblem> d;
-  cuda::Stream stream;
+  cuda::Stream stream{gpu_rt()};
   std::vector<cuda::DeviceBuffer> in;
   std::vector<const void*> ptrs;
   cuda::DeviceBuffer out, sm, dig, scratch;
@@ -68,14 +79,14 @@ struct Prepared {
     tiles = p->tile_count();
     te = p->tile_elements();
     for (size_t t = 0; t < p->inputs().size(); ++t) {
-      in.emplace_back(d->input_bytes(t));
+      in.emplace_back(gpu_rt(), d->input_bytes(t));
       ptrs.push_back(in.back().get());
       d->generate(t, in.back().get(), stream.get());
     }
-    out = cuda::DeviceBuffer(tiles * te * 4);
-    sm = cuda::DeviceBuffer(tiles * 4);
-    dig = cuda::DeviceBuffer(tiles * 8);
-    scratch = cuda::DeviceBuffer(d->scratch_bytes());
+    out = cuda::DeviceBuffer(gpu_rt(), tiles * te * 4);
+    sm = cuda::DeviceBuffer(gpu_rt(), tiles * 4);
+    dig = cuda::DeviceBuffer(gpu_rt(), tiles * 8);
+    scratch = cuda::DeviceBuffer(gpu_rt(), d->scratch_bytes());
     SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   }
   // Poisons the output and SM ids (a tile nobody writes can never match), then enqueues the computation.
@@ -85,8 +96,8 @@ struct Prepared {
   }
   // Digests the output where the family writes it, applying `fault`, and copies digests and SM ids back.
   Ran digest(cuda::DeviceFault fault) {
-    cuda::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, sm.as<uint32_t>(), fault, dig.as<uint64_t>(),
-                       stream.get());
+    cuda::gpu::digest_tiles(out.as<float>(), d->output_layout(), tiles, te, sm.as<uint32_t>(), fault,
+                            dig.as<uint64_t>(), stream.get());
     Ran r{std::vector<uint64_t>(tiles), std::vector<uint32_t>(tiles)};
     SDC_CUDA_CHECK(cudaMemcpyAsync(r.digests.data(), dig.get(), tiles * 8, cudaMemcpyDeviceToHost, stream.get()));
     SDC_CUDA_CHECK(cudaMemcpyAsync(r.sm.data(), sm.get(), tiles * 4, cudaMemcpyDeviceToHost, stream.get()));
@@ -355,7 +366,7 @@ int main() {
     std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(),
                 gpu.sm_count);
     const PatternSet ps = load_patterns(SDC_SOURCE_DIR "/patterns");
-    test_cases(ps, gpu, std::max(gpu.sm_count, cuda::sm_id_limit()));
+    test_cases(ps, gpu, std::max(gpu.sm_count, cuda::gpu::sm_id_limit()));
     test_lt_algorithms(ps, gpu);
     test_runner(ps, gpu);
     test_runner_cublaslt(ps, gpu);

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "lt_dtype.h"
+
 namespace sdc::cuda {
 
 // A library that could not be loaded, or a cuBLASLt call that failed: one line naming the library or
@@ -102,11 +104,6 @@ class LtObject {
   Destroy destroy_ = nullptr;
 };
 
-// The input types of the exact-integer families. All accumulate in fp32 (tf32: fp32 storage on the
-// TF32 tensor-core path) and write fp32.
-enum class LtDtype { bf16, fp16, tf32, fp8_e4m3 };
-const char* lt_dtype_name(LtDtype d);
-constexpr uint32_t lt_element_bytes(LtDtype d) { return d == LtDtype::fp8_e4m3 ? 1 : d == LtDtype::tf32 ? 4 : 2; }
 // Why a GPU of this compute capability cannot run the dtype ("" when it can): fp8 needs 8.9.
 std::string lt_unsupported(LtDtype d, int cc_major, int cc_minor);
 

@@ -1,36 +1,45 @@
-// One error-check idiom for every CUDA runtime call and after every kernel launch: the failed
-// expression as written, the error's name and message, and the source file and line. A failure throws
-// CudaError, which the runner turns into an `error` result for that device's test; other devices go on.
+// One error-check idiom for every CUDA runtime call and after every kernel launch, in device-side code
+// (the CUDA runtime's, or the emulated device's calls of the same names): the failed expression as
+// written, the error's name and message, and the source file and line. A failure throws CudaError
+// (device_error.h), which the runner turns into an `error` result for that device's test; other devices
+// go on.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
-#include <stdexcept>
-#include <string>
+#include "cuda_target.h"
+#include "device_error.h"
 
 namespace sdc::cuda {
 
-class CudaError : public std::runtime_error {
- public:
-  CudaError(const std::string& what, cudaError_t code) : std::runtime_error(what), code_(code) {}
-  cudaError_t code() const { return code_; }
-  bool out_of_memory() const { return code_ == cudaErrorMemoryAllocation; }
-  // Errors after which the device's context is unusable (a kernel fault, a lost device): nothing more
-  // can run on that device in this process.
-  bool sticky() const;
+// Errors after which the device's context is unusable (a kernel fault, a lost device, an error the
+// driver contained to this context): nothing more can run on that device in this process.
+inline CudaError::Kind error_kind(cudaError_t e) {
+  switch (e) {
+    case cudaErrorMemoryAllocation: return CudaError::Kind::out_of_memory;
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorContained:
+    case cudaErrorLaunchTimeout: return CudaError::Kind::context_lost;
+    default: return CudaError::Kind::other;
+  }
+}
 
- private:
-  cudaError_t code_;
-};
-
-[[noreturn]] void throw_cuda_error(cudaError_t e, const char* expr, const char* file, int line);
+[[noreturn]] inline void throw_cuda_error(cudaError_t e, const char* expr, const char* file, int line) {
+  throw CudaError(std::string(expr) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " +
+                      source_name(file) + ":" + std::to_string(line),
+                  error_kind(e));
+}
 
 inline void check(cudaError_t e, const char* expr, const char* file, int line) {
   if (e != cudaSuccess) throw_cuda_error(e, expr, file, line);
 }
-
-// "src/backends/cuda/x.cu" from whatever absolute path the compiler saw: reports name no build machine.
-const char* source_name(const char* file);
 
 }  // namespace sdc::cuda
 

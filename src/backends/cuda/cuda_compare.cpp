@@ -6,7 +6,6 @@
 
 #include "../../core/miscompare.h"
 #include "../../core/patterns.h"
-#include "cuda_check.h"
 #include "runner_state.h"
 
 namespace sdc::cuda {
@@ -14,14 +13,13 @@ namespace {
 
 // Copies tile t of a device output (in the layout the family's compute() writes) to host memory, in
 // the tile's offset order.
-void copy_tile(const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
+void copy_tile(DeviceRuntime& rt, const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
   const OutputLayout l = d.output_layout();
   if (!l.matrix()) {
-    SDC_CUDA_CHECK(cudaMemcpy(dst, out + t * te, te * 4ull, cudaMemcpyDeviceToHost));
+    rt.copy(dst, out + t * te, te * 4ull);
     return;
   }
-  SDC_CUDA_CHECK(cudaMemcpy2D(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull,
-                              l.tile_rows, cudaMemcpyDeviceToHost));
+  rt.copy_2d(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows);
 }
 
 }  // namespace
@@ -35,8 +33,10 @@ Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& 
     return ref;
   }
   const RecordingKey key{g.info.architecture(), c.family, c.id, case_fingerprint(c), r.library, r.algorithm};
-  const AcceptedRecording* rec =
-      c.mode == Mode::recorded && !sh.run->opt.recording ? find_recorded_golden(sh.patterns.recorded, key) : nullptr;
+  // An emulated device's tensor-core rounding is not the hardware's: no recording of a GPU judges it.
+  const AcceptedRecording* rec = c.mode == Mode::recorded && !sh.run->opt.recording && !g.info.emulated
+                                     ? find_recorded_golden(sh.patterns.recorded, key)
+                                     : nullptr;
   if (rec) {
     if (rec->tile_digests.size() != dc.problem->tile_count())
       throw std::runtime_error(fmt::format("the accepted recording of {} has {} tile digests, the case has {} tiles",
@@ -49,7 +49,7 @@ Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& 
     ref.digests = &rec->tile_digests;
     return ref;
   }
-  if (first && c.mode == Mode::recorded && !sh.run->opt.recording)
+  if (first && c.mode == Mode::recorded && !sh.run->opt.recording && !g.info.emulated)
     r.notes.push_back(fmt::format("no accepted recording for {} [{} | {}]: judged by consensus", key.architecture,
                                   key.library, key.algorithm));
   r.judged_by = "consensus";
@@ -64,19 +64,37 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
   const uint64_t tiles = dc.problem->tile_count();
   const uint32_t te = dc.problem->tile_elements();
   const bool sm_known = dc.device->records_sm();
-  for (uint64_t t = 0; t < tiles && sm_known; ++t)
+  // A device that samples blocks (the emulated one) leaves the SM of the tiles it did not compute
+  // poisoned: those are not compared. Everywhere else a poisoned SM is a defect of the kernel.
+  const bool sampled = sm_known && g.rt->samples_blocks();
+  const auto computed = [&](uint64_t t) { return !sampled || dc.host_sm[t] != NO_SM; };
+  dc.tiles_computed = 0;
+  for (uint64_t t = 0; t < tiles && sm_known; ++t) {
+    if (!computed(t)) continue;
+    ++dc.tiles_computed;
     if (dc.host_sm[t] == NO_SM || static_cast<int>(dc.host_sm[t]) >= g.sm_ids)
       throw std::runtime_error(
           fmt::format("the kernel did not record which SM computed tile {} (a defect of sdcscreen, "
                       "not of the GPU); this test proves nothing",
                       t));
+  }
+  if (sampled && dc.tiles_computed == 0)
+    throw std::runtime_error("the emulated device computed no tile of this case; this test proves nothing");
+  if (sampled && dc.tiles_computed < tiles) {
+    const std::string note = fmt::format(
+        "emulated device: {} of {} tiles computed and compared (a seeded sample of "
+        "the compute kernel's blocks, the same every iteration)",
+        dc.tiles_computed, tiles);
+    if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+  }
   for (Injection* inj : f.input) {
     inj->fired = true;
     inj->fired_unit = -1;
   }
   if (f.output) {
     for (uint64_t t = 0; t < tiles && !f.output->fired; ++t)
-      if (t == f.fault.tile || (f.fault.sm >= 0 && dc.host_sm[t] == static_cast<uint32_t>(f.fault.sm))) {
+      if (computed(t) &&
+          (t == f.fault.tile || (f.fault.sm >= 0 && dc.host_sm[t] == static_cast<uint32_t>(f.fault.sm)))) {
         f.output->fired = true;
         f.output->fired_tile = t;
         f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
@@ -85,14 +103,15 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
   if (ref.kind == Reference::repeats && ref.first->digests.empty()) {  // the first run: it is the reference
     ref.first->digests = dc.host_digests;
     ref.first->sms = dc.host_sm;
-    if (dc.first_out.get())
-      SDC_CUDA_CHECK(cudaMemcpy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, cudaMemcpyDeviceToDevice));
-    for (uint64_t t = 0; t < tiles && sm_known; ++t) ++sh.run->result.units[g.unit_base + dc.host_sm[t]].tiles;
+    if (dc.first_out.get()) g.rt->copy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull);
+    for (uint64_t t = 0; t < tiles && sm_known; ++t)
+      if (computed(t)) ++sh.run->result.units[g.unit_base + dc.host_sm[t]].tiles;
     return;
   }
   const std::vector<uint64_t>& expect = *ref.digests;
   std::vector<float> actual(te);
   for (uint64_t t = 0; t < tiles; ++t) {
+    if (!computed(t)) continue;
     const int sm = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
     UnitResult* u = sm_known ? &sh.run->result.units[g.unit_base + static_cast<size_t>(sm)] : nullptr;
     if (u) ++u->tiles;
@@ -106,10 +125,10 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       std::vector<float>& expected = expected_cache[t];
       if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {
         expected.resize(te);
-        copy_tile(*dc.device, dc.first_out.as<float>(), t, te, expected.data());
+        copy_tile(*g.rt, *dc.device, dc.first_out.as<float>(), t, te, expected.data());
       }
       if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
-        copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
+        copy_tile(*g.rt, *dc.device, dc.out.as<float>(), t, te, actual.data());
         analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
       } else if (r.notes.size() < 16) {
         r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)",
@@ -125,7 +144,7 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
         dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
       }
     }
-    copy_tile(*dc.device, dc.out.as<float>(), t, te, actual.data());
+    copy_tile(*g.rt, *dc.device, dc.out.as<float>(), t, te, actual.data());
     analyse_tile(*dc.problem, dc.host_inputs, expect[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
   }
 }

@@ -21,8 +21,6 @@
 
 #include "../../spec/digest.h"
 #include "cuda_backend.h"
-#include "cuda_check.h"
-#include "device_passes.h"
 #include "runner_state.h"
 
 namespace sdc::cuda {
@@ -30,8 +28,16 @@ namespace {
 
 // Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
 bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
-  dc.problem = find_family(c.family)->prepare(c);
-  dc.device = find_family(c.family)->prepare_cuda(c);
+  const Family& f = *find_family(c.family);
+  dc.problem = f.prepare(c);
+  std::string cannot;
+  dc.device = g.rt->prepare(f, c, cannot);
+  if (!dc.device) {
+    r.verdict = Verdict::skip;
+    r.not_applicable = true;
+    r.reason = fmt::format("not applicable on {}: {}", g.info.label(), cannot);
+    return true;
+  }
   if (const std::string why = dc.device->unsupported(g.info.cc_major, g.info.cc_minor); !why.empty()) {
     r.verdict = Verdict::skip;
     r.not_applicable = true;
@@ -42,19 +48,22 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
   for (size_t t = 0; t < tensors.size(); ++t) need += dc.device->input_bytes(t);
-  size_t free_b = 0, total_b = 0;
-  SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  uint64_t free_b = 0, total_b = 0;
+  g.rt->mem_info(free_b, total_b);
   if (max_memory && need > max_memory)
     throw std::runtime_error(
         fmt::format("needs {} MiB of device memory, more than --max-memory ({} MiB)", need >> 20, max_memory >> 20));
   if (need > free_b)
     throw std::runtime_error(
         fmt::format("needs {} MiB of device memory, {} MiB free on {}", need >> 20, free_b >> 20, g.info.label()));
-  for (size_t t = 0; t < tensors.size(); ++t) dc.inputs.emplace_back(dc.device->input_bytes(t));
-  dc.out = DeviceBuffer(tiles * te * 4);
-  dc.tile_sm = DeviceBuffer(tiles * 4);
-  dc.digests = DeviceBuffer(tiles * 8);
-  dc.scratch = DeviceBuffer(dc.device->scratch_bytes());
+  DeviceRuntime& rt = *g.rt;
+  for (size_t t = 0; t < tensors.size(); ++t) dc.inputs.emplace_back(rt, dc.device->input_bytes(t));
+  dc.out = DeviceBuffer(rt, tiles * te * 4);
+  dc.tile_sm = DeviceBuffer(rt, tiles * 4);
+  dc.digests = DeviceBuffer(rt, tiles * 8);
+  dc.scratch = DeviceBuffer(rt, dc.device->scratch_bytes());
+  dc.pinned_digests = PinnedBuffer(rt, tiles * 8);
+  dc.pinned_sm = PinnedBuffer(rt, tiles * 4);
   dc.host_digests.assign(tiles, 0);
   dc.host_sm.assign(tiles, NO_SM);
   uint64_t elements = 0;
@@ -62,8 +71,8 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
     dc.device->generate(t, dc.inputs[t].get(), g.stream->get());
     elements += tensors[t].elements;
   }
-  SDC_CUDA_CHECK(cudaEventRecord(g.event->get(), g.stream->get()));
-  if (wait_until(g.event->get(), deadline_after(1e-9 * static_cast<double>(elements)))) return true;
+  rt.record(g.event->get(), g.stream->get());
+  if (wait_until(rt, g.event->get(), deadline_after(1e-9 * static_cast<double>(elements), rt.slowness()))) return true;
   r.verdict = Verdict::error;
   r.reason = fmt::format("watchdog: input generation on {} did not finish", g.info.label());
   return false;
@@ -106,27 +115,40 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
 }
 
 // Enqueues one iteration and waits for it; false when the watchdog gave up.
+// The copies back go to pinned buffers: a copy to pageable memory would return only when the kernel
+// before it is done, and a hung kernel would hang this thread past the watchdog.
 bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Clock::time_point deadline) {
+  DeviceRuntime& rt = *g.rt;
   cudaStream_t s = g.stream->get();
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
-  SDC_CUDA_CHECK(cudaMemsetAsync(dc.out.get(), 0xff, tiles * te * 4, s));
-  SDC_CUDA_CHECK(cudaMemsetAsync(dc.tile_sm.get(), 0xff, tiles * 4, s));
-  for (const Injection* inj : f.input) flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
+  rt.memset_async(dc.out.get(), 0xff, tiles * te * 4, s);
+  rt.memset_async(dc.tile_sm.get(), 0xff, tiles * 4, s);
+  for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
   std::vector<const void*> in;
   for (const DeviceBuffer& b : dc.inputs) in.push_back(b.get());
   if (f.hang) {
     *g.hang_release = 0;
-    launch_hang(g.hang_release, s);
+    rt.launch_hang(g.hang_release, s);
   } else {
-    dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+    rt.compute_begin(s);
+    try {
+      dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+    } catch (...) {
+      rt.compute_end(s);
+      throw;
+    }
+    rt.compute_end(s);
   }
-  for (const Injection* inj : f.input) flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
-  digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
-               dc.tile_sm.as<uint32_t>(), f.fault, dc.digests.as<uint64_t>(), s);
-  SDC_CUDA_CHECK(cudaMemcpyAsync(dc.host_digests.data(), dc.digests.get(), tiles * 8, cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaMemcpyAsync(dc.host_sm.data(), dc.tile_sm.get(), tiles * 4, cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaEventRecord(g.event->get(), s));
-  return wait_until(g.event->get(), deadline);
+  for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
+  rt.digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
+                  dc.tile_sm.as<uint32_t>(), f.fault, dc.digests.as<uint64_t>(), s);
+  rt.copy_async(dc.pinned_digests.get(), dc.digests.get(), tiles * 8, s);
+  rt.copy_async(dc.pinned_sm.get(), dc.tile_sm.get(), tiles * 4, s);
+  rt.record(g.event->get(), s);
+  if (!wait_until(rt, g.event->get(), deadline)) return false;
+  std::memcpy(dc.host_digests.data(), dc.pinned_digests.get(), tiles * 8);
+  std::memcpy(dc.host_sm.data(), dc.pinned_sm.get(), tiles * 4);
+  return true;
 }
 
 class GpuExecutor final : public Executor {
@@ -151,12 +173,11 @@ class GpuExecutor final : public Executor {
   }
   void open() override {
     if (g_.dead.empty()) try {
-        SDC_CUDA_CHECK(cudaSetDevice(g_.info.index));
-        g_.stream = std::make_unique<Stream>();
-        g_.event = std::make_unique<Event>();
-        void* flag = nullptr;
-        SDC_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
-        g_.hang_release = static_cast<volatile int*>(flag);
+        g_.rt->make_current();
+        g_.stream = std::make_unique<Stream>(*g_.rt);
+        g_.event = std::make_unique<Event>(*g_.rt);
+        g_.hang_flag = PinnedBuffer(*g_.rt, sizeof(int));
+        g_.hang_release = g_.hang_flag.as<volatile int>();
       } catch (const CudaError& e) {
         g_.dead = e.what();
       }
@@ -171,7 +192,7 @@ class GpuExecutor final : public Executor {
   bool repeats_failed() const override { return false; }
 
   bool applicable(const Case& c, TestResult& r) const override {
-    if (find_family(c.family)->prepare_cuda) return true;
+    if (find_family(c.family)->prepare_cuda || g_.info.emulated) return true;
     r.verdict = Verdict::skip;
     r.reason = fmt::format("family {} has no CUDA kernel", c.family);
     return false;
@@ -185,6 +206,7 @@ class GpuExecutor final : public Executor {
       return false;
     }
     if (r.not_applicable) return false;
+    if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
     const uint64_t tiles = dc_->problem->tile_count();
     r.tiles = tiles;
     const Engine engine = dc_->device->engine();
@@ -195,9 +217,9 @@ class GpuExecutor final : public Executor {
       // Consensus compares runs with each other (minimum_iterations). The first run's output stays on
       // the device (when it fits) so that a later miscompare lists elements, not only tiles.
       const uint64_t bytes = tiles * dc_->problem->tile_elements() * 4ull;
-      size_t free_b = 0, total_b = 0;
-      SDC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(bytes);
+      uint64_t free_b = 0, total_b = 0;
+      g_.rt->mem_info(free_b, total_b);
+      if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
     }
     work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
     return true;
@@ -213,7 +235,7 @@ class GpuExecutor final : public Executor {
   bool run_iteration(const Case& c, int it, TestResult& r) override {
     faults_ = faults_for(sh_, g_, c, *dc_, it);
     const auto it_start = Clock::now();
-    if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_))) return true;
+    if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_, g_.rt->slowness()))) return true;
     r.verdict = Verdict::error;
     r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g_.info.label(),
                            seconds_since(it_start));
@@ -254,9 +276,11 @@ class GpuExecutor final : public Executor {
     r.reason = CONSENSUS_ONE_RUN;
     return true;
   }
-  void abandon() override {  // a kernel may still run: its stream and event stay
+  void abandon() override {  // a kernel may still run: its stream, event, flag and device stay
     (void)g_.stream.release();
     (void)g_.event.release();
+    g_.hang_flag.release();
+    (void)g_.rt.release();
   }
 
  private:
@@ -273,6 +297,10 @@ class GpuExecutor final : public Executor {
 
 }  // namespace
 
+std::unique_ptr<DeviceRuntime> open_runtime(const DeviceInfo& gpu) {
+  return gpu.emulated ? open_emulated_runtime(gpu) : open_cuda_runtime(gpu);
+}
+
 void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt,
                 const std::vector<DeviceInfo>& gpus, RunResult& result, std::vector<FirstRun>* first_runs) {
   Shared sh{patterns, nullptr};
@@ -284,14 +312,17 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   for (size_t i = 0; i < gpus.size(); ++i) {
     int sm_ids = gpus[i].sm_count;
     std::string dead;
+    std::unique_ptr<DeviceRuntime> rt;
     try {
-      SDC_CUDA_CHECK(cudaSetDevice(gpus[i].index));
-      sm_ids = std::max(sm_ids, sm_id_limit());
+      rt = open_runtime(gpus[i]);
+      rt->make_current();
+      sm_ids = std::max(sm_ids, rt->sm_id_limit());
     } catch (const CudaError& e) {
       dead = e.what();
     }
     run.push_back(std::make_unique<GpuExecutor>(sh, result.devices[i], i, sm_ids));
-    run.back()->gpu().dead = dead;
+    run.back()->gpu().rt = std::move(rt);
+    run.back()->gpu().dead = dead.empty() && !run.back()->gpu().rt ? "the device could not be opened" : dead;
     executors.push_back(run.back().get());
   }
   const Clock::time_point start = run_schedule(sel, opt, executors, result);

@@ -1,5 +1,7 @@
-// The CUDA backend of a build without nvcc: nothing is usable, and the reason says so.
+// The CUDA runtime of a build without nvcc: nothing is usable, and the reason says so. The runner itself is
+// compiled in every build: it drives emulated devices (src/backends/emu) there too.
 #include "cuda_backend.h"
+#include "device_runtime.h"
 
 namespace sdc::cuda {
 
@@ -7,9 +9,8 @@ Availability probe() { return {false, "this build of sdcscreen has no CUDA backe
 
 std::vector<DeviceInfo> list_devices() { return {}; }
 
-void run_screen(const PatternSet&, const Selection&, const RunOptions&, const std::vector<DeviceInfo>&, RunResult& r,
-                std::vector<FirstRun>*) {
-  r.errors.push_back("this build of sdcscreen has no CUDA backend");
+std::unique_ptr<DeviceRuntime> open_cuda_runtime(const DeviceInfo&) {
+  throw CudaError("this build of sdcscreen has no CUDA backend", CudaError::Kind::other);
 }
 
 }  // namespace sdc::cuda

@@ -1,32 +1,37 @@
-// RAII for the CUDA resources the runner holds: device buffers, a stream, an event. Each can be
-// leaked on purpose (release()) when a kernel that may still be running uses it: the watchdog ended
-// the wait, and freeing memory under a running kernel is worse than keeping it until the process ends.
+// RAII for the device resources the runner holds: device buffers, pinned host buffers, a stream, an event,
+// each on its DeviceRuntime. Each can be leaked on purpose (release()) when a kernel that may still be
+// running uses it: the watchdog ended the wait, and freeing memory under a running kernel is worse than
+// keeping it until the process ends.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <utility>
 
-#include "cuda_check.h"
+#include "device_runtime.h"
 
 namespace sdc::cuda {
 
-class DeviceBuffer {
+template <bool HOST>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes) SDC_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  Buffer() = default;
+  Buffer(DeviceRuntime& rt, size_t bytes) : rt_(&rt) {
+    if (bytes) p_ = HOST ? rt.alloc_host(bytes) : rt.alloc(bytes);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  Buffer(Buffer&& o) noexcept : rt_(o.rt_), p_(std::exchange(o.p_, nullptr)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(rt_, o.rt_);
     std::swap(p_, o.p_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p_) cudaFree(p_);
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (!p_) return;
+    if (HOST)
+      rt_->free_host(p_);
+    else
+      rt_->free(p_);
   }
   void* get() const { return p_; }
   template <typename T>
@@ -36,37 +41,42 @@ class DeviceBuffer {
   void release() { p_ = nullptr; }
 
  private:
+  DeviceRuntime* rt_ = nullptr;
   void* p_ = nullptr;
 };
+using DeviceBuffer = Buffer<false>;
+using PinnedBuffer = Buffer<true>;
 
 class Stream {
  public:
-  Stream() { SDC_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  explicit Stream(DeviceRuntime& rt) : rt_(rt), s_(rt.create_stream()) {}
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   ~Stream() {
-    if (s_) cudaStreamDestroy(s_);
+    if (s_) rt_.destroy_stream(s_);
   }
   cudaStream_t get() const { return s_; }
   void release() { s_ = nullptr; }
 
  private:
-  cudaStream_t s_ = nullptr;
+  DeviceRuntime& rt_;
+  cudaStream_t s_;
 };
 
 class Event {
  public:
-  explicit Event(unsigned flags = cudaEventDisableTiming) { SDC_CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags)); }
+  explicit Event(DeviceRuntime& rt) : rt_(rt), e_(rt.create_event()) {}
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   ~Event() {
-    if (e_) cudaEventDestroy(e_);
+    if (e_) rt_.destroy_event(e_);
   }
   cudaEvent_t get() const { return e_; }
   void release() { e_ = nullptr; }
 
  private:
-  cudaEvent_t e_ = nullptr;
+  DeviceRuntime& rt_;
+  cudaEvent_t e_;
 };
 
 }  // namespace sdc::cuda

@@ -1,15 +1,20 @@
 // The device side of a prepared case. A family's .cu file implements it beside the CPU reference; the
 // CUDA runner owns buffers, streams, digests, comparison, injection and the watchdog, so a family owns
-// only its input generation and its kernels. Plain C++ (no device code): the runner includes it.
+// only its input generation and its kernels. Plain C++ (no device code, no CUDA header): the runner includes
+// it in every build, and a family's .cu implements it for each target (the GPU, the emulated device).
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "../../spec/hd.h"
+
+// A stream and an event of whichever runtime runs the case, as the CUDA runtime spells them (the same
+// declarations as its driver_types.h): the CUDA runtime's own, or the emulated device's behind the same
+// opaque pointers.
+typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
 
 namespace sdc::cuda {
 

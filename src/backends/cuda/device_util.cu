@@ -1,10 +1,9 @@
 // The generic device passes: input generation from the shared generator, per-tile digests with the
 // injection hook, input bit flips, and the hang drill.
 #include "../../spec/digest.h"
-#include "device_passes.h"
 #include "device_util.cuh"
 
-namespace sdc::cuda {
+namespace sdc::cuda::SDC_TARGET {
 namespace {
 
 __global__ void generate_kernel(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key) {
@@ -49,8 +48,12 @@ __global__ void __launch_bounds__(DIGEST_THREADS)
 __global__ void flip_kernel(uint32_t* p, uint64_t index, uint32_t mask) { p[index] ^= mask; }
 
 __global__ void nsmid_kernel(int* out) {
+#if defined(SDC_EMU)
+  const uint32_t r = ::sdc::emu::here().nsmid;
+#else
   uint32_t r;
   asm volatile("mov.u32 %0, %%nsmid;" : "=r"(r));
+#endif
   *out = static_cast<int>(r);
 }
 
@@ -61,37 +64,41 @@ __global__ void hang_kernel(const volatile int* release) {
 }  // namespace
 
 void generate_pattern(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s) {
-  generate_kernel<<<grid_for(n, 256), 256, 0, s>>>(dst, n, d, w, key);
-  SDC_CUDA_CHECK_LAUNCH("generate_kernel");
+  launch("generate_kernel", generate_kernel, grid_for(n, 256), 256, s, dst, n, d, w, key);
 }
 
 void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
                   const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(tiles < 65536 ? tiles : 65536);
-  digest_kernel<<<grid, DIGEST_THREADS, 0, s>>>(out, layout, tiles, tile_elements, tile_sm, fault, digests);
-  SDC_CUDA_CHECK_LAUNCH("digest_kernel");
+  launch("digest_kernel", digest_kernel, grid, DIGEST_THREADS, s, out, layout, tiles, tile_elements, tile_sm, fault,
+         digests);
 }
 
 void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) {
-  flip_kernel<<<1, 1, 0, s>>>(static_cast<uint32_t*>(tensor), index, mask);
-  SDC_CUDA_CHECK_LAUNCH("flip_kernel");
+  launch("flip_kernel", flip_kernel, 1, 1, s, static_cast<uint32_t*>(tensor), index, mask);
 }
 
 int sm_id_limit() {
   int* d = nullptr;
   SDC_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
-  nsmid_kernel<<<1, 1>>>(d);
+  cudaStream_t s = nullptr;
+  SDC_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  try {
+    launch("nsmid_kernel", nsmid_kernel, 1, 1, s, d);
+  } catch (...) {
+    cudaStreamDestroy(s);
+    cudaFree(d);
+    throw;
+  }
   int n = 0;
-  const cudaError_t launch = cudaGetLastError();
-  const cudaError_t copy = launch == cudaSuccess ? cudaMemcpy(&n, d, sizeof n, cudaMemcpyDeviceToHost) : launch;
+  const cudaError_t copy = cudaMemcpyAsync(&n, d, sizeof n, cudaMemcpyDeviceToHost, s);
+  const cudaError_t sync = copy == cudaSuccess ? cudaStreamSynchronize(s) : copy;
+  cudaStreamDestroy(s);
   cudaFree(d);
-  SDC_CUDA_CHECK(copy);
+  SDC_CUDA_CHECK(sync);
   return n;
 }
 
-void launch_hang(const volatile int* release, cudaStream_t s) {
-  hang_kernel<<<1, 1, 0, s>>>(release);
-  SDC_CUDA_CHECK_LAUNCH("hang_kernel");
-}
+void launch_hang(const volatile int* release, cudaStream_t s) { launch("hang_kernel", hang_kernel, 1, 1, s, release); }
 
-}  // namespace sdc::cuda
+}  // namespace sdc::cuda::SDC_TARGET

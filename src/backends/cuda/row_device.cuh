@@ -145,7 +145,8 @@ class RowDevice final : public DeviceProblem {
   Engine engine() const override { return {OWN_KERNELS, "simt fp32, fixed chunked pairwise trees (exact)"}; }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t), stream);
+    SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t),
+                                 stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
     launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)), cols_,

@@ -12,9 +12,8 @@
 
 #include "../../core/node_consensus.h"
 #include "../../core/scheduler.h"
-#include "cuda_check.h"
 #include "device_memory.h"
-#include "device_problem.h"
+#include "device_runtime.h"
 
 namespace sdc::cuda {
 
@@ -24,19 +23,18 @@ constexpr uint32_t NO_SM = 0xffffffffu;  // the poison of tile_sm: no kernel rec
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The watchdog's deadline for device work: generous against a slow GPU (20x at 1 TFLOP/s, or 1 ns per
-// generated element), plus 10 s for start-up and clocks ramping.
-inline Clock::time_point deadline_after(double work_seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
+// generated element), plus 10 s for start-up and clocks ramping. `slowness` stretches the work part for a
+// device slower by design (DeviceRuntime::slowness: the emulated device).
+inline Clock::time_point deadline_after(double work_seconds, double slowness = 1.0) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(10.0 + 20.0 * work_seconds * slowness));
 }
 
 // Waits for the event; false when the deadline passed first. Polls (with short sleeps) so that the
-// host thread stays in control: a blocking synchronize could never time out.
-inline bool wait_until(cudaEvent_t ev, Clock::time_point deadline) {
+// host thread stays in control: a blocking synchronize could never time out. Throws the device's error.
+inline bool wait_until(DeviceRuntime& rt, cudaEvent_t ev, Clock::time_point deadline) {
   for (int spin = 0;; ++spin) {
-    const cudaError_t e = cudaEventQuery(ev);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady) SDC_CUDA_CHECK(e);
+    if (rt.done(ev)) return true;
     if (Clock::now() >= deadline) return false;
     if (spin < 64)
       std::this_thread::yield();
@@ -56,17 +54,19 @@ struct Shared {
 struct Gpu {
   Gpu(const DeviceInfo& i, size_t s, size_t base, int ids) : info(i), slot(s), unit_base(base), sm_ids(ids) {}
   const DeviceInfo& info;
-  size_t slot;         // position among the selected GPUs
-  size_t unit_base;    // its first SM in result.units
-  int sm_ids;          // %nsmid: SM ids lie below it
-  bool stuck = false;  // the watchdog gave up on a kernel: nothing more can run here
-  std::string dead;    // non-empty: the context is unusable after this error
+  std::unique_ptr<DeviceRuntime> rt;  // the device (kept for the process when a kernel may still run on it)
+  size_t slot;                        // position among the selected GPUs
+  size_t unit_base;                   // its first SM in result.units
+  int sm_ids;                         // %nsmid: SM ids lie below it
+  bool stuck = false;                 // the watchdog gave up on a kernel: nothing more can run here
+  std::string dead;                   // non-empty: the context is unusable after this error
   // Consensus, per case id: the digests and SMs of the case's first complete run on this GPU, which
   // later runs, the node's other GPUs and `record` compare with or keep.
   std::map<std::string, FirstRun> first_runs;
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> event;
-  volatile int* hang_release = nullptr;  // mapped host flag that ends the hang drill's kernel
+  PinnedBuffer hang_flag;  // mapped host flag that ends the hang drill's kernel
+  volatile int* hang_release = nullptr;
 };
 
 // A case's device state.
@@ -76,8 +76,10 @@ struct DeviceCase {
   std::vector<DeviceBuffer> inputs;
   DeviceBuffer out, tile_sm, digests, scratch;
   DeviceBuffer first_out;  // consensus: the first run's output, the expected values of a later miscompare
-  std::vector<uint64_t> host_digests;
+  PinnedBuffer pinned_digests, pinned_sm;  // what the device copies back while the host waits on its event
+  std::vector<uint64_t> host_digests;      // their values once the iteration is done
   std::vector<uint32_t> host_sm;
+  uint64_t tiles_computed = 0;  // tiles whose SM the kernels recorded (all of them, unless the device samples)
   std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
   void leak() {
     for (DeviceBuffer& b : inputs) b.release();
@@ -86,6 +88,8 @@ struct DeviceCase {
     digests.release();
     scratch.release();
     first_out.release();
+    pinned_digests.release();
+    pinned_sm.release();
   }
 };
 

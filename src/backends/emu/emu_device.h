@@ -1,0 +1,58 @@
+// The emulated device: GPUs that exist only in this process, for tests. Each has a compute capability, a
+// number of SMs and a memory size, and runs the project's kernel sources compiled for the host (the `emu`
+// target; cuda_emu.h): every stream is a host thread that executes its queue in order (kernels, copies,
+// memsets, event records), a kernel's blocks one after another, each block's threads as fibers (block.h).
+// Block b of a launch runs on SM b % sms (the documented placement that SM localization then reports).
+//
+// What a fault can look like is emulated too, for the runner's tests: a kernel launch that fails and loses
+// the context (a sticky error), memory that runs out, and one lane of the tensor cores of one SM flipping a
+// bit of its mma.sync result. Never shown in --help: `sdcscreen run --backend emulated:SPEC` (see parse_spec).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../../core/device_info.h"
+#include "mma.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace sdc::emu {
+
+// What one emulated GPU is.
+struct Spec {
+  int cc_major = 9, cc_minor = 0;
+  int sms = 8;
+  uint64_t memory_bytes = uint64_t{1} << 30;
+  // At most this many blocks of each compute kernel run (a seeded sample, the same for every launch of
+  // the same kernel and grid); 0: every block. The runner compares only the tiles the sample computed.
+  unsigned sample_blocks = 64;
+  uint64_t fail_launch = 0;  // the n-th kernel launch on this device faults and loses the context (0: none)
+  int mma_sm = -1;           // every mma.sync on this SM has bit mma_bit of lane mma_lane's d[0] flipped
+  int mma_lane = 0, mma_bit = 0;
+};
+
+// Parses a device list: "N" (N devices of the default Spec) or specs separated by ',', each
+// "sm_<cc>x<sms>" followed by ":key=value" options: mem=<MiB>, sample=<blocks>, fail-launch=<n>,
+// mma-fault=<sm>/<lane>/<bit>. Returns "" or what is wrong.
+std::string parse_specs(const std::string& text, std::vector<Spec>& out);
+
+// Creates the devices (they live until the process ends) and returns their identities, ordinals from 0.
+std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs);
+
+// ---- called by kernel-side code (cuda_emu.h, device_util.cuh) ----
+// Enqueues a kernel launch on stream s: `grid` blocks of `block` threads, each thread running body().
+// A bad configuration is the launch's error (cudaGetLastError).
+void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body);
+// The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").
+constexpr MmaType mma_type(std::string_view ptx) {
+  return ptx == "bf16" ? MmaType::bf16 : ptx == "f16" ? MmaType::f16 : ptx == "tf32" ? MmaType::tf32 : MmaType::e4m3;
+}
+// One warp's mma.sync, called by every lane of the warp with its own registers.
+void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+void nanosleep(unsigned ns);
+
+}  // namespace sdc::emu

@@ -1,0 +1,206 @@
+"""The CUDA backend on the emulated device (CTest label emu): the project's CUDA kernel sources, compiled for
+the host, and the CUDA runner (per-GPU threads and streams, digests, SM localization, fault drills, the
+watchdog, consensus across GPUs) run on GPUs emulated on the CPU (--backend emulated:SPEC, a test-only
+backend that --help does not show; src/backends/emu/emu_device.h). What this proves, and what only a real
+GPU can, is in docs/gpu.md.
+
+  test_emulated.py battery   every exact and exact-integer battery case matches its goldens bit for bit
+  test_emulated.py runner    drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
+                             consensus, the watchdog and interruption, on one to four emulated GPUs
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import CASES, Failures, SDCSCREEN, run_json, with_lock
+
+EXACT_MODES = ("exact", "exact-integer")
+
+
+def tests_of(report):
+    return report["tests"] if report else []
+
+
+def battery():
+    """Every exact and exact-integer case of every profile, on one emulated GPU: a pass judged by its golden,
+    on every tile the device computed (a seeded sample of the blocks of the larger cases, said in a note)."""
+    F = Failures("e2e_emu_battery")
+    exact = {cid: c for cid, c in CASES.items() if c["mode"] in EXACT_MODES and not c["family"].endswith("_cublaslt")}
+    F.check(len(exact) >= 40, f"only {len(exact)} exact cases in the battery")
+    boot = [cid for cid, c in exact.items() if "boot" in c["iterations"]]
+    # The boot profile's cases in one run, as the boot screen runs them (two iterations each).
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--time-budget", "1h",
+                                 *[x for cid in boot for x in ("--enable", cid)], timeout=1800)
+    F.check(report is not None, f"boot battery: no report (exit {code}): {err[-500:]}")
+    seen = {}
+    for t in tests_of(report):
+        seen[t["id"]] = t
+    # The others one run each, with one iteration (a 1 s budget ends a test after its first iteration) and a
+    # smaller block sample: they are the standard and burn-in profiles' large shapes.
+    for cid in sorted(set(exact) - set(boot)):
+        code, report, err = run_json("--backend", "emulated:sm_90x8:sample=8", "--profile", "standard",
+                                     "--time-budget", "1s", "--enable", cid, timeout=1800)
+        F.check(report is not None and len(tests_of(report)) == 1, f"{cid}: no report (exit {code}): {err[-500:]}")
+        for t in tests_of(report):
+            seen[t["id"]] = t
+    sampled = 0
+    for cid in sorted(exact):
+        t = seen.get(cid)
+        F.check(t is not None, f"{cid}: did not run")
+        if not t:
+            continue
+        F.check(t["result"] == "pass", f"{cid}: {t['result']} ({t.get('reason', '')}; {t.get('notes')})")
+        F.check(t.get("judged_by") == exact[cid]["mode"], f"{cid}: judged by {t.get('judged_by')}")
+        F.check(t.get("iterations", 0) >= 1 and t.get("failed_tiles") == 0, f"{cid}: {t.get('iterations')} iterations")
+        if any(n.startswith("emulated device: ") and "tiles computed and compared" in n for n in t.get("notes", [])):
+            sampled += 1
+    F.check(sampled > 0, "no case reported a sample of its tiles (the large cases must be sampled)")
+    # Library families (cuBLASLt) run only on a real GPU: skipped as not applicable, with the reason.
+    lt = "gemm_bf16_exactint_cublaslt.mantissa_walk_128x64x96"
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--enable", lt, "--enable",
+                                 "gemm_bf16_exactint.mantissa_walk_128x64x96")
+    t = by_device(report, lt).get("cuda:0", {})
+    F.check(code == 0 and t.get("result") == "skip" and "runs only on a real GPU" in t.get("reason", ""),
+            f"cuBLASLt on the emulated device: exit {code}, {t.get('result')} ({t.get('reason')})")
+    F.finish()
+
+
+def sample_element(cid):
+    """A sample element of the case's listing not on tile 0, and its tile."""
+    for e in CASES[cid]["geometry"]["elements"]:
+        if e["tile"] % 4 != 0:
+            return e["element"], e["tile"]
+    raise SystemExit(f"{cid}: the listing has no sample element off SM 0")
+
+
+def by_device(report, cid):
+    return {t["device"]: t for t in tests_of(report) if t["id"] == cid}
+
+
+def runner():
+    F = Failures("e2e_emu_runner")
+    gemm = "gemm_bf16_exactint.uniform_256x192x512"  # 4 x 3 tiles of 64 x 64, one block each
+
+    # 1. An output drill on the second of two GPUs: found there, on the SM of the tile's block (block b runs
+    #    on SM b % sms; the mma kernel computes tile t in block t), with its element; the other GPU passes.
+    element, tile = sample_element(gemm)
+    code, report, err = run_json("--backend", "emulated:sm_90x4,sm_90x4", "--profile", "boot", "--enable", gemm,
+                                 "--inject", f"case={gemm},element={element},bit=3,device=1")
+    t = by_device(report, gemm)
+    F.check(code == 1, f"drill: exit {code}, want 1: {err[-300:]}")
+    F.check(t.get("cuda:0", {}).get("result") == "pass", f"drill: GPU 0 {t.get('cuda:0', {}).get('result')}")
+    t1 = t.get("cuda:1", {})
+    F.check(t1.get("result") == "fail" and t1.get("units_failed") == [tile % 4],
+            f"drill: GPU 1 {t1.get('result')} units {t1.get('units_failed')}, want fail on SM {tile % 4}")
+    mis = t1.get("miscompares", [])
+    F.check(any(m.get("element") == element for m in mis), f"drill: element {element} not among {mis[:2]}")
+
+    # 2. An SM-targeted drill: every tile SM 2 computed, and nothing else.
+    code, report, err = run_json("--backend", "emulated:sm_90x4", "--profile", "boot", "--enable", gemm,
+                                 "--inject", f"case={gemm},element=0,bit=30,unit=2")
+    t = by_device(report, gemm).get("cuda:0", {})
+    want_tiles = len([b for b in range(CASES[gemm]["geometry"]["tile_count"]) if b % 4 == 2])
+    F.check(code == 1 and t.get("units_failed") == [2], f"unit drill: exit {code}, units {t.get('units_failed')}")
+    F.check(t.get("failed_tiles") == want_tiles,  # the drill fires in one iteration (the first)
+            f"unit drill: {t.get('failed_tiles')} failed tiles, want {want_tiles}")
+
+    # 3. One lane of one SM's tensor cores flips a bit of its mma.sync result: every tensor-core case on that
+    #    GPU fails on that SM alone; the CUDA-core case and the other GPU pass.
+    cases = [gemm, "gemm_tf32_exactint.uniform_192x256x384", "gemm_fp8_exactint.uniform_256x256x128",
+             "attention_bf16_exactint.causal_uniform_2x256x64", "reduce_sum_f32.mantissa_walk_64x4097"]
+    code, report, err = run_json("--backend", "emulated:sm_90x4:mma-fault=1/7/2,sm_90x4", "--profile", "boot",
+                                 *[x for c in cases for x in ("--enable", c)])
+    F.check(code == 1, f"mma fault: exit {code}: {err[-300:]}")
+    for c in cases:
+        t = by_device(report, c)
+        tensor = not c.startswith("reduce_sum")
+        g0, g1 = t.get("cuda:0", {}), t.get("cuda:1", {})
+        if tensor:
+            F.check(g0.get("result") == "fail" and g0.get("units_failed") == [1],
+                    f"mma fault: {c} on GPU 0: {g0.get('result')} units {g0.get('units_failed')}")
+        else:
+            F.check(g0.get("result") == "pass", f"mma fault: {c} (no tensor cores) on GPU 0: {g0.get('result')}")
+        F.check(g1.get("result") == "pass", f"mma fault: {c} on GPU 1: {g1.get('result')}")
+
+    # 4. A kernel fault that loses GPU 0's context (a sticky error) ends that GPU's run only.
+    few = [gemm, "softmax_f32.mantissa_walk_128x777", "gemm_f16_exactint.uniform_256x192x256"]
+    code, report, err = run_json("--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4", "--profile", "boot",
+                                 *[x for c in few for x in ("--enable", c)])
+    F.check(code == 2, f"sticky error: exit {code}, want 2 (inconclusive)")
+    g0 = [t for t in tests_of(report) if t["device"] == "cuda:0"]
+    g1 = [t for t in tests_of(report) if t["device"] == "cuda:1"]
+    F.check(any("cudaErrorIllegalAddress" in t.get("reason", "") for t in g0),
+            f"sticky error: no test of GPU 0 names the error: {[t.get('reason') for t in g0]}")
+    F.check(all(t["result"] == "error" for t in g0[1:]), f"sticky error: GPU 0 went on: {[t['result'] for t in g0]}")
+    F.check(len(g1) == len(few) and all(t["result"] == "pass" for t in g1),
+            f"sticky error: GPU 1: {[t['result'] for t in g1]}")
+
+    # 5. Device memory runs out: that case is an error that says so; the other GPU passes it.
+    big = "gemm_f32.uniform_1024"
+    code, report, err = run_json("--backend", "emulated:sm_90x4:mem=8,sm_90x4:sample=4", "--profile", "boot",
+                                 "--enable", big)
+    t = by_device(report, big)
+    F.check(code == 2 and t.get("cuda:0", {}).get("result") == "error"
+            and "MiB of device memory" in t.get("cuda:0", {}).get("reason", ""),
+            f"out of memory: exit {code}, {t.get('cuda:0', {}).get('result')} ({t.get('cuda:0', {}).get('reason')})")
+    F.check(t.get("cuda:1", {}).get("result") == "pass", f"out of memory: GPU 1 {t.get('cuda:1', {}).get('result')}")
+
+    # 6. --expect-devices with one GPU missing: an error that names what is there.
+    code, report, err = run_json("--backend", "emulated:2", "--expect-devices", "3", "--profile", "boot",
+                                 "--enable", "gemm_tf32_exactint.mantissa_walk_128x64x96")
+    F.check(code == 2 and report and any("only 2 usable GPU(s) found, 1 missing" in e for e in report["errors"]),
+            f"expect-devices: exit {code}, errors {report and report['errors']}")
+
+    # 7. Consensus across GPUs (a recorded family judged without a recording): three GPUs, one dissents; two
+    #    GPUs that disagree are a split.
+    att = "attention_bf16.causal_2x256x64"
+    tile_att = CASES[att]["geometry"]["elements"][0]
+    drill = f"case={att},element={tile_att['element']},bit=5,device=2"
+    code, report, err = run_json("--backend", "emulated:3", "--profile", "boot", "--enable", att, "--inject", drill)
+    t = by_device(report, att)
+    F.check(code == 1, f"consensus: exit {code}, want 1")
+    F.check(t.get("cuda:2", {}).get("result") == "fail", f"consensus: dissenter {t.get('cuda:2', {}).get('result')}")
+    F.check(all(t.get(d, {}).get("result") == "pass" for d in ("cuda:0", "cuda:1")),
+            f"consensus: majority {[t.get(d, {}).get('result') for d in ('cuda:0', 'cuda:1')]}")
+    drill = f"case={att},element={tile_att['element']},bit=5,device=1,iteration=0"
+    code, report, err = run_json("--backend", "emulated:2", "--profile", "boot", "--enable", att, "--inject", drill)
+    t = by_device(report, att)
+    F.check(code == 1 and all(t.get(d, {}).get("result") == "fail" for d in ("cuda:0", "cuda:1")),
+            f"split: exit {code}, {[t.get(d, {}).get('result') for d in ('cuda:0', 'cuda:1')]}")
+
+    # 8. A kernel that hangs: the watchdog gives up within its deadline (10 s plus the case's share), the test
+    #    is an error that says so, and the process ends. The copies back are to pinned memory: a copy to
+    #    pageable memory would wait for the hung kernel and never let the watchdog fire.
+    small = "gemm_bf16_exactint.mantissa_walk_128x64x96"
+    t0 = time.monotonic()
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--enable", small,
+                                 "--inject", f"case={small},action=hang", timeout=120)
+    took = time.monotonic() - t0
+    t = by_device(report, small).get("cuda:0", {})
+    F.check(code == 2 and t.get("result") == "error" and "watchdog" in t.get("reason", ""),
+            f"hang: exit {code}, {t.get('result')} ({t.get('reason')})")
+    F.check(took < 60, f"hang: the run took {took:.0f} s; the watchdog's deadline is about 10 s")
+
+    # 9. Interrupted by SIGTERM while GPUs compute: exit 143, the report says so.
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        p = subprocess.Popen([SDCSCREEN, *with_lock(["run", "--backend", "emulated:2", "--profile", "standard",
+                                                      "--enable", "gemm_f32.uniform_1024", "--output-format", "json",
+                                                      "-o", out, "-q"])])
+        time.sleep(3)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=120)
+        F.check(rc == 143, f"interrupt: exit {rc}, want 143")
+        F.check(os.path.exists(out), "interrupt: no report written")
+
+    # 10. A malformed emulated device is a usage error (exit 64), not a default.
+    code, report, err = run_json("--backend", "emulated:sm_90x0")
+    F.check(code == 64 and "emulated" in err, f"bad spec: exit {code}: {err.strip()[:200]}")
+    F.finish()
+
+
+if __name__ == "__main__":
+    {"battery": battery, "runner": runner}[sys.argv[1]]()
