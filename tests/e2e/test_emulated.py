@@ -196,7 +196,17 @@ def runner():
         F.check(rc == 143, f"interrupt: exit {rc}, want 143")
         F.check(os.path.exists(out), "interrupt: no report written")
 
-    # 10. A malformed emulated device is a usage error (exit 64), not a default.
+    # 10. A GPU's compute capability decides what it can run: fp8 tensor cores need 8.9, so on an emulated
+    #     sm_80 the fp8 case is not applicable (a skip that leaves the exit code alone), on sm_89 it passes.
+    fp8 = "gemm_fp8_exactint.mantissa_walk_128x192x64"
+    code, report, err = run_json("--backend", "emulated:sm_80x4,sm_89x4", "--profile", "boot", "--enable", fp8)
+    t = by_device(report, fp8)
+    F.check(code == 0 and t.get("cuda:0", {}).get("result") == "skip"
+            and "compute capability 8.9" in t.get("cuda:0", {}).get("reason", ""),
+            f"sm_80: exit {code}, {t.get('cuda:0', {}).get('result')} ({t.get('cuda:0', {}).get('reason')})")
+    F.check(t.get("cuda:1", {}).get("result") == "pass", f"sm_89: {t.get('cuda:1', {}).get('result')}")
+
+    # 11. A malformed emulated device is a usage error (exit 64), not a default.
     code, report, err = run_json("--backend", "emulated:sm_90x0")
     F.check(code == 64 and "emulated" in err, f"bad spec: exit {code}: {err.strip()[:200]}")
     F.finish()

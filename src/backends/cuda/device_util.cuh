@@ -39,7 +39,9 @@ void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned bloc
                      [kernel, params = std::tuple<P...>(std::forward<A>(args)...)]() { std::apply(kernel, params); });
   check(cudaGetLastError(), what, __FILE__, __LINE__);
 #else
-  kernel<<<grid, block, 0, s> > >(std::forward<A>(args)...);
+  // clang-format off: it splits the closing chevrons of a .cuh file
+  kernel<<<grid, block, 0, s>>>(std::forward<A>(args)...);
+  // clang-format on
   check(cudaGetLastError(), what, __FILE__, __LINE__);
 #endif
 }

@@ -53,8 +53,14 @@
 
 // The functions that hand control to another fiber for good. The sanitizers' switch calls must come
 // right before the switch itself: no instrumented code may run in between (ThreadSanitizer would
-// attribute a function exit to the fiber switched to), so these are not instrumented.
+// attribute a function exit to the fiber switched to), so these are not instrumented at all. GCC's
+// no_sanitize drops ThreadSanitizer's function entry and exit hooks too; Clang's keeps them, and only
+// disable_sanitizer_instrumentation drops them.
+#if defined(__clang__)
+#define SDC_EMU_SWITCH_FN __attribute__((noinline, disable_sanitizer_instrumentation))
+#else
 #define SDC_EMU_SWITCH_FN __attribute__((noinline, no_sanitize("address", "thread")))
+#endif
 
 namespace sdc::emu {
 
@@ -88,7 +94,7 @@ __attribute__((visibility("hidden"))) void sdc_emu_trampoline();
 // The saved frame, from the saved stack pointer up: MXCSR (4 bytes) and the x87 control word (2 bytes)
 // in one 8-byte slot, r15, r14, r13, r12, rbx, rbp, the return address. 64 bytes.
 asm(R"(
-  .text
+  .pushsection .text
   .p2align 4
   .globl sdc_emu_switch
   .hidden sdc_emu_switch
@@ -160,6 +166,7 @@ sdc_emu_trampoline:
   jmp .Lsdc_emu_resume
   .cfi_endproc
   .size sdc_emu_trampoline, .-sdc_emu_trampoline
+  .popsection
 )");
 #endif
 
@@ -193,8 +200,6 @@ struct Warp {
   void* ctx[WARP_SIZE];
 };
 
-}  // namespace
-
 // A fiber: a kernel thread's stack and saved context, or the run() caller's (the scheduler).
 struct Fiber {
   Context ctx;
@@ -205,6 +210,8 @@ struct Fiber {
   BlockRunner::Impl* owner = nullptr;
   unsigned index = 0;
 };
+
+}  // namespace
 
 struct BlockRunner::Impl {
   size_t stack_bytes = 0, slot_bytes = 0, page = 0;
@@ -242,7 +249,6 @@ struct BlockRunner::Impl {
       if (runnable[k]) return static_cast<int>(k * 64 + __builtin_ctzll(runnable[k]));
     return -1;
   }
-  void set_runnable(unsigned i) { runnable[i / 64] |= 1ull << (i % 64); }
   void clear_runnable(unsigned i) { runnable[i / 64] &= ~(1ull << (i % 64)); }
   bool has_returned(unsigned i) const { return (warps[i / WARP_SIZE].gone >> (i % WARP_SIZE)) & 1u; }
   void release_barrier() {
@@ -278,11 +284,14 @@ void make_context(Fiber& f, uint32_t csr, uint16_t fpucw) {
   sp[7] = reinterpret_cast<uintptr_t>(&sdc_emu_trampoline);  // return address
   f.ctx.sp = sp;
 }
-inline void context_switch(Context& from, Context& to) { sdc_emu_switch(&from.sp, to.sp); }
-inline void context_jump(Context& to) {
-  void* discard;
-  sdc_emu_switch(&discard, to.sp);
-}
+// Macros, not functions: they must expand inside the uninstrumented switch functions, where a helper
+// would be an instrumented call of its own (and at -O0 not inlined).
+#define SDC_EMU_CONTEXT_SWITCH(from, to) sdc_emu_switch(&(from).sp, (to).sp)
+#define SDC_EMU_CONTEXT_JUMP(to)        \
+  do {                                  \
+    void* discard_;                     \
+    sdc_emu_switch(&discard_, (to).sp); \
+  } while (0)
 #else
 extern "C" __attribute__((visibility("hidden"))) void sdc_emu_fiber_entry(unsigned hi, unsigned lo);
 
@@ -295,8 +304,8 @@ void make_context(Fiber& f, uint32_t, uint16_t) {
   makecontext(&f.ctx.uc, reinterpret_cast<void (*)()>(&sdc_emu_fiber_entry), 2, static_cast<unsigned>(p >> 32),
               static_cast<unsigned>(p));
 }
-inline void context_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
-inline void context_jump(Context& to) { setcontext(&to.uc); }
+#define SDC_EMU_CONTEXT_SWITCH(from, to) swapcontext(&(from).uc, &(to).uc)
+#define SDC_EMU_CONTEXT_JUMP(to) setcontext(&(to).uc)
 #endif
 
 // Suspends fiber `from` and resumes `to`; returns when something switches back to `from`.
@@ -308,7 +317,7 @@ inline void switch_fiber(Impl& b, Fiber& from, Fiber& to) {
 #if defined(SDC_EMU_TSAN)
   __tsan_switch_to_fiber(to.tsan, 0);
 #endif
-  context_switch(from.ctx, to.ctx);
+  SDC_EMU_CONTEXT_SWITCH(from.ctx, to.ctx);
 #if defined(SDC_EMU_ASAN)
   const void* bottom;
   size_t size;
@@ -325,7 +334,7 @@ inline void switch_fiber(Impl& b, Fiber& from, Fiber& to) {
 #if defined(SDC_EMU_TSAN)
   __tsan_switch_to_fiber(b.sched.tsan, 0);
 #endif
-  context_jump(b.sched.ctx);
+  SDC_EMU_CONTEXT_JUMP(b.sched.ctx);
   __builtin_unreachable();
 }
 
@@ -384,16 +393,18 @@ std::string call_name(Kind kind, Shfl mode, uint32_t mask, uint32_t width) {
 }
 std::string call_name(const Pending& p) { return call_name(p.kind, p.mode, p.mask, p.width); }
 
-// Records the fault and leaves the block. The message is moved out before the switch, so the abandoned
-// frame owns no memory.
-[[noreturn]] void fail(Impl& b, std::string&& message) {
+// Records the fault and leaves the block. make() builds the message, so that every string built for it
+// is destroyed before the switch: the abandoned frames must own no memory.
+template <typename Make>
+[[noreturn]] void fail(Impl& b, const Make& make) {
   b.failed = true;
-  b.fault = std::move(message);
+  b.fault = make();
   abandon(b);
 }
 
-[[noreturn]] void fail_thread(Impl& b, const ThreadContext& t, const std::string& what) {
-  fail(b, fmt::format("{}: {}: {}", prefix(b), threads(b, t.linear, t.linear), what));
+template <typename What>
+[[noreturn]] void fail_thread(Impl& b, const ThreadContext& t, const What& what) {
+  fail(b, [&] { return fmt::format("{}: {}: {}", prefix(b), threads(b, t.linear, t.linear), what()); });
 }
 
 // What blocked thread i waits at.
@@ -440,7 +451,7 @@ std::string deadlock_message(const Impl& b) {
 void block_current(Impl& b, unsigned i) {
   b.clear_runnable(i);
   const int j = b.next_runnable(i);
-  if (j < 0) fail(b, deadlock_message(b));
+  if (j < 0) fail(b, [&] { return deadlock_message(b); });
   switch_fiber(b, b.fibers[i], b.fibers[j]);
   current_thread = &b.ctx[i];
 }
@@ -454,9 +465,10 @@ Fiber* thread_returned(Impl& b, unsigned i) {
   const uint32_t bit = 1u << t.lane;
   for (unsigned k = 0; k < w.npending; ++k)
     if (w.pending[k].mask & bit)
-      fail_thread(b, t,
-                  fmt::format("returned while {} of its warp wait at {}, whose mask names it",
-                              lane_list(w.pending[k].arrived), call_name(w.pending[k])));
+      fail_thread(b, t, [&] {
+        return fmt::format("returned while {} of its warp wait at {}, whose mask names it",
+                           lane_list(w.pending[k].arrived), call_name(w.pending[k]));
+      });
   w.gone |= bit;
   ++b.finished;
   b.clear_runnable(i);
@@ -464,10 +476,12 @@ Fiber* thread_returned(Impl& b, unsigned i) {
   const int j = b.next_runnable(i);
   if (j >= 0) return &b.fibers[j];
   if (b.finished == b.n) return &b.sched;
-  fail(b, deadlock_message(b));
+  fail(b, [&] { return deadlock_message(b); });
 }
 
-Fiber* run_thread(Impl& b, unsigned i) {
+// Not inlined into the uninstrumented sdc_emu_fiber_main: the kernel's thread and the bookkeeping stay
+// under the sanitizers.
+__attribute__((noinline)) Fiber* run_thread(Impl& b, unsigned i) {
   current_thread = &b.ctx[i];
   bool threw = false;
   try {
@@ -515,7 +529,7 @@ extern "C" SDC_EMU_SWITCH_FN Context* sdc_emu_fiber_main(void* fiber) {
 #if !defined(SDC_EMU_ASM_SWITCH)
 extern "C" SDC_EMU_SWITCH_FN void sdc_emu_fiber_entry(unsigned hi, unsigned lo) {
   const uintptr_t p = (static_cast<uintptr_t>(hi) << 32) | lo;
-  context_jump(*sdc_emu_fiber_main(reinterpret_cast<void*>(p)));
+  SDC_EMU_CONTEXT_JUMP(*sdc_emu_fiber_main(reinterpret_cast<void*>(p)));
 }
 #endif
 
@@ -658,8 +672,13 @@ void BlockRunner::run(const char* kernel, Dim3 grid, Dim3 block_dim, Dim3 block_
 
 namespace {
 
-Impl& block_of(ThreadContext* t, const char* what) {
-  if (!t) throw std::logic_error(fmt::format("sdc::emu::{} called outside a kernel", what));
+[[noreturn]] __attribute__((noinline, cold)) void outside_kernel(const char* what) {
+  throw std::logic_error(fmt::format("sdc::emu::{} called outside a kernel", what));
+}
+
+inline Impl& block_of(ThreadContext* t, const char* what) {
+  if (!t) [[unlikely]]
+    outside_kernel(what);
   return *static_cast<Impl*>(t->block);
 }
 
@@ -703,7 +722,7 @@ void complete(Impl& b, unsigned warp, Warp& w, const Pending& p) {
         const unsigned src = shfl_source(l, w.arg[l], p.width, p.mode);
         if (!((p.mask >> src) & 1u))
           fail_thread(b, b.ctx[warp * WARP_SIZE + l],
-                      fmt::format("{} reads lane {}, outside the mask", call_name(p), src));
+                      [&] { return fmt::format("{} reads lane {}, outside the mask", call_name(p), src); });
         w.out[l] = w.in[src];
       }
       break;
@@ -730,15 +749,16 @@ void complete(Impl& b, unsigned warp, Warp& w, const Pending& p) {
 void arrive(Impl& b, ThreadContext& t, const Pending& c) {
   Warp& w = b.warps[t.warp];
   const uint32_t bit = 1u << t.lane;
-  if (!(c.mask & bit)) fail_thread(b, t, fmt::format("{} leaves out the calling lane", call_name(c)));
+  if (!(c.mask & bit)) fail_thread(b, t, [&] { return fmt::format("{} leaves out the calling lane", call_name(c)); });
   if (c.mask & w.gone)
-    fail_thread(b, t,
-                fmt::format("{} names {}, which {} returned or {} past the end of the block", call_name(c),
-                            lane_list(c.mask & w.gone), __builtin_popcount(c.mask & w.gone) == 1 ? "has" : "have",
-                            __builtin_popcount(c.mask & w.gone) == 1 ? "lies" : "lie"));
+    fail_thread(b, t, [&] {
+      const bool one = __builtin_popcount(c.mask & w.gone) == 1;
+      return fmt::format("{} names {}, which {} returned or {} past the end of the block", call_name(c),
+                         lane_list(c.mask & w.gone), one ? "has" : "have", one ? "lies" : "lie");
+    });
   if ((c.kind == Kind::shfl32 || c.kind == Kind::shfl64) &&
       (c.width == 0 || c.width > WARP_SIZE || (c.width & (c.width - 1)) != 0))
-    fail_thread(b, t, fmt::format("{}: the width must be a power of two up to 32", call_name(c)));
+    fail_thread(b, t, [&] { return fmt::format("{}: the width must be a power of two up to 32", call_name(c)); });
   Pending* p = nullptr;
   for (unsigned k = 0; k < w.npending; ++k)
     if (w.pending[k].mask == c.mask) {
@@ -754,9 +774,10 @@ void arrive(Impl& b, ThreadContext& t, const Pending& c) {
     *p = c;
     p->arrived = 0;
   } else if (p->kind != c.kind || p->mode != c.mode || p->width != c.width || p->fn != c.fn) {
-    fail_thread(b, t,
-                fmt::format("called {} while {} of the same mask wait at {}", call_name(c), lane_list(p->arrived),
-                            call_name(*p)));
+    fail_thread(b, t, [&] {
+      return fmt::format("called {} while {} of the same mask wait at {}", call_name(c), lane_list(p->arrived),
+                         call_name(*p));
+    });
   }
   p->arrived |= bit;
   if (p->arrived != p->mask) {
@@ -848,7 +869,7 @@ void trap(const char* why) {
   ThreadContext* t = current_thread;
   if (!t) throw KernelFault(fmt::format("__trap outside a kernel: {}", why));
   Impl& b = *static_cast<Impl*>(t->block);
-  fail_thread(b, *t, fmt::format("__trap: {}", why));
+  fail_thread(b, *t, [&] { return fmt::format("__trap: {}", why); });
 }
 
 }  // namespace sdc::emu

@@ -43,6 +43,7 @@ inline ThreadContext& here() { return *current_thread; }
 
 // A misuse of the execution model found while running a block (see the top of this file), or __trap.
 class KernelFault : public std::runtime_error {
+ public:
   using runtime_error::runtime_error;
 };
 
@@ -68,7 +69,7 @@ class BlockRunner {
   // Fibers switched to (resumed or started) by the last run(); for measurements.
   uint64_t switches() const;
 
-  struct Impl;
+  struct Impl;  // the runner's state (block.cpp)
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -237,6 +237,8 @@ std::vector<Device*> g_devices;  // every emulated device of the process, by ord
 thread_local Device* t_current = nullptr;          // the host thread's current device (make_current)
 thread_local cudaError_t t_last = cudaSuccess;     // the host thread's last launch error
 thread_local const Spec* t_launch_spec = nullptr;  // the device whose kernel this stream thread runs
+thread_local const char* t_kernel = "";            // that kernel's name
+thread_local uint64_t t_block_serial = 0;          // blocks run on this thread so far
 
 Device* device(int ordinal) {
   std::lock_guard<std::mutex> l(g_devices_m);
@@ -286,15 +288,19 @@ void run_launch(Device& dev, const Launch& l) {
   }
   thread_local BlockRunner runner;
   t_launch_spec = &dev.spec;
+  t_kernel = l.what.c_str();
   const unsigned sms = static_cast<unsigned>(dev.spec.sms);
   try {
-    for (unsigned b : blocks_to_run(l, dev.spec))
+    for (unsigned b : blocks_to_run(l, dev.spec)) {
+      ++t_block_serial;
       runner.run(l.what.c_str(), Dim3{l.grid, 1, 1}, Dim3{l.block, 1, 1}, Dim3{b, 1, 1}, b % sms, sms, 0, thread_body,
                  const_cast<Launch*>(&l));
+    }
   } catch (const std::exception& e) {  // a KernelFault, or an exception out of the kernel's code
     dev.lose(fmt::format("{}: cudaErrorLaunchFailure (unspecified launch failure): {}", l.what, e.what()));
   }
   t_launch_spec = nullptr;
+  t_kernel = "";
 }
 
 class EmuRuntime final : public cuda::DeviceRuntime {
@@ -523,6 +529,8 @@ void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
 }
 
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+const char* current_kernel() { return t_kernel; }
+uint64_t block_serial() { return t_block_serial; }
 
 }  // namespace sdc::emu
 

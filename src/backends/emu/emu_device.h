@@ -54,5 +54,9 @@ constexpr MmaType mma_type(std::string_view ptx) {
 // One warp's mma.sync, called by every lane of the warp with its own registers.
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 void nanosleep(unsigned ns);
+// The kernel whose block this stream thread runs ("" outside one), and a number that differs for every block
+// run on this thread: what the race checker (racecheck.h) tells barrier intervals of different blocks apart by.
+const char* current_kernel();
+uint64_t block_serial();
 
 }  // namespace sdc::emu

@@ -1,0 +1,208 @@
+// The shared-memory race checker (racecheck.h): the __tsan_* entry points g++ 12's instrumentation calls,
+// defined here (this file itself is compiled without instrumentation), and the per-byte shadow of each
+// stream thread's static TLS block. Linked only into the racecheck_tests executable.
+#include "racecheck.h"
+
+#include <fmt/format.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "block.h"
+#include "emu_device.h"
+
+namespace sdc::emu::racecheck {
+namespace {
+
+// The calling thread's static TLS block of the module that holds this code (the program).
+struct TlsRange {
+  uintptr_t lo = 0, hi = 0;
+  bool known = false;
+};
+thread_local TlsRange t_tls;
+
+int find_tls(dl_phdr_info* info, size_t, void* out) {
+  const uintptr_t self = reinterpret_cast<uintptr_t>(&find_tls) - info->dlpi_addr;
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && self - ph.p_vaddr < ph.p_memsz) mine = true;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) {
+      auto* r = static_cast<TlsRange*>(out);
+      r->lo = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+      r->hi = r->lo + info->dlpi_phdr[i].p_memsz;
+    }
+  return 1;
+}
+
+const TlsRange& tls() {
+  if (!t_tls.known) {
+    dl_iterate_phdr(find_tls, &t_tls);
+    t_tls.known = true;
+  }
+  return t_tls;
+}
+
+// Per byte: the interval (block number and barrier count) and thread of the last write, and of the reads
+// of the current interval (several readers: any other thread's write races).
+struct Cell {
+  uint64_t w_block = 0, r_block = 0;
+  uint32_t w_epoch = 0, r_epoch = 0;
+  int32_t w_thread = -1, r_thread = -1;
+  bool r_many = false;
+};
+thread_local std::vector<Cell> t_shadow;
+
+std::mutex g_m;
+std::vector<Race> g_races;
+std::atomic<uint64_t> g_count{0}, g_accesses{0};
+
+void report(const char* kind, uintptr_t byte, int first, const ThreadContext& t) {
+  if (g_count++ >= 1000) return;
+  Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, byte - t_tls.lo};
+  std::lock_guard<std::mutex> l(g_m);
+  g_races.push_back(std::move(r));
+}
+
+void access(const volatile void* p, size_t n, bool write) {
+  const ThreadContext* t = current_thread;
+  if (!t) return;  // not kernel code
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const TlsRange& r = tls();
+  if (a - r.lo >= r.hi - r.lo) return;  // not __shared__ storage
+  // The emulation's own per-thread state, which the built-ins read (threadIdx is here().thread_idx): only
+  // the block runner, which is not instrumented, writes it.
+  if (a - reinterpret_cast<uintptr_t>(&current_thread) < sizeof current_thread) return;
+  ++g_accesses;
+  if (t_shadow.empty()) t_shadow.assign(r.hi - r.lo, Cell{});
+  const uint64_t block = block_serial();
+  const uint32_t epoch = static_cast<uint32_t>(t->epoch) + 1;  // 0: never touched
+  const auto me = static_cast<int32_t>(t->linear);
+  const uintptr_t end = a + n < r.hi ? a + n : r.hi;
+  for (uintptr_t b = a; b < end; ++b) {
+    Cell& c = t_shadow[b - r.lo];
+    const bool written_now = c.w_block == block && c.w_epoch == epoch && c.w_thread != me;
+    const bool read_now = c.r_block == block && c.r_epoch == epoch;
+    if (write) {
+      if (written_now) return report("write-write", b, c.w_thread, *t);
+      if (read_now && (c.r_many || c.r_thread != me)) return report("read-write", b, c.r_thread, *t);
+      c.w_block = block, c.w_epoch = epoch, c.w_thread = me;
+    } else {
+      if (written_now) return report("write-read", b, c.w_thread, *t);
+      if (!read_now) {
+        c.r_block = block, c.r_epoch = epoch, c.r_thread = me, c.r_many = false;
+      } else if (c.r_thread != me) {
+        c.r_many = true;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string Race::describe() const {
+  return fmt::format("{} race in kernel {} block {}: threads {} and {} at shared byte {:#x}", kind, kernel, block,
+                     first, second, offset);
+}
+
+std::vector<Race> races() {
+  std::lock_guard<std::mutex> l(g_m);
+  return g_races;
+}
+uint64_t race_count() { return g_count; }
+uint64_t shared_accesses() { return g_accesses; }
+void reset() {
+  std::lock_guard<std::mutex> l(g_m);
+  g_races.clear();
+  g_count = 0;
+  g_accesses = 0;
+}
+
+}  // namespace sdc::emu::racecheck
+
+// ---- the entry points of g++ 12's -fsanitize=thread instrumentation ----
+using sdc::emu::racecheck::access;
+
+extern "C" {
+void __tsan_init() {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+void __tsan_vptr_update(void** p, void*) { access(p, sizeof(void*), true); }
+#define SDC_RC_RW(N)                                              \
+  void __tsan_read##N(void* p) { access(p, N, false); }           \
+  void __tsan_write##N(void* p) { access(p, N, true); }           \
+  void __tsan_volatile_read##N(void* p) { access(p, N, false); }  \
+  void __tsan_volatile_write##N(void* p) { access(p, N, true); }  \
+  void __tsan_unaligned_read##N(void* p) { access(p, N, false); } \
+  void __tsan_unaligned_write##N(void* p) { access(p, N, true); }
+SDC_RC_RW(1)
+SDC_RC_RW(2)
+SDC_RC_RW(4)
+SDC_RC_RW(8)
+SDC_RC_RW(16)
+#undef SDC_RC_RW
+void __tsan_read_range(void* p, unsigned long n) { access(p, n, false); }
+void __tsan_write_range(void* p, unsigned long n) { access(p, n, true); }
+
+// The instrumentation replaces an atomic operation by the call: the hook performs it (sequentially
+// consistent, always at least as strong as asked). An atomic access counts as a write or a read like any.
+#define SDC_SC __ATOMIC_SEQ_CST
+#define SDC_RC_ATOMIC(N, T)                                                            \
+  T __tsan_atomic##N##_load(const volatile T* a, int) {                                \
+    access(a, sizeof(T), false);                                                       \
+    return __atomic_load_n(a, SDC_SC);                                                 \
+  }                                                                                    \
+  void __tsan_atomic##N##_store(volatile T* a, T v, int) {                             \
+    access(a, sizeof(T), true);                                                        \
+    __atomic_store_n(a, v, SDC_SC);                                                    \
+  }                                                                                    \
+  T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                             \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_exchange_n(a, v, SDC_SC);                                          \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                            \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_add(a, v, SDC_SC);                                           \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                            \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_sub(a, v, SDC_SC);                                           \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                            \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_and(a, v, SDC_SC);                                           \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                             \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_or(a, v, SDC_SC);                                            \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                            \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_xor(a, v, SDC_SC);                                           \
+  }                                                                                    \
+  T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                           \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_fetch_nand(a, v, SDC_SC);                                          \
+  }                                                                                    \
+  int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) { \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_compare_exchange_n(a, c, v, false, SDC_SC, SDC_SC);                \
+  }                                                                                    \
+  int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {   \
+    access(a, sizeof(T), true);                                                        \
+    return __atomic_compare_exchange_n(a, c, v, true, SDC_SC, SDC_SC);                 \
+  }
+SDC_RC_ATOMIC(8, uint8_t)
+SDC_RC_ATOMIC(16, uint16_t)
+SDC_RC_ATOMIC(32, uint32_t)
+SDC_RC_ATOMIC(64, uint64_t)
+#undef SDC_RC_ATOMIC
+void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(SDC_SC); }
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(SDC_SC); }
+#undef SDC_SC
+}

@@ -1,0 +1,40 @@
+// The emulated device's shared-memory race checker (tests only). Within one barrier interval of a block
+// (between two __syncthreads), two threads touching the same byte of __shared__ memory, at least one of
+// them writing, is a race: the result then depends on an order the hardware does not promise.
+//
+// How it sees the accesses: the kernel sources are compiled once more with g++'s ThreadSanitizer
+// instrumentation (-fsanitize=thread, compile only: libtsan is never linked), which makes every load and
+// store call a __tsan_* function; racecheck.cpp defines those functions itself. Under the emulation
+// header __shared__ is `static thread_local` and a block runs on one OS thread, so an access is to shared
+// memory exactly when its address lies in the calling thread's static TLS block of the program. For such
+// an access the checker keeps, per byte, the last writer and the readers of the current interval (the
+// block's number and the thread's barrier count, block.h's ThreadContext::epoch). The racecheck_tests
+// executable links the instrumented copies in place of the plain ones (CMakeLists.txt).
+//
+// Not seen: warp-level synchronization (__syncwarp) is not an interval boundary, so a kernel that orders
+// shared accesses within a warp by __syncwarp alone would be reported (none of the project's does); memory
+// touched by library calls of variable size (memcpy, memset) in kernel code; global memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sdc::emu::racecheck {
+
+struct Race {
+  std::string kernel;
+  unsigned block = 0;              // blockIdx.x
+  unsigned first = 0, second = 0;  // the threads (linear index in the block): the earlier access, the later
+  std::string kind;                // "write-write", "write-read", "read-write"
+  uint64_t offset = 0;             // of the byte in the thread's static TLS block (the __shared__ storage)
+  std::string describe() const;
+};
+
+// The races found so far (at most 1000 kept; all counted), on every thread; and the shared accesses seen.
+std::vector<Race> races();
+uint64_t race_count();
+uint64_t shared_accesses();
+void reset();
+
+}  // namespace sdc::emu::racecheck
