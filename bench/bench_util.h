@@ -24,15 +24,8 @@ using Clock = std::chrono::steady_clock;
 using cuda::DeviceBuffer;
 constexpr int kWarmup = 2;
 
-// The current GPU through the runner's device seam (its buffers and streams); opened on first use.
-inline cuda::DeviceRuntime& gpu() {
-  static std::unique_ptr<cuda::DeviceRuntime> rt = [] {
-    DeviceInfo info;
-    SDC_CUDA_CHECK(cudaGetDevice(&info.index));
-    return cuda::open_cuda_runtime(info);
-  }();
-  return *rt;
-}
+// The current GPU through the runner's device seam (its buffers and streams).
+inline cuda::DeviceRuntime& gpu() { return cuda::current_cuda_runtime(); }
 
 // A CUDA event with timing enabled (the runner's events have it disabled).
 class TimingEvent {

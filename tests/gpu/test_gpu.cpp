@@ -49,15 +49,8 @@ int failures = 0;
     }                                                           \
   } while (0)
 
-// The current GPU through the runner's device seam (its buffers and streams); opened on first use.
-cuda::DeviceRuntime& gpu_rt() {
-  static std::unique_ptr<cuda::DeviceRuntime> rt = [] {
-    DeviceInfo info;
-    SDC_CUDA_CHECK(cudaGetDevice(&info.index));
-    return cuda::open_cuda_runtime(info);
-  }();
-  return *rt;
-}
+// The current GPU through the runner's device seam (its buffers and streams).
+cuda::DeviceRuntime& gpu_rt() { return cuda::current_cuda_runtime(); }
 
 struct Ran {
   std::vector<uint64_t> digests;

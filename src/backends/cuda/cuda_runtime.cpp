@@ -92,4 +92,13 @@ class CudaRuntime final : public DeviceRuntime {
 
 std::unique_ptr<DeviceRuntime> open_cuda_runtime(const DeviceInfo& gpu) { return std::make_unique<CudaRuntime>(gpu); }
 
+DeviceRuntime& current_cuda_runtime() {
+  static const std::unique_ptr<DeviceRuntime> rt = [] {
+    DeviceInfo info;
+    SDC_CUDA_CHECK(cudaGetDevice(&info.index));
+    return open_cuda_runtime(info);
+  }();
+  return *rt;
+}
+
 }  // namespace sdc::cuda

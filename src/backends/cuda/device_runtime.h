@@ -82,5 +82,8 @@ std::unique_ptr<DeviceRuntime> open_runtime(const DeviceInfo& gpu);
 // The two kinds (cuda_runtime.cpp, or cuda_stub.cpp in a build without CUDA; src/backends/emu/emu_device.cpp).
 std::unique_ptr<DeviceRuntime> open_cuda_runtime(const DeviceInfo& gpu);
 std::unique_ptr<DeviceRuntime> open_emulated_runtime(const DeviceInfo& gpu);
+// The CUDA runtime of the calling thread's current GPU, opened on first use and kept (the GPU tests and the
+// benchmark, which drive one GPU through the runner's seam).
+DeviceRuntime& current_cuda_runtime();
 
 }  // namespace sdc::cuda

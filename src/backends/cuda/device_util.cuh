@@ -39,7 +39,8 @@ void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned bloc
                      [kernel, params = std::tuple<P...>(std::forward<A>(args)...)]() { std::apply(kernel, params); });
   check(cudaGetLastError(), what, __FILE__, __LINE__);
 #else
-  // clang-format off: it splits the closing chevrons of a .cuh file
+  // clang-format splits the closing chevrons in a .cuh file
+  // clang-format off
   kernel<<<grid, block, 0, s>>>(std::forward<A>(args)...);
   // clang-format on
   check(cudaGetLastError(), what, __FILE__, __LINE__);
