@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../core/result.h"
+#include "../util/say.h"
 
 namespace sdc {
 namespace {
@@ -21,12 +22,12 @@ std::string exe_dir() {
 }  // namespace
 
 int usage_error(const std::string& msg) {
-  fmt::print(stderr, "sdcscreen: error: {}\n", msg);
+  say_err("sdcscreen: error: {}\n", msg);
   return EXIT_USAGE;
 }
 
 int config_error(const std::string& msg) {
-  fmt::print(stderr, "sdcscreen: error: {}\n", msg);
+  say_err("sdcscreen: error: {}\n", msg);
   return EXIT_CONFIG;
 }
 

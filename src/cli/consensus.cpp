@@ -11,6 +11,7 @@
 #include "../core/recording_merge.h"
 #include "../core/result.h"
 #include "../util/atomic_file.h"
+#include "../util/say.h"
 #include "commands.h"
 
 namespace sdc {
@@ -27,7 +28,7 @@ int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir) {
   }
   // Written first, so that a refused write prints no verdict: the report and its "exit:" line come last.
   const std::vector<AcceptedRecording> accepted = result.accepted_recordings();
-  if (a.write && accepted.empty()) fmt::print("nothing written: no key has an accepted golden\n");
+  if (a.write && accepted.empty()) say("nothing written: no key has an accepted golden\n");
   if (a.write && !accepted.empty()) {
     std::vector<std::string> lines;
     try {
@@ -37,10 +38,10 @@ int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir) {
     } catch (const FileError& e) {
       return config_error(e.what());
     }
-    for (const std::string& line : lines) fmt::print("wrote {}\n", line);
-    fmt::print("updated {}/manifest.json\n", patterns_dir);
+    for (const std::string& line : lines) say("wrote {}\n", line);
+    say("updated {}/manifest.json\n", patterns_dir);
   }
-  fmt::print("{}", render_consensus(result));
+  say("{}", render_consensus(result));
   return result.exit_code();
 }
 

@@ -8,6 +8,7 @@
 #include "../core/patterns.h"
 #include "../core/recording.h"
 #include "../util/atomic_file.h"
+#include "../util/say.h"
 #include "commands.h"
 #include "screen.h"
 
@@ -27,15 +28,15 @@ int cmd_golden(const std::string& dir, const std::vector<int>& cpus) {
   size_t done = 0;
   const auto golden = cpu::compute_goldens(cases, cpus, stop_token(), [&](const Case& c) {
     ++done;
-    fmt::print(stderr, "[{}/{}] {}\n", done, cases.size(), c.id);
+    say_err("[{}/{}] {}\n", done, cases.size(), c.id);
   });
   try {
     write_goldens(dir, battery, golden);
   } catch (const FileError& e) {
     return config_error(e.what());
   }
-  fmt::print("wrote goldens of {} cases to {}/golden and {}/manifest.json in {:.1f} s\n", golden.size(), dir, dir,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  say("wrote goldens of {} cases to {}/golden and {}/manifest.json in {:.1f} s\n", golden.size(), dir, dir,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }
 
@@ -45,8 +46,7 @@ int cmd_verify(const std::string& dir) {
     size_t tiles = 0;
     for (const auto& [id, g] : ps.golden) tiles += g.tile_digests.size();
     const RecordedGoldens recorded = load_recorded_goldens(dir);  // parsed too, not only hashed
-    fmt::print(
-        "patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
+    say("patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
         "manifest.json ({})\n",
         ps.battery.cases.size(), ps.battery.profiles.size(), tiles, recorded.size(), dir);
     return 0;

@@ -5,32 +5,33 @@
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
 #include "../report/report.h"
+#include "../util/say.h"
 #include "commands.h"
 
 namespace sdc {
 
 int cmd_info() {
   const HostInfo h = host_info();
-  fmt::print("sdcscreen {} ({})\n", tool_version(), tool_git());
-  fmt::print("host:     {}\nos:       {}\nkernel:   {}\n", h.hostname, h.os, h.kernel);
-  fmt::print("cpu:      {}\n", h.cpu_model);
+  say("sdcscreen {} ({})\n", tool_version(), tool_git());
+  say("host:     {}\nos:       {}\nkernel:   {}\n", h.hostname, h.os, h.kernel);
+  say("cpu:      {}\n", h.cpu_model);
   std::vector<int> allowed;
   const auto cpus = cpu::allowed_cpus();
   for (const auto& c : cpus) allowed.push_back(c.cpu);
-  fmt::print("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(),
-             cpu::format_cpu_list(allowed));
-  fmt::print("gemm isa: {}\n", gemm_f32::fast_path_isa());
+  say("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(),
+      cpu::format_cpu_list(allowed));
+  say("gemm isa: {}\n", gemm_f32::fast_path_isa());
   const cuda::Availability avail = cuda::probe();
   if (!avail.usable) {
-    fmt::print("gpus:     none usable: {}\n", avail.reason);
+    say("gpus:     none usable: {}\n", avail.reason);
   } else {
     for (const DeviceInfo& d : cuda::list_devices())
-      fmt::print("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n",
-                 d.label(), d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20,
-                 d.ecc, d.driver, d.driver_cuda, d.runtime);
+      say("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n", d.label(),
+          d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
+          d.driver_cuda, d.runtime);
   }
-  fmt::print("patterns: {}\n", default_patterns_dir());
-  fmt::print("compiler: {}\n", __VERSION__);
+  say("patterns: {}\n", default_patterns_dir());
+  say("compiler: {}\n", __VERSION__);
   return 0;
 }
 

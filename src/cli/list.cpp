@@ -7,6 +7,7 @@
 
 #include "../core/patterns.h"
 #include "../core/result.h"
+#include "../util/say.h"
 #include "commands.h"
 
 namespace sdc {
@@ -58,30 +59,28 @@ std::vector<std::string> mode_description(Mode m) {
 }
 
 void print_text(const Battery& b, const std::string& profile) {
-  fmt::print("families:\n");
+  say("families:\n");
   for (const Family& f : families()) {
     std::string modes;
     for (Mode m : f.modes) modes += std::string(modes.empty() ? "" : ",") + mode_name(m);
-    fmt::print("  {:<20} [{}] {}\n", f.id, modes, f.description);
+    say("  {:<20} [{}] {}\n", f.id, modes, f.description);
   }
-  fmt::print("modes:\n");
+  say("modes:\n");
   for (Mode m : MODES) {
     const std::vector<std::string> lines = mode_description(m);
-    for (size_t i = 0; i < lines.size(); ++i) fmt::print("  {:<20} {}\n", i == 0 ? mode_name(m) : "", lines[i]);
+    for (size_t i = 0; i < lines.size(); ++i) say("  {:<20} {}\n", i == 0 ? mode_name(m) : "", lines[i]);
   }
-  fmt::print("distributions:\n");
-  for (Distribution d : DISTRIBUTIONS) fmt::print("  {:<20} {}\n", distribution_name(d), distribution_description(d));
-  fmt::print("profiles:\n");
-  for (const Profile& p : b.profiles)
-    fmt::print("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
-  fmt::print("cases:\n");
+  say("distributions:\n");
+  for (Distribution d : DISTRIBUTIONS) say("  {:<20} {}\n", distribution_name(d), distribution_description(d));
+  say("profiles:\n");
+  for (const Profile& p : b.profiles) say("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
+  say("cases:\n");
   for (const Case& c : b.cases) {
     if (!profile.empty() && !c.iterations.count(profile)) continue;
     std::string shape, profiles;
     for (const auto& [k, v] : c.shape.dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
     for (const auto& [p, n] : c.iterations) profiles += fmt::format("{}{}x{}", profiles.empty() ? "" : " ", p, n);
-    fmt::print("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape,
-               profiles);
+    say("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape, profiles);
   }
 }
 
@@ -151,7 +150,7 @@ void print_json(const Battery& b, const std::string& profile) {
                           {"iterations", c.iterations},
                           {"geometry", geometry_json(c)}});
   }
-  fmt::print("{}\n", j.dump(1));
+  say("{}\n", j.dump(1));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "../core/result.h"
 #include "../report/report.h"
 #include "../util/run_lock.h"
+#include "../util/say.h"
 #include "commands.h"
 
 using namespace sdc;
@@ -175,7 +176,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = "bad command line";
-    fmt::print(stderr, "sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
+    say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
     return EXIT_USAGE;
   }
   try {
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
     if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
     if (record->parsed()) return cmd_record(rec, args, patterns_dir);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
+    say_err("sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;
   }
   return EXIT_USAGE;

@@ -16,6 +16,7 @@
 #include "../core/recording.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
+#include "../util/say.h"
 #include "commands.h"
 #include "options.h"
 #include "screen.h"
@@ -76,13 +77,13 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
   };
   Screen screen;
   if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) {
-    fmt::print(stderr, "sdcscreen: {}{}\n", f.code == EXIT_INCONCLUSIVE ? "" : "error: ", f.message);
+    say_err("sdcscreen: {}{}\n", f.code == EXIT_INCONCLUSIVE ? "" : "error: ", f.message);
     return f.code;
   }
   screen.gpu.reason = "record";
   screen.opt.recording = true;
   screen.opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
-    fmt::print(stderr, "[{}/{}] {} {} {}\n", i + 1, n, t.id, t.device, verdict_name(t.verdict));
+    say_err("[{}/{}] {} {} {}\n", i + 1, n, t.id, t.device, verdict_name(t.verdict));
   };
   std::vector<FirstRun> first_runs;
   execute_screen(screen, &first_runs);
@@ -90,7 +91,7 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
   const PatternSet& patterns = screen.patterns;
   const std::vector<DeviceInfo>& gpus = screen.gpu.selected;
   const HostInfo host = host_info();
-  fmt::print("{}", render_text(result, host));
+  say("{}", render_text(result, host));
 
   // One file per GPU, with what it computed stably and in agreement with the node.
   bool write_failed = false;
@@ -114,15 +115,15 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
     const std::string path =
         fmt::format("{}/{}-{}.json", a.output_dir, host.hostname.empty() ? "host" : host.hostname, d.uuid);
     if (rec.entries.empty()) {
-      fmt::print("{}: nothing recorded ({})\n", d.label(), fmt::join(left_out, ", "));
+      say("{}: nothing recorded ({})\n", d.label(), fmt::join(left_out, ", "));
       continue;
     }
     try {
       write_recording(path, rec);
-      fmt::print("{}: wrote {} ({} cases{}{})\n", d.label(), path, rec.entries.size(),
-                 left_out.empty() ? "" : "; not recorded: ", fmt::join(left_out, ", "));
+      say("{}: wrote {} ({} cases{}{})\n", d.label(), path, rec.entries.size(),
+          left_out.empty() ? "" : "; not recorded: ", fmt::join(left_out, ", "));
     } catch (const FileError& e) {
-      fmt::print(stderr, "sdcscreen: error: {}\n", e.what());
+      say_err("sdcscreen: error: {}\n", e.what());
       write_failed = true;
     }
   }

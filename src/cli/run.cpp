@@ -10,6 +10,7 @@
 #include "../backends/cpu/cpu_topology.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
+#include "../util/say.h"
 #include "commands.h"
 #include "options.h"
 #include "screen.h"
@@ -66,8 +67,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   // Before the run: one line on stderr, and with --npd the plugin's line on stdout too, so that the node
   // condition says why (the exit code stays 64 or 78, which node-problem-detector reads as Unknown).
   auto fail = [&a](int code, const std::string& msg) {
-    fmt::print(stderr, "sdcscreen: {}{}\n", code == EXIT_INCONCLUSIVE ? "" : "error: ", msg);
-    if (a.npd) fmt::print("{}\n", npd_line_for("Unknown: " + msg));
+    say_err("sdcscreen: {}{}\n", code == EXIT_INCONCLUSIVE ? "" : "error: ", msg);
+    if (a.npd) say("{}\n", npd_line_for("Unknown: " + msg));
     return code;
   };
   double budget = 0;
@@ -143,16 +144,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       const double elapsed = unix_now() - t_start;
       if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
       shown = elapsed;
-      fmt::print(stderr, "\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id,
-                 it + 1, its, elapsed, std::max(0.0, budget - elapsed));
+      say_err("\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id, it + 1, its,
+              elapsed, std::max(0.0, budget - elapsed));
     };
   if (a.verbose)
     opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
-      fmt::print(stderr, "[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device,
-                 verdict_name(t.verdict), t.iterations_done, t.duration_s);
+      say_err("[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device, verdict_name(t.verdict),
+              t.iterations_done, t.duration_s);
     };
   execute_screen(screen);
-  if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) fmt::print(stderr, "\r\033[K");
+  if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) say_err("\r\033[K");
   if (!a.prometheus.empty()) {
     std::string previous;
     try {
@@ -162,7 +163,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     try {
       write_file_atomic(a.prometheus, render_prometheus(result, previous));
     } catch (const FileError& e) {
-      fmt::print(stderr, "sdcscreen: error: --prometheus: {}\n", e.what());
+      say_err("sdcscreen: error: --prometheus: {}\n", e.what());
     }
   }
   const HostInfo host = host_info();
@@ -171,17 +172,17 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     try {
       write_file_atomic(a.output, report);
     } catch (const FileError& e) {
-      fmt::print(stderr, "sdcscreen: error: -o: {}\n", e.what());
+      say_err("sdcscreen: error: -o: {}\n", e.what());
       // A miscompare is never hidden behind a file error.
       const int code = result.exit_code() == EXIT_FAIL ? EXIT_FAIL : EXIT_CONFIG;
       if (result.workers_abandoned) std::_Exit(code);
       return code;
     }
-    if (!a.quiet && !a.npd) fmt::print("{}", a.output_format == "json" ? render_text(result, host) : report);
+    if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
   } else if (!a.quiet && !a.npd) {
-    fmt::print("{}", report);
+    say("{}", report);
   }
-  if (a.npd) fmt::print("{}\n", render_npd_line(result));
+  if (a.npd) say("{}\n", render_npd_line(result));
   std::fflush(stdout);
   // A stuck worker cannot be joined: leave without unwinding (the report is already written).
   const int code = a.npd ? npd_exit_code(result) : result.exit_code();

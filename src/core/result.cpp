@@ -14,10 +14,12 @@ const char* verdict_name(Verdict v) {
 
 // Fail closed: a miscompare anywhere is 1; otherwise anything that did not run (an error, a skip, an
 // injection that never fired, nothing selected) is 2; 0 only when every selected test ran and passed.
+// A miscompare wins over an interruption too: a signal after a unit computed wrong bits must not turn a
+// failing node into an interrupted one (the report still says it was interrupted).
 int RunResult::exit_code() const {
-  if (interrupted_by > 0) return 128 + interrupted_by;
   for (const TestResult& t : tests)
     if (t.verdict == Verdict::fail) return EXIT_FAIL;
+  if (interrupted_by > 0) return 128 + interrupted_by;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
   bool any_pass = false;
   for (const TestResult& t : tests) {
