@@ -154,6 +154,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     };
   execute_screen(screen);
   if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) say_err("\r\033[K");
+  // A file that cannot be written after the run loses nothing: the report falls back to stdout (stderr with
+  // --npd, whose stdout is one line), the NPD line is still printed, and the exit code says the write
+  // failed (78) unless a miscompare makes it 1: a miscompare is never hidden behind a file error.
+  bool write_failed = false;
   if (!a.prometheus.empty()) {
     std::string previous;
     try {
@@ -164,6 +168,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       write_file_atomic(a.prometheus, render_prometheus(result, previous));
     } catch (const FileError& e) {
       say_err("sdcscreen: error: --prometheus: {}\n", e.what());
+      write_failed = true;
     }
   }
   const HostInfo host = host_info();
@@ -171,21 +176,20 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   if (!a.output.empty()) {
     try {
       write_file_atomic(a.output, report);
+      if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
     } catch (const FileError& e) {
-      say_err("sdcscreen: error: -o: {}\n", e.what());
-      // A miscompare is never hidden behind a file error.
-      const int code = result.exit_code() == EXIT_FAIL ? EXIT_FAIL : EXIT_CONFIG;
-      if (result.workers_abandoned) std::_Exit(code);
-      return code;
+      say_err("sdcscreen: error: -o: {}; the report follows on {}\n", e.what(), a.npd ? "stderr" : "stdout");
+      write_text(a.npd ? stderr : stdout, report);
+      write_failed = true;
     }
-    if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
   } else if (!a.quiet && !a.npd) {
     say("{}", report);
   }
   if (a.npd) say("{}\n", render_npd_line(result));
   std::fflush(stdout);
+  int code = a.npd ? npd_exit_code(result) : result.exit_code();
+  if (write_failed && result.exit_code() != EXIT_FAIL) code = a.npd ? 2 : EXIT_CONFIG;
   // A stuck worker cannot be joined: leave without unwinding (the report is already written).
-  const int code = a.npd ? npd_exit_code(result) : result.exit_code();
   if (result.workers_abandoned) std::_Exit(code);
   return code;
 }

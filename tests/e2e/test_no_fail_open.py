@@ -1,6 +1,7 @@
 """No path from a faulty unit to a node left in service (the reproductions of the no-fail-open issue that
-are fixed so far): a failed write to stderr never decides the exit code, and a miscompare is never hidden by
-a signal that comes after it. docs/reliability.md lists each guarantee with its test."""
+are fixed so far): a failed write to stderr never decides the exit code, a miscompare is never hidden by a
+signal that comes after it, and a report that cannot be written after the run is not lost.
+docs/reliability.md lists each guarantee with its test."""
 import os
 import signal
 import subprocess
@@ -63,4 +64,36 @@ with tempfile.TemporaryDirectory() as d:
         F.check("sdcscreen_exit_code 1\n" in text, "Prometheus exit code is not 1")
     else:
         F.check(False, "SIGTERM after a miscompare: no Prometheus file")
+# 4. A file that cannot be written after the run (a valid 245-character name whose temporary name is too
+#    long): the report falls back to stdout (stderr with --npd), the NPD line is still printed, and the exit
+#    code is 78, or 1 when there is a miscompare.
+drill = ["--inject", f"case={case},element=5,bit=3"]
+with tempfile.TemporaryDirectory() as d:
+    long_name = os.path.join(d, "r" * 245)
+    for extra, want in (([], 78), (drill, 1)):
+        p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "-q",
+                                                   "--output-format", "json", "-o", long_name, *extra])],
+                           capture_output=True, text=True, timeout=600)
+        F.check(p.returncode == want, f"-o after the run failed ({'drill' if extra else 'clean'}): exit "
+                                      f"{p.returncode}, want {want}")
+        try:
+            r = json.loads(p.stdout)
+            F.check(any(t["id"] == case for t in r["tests"]) and r["exit"]["code"] == (1 if extra else 0),
+                    f"-o fallback: the report on stdout lacks the test or says {r['exit']}")
+        except ValueError:
+            F.check(False, f"-o fallback: stdout is not the JSON report: {p.stdout[:200]!r}")
+        F.check("-o:" in p.stderr and "stdout" in p.stderr, f"-o fallback: stderr says {p.stderr[:200]!r}")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "--npd",
+                                               "--output-format", "json", "-o", long_name, *drill])],
+                       capture_output=True, text=True, timeout=600)
+    lines = p.stdout.splitlines()
+    F.check(p.returncode == 1 and len(lines) == 1 and lines[0].startswith("SDC:"),
+            f"--npd with -o failing: exit {p.returncode}, stdout {p.stdout[:200]!r}")
+    F.check('"tests"' in p.stderr, "--npd with -o failing: the report is not on stderr")
+    for extra, want in (([], 78), (drill, 1)):
+        rc = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "-q",
+                                                    "--prometheus", long_name + ".prom", *extra])],
+                            capture_output=True, text=True, timeout=600).returncode
+        F.check(rc == want, f"--prometheus after the run failed ({'drill' if extra else 'clean'}): exit {rc}, "
+                            f"want {want}")
 F.finish()
