@@ -43,7 +43,16 @@ int main(int argc, char** argv) {
                   "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's")
       ->check(non_empty);
   run->add_option("--seed", ra.seed,
-                  "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay");
+                  "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay")
+      ->check(
+          [](const std::string& v) -> std::string {
+            // Digits only, below 2^64: CLI11 alone took "-1" (as 2^64 - 1), "" and values that overflow.
+            if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos ||
+                (v.size() == 20 && v > "18446744073709551615"))
+              return "'" + v + "' is not a seed (an integer from 0 to 18446744073709551615)";
+            return "";
+          },
+          "UINT64");
   run->add_option("--backend", ra.backend, "auto (CUDA when a GPU is usable, else CPU), cpu or cuda")
       ->check(
           [](const std::string& v) -> std::string {
@@ -64,7 +73,8 @@ int main(int argc, char** argv) {
   run->add_option("--output-format", ra.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  run->add_option("-o,--output", ra.output, "write the report to FILE atomically (stdout then gets the text report)")
+  run->add_option("-o,--output", ra.output,
+                  "write the report to FILE atomically (stdout then gets the text report); -o - writes it to stdout")
       ->check(non_empty);
   run->add_flag("-q,--quiet", ra.quiet, "print nothing on stdout; rely on the exit code and -o");
   run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../report/report.h"
@@ -43,6 +44,17 @@ std::string parse_size(const std::string& text, uint64_t& bytes) {
   if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
   bytes = static_cast<uint64_t>(v * scale);
   return "";
+}
+
+// Whether path (a file to write) would land inside directory dir, symbolic links resolved.
+bool inside(const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec);
+  if (ec || d.empty()) return false;
+  const std::filesystem::path f = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) return false;
+  const auto rel = f.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
 }
 
 }  // namespace
@@ -85,8 +97,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return fail(EXIT_USAGE, fmt::format("--max-memory: {}", err));
   std::vector<int> cpus;
   if (const std::string err = choose_cpus(a.cpuset_given, a.cpuset, cpus); !err.empty()) return fail(EXIT_USAGE, err);
-  for (const auto& [flag, path] : {std::pair{"-o", a.output}, std::pair{"--prometheus", a.prometheus}}) {
+  // -o - is stdout: the report goes there in the chosen format, -q or not.
+  const bool report_to_stdout = a.output == "-";
+  const std::string output = report_to_stdout ? "" : a.output;
+  if (report_to_stdout && a.npd) return fail(EXIT_USAGE, "-o - and --npd both write stdout: choose one");
+  for (const auto& [flag, path] : {std::pair{"-o", output}, std::pair{"--prometheus", a.prometheus}}) {
     if (path.empty()) continue;
+    if (inside(path, patterns_dir))
+      return fail(EXIT_USAGE, fmt::format("{}: {} is inside the pattern directory {}: writing there would replace "
+                                          "pattern data",
+                                          flag, path, patterns_dir));
     try {
       check_writable(path);
     } catch (const FileError& e) {
@@ -173,16 +193,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   }
   const HostInfo host = host_info();
   const std::string report = a.output_format == "json" ? render_json(result, host) : render_text(result, host);
-  if (!a.output.empty()) {
+  if (!output.empty()) {
     try {
-      write_file_atomic(a.output, report);
+      write_file_atomic(output, report);
       if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: -o: {}; the report follows on {}\n", e.what(), a.npd ? "stderr" : "stdout");
       write_text(a.npd ? stderr : stdout, report);
       write_failed = true;
     }
-  } else if (!a.quiet && !a.npd) {
+  } else if (report_to_stdout || (!a.quiet && !a.npd)) {
     say("{}", report);
   }
   if (a.npd) say("{}\n", render_npd_line(result));

@@ -72,7 +72,8 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
     return "";
   }
   g.cuda = true;
-  g.reason = a.backend == "auto" ? "--backend auto: a usable GPU was found"
+  g.reason = a.backend == "auto" ? (avail.usable ? "--backend auto: a usable GPU was found"
+                                                 : "--backend auto: GPUs were asked for (--devices, --expect-devices)")
              : emulated          ? "--backend emulated (tests only): the CUDA kernels on GPUs emulated on the CPU"
                                  : "--backend cuda";
   if (!avail.usable) {
@@ -170,6 +171,7 @@ void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
       result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
     }
   }
+  result.flag_masked_injections();
   result.end_unix = unix_now();
 }
 

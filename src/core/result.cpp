@@ -33,6 +33,20 @@ int RunResult::exit_code() const {
   return EXIT_PASS;
 }
 
+bool RunResult::masked(const Injection& i) const {
+  if (!i.fired || i.hang) return false;
+  for (const TestResult& t : tests)
+    if (t.id == i.case_id && t.verdict == Verdict::fail) return false;
+  return true;
+}
+
+void RunResult::flag_masked_injections() {
+  for (const Injection& i : injections)
+    if (masked(i))
+      errors.push_back("injection " + i.spec +
+                       " fired, masked: it changed no output of the case, so the drill proves nothing");
+}
+
 const char* RunResult::exit_word() const {
   switch (exit_code()) {
     case EXIT_PASS: return "pass";

@@ -80,6 +80,11 @@ struct RunResult {
   bool workers_abandoned = false;   // some worker may still be running: end the process, do not unwind
   std::vector<std::string> errors;  // run-level problems (set-up failures)
   int exit_code() const;
+  // A drill that fired but changed no output (an input flip the computation absorbed): no test of its case
+  // failed, so it proves nothing about detection.
+  bool masked(const Injection& i) const;
+  // Adds a run-level error for every masked drill (the run is then inconclusive unless something failed).
+  void flag_masked_injections();
   const char* exit_word() const;
 };
 

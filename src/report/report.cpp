@@ -196,6 +196,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
                      !i.fired           ? std::string("DID NOT FIRE (the drill proves nothing)")
+                     : r.masked(i)      ? std::string("fired, masked (no output changed: the drill proves nothing)")
                      : i.fired_unit < 0 ? std::string("fired")
                      : i.device >= 0
                          ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)

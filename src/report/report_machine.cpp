@@ -87,12 +87,17 @@ std::string render_npd_line(const RunResult& r) {
   std::string line;
   const std::string drill = r.injections.empty() ? "" : " [drill]";
   switch (npd_exit_code(r)) {
-    case 0:
-      line = r.devices.empty() ? fmt::format("OK: {} tests passed on {} cpus ({}){}", r.tests.size(), r.units.size(),
+    case 0: {  // skips (not applicable here) are not passes
+      size_t passed = 0;
+      for (const TestResult& t : r.tests) passed += t.verdict == Verdict::pass;
+      const std::string skipped =
+          passed < r.tests.size() ? fmt::format(", {} not applicable", r.tests.size() - passed) : "";
+      line = r.devices.empty() ? fmt::format("OK: {} tests passed{} on {} cpus ({}){}", passed, skipped, r.units.size(),
                                              r.profile, drill)
-                               : fmt::format("OK: {} tests passed on {} gpus ({}){}", r.tests.size(), r.devices.size(),
-                                             r.profile, drill);
+                               : fmt::format("OK: {} tests passed{} on {} gpus ({}){}", passed, skipped,
+                                             r.devices.size(), r.profile, drill);
       break;
+    }
     case 1: {
       std::string where, families;
       for (const TestResult& t : r.tests) {

@@ -12,18 +12,41 @@
 
 namespace sdc {
 
+// root: /run/sdcscreen; anyone else: $XDG_RUNTIME_DIR (private to the user), else a directory of their own
+// under /tmp (made 0700 and checked when the lock is taken), never a file directly in world-writable /tmp.
 std::string RunLock::default_path() {
   if (geteuid() == 0) return "/run/sdcscreen/lock";
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg) return fmt::format("{}/sdcscreen.lock", xdg);
-  return fmt::format("/tmp/sdcscreen-{}.lock", geteuid());
+  return fmt::format("/tmp/sdcscreen-{}/lock", geteuid());
 }
 
+// The lock is opened without following a symbolic link (a link planted in its place would make the screen
+// truncate its target) and must be a regular file owned by this user, in a directory nobody else can write
+// unless it is sticky (/tmp itself) or owned by root.
 std::string RunLock::acquire(const std::string& path, bool* busy) {
   *busy = false;
+  const uid_t me = geteuid();
   const auto slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0755);  // exists: fine
-  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) return fmt::format("lock file {}: {}", path, std::strerror(errno));
+  if (slash != std::string::npos && slash > 0) {
+    const std::string dir = path.substr(0, slash);
+    mkdir(dir.c_str(), 0700);  // exists: fine, checked below
+    struct stat d {};
+    if (lstat(dir.c_str(), &d) != 0) return fmt::format("lock file {}: {}", path, std::strerror(errno));
+    if (!S_ISDIR(d.st_mode))
+      return fmt::format("lock file {}: {} is not a directory (a symbolic link?): refusing it", path, dir);
+    if ((d.st_mode & (S_IWGRP | S_IWOTH)) && !(d.st_mode & S_ISVTX) && d.st_uid != me && d.st_uid != 0)
+      return fmt::format("lock file {}: {} can be written by others and is not ours: refusing it", path, dir);
+  }
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0)
+    return errno == ELOOP ? fmt::format("lock file {} is a symbolic link: refusing to follow it", path)
+                          : fmt::format("lock file {}: {}", path, std::strerror(errno));
+  struct stat f {};
+  if (fstat(fd_, &f) != 0 || !S_ISREG(f.st_mode) || f.st_uid != me) {
+    close(fd_);
+    fd_ = -1;
+    return fmt::format("lock file {}: not a regular file owned by uid {}: refusing it", path, me);
+  }
   if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {};

@@ -96,4 +96,61 @@ with tempfile.TemporaryDirectory() as d:
                             capture_output=True, text=True, timeout=600).returncode
         F.check(rc == want, f"--prometheus after the run failed ({'drill' if extra else 'clean'}): exit {rc}, "
                             f"want {want}")
+# 5. Bad seeds are refused (they were taken: -1 as 2^64 - 1, "" as 0, overflow as something).
+for bad in ("-1", "", "18446744073709551616", "12x"):
+    rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--seed", bad], stderr_to="/dev/null")
+    F.check(rc == 64, f"--seed {bad!r}: exit {rc}, want 64")
+rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--seed", "18446744073709551615"])
+F.check(rc == 0, f"--seed 2^64-1: exit {rc}, want 0")
+
+# 6. The NPD OK line counts passes, not skips; --devices on a host without GPUs does not claim one was found.
+gpu_only = "gemm_bf16_cublaslt.uniform_1024x1024x1024"
+p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "--enable", gpu_only,
+                                           "--npd"])], capture_output=True, text=True, timeout=600)
+F.check(p.returncode == 0 and p.stdout.startswith("OK: 1 tests passed, 1 not applicable"),
+        f"NPD OK line: exit {p.returncode}, {p.stdout.strip()!r}")
+p = subprocess.run([SDCSCREEN, *with_lock(["run", "--devices", "0", "--enable", case])], capture_output=True,
+                   text=True, timeout=600)
+if p.returncode == 2:  # no usable GPU here (CI): the report must not say one was found
+    F.check("a usable GPU was found" not in p.stdout, f"--devices without a GPU: {p.stdout[:300]!r}")
+
+# 7. A drill that fired but changed no output proves nothing: "fired, masked", exit 2.
+masked = f"case={case},element=5,bit=30,target=input,tensor=x"
+p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "--inject", masked])],
+                   capture_output=True, text=True, timeout=600)
+F.check(p.returncode == 2 and "fired, masked" in p.stdout, f"masked drill: exit {p.returncode}, {p.stdout[-400:]!r}")
+
+with tempfile.TemporaryDirectory() as d:
+    # 8. -o - is stdout (no file named '-'); -o or --prometheus into the pattern directory is refused.
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "-q", "--output-format",
+                                               "json", "-o", "-"])], capture_output=True, text=True, timeout=600,
+                       cwd=d)
+    try:
+        F.check(p.returncode == 0 and json.loads(p.stdout)["exit"]["code"] == 0, f"-o -: exit {p.returncode}")
+    except ValueError:
+        F.check(False, f"-o -: stdout is not the report: {p.stdout[:200]!r}")
+    F.check(not os.path.exists(os.path.join(d, "-")), "-o -: a file named '-' was created")
+    import shutil
+    pat = os.path.join(d, "patterns")
+    shutil.copytree(os.path.join(os.environ["SDC_SOURCE_DIR"], "patterns"), pat)
+    with open(os.path.join(pat, "manifest.json"), "rb") as f:
+        before = f.read()
+    for flag in ("-o", "--prometheus"):
+        rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--patterns", pat, flag,
+                     os.path.join(pat, "manifest.json")], stderr_to="/dev/null")
+        F.check(rc == 64, f"{flag} into the pattern directory: exit {rc}, want 64")
+    with open(os.path.join(pat, "manifest.json"), "rb") as f:
+        F.check(f.read() == before, "the pattern directory's manifest was changed")
+
+    # 9. A lock file planted as a symbolic link is refused, and its target is left alone.
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    link = os.path.join(d, "x.lock")
+    os.symlink(victim, link)
+    rc = subprocess.run([SDCSCREEN, "run", "--backend", "cpu", "--enable", case, "-q", "--lock-file", link],
+                        capture_output=True, text=True, timeout=600).returncode
+    F.check(rc == 78, f"symlinked lock file: exit {rc}, want 78")
+    with open(victim) as f:
+        F.check(f.read() == "precious\n", "the symlinked lock file's target was truncated")
 F.finish()
