@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "options.h"
 #include "screen.h"
+#include "supervisor.h"
 
 namespace sdc {
 namespace {
@@ -55,6 +56,26 @@ bool inside(const std::string& path, const std::string& dir) {
   if (ec) return false;
   const auto rel = f.lexically_relative(d);
   return !rel.empty() && *rel.begin() != "..";
+}
+
+// The units that crashed in earlier screens of this run: a `crash` test each (a failure), and the unit.
+void add_crashes(const std::vector<Crash>& crashes, Screen& s) {
+  const auto all = cpu::allowed_cpus();
+  for (const Crash& c : crashes) {
+    const Case* cs = s.patterns.battery.find_case(c.case_id);
+    TestResult t = cs ? new_test(*cs, "cpu", -1) : TestResult{};
+    if (!cs) t.id = c.case_id;
+    t.verdict = Verdict::crash;
+    t.reason = c.describe() + ": its work killed the screen; the other CPUs were screened again without it";
+    t.units_failed = {c.cpu};
+    s.result.tests.push_back(t);
+    UnitResult u;
+    u.cpu.cpu = c.cpu;
+    for (const auto& l : all)
+      if (l.cpu == c.cpu) u.cpu = l;
+    u.crash_signal = c.signal;
+    s.result.units.push_back(u);
+  }
 }
 
 }  // namespace
@@ -113,6 +134,18 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return fail(EXIT_CONFIG, fmt::format("{}: {}", flag, e.what()));
     }
   }
+  // Crash supervision (supervisor.h): the parent waits here for the screens it forks; a child goes on, without
+  // the CPUs that crashed in earlier children, whose crash drills have then fired.
+  std::vector<Crash> crashes;
+  if (const std::optional<int> code = supervise(crashes)) return *code;
+  for (const Crash& c : crashes) {
+    std::erase(cpus, c.cpu);
+    for (Injection& inj : injections)
+      if (inj.crash && inj.case_id == c.case_id && (inj.unit < 0 || inj.unit == c.cpu)) {
+        inj.fired = true;
+        inj.fired_unit = c.cpu;
+      }
+  }
   ScreenRequest req;
   req.profile = a.profile;
   req.argv = argv;
@@ -130,6 +163,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   const auto check = [&injections, &cpus](Screen& s) -> SetupFailure {
     const GpuChoice& gpu = s.gpu;
     for (Injection& inj : injections) {
+      if (inj.crash && inj.fired) continue;  // taken by an earlier screen of this run, on a CPU left out now
       if (const std::string err = check_injection(inj, s.patterns.battery, cpus, gpu.cuda ? &gpu.selected : nullptr);
           !err.empty())
         return {EXIT_USAGE, fmt::format("--inject '{}': {}", inj.spec, err)};
@@ -172,7 +206,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       say_err("[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device, verdict_name(t.verdict),
               t.iterations_done, t.duration_s);
     };
-  execute_screen(screen);
+  if (cpus.empty() && !crashes.empty()) {  // every selected CPU crashed: nothing is left to screen
+    result.backend = "cpu";
+    result.start_unix = result.end_unix = unix_now();
+    result.injections = opt.injections;
+  } else {
+    execute_screen(screen);
+  }
+  add_crashes(crashes, screen);
   if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) say_err("\r\033[K");
   // A file that cannot be written after the run loses nothing: the report falls back to stdout (stderr with
   // --npd, whose stdout is one line), the NPD line is still printed, and the exit code says the write

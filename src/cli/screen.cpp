@@ -13,6 +13,7 @@
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
 #include "../backends/emu/emu_device.h"
+#include "../core/activity.h"
 #include "../report/report.h"
 
 namespace sdc {
@@ -121,7 +122,11 @@ SetupFailure set_up_screen(const ScreenRequest& req,
     if (SetupFailure f = check(s); f.code != 0) return f;
   if (!req.force) {
     bool busy = false;
-    if (const std::string err = s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy);
+    // The lock names the process an operator would stop: the crash supervisor when there is one (it passes
+    // the signal on), else this one.
+    const long owner = activity::board() ? static_cast<long>(getppid()) : 0;
+    if (const std::string err =
+            s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy, owner);
         !err.empty())
       return {busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG, err + (busy ? req.force_hint : "")};
   }

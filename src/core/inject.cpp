@@ -68,9 +68,11 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "device") {
       if (!parse_uint(value, 1 << 16, v)) return fmt::format("device '{}' is not a GPU index", value);
       inj.device = static_cast<int>(v);
-    } else if (key == "action") {  // hidden: the watchdog drill, documented in docs/reliability.md
-      if (value != "flip" && value != "hang") return fmt::format("action '{}' is not flip or hang", value);
+    } else if (key == "action") {  // hidden: the watchdog and crash drills, documented in docs/reliability.md
+      if (value != "flip" && value != "hang" && value != "crash")
+        return fmt::format("action '{}' is not flip, hang or crash", value);
       inj.hang = value == "hang";
+      inj.crash = value == "crash";
     } else if (key == "iteration") {
       if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
       inj.iteration = static_cast<int>(v);
@@ -79,8 +81,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
-  if (inj.hang) {
-    if (has_bit || inj.input || seen.count("element")) return "action=hang takes case, unit, device and iteration only";
+  if (inj.hang || inj.crash) {
+    if (has_bit || inj.input || seen.count("element"))
+      return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
   if (!seen.count("element")) return "element=N is required";
@@ -115,6 +118,7 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
                        problem->output_elements());
   }
   if (gpus) {
+    if (inj.crash) return "action=crash is a CPU drill (a GPU whose context is lost is drilled by the emulated device)";
     if (gpus->empty()) return "no GPU is selected";
     if (inj.device < 0) inj.device = gpus->front().index;
     const DeviceInfo* gpu = nullptr;

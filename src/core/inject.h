@@ -33,7 +33,8 @@ struct Injection {
   int unit = -1;    // logical CPU (or SM on a GPU), -1: any
   int device = -1;  // GPU index, -1: not given
   int iteration = 0;
-  bool hang = false;  // hidden drill for the watchdog (action=hang): the unit never finishes
+  bool hang = false;   // hidden drill for the watchdog (action=hang): the unit never finishes
+  bool crash = false;  // hidden drill for crash supervision (action=crash, CPUs): the unit takes a SIGSEGV
   // What happened.
   bool fired = false;
   int fired_unit = -1;

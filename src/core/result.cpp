@@ -8,6 +8,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::fail: return "fail";
     case Verdict::error: return "error";
     case Verdict::skip: return "skip";
+    case Verdict::crash: return "crash";
   }
   return "?";
 }
@@ -18,7 +19,7 @@ const char* verdict_name(Verdict v) {
 // failing node into an interrupted one (the report still says it was interrupted).
 int RunResult::exit_code() const {
   for (const TestResult& t : tests)
-    if (t.verdict == Verdict::fail) return EXIT_FAIL;
+    if (t.verdict == Verdict::fail || t.verdict == Verdict::crash) return EXIT_FAIL;
   if (interrupted_by > 0) return 128 + interrupted_by;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
   bool any_pass = false;
@@ -34,7 +35,7 @@ int RunResult::exit_code() const {
 }
 
 bool RunResult::masked(const Injection& i) const {
-  if (!i.fired || i.hang) return false;
+  if (!i.fired || i.hang || i.crash) return false;
   for (const TestResult& t : tests)
     if (t.id == i.case_id && t.verdict == Verdict::fail) return false;
   return true;

@@ -10,7 +10,8 @@
 
 namespace sdc {
 
-enum class Verdict { pass, fail, error, skip };
+// crash: the unit's work killed the screen (a fatal signal in its worker); a failure like fail.
+enum class Verdict { pass, fail, error, skip, crash };
 const char* verdict_name(Verdict v);
 
 // Exit codes (DESIGN.md): the fleet reads them.
@@ -58,6 +59,7 @@ struct UnitResult {
   int sm = -1;
   uint64_t tiles = 0;
   uint64_t failed_tiles = 0;
+  int crash_signal = 0;  // its work killed the screen with this signal (crash supervision)
   bool is_sm() const { return device >= 0; }
 };
 

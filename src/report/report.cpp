@@ -42,7 +42,9 @@ std::string iso_time(double unix_s) {
 }
 
 // A unit's verdict: it failed if any tile it computed miscompared, idle if it computed none.
-const char* unit_result(const UnitResult& u) { return u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle"); }
+const char* unit_result(const UnitResult& u) {
+  return u.crash_signal ? "crash" : u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle");
+}
 
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
@@ -201,11 +203,12 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                      : i.device >= 0
                          ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
                          : fmt::format("fired on cpu {}", i.fired_unit));
-  int counts[4] = {};
+  int counts[5] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
-  s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip; {:.2f} s\n", r.tests.size(), counts[0],
-                   counts[1], counts[2], counts[3], r.end_unix - r.start_unix);
+  s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip{}; {:.2f} s\n", r.tests.size(), counts[0],
+                   counts[1], counts[2], counts[3], counts[4] ? fmt::format(", {} crash", counts[4]) : "",
+                   r.end_unix - r.start_unix);
   s += fmt::format("reproduce: {}\n", r.reproduce);
   s += fmt::format("exit: {}\n", r.exit_word());
   return s;
@@ -253,7 +256,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                             {"failed_tiles", u.failed_tiles},
                             {"result", unit_result(u)}});
   j["tests"] = json::array();
-  int counts[4] = {};
+  int counts[5] = {};
   for (const TestResult& t : r.tests) {
     ++counts[static_cast<int>(t.verdict)];
     json jt = {{"id", t.id},
@@ -305,8 +308,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     j["injections"].push_back(ji);
   }
   j["errors"] = r.errors;
-  j["summary"] = {
-      {"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]}, {"error", counts[2]}, {"skip", counts[3]}};
+  j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]},
+                  {"error", counts[2]},      {"skip", counts[3]}, {"crash", counts[4]}};
   j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
   j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
   // Command-line arguments need not be UTF-8: replace what is not, never fail to write the report.

@@ -7,7 +7,7 @@
 
 namespace sdc {
 
-constexpr int REPORT_SCHEMA_VERSION = 3;  // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine
+constexpr int REPORT_SCHEMA_VERSION = 4;  // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -73,7 +73,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (const auto& [family, n] : tiles_failed)
     s += fmt::format("sdcscreen_miscompared_tiles{{family=\"{}\"}} {}\n", family, n);
   gauge(s, "sdcscreen_tests", "Tests of the last screen by result.");
-  for (const char* v : {"pass", "fail", "error", "skip"})
+  for (const char* v : {"pass", "fail", "error", "skip", "crash"})
     s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
   return s;
 }
@@ -101,7 +101,7 @@ std::string render_npd_line(const RunResult& r) {
     case 1: {
       std::string where, families;
       for (const TestResult& t : r.tests) {
-        if (t.verdict != Verdict::fail) continue;
+        if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
         for (int unit : t.units_failed) {  // cpu3, or gpu0/sm17
           const std::string u =
               t.device_index >= 0

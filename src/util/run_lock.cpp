@@ -1,6 +1,7 @@
 #include "run_lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -23,7 +24,7 @@ std::string RunLock::default_path() {
 // The lock is opened without following a symbolic link (a link planted in its place would make the screen
 // truncate its target) and must be a regular file owned by this user, in a directory nobody else can write
 // unless it is sticky (/tmp itself) or owned by root.
-std::string RunLock::acquire(const std::string& path, bool* busy) {
+std::string RunLock::acquire(const std::string& path, bool* busy, long owner_pid) {
   *busy = false;
   const uid_t me = geteuid();
   const auto slash = path.rfind('/');
@@ -47,6 +48,15 @@ std::string RunLock::acquire(const std::string& path, bool* busy) {
     fd_ = -1;
     return fmt::format("lock file {}: not a regular file owned by uid {}: refusing it", path, me);
   }
+  // A holder whose named owner is gone is a screen dying with its supervisor (killed outright; the kernel
+  // kills the child a moment later): wait up to 2 s for its lock rather than refuse.
+  for (int tries = 0; flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && tries < 200; ++tries) {
+    char buf[32] = {};
+    const ssize_t n = pread(fd_, buf, sizeof buf - 1, 0);
+    const long holder = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
+    if (holder <= 0 || kill(static_cast<pid_t>(holder), 0) == 0 || errno != ESRCH) break;
+    usleep(10000);
+  }
   if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {};
@@ -59,7 +69,7 @@ std::string RunLock::acquire(const std::string& path, bool* busy) {
     return pid > 0 ? fmt::format("another screen is running (pid {}; lock {})", pid, path)
                    : fmt::format("another screen is running (lock {})", path);
   }
-  const std::string pid = fmt::format("{}\n", getpid());
+  const std::string pid = fmt::format("{}\n", owner_pid > 0 ? owner_pid : static_cast<long>(getpid()));
   if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
     return fmt::format("lock file {}: cannot write: {}", path, std::strerror(errno));
   return "";

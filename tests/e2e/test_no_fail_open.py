@@ -153,4 +153,41 @@ with tempfile.TemporaryDirectory() as d:
     F.check(rc == 78, f"symlinked lock file: exit {rc}, want 78")
     with open(victim) as f:
         F.check(f.read() == "precious\n", "the symlinked lock file's target was truncated")
+# 10. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
+#     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
+#     test, every other test passes on the other CPUs, exit 1, in the report, Prometheus and the NPD line.
+import jsonschema  # noqa: E402 (python3-jsonschema, installed by the setup)
+from common import SCHEMA  # noqa: E402
+cpus = sorted(os.sched_getaffinity(0))
+if len(cpus) >= 2:
+    victim_cpu = cpus[1]
+    crash_case = "softmax_f32.uniform_256x4096"
+    sel = ["--backend", "cpu", "--cpuset", f"{cpus[0]},{victim_cpu}", "--enable", "softmax_f32.*", "--inject",
+           f"case={crash_case},action=crash,unit={victim_cpu}"]
+    with tempfile.TemporaryDirectory() as d:
+        out, prom = os.path.join(d, "r.json"), os.path.join(d, "s.prom")
+        p = subprocess.run([SDCSCREEN, *with_lock(["run", *sel, "-q", "--output-format", "json", "-o", out,
+                                                   "--prometheus", prom])], capture_output=True, text=True,
+                           timeout=600)
+        F.check(p.returncode == 1, f"crash: exit {p.returncode}, want 1: {p.stderr[-300:]}")
+        F.check(f"cpu {victim_cpu} died of SIGSEGV" in p.stderr, f"crash: stderr {p.stderr[-300:]!r}")
+        r = json.load(open(out)) if os.path.exists(out) else {"tests": [], "units": []}
+        with open(SCHEMA) as f:
+            errs = list(jsonschema.Draft202012Validator(json.load(f)).iter_errors(r))
+        F.check(not errs, f"crash: the report does not validate: {[e.message for e in errs[:3]]}")
+        crashed = [t for t in r["tests"] if t["result"] == "crash"]
+        F.check(len(crashed) == 1 and crashed[0]["id"] == crash_case and crashed[0]["units_failed"] == [victim_cpu]
+                and "SIGSEGV" in crashed[0].get("reason", "") and "iteration 0" in crashed[0].get("reason", ""),
+                f"crash: crash tests {crashed}")
+        others = [t for t in r["tests"] if t["result"] != "crash"]
+        F.check(others and all(t["result"] == "pass" for t in others), f"crash: other tests {[t['result'] for t in others]}")
+        units = {u["cpu"]: u["result"] for u in r["units"]}
+        F.check(units.get(victim_cpu) == "crash" and units.get(cpus[0]) == "pass", f"crash: units {units}")
+        F.check(r["summary"].get("crash") == 1, f"crash: summary {r['summary']}")
+        with open(prom) as f:
+            text = f.read()
+        F.check("sdcscreen_exit_code 1\n" in text and 'sdcscreen_tests{result="crash"} 1' in text,
+                "crash: Prometheus does not say exit 1 and one crash")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", *sel, "--npd"])], capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 1 and p.stdout.startswith(f"SDC: cpu{victim_cpu} "), f"crash --npd: {p.stdout!r}")
 F.finish()

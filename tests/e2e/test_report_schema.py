@@ -48,7 +48,7 @@ def validate(name, report):
 def consistent(name, rc, report):
     """What a schema cannot say: counts add up, the exit object is the process exit code."""
     F.check(report["exit"]["code"] == rc, f"{name}: exit.code {report['exit']['code']} != process exit code {rc}")
-    counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip")}
+    counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip", "crash")}
     s = report["summary"]
     F.check(s["tests"] == len(report["tests"]), f"{name}: summary.tests {s['tests']} != len(tests) {len(report['tests'])}")
     for k, n in counts.items():
@@ -145,6 +145,7 @@ if base:
     mutant("seed is a string", setp(["seed"], str(base["seed"])))
     mutant("schema_version is 1 (the CPU-only format)", setp(["schema_version"], 1))
     mutant("schema_version is 2 (before judged_by)", setp(["schema_version"], 2))
+    mutant("schema_version is 3 (before crash)", setp(["schema_version"], 3))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
     mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
     mutant("tests[0].library is 0", setp(["tests", 0, "library"], 0))
@@ -184,7 +185,7 @@ if base:
         mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
-    # The GPU shape of a report (schema_version 3), built from the injected CPU report: it validates, and
+    # The GPU shape of a report (schema_version 4), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
     gpu = copy.deepcopy(base)
     gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
@@ -232,7 +233,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 3, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 4, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

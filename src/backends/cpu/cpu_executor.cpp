@@ -1,6 +1,7 @@
 #include "cpu_executor.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "../../core/activity.h"
 #include "../../core/miscompare.h"
 #include "../../spec/digest.h"
 #include "worker_pool.h"
@@ -107,8 +109,19 @@ struct ActiveFault {
 // Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
 // unit; the worker computes it, applies output faults, and digests it. An iteration a stop touched is
 // incomplete (`stopped`).
+// The crash drill (action=crash): a store to a page that allows no access, a real segmentation fault taken
+// by this worker's thread, as a core that corrupted an address would take one.
+[[noreturn]] void take_a_segfault() {
+  void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *static_cast<volatile int*>(page) = 1;
+  std::abort();  // never reached: the store faults (and mmap failing makes it a null store)
+}
+
+// case_id and iteration name the work on the activity board (src/core/activity.h) when a supervisor
+// watches this screen.
 JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
-                         uint64_t rotation, std::vector<ActiveFault>& faults) {
+                         uint64_t rotation, std::vector<ActiveFault>& faults, const char* case_id = "",
+                         int iteration = -1) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
@@ -117,7 +130,7 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   std::map<uint64_t, uint32_t> pinned;
   int input_fault_worker = -1;
   for (ActiveFault& f : faults) {
-    if (f.worker < 0 || f.inj->hang) continue;
+    if (f.worker < 0 || f.inj->hang || f.inj->crash) continue;
     if (f.inj->input)
       input_fault_worker = f.worker;
     else
@@ -131,11 +144,16 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   }
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
   const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
-  const JobEnd end =
-      run_watched(pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te](size_t w) {
-        for (ActiveFault& f : faults)  // the hidden drill for the watchdog: this worker never finishes
-          if (f.inj->hang && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
+  const JobEnd end = run_watched(
+      pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te, case_id, iteration](size_t w) {
+        activity::bind_slot(static_cast<int>(w));
+        activity::publish_iteration(pool.cpu(w).cpu, case_id, iteration);
+        for (ActiveFault& f : faults) {
+          const bool mine = f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w);
+          if (f.inj->hang && mine)  // the hidden drill for the watchdog: this worker never finishes
             for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
+          if (f.inj->crash && mine) take_a_segfault();                      // the hidden drill for crash supervision
+        }
         std::vector<const float*> in;
         for (const auto& v : s.inputs) in.push_back(v.data());
         bool reads_fault = false;
@@ -148,6 +166,7 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
         for (uint64_t t = 0; t < tiles; ++t) {
           if (s.worker_of[t] != w) continue;
           if (stop.stop_requested()) return;
+          activity::publish_tile(static_cast<int64_t>(t));
           float* out = s.out.data() + t * te;
           try {
             s.problem->compute_tile(in.data(), t, out, ws[w]);
@@ -157,7 +176,7 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           }
           computed = true;
           for (ActiveFault& f : faults) {
-            if (f.inj->input || f.inj->hang || f.tile != t) continue;
+            if (f.inj->input || f.inj->hang || f.inj->crash || f.tile != t) continue;
             uint32_t bits;
             std::memcpy(&bits, out + f.offset, 4);
             bits ^= f.inj->mask;
@@ -276,6 +295,7 @@ class CpuExecutor final : public Executor {
     faults_->clear();
     for (Injection& inj : ctx_->result.injections) {
       if (inj.case_id != c.id || inj.iteration != it) continue;
+      if (inj.crash && inj.fired) continue;  // a crash drill an earlier screen of this run already took
       ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
       if (inj.input) {
         f.corrupted = s_->inputs[inj.tensor_index];
@@ -283,14 +303,14 @@ class CpuExecutor final : public Executor {
         std::memcpy(&bits, &f.corrupted[inj.element], 4);
         bits ^= inj.mask;
         std::memcpy(&f.corrupted[inj.element], &bits, 4);
-      } else if (!inj.hang) {
+      } else if (!inj.hang && !inj.crash) {
         s_->problem->locate(inj.element, f.tile, f.offset);
       }
       faults_->push_back(std::move(f));
     }
     const auto it_start = Clock::now();
-    const JobEnd end =
-        compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it), *faults_);
+    const JobEnd end = compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it),
+                                         *faults_, c.id.c_str(), it);
     if (end == JobEnd::finished) return true;
     const std::vector<int> busy = pool.busy_cpus();
     if (!ctx_->stopping()) {

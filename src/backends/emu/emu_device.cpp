@@ -232,7 +232,9 @@ class Device {
 };
 
 std::mutex g_devices_m;
-std::vector<Device*> g_devices;  // every emulated device of the process, by ordinal (never freed)
+// Every emulated device of the process, by ordinal. Never freed, nor is the list: a stream thread may still
+// run a kernel the watchdog gave up on when the process exits.
+std::vector<Device*>& g_devices = *new std::vector<Device*>;
 
 thread_local Device* t_current = nullptr;          // the host thread's current device (make_current)
 thread_local cudaError_t t_last = cudaSuccess;     // the host thread's last launch error

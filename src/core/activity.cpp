@@ -1,0 +1,51 @@
+#include "activity.h"
+
+#include <signal.h>
+
+#include <cstring>
+
+namespace sdc::activity {
+
+namespace detail {
+thread_local int t_slot = -1;
+}
+
+namespace {
+Board* g_board = nullptr;
+
+void on_fatal(int sig) {
+  // Async-signal-safe: a store to shared memory, then the signal again with its default action (the
+  // handler was installed with SA_RESETHAND), which kills the process as it would have.
+  if (g_board && detail::t_slot >= 0) {
+    int32_t none = -1;
+    g_board->crashed_slot.compare_exchange_strong(none, detail::t_slot);
+    g_board->crash_signal.store(sig);
+  }
+  raise(sig);
+}
+}  // namespace
+
+Board* board() { return g_board; }
+void set_board(Board* b) { g_board = b; }
+
+void bind_slot(int slot) { detail::t_slot = slot >= 0 && slot < MAX_SLOTS ? slot : -1; }
+
+void publish_iteration(int cpu, const char* case_id, int iteration) {
+  if (!g_board || detail::t_slot < 0) return;
+  Slot& s = g_board->slots[detail::t_slot];
+  s.cpu.store(cpu, std::memory_order_relaxed);
+  std::strncpy(s.case_id, case_id, sizeof s.case_id - 1);
+  s.iteration.store(iteration, std::memory_order_relaxed);
+  s.tile.store(-1, std::memory_order_relaxed);
+}
+
+void install_crash_handlers() {
+  if (!g_board) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal;
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace sdc::activity

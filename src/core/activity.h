@@ -1,0 +1,50 @@
+// What each unit of a screen is doing, published where a supervising process can read it after the screen
+// died (src/cli/supervisor.h): a page of memory shared between the supervisor and the screen it forked.
+// Workers write their slot at each iteration and tile; a fatal signal in a worker records which slot took
+// it, then lets the signal kill the process. Cheap: relaxed stores to memory the worker owns alone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace sdc::activity {
+
+constexpr int MAX_SLOTS = 1024;
+
+struct Slot {
+  std::atomic<int32_t> cpu{-1};
+  std::atomic<int32_t> iteration{-1};
+  std::atomic<int64_t> tile{-1};
+  char case_id[120] = {};  // written at each iteration, before the tiles
+};
+
+struct Board {
+  std::atomic<int32_t> crashed_slot{-1};  // the slot whose thread took the fatal signal
+  std::atomic<int32_t> crash_signal{0};
+  Slot slots[MAX_SLOTS];
+};
+
+// The board of this process, or null when no supervisor watches it.
+Board* board();
+void set_board(Board* b);
+
+// The calling worker thread's slot (its worker index), until it changes.
+void bind_slot(int slot);
+// Published by the bound worker: the case and iteration it starts, the tile it starts.
+void publish_iteration(int cpu, const char* case_id, int iteration);
+inline void publish_tile(int64_t tile);
+
+// Installs the handlers of the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) that record the
+// crashing slot on the board and then die of the signal as before. Only with a board.
+void install_crash_handlers();
+
+namespace detail {
+extern thread_local int t_slot;
+}
+
+inline void publish_tile(int64_t tile) {
+  Board* b = board();
+  if (b && detail::t_slot >= 0) b->slots[detail::t_slot].tile.store(tile, std::memory_order_relaxed);
+}
+
+}  // namespace sdc::activity
