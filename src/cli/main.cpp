@@ -202,6 +202,9 @@ int main(int argc, char** argv) {
       std::vector<int> cpus;
       if (const std::string err = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus); !err.empty())
         return usage_error(err);
+      if (cpus.size() < 2)  // the two passes must run on different CPUs to be independent
+        return usage_error(fmt::format("golden computes every case twice, on two different CPUs: {} gives one",
+                                       golden->count("--cpuset") > 0 ? "--cpuset" : "this machine"));
       return cmd_golden(patterns_dir, cpus);
     }
     if (verify->parsed()) return cmd_verify(patterns_dir);

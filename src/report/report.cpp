@@ -233,6 +233,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   for (const DeviceInfo& d : r.devices) j["devices"].push_back(device_json(d));
   j["profile"] = r.profile;
   j["seed"] = r.seed;
+  j["seed_text"] = std::to_string(r.seed);  // exact in every JSON tool (a double holds 53 bits)
   j["time_budget_s"] = r.time_budget_s;
   j["patterns"] = r.patterns_dir;
   j["fault_injection"] = !r.injections.empty();

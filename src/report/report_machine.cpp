@@ -1,6 +1,8 @@
 // The outputs for fleet machinery: a Prometheus textfile and a node-problem-detector status line.
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -11,11 +13,21 @@ namespace sdc {
 namespace {
 
 // The value of an unlabelled series in an old textfile, or -1.
-double previous_value(const std::string& text, const std::string& name) {
+// A timestamp the previous file carries over (the last success), or -1 when it has none that can be true:
+// the whole value must be a finite number, not negative, and not after `now` (a forged or corrupt file must
+// not make an old success look recent, or a failure look like one).
+double previous_value(const std::string& text, const std::string& name, double now) {
   std::istringstream in(text);
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
+  while (std::getline(in, line)) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    const char* begin = line.c_str() + name.size() + 1;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(begin, &end);
+    if (end == begin || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0 || v > now) return -1;
+    return v;
+  }
   return -1;
 }
 
@@ -31,7 +43,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_last_run_timestamp_seconds", "Unix time the last screen ended.");
   s += fmt::format("sdcscreen_last_run_timestamp_seconds {:.3f}\n", r.end_unix);
   const double last_success =
-      passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds");
+      passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds", r.end_unix);
   if (last_success >= 0) {
     gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed.");
     s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);

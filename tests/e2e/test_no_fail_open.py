@@ -153,7 +153,32 @@ with tempfile.TemporaryDirectory() as d:
     F.check(rc == 78, f"symlinked lock file: exit {rc}, want 78")
     with open(victim) as f:
         F.check(f.read() == "precious\n", "the symlinked lock file's target was truncated")
-# 10. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
+# 10. The Prometheus carry-over takes only a true previous success time: garbage, overflow, a negative or a
+#     future timestamp is dropped, a plausible one is kept (a failing screen does not update it).
+with tempfile.TemporaryDirectory() as d:
+    prom = os.path.join(d, "s.prom")
+    for previous, kept in (("abc", False), ("1e400", False), ("-5", False), ("99999999999", False),
+                           ("12x", False), ("1000.5", True)):
+        with open(prom, "w") as f:
+            f.write(f"sdcscreen_last_success_timestamp_seconds {previous}\n")
+        rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--prometheus", prom, *drill],
+                    stderr_to="/dev/null")
+        with open(prom) as f:
+            text = f.read()
+        has = "sdcscreen_last_success_timestamp_seconds 1000.500" in text
+        stray = "sdcscreen_last_success_timestamp_seconds" in text and not has
+        F.check(rc == 1 and has == kept and not stray, f"carry-over of {previous!r}: exit {rc}, kept {has}, other {stray}")
+
+# 11. golden refuses one CPU: its two passes must be independent (on two CPUs).
+with tempfile.TemporaryDirectory() as d:
+    import shutil
+    pat = os.path.join(d, "p")
+    shutil.copytree(os.path.join(os.environ["SDC_SOURCE_DIR"], "patterns"), pat)
+    p = subprocess.run([SDCSCREEN, "golden", "--cpuset", "0", "--patterns", pat], capture_output=True, text=True,
+                       timeout=600)
+    F.check(p.returncode == 64 and "two different CPUs" in p.stderr, f"golden --cpuset 0: exit {p.returncode}")
+
+# 12. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
 #     test, every other test passes on the other CPUs, exit 1, in the report, Prometheus and the NPD line.
 import jsonschema  # noqa: E402 (python3-jsonschema, installed by the setup)

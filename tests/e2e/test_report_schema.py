@@ -49,6 +49,7 @@ def consistent(name, rc, report):
     """What a schema cannot say: counts add up, the exit object is the process exit code."""
     F.check(report["exit"]["code"] == rc, f"{name}: exit.code {report['exit']['code']} != process exit code {rc}")
     counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip", "crash")}
+    F.check(report.get("seed_text") == str(report["seed"]), f"{name}: seed_text {report.get('seed_text')} != seed")
     s = report["summary"]
     F.check(s["tests"] == len(report["tests"]), f"{name}: summary.tests {s['tests']} != len(tests) {len(report['tests'])}")
     for k, n in counts.items():
