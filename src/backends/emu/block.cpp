@@ -827,24 +827,24 @@ unsigned activemask() {
   return ~b.warps[t->warp].gone;
 }
 
-uint32_t shfl(unsigned mask, uint32_t v, int lane_or_delta, int width, Shfl mode) {
+// One shuffle of either width: the lane's value in, its source lane's value out (Kind says which width).
+static uint64_t shuffle(Kind kind, const char* what, unsigned mask, uint64_t v, int lane_or_delta, int width,
+                        Shfl mode) {
   ThreadContext* t = current_thread;
-  Impl& b = block_of(t, "shfl");
+  Impl& b = block_of(t, what);
   Warp& w = b.warps[t->warp];
   w.in[t->lane] = v;
   w.arg[t->lane] = lane_or_delta;
-  arrive(b, *t, call(Kind::shfl32, mask, mode, static_cast<uint32_t>(width)));
-  return static_cast<uint32_t>(w.out[t->lane]);
+  arrive(b, *t, call(kind, mask, mode, static_cast<uint32_t>(width)));
+  return w.out[t->lane];
+}
+
+uint32_t shfl(unsigned mask, uint32_t v, int lane_or_delta, int width, Shfl mode) {
+  return static_cast<uint32_t>(shuffle(Kind::shfl32, "shfl", mask, v, lane_or_delta, width, mode));
 }
 
 uint64_t shfl64(unsigned mask, uint64_t v, int lane_or_delta, int width, Shfl mode) {
-  ThreadContext* t = current_thread;
-  Impl& b = block_of(t, "shfl64");
-  Warp& w = b.warps[t->warp];
-  w.in[t->lane] = v;
-  w.arg[t->lane] = lane_or_delta;
-  arrive(b, *t, call(Kind::shfl64, mask, mode, static_cast<uint32_t>(width)));
-  return w.out[t->lane];
+  return shuffle(Kind::shfl64, "shfl64", mask, v, lane_or_delta, width, mode);
 }
 
 unsigned ballot(unsigned mask, bool pred) {
