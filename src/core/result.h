@@ -60,6 +60,7 @@ struct UnitResult {
   uint64_t tiles = 0;
   uint64_t failed_tiles = 0;
   int crash_signal = 0;  // its work killed the screen with this signal (crash supervision)
+  bool hung = false;     // the watchdog gave up on it: it never finished its share of an iteration
   bool is_sm() const { return device >= 0; }
 };
 

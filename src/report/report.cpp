@@ -43,7 +43,7 @@ std::string iso_time(double unix_s) {
 
 // A unit's verdict: it failed if any tile it computed miscompared, idle if it computed none.
 const char* unit_result(const UnitResult& u) {
-  return u.crash_signal ? "crash" : u.failed_tiles ? "fail" : (u.tiles ? "pass" : "idle");
+  return u.crash_signal ? "crash" : u.failed_tiles ? "fail" : u.hung ? "hung" : (u.tiles ? "pass" : "idle");
 }
 
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }

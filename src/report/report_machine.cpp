@@ -69,12 +69,15 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
       gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles;
     } else {
       s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu,
-                       u.tiles > 0 && u.failed_tiles == 0 ? 1 : 0);
+                       u.tiles > 0 && u.failed_tiles == 0 && !u.hung && !u.crash_signal ? 1 : 0);
     }
   }
   for (size_t d = 0; d < r.devices.size(); ++d)
     s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index,
                      r.devices[d].uuid, gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
+  gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
+  for (const UnitResult& u : r.units)
+    if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
   std::map<std::string, uint64_t> tiles_failed;
   std::map<std::string, int> results;
   for (const TestResult& t : r.tests) {
@@ -130,6 +133,21 @@ std::string render_npd_line(const RunResult& r) {
     }
     default: {
       std::string why = r.interrupted_by ? fmt::format("interrupted by signal {}", r.interrupted_by) : "";
+      // A hung unit first, by name (the line is cut at 80 characters): "cpu1 hung (watchdog) in CASE".
+      std::string hung;
+      for (const UnitResult& u : r.units) {
+        if (!u.hung) continue;
+        if (!hung.empty()) hung += ',';
+        hung += u.is_sm() ? fmt::format("gpu{}/sm{}", u.device, u.sm) : fmt::format("cpu{}", u.cpu.cpu);
+      }
+      if (why.empty() && !hung.empty()) {
+        why = hung + " hung (watchdog)";
+        for (const TestResult& t : r.tests)
+          if (t.verdict == Verdict::error && t.reason.rfind("watchdog", 0) == 0) {
+            why += " in " + t.id;
+            break;
+          }
+      }
       for (const std::string& e : r.errors)
         if (why.empty()) why = e;
       for (const TestResult& t : r.tests)

@@ -178,7 +178,28 @@ with tempfile.TemporaryDirectory() as d:
                        timeout=600)
     F.check(p.returncode == 64 and "two different CPUs" in p.stderr, f"golden --cpuset 0: exit {p.returncode}")
 
-# 12. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
+# 12. A hung unit is named in every output: the test's reason, units[] (result hung), Prometheus
+#     (sdcscreen_device_hung) and the NPD line, which leads with it (it is cut at 80 characters).
+cpus = sorted(os.sched_getaffinity(0))
+if len(cpus) >= 2:
+    hung_cpu = cpus[1]
+    with tempfile.TemporaryDirectory() as d:
+        out, prom = os.path.join(d, "r.json"), os.path.join(d, "s.prom")
+        p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--cpuset", f"{cpus[0]},{hung_cpu}",
+                                                   "--enable", case, "--inject",
+                                                   f"case={case},action=hang,unit={hung_cpu}", "--npd",
+                                                   "--output-format", "json", "-o", out, "--prometheus", prom])],
+                           capture_output=True, text=True, timeout=600)
+        F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu{hung_cpu} hung (watchdog) in {case}"),
+                f"hang: exit {p.returncode}, NPD {p.stdout.strip()!r}")
+        r = json.load(open(out)) if os.path.exists(out) else {"units": [], "tests": []}
+        units = {u["cpu"]: u["result"] for u in r["units"]}
+        F.check(units.get(hung_cpu) == "hung" and units.get(cpus[0]) != "hung", f"hang: units {units}")
+        with open(prom) as f:
+            text = f.read()
+        F.check(f'sdcscreen_device_hung{{device="cpu{hung_cpu}"}} 1' in text, "hang: Prometheus does not name it")
+
+# 13. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
 #     test, every other test passes on the other CPUs, exit 1, in the report, Prometheus and the NPD line.
 import jsonschema  # noqa: E402 (python3-jsonschema, installed by the setup)

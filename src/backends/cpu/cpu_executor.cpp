@@ -313,6 +313,10 @@ class CpuExecutor final : public Executor {
                                          *faults_, c.id.c_str(), it);
     if (end == JobEnd::finished) return true;
     const std::vector<int> busy = pool.busy_cpus();
+    if (!ctx_->stopping())  // the hung units are named in the units too (and so in every output)
+      for (size_t w = 0; w < pool.size(); ++w)
+        if (std::find(busy.begin(), busy.end(), pool.cpu(w).cpu) != busy.end())
+          ctx_->result.units[unit_base_ + w].hung = true;
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
       r.reason = fmt::format("watchdog: iteration {} did not finish in {:.1f} s; stuck on cpu {}", it,
