@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "../backends/cpu/cpu_topology.h"
+#include "../core/activity.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
 #include "../util/say.h"
@@ -56,6 +57,34 @@ bool inside(const std::string& path, const std::string& dir) {
   if (ec) return false;
   const auto rel = f.lexically_relative(d);
   return !rel.empty() && *rel.begin() != "..";
+}
+
+// Before the run, the report file and the Prometheus file say that a screen is in progress (exit 2, an error
+// naming the process): a screen killed outright (SIGKILL, power) then leaves that, not the previous
+// screen's verdict, for a reader who cannot tell that the previous one is stale. Replaced at the end.
+void mark_in_progress(const RunArgs& a, const std::string& output, const Screen& s) {
+  if (output.empty() && a.prometheus.empty()) return;
+  RunResult pending = s.result;
+  pending.start_unix = pending.end_unix = unix_now();
+  pending.injections = s.opt.injections;
+  const long pid = activity::board() ? static_cast<long>(getppid()) : static_cast<long>(getpid());
+  pending.errors.push_back(
+      fmt::format("screen in progress (pid {}, started at unix time {:.0f}): if this stays, that screen never finished",
+                  pid, pending.start_unix));
+  try {  // a failure here shows again, and is reported, when the final files are written
+    if (!output.empty())
+      write_file_atomic(
+          output, a.output_format == "json" ? render_json(pending, host_info()) : render_text(pending, host_info()));
+    if (!a.prometheus.empty()) {
+      std::string previous;
+      try {
+        previous = read_file(a.prometheus);
+      } catch (const FileError&) {
+      }
+      write_file_atomic(a.prometheus, render_prometheus(pending, previous));
+    }
+  } catch (const FileError&) {
+  }
 }
 
 // The units that crashed in earlier screens of this run: a `crash` test each (a failure), and the unit.
@@ -206,6 +235,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       say_err("[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device, verdict_name(t.verdict),
               t.iterations_done, t.duration_s);
     };
+  mark_in_progress(a, output, screen);
   if (cpus.empty() && !crashes.empty()) {  // every selected CPU crashed: nothing is left to screen
     result.backend = "cpu";
     result.start_unix = result.end_unix = unix_now();

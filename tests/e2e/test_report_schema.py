@@ -227,7 +227,9 @@ with tempfile.TemporaryDirectory() as d:
     junk = "x" * (1 << 20)  # much longer than a report: a non-truncating write would leave a tail
     with open(out, "w") as f:
         f.write(junk)
-    ino_before = os.stat(out).st_ino
+    # Held open, the old file keeps its inode (a renamed-over file's number could be reused by the next file).
+    old = open(out)
+    ino_before = os.fstat(old.fileno()).st_ino
     p = common.run("run", "--enable", CASE, "--output-format", "json", "-o", out, "-q")
     F.check(p.returncode == 0, f"-o over an existing file: exit {p.returncode} (stderr: {p.stderr.strip()[:300]})")
     try:
@@ -239,7 +241,9 @@ with tempfile.TemporaryDirectory() as d:
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:
         F.check(False, f"-o over an existing file: content does not parse as JSON: {e}")
-    F.check(os.stat(out).st_ino != ino_before, "-o over an existing file: same inode, so it was rewritten in place, not renamed over")
+    F.check(os.stat(out).st_ino != ino_before and old.read() == junk,
+            "-o over an existing file: rewritten in place, not renamed over")
+    old.close()
     F.check(os.stat(out).st_mode & 0o444 == 0o444, f"-o: report mode {oct(os.stat(out).st_mode)} is not readable by all")
     # A second run over the report just written, with the text format.
     p = common.run("run", "--enable", CASE, "-o", out, "-q")
