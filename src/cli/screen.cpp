@@ -12,6 +12,7 @@
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
+#include "../backends/cuda/pci_gpus.h"
 #include "../backends/emu/emu_device.h"
 #include "../core/activity.h"
 #include "../report/report.h"
@@ -68,6 +69,20 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
       avail.usable = false;
       avail.reason = e.what();
     }
+  // A GPU node whose driver failed is not a CPU node: NVIDIA GPUs on the PCI bus that CUDA cannot use make
+  // --backend auto a GPU screen that cannot run (exit 2), never a pass on the CPUs alone.
+  std::vector<std::string> on_bus;
+  if (a.backend == "auto" && !avail.usable && !wants_gpus) on_bus = cuda::pci_gpus();
+  if (!on_bus.empty()) {
+    std::string list;
+    for (const std::string& b : on_bus) list += (list.empty() ? "" : ", ") + b;
+    g.cuda = true;
+    g.reason = "--backend auto: NVIDIA GPUs are on the PCI bus";
+    g.unusable =
+        fmt::format("{} NVIDIA GPU(s) on the PCI bus ({}) but none usable: {}", on_bus.size(), list, avail.reason);
+    g.errors.push_back(g.unusable);
+    return "";
+  }
   if (a.backend == "auto" && !avail.usable && !wants_gpus) {
     g.reason = "--backend auto: no usable GPU (" + avail.reason + "); screening CPU cores";
     return "";

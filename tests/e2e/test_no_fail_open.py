@@ -199,7 +199,32 @@ if len(cpus) >= 2:
             text = f.read()
         F.check(f'sdcscreen_device_hung{{device="cpu{hung_cpu}"}} 1' in text, "hang: Prometheus does not name it")
 
-# 13. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
+# 13. A GPU node never passes on its CPUs alone: NVIDIA GPUs on the PCI bus (a faked sysfs tree) that CUDA
+#     cannot use make --backend auto exit 2 naming them; --backend cpu still screens the CPUs; a tree with
+#     only another vendor's display controller changes nothing.
+with tempfile.TemporaryDirectory() as d:
+    def device(addr, vendor, cls):
+        os.makedirs(os.path.join(d, "bus", "pci", "devices", addr))
+        for name, value in (("vendor", vendor), ("class", cls)):
+            with open(os.path.join(d, "bus", "pci", "devices", addr, name), "w") as f:
+                f.write(value + "\n")
+    device("0000:00:02.0", "0x8086", "0x030000")
+    env = dict(os.environ, SDCSCREEN_SYSFS_ROOT=d)
+    def auto(*extra):
+        return subprocess.run([SDCSCREEN, *with_lock(["run", "--enable", case, *extra])], capture_output=True,
+                              text=True, timeout=600, env=env)
+    p = auto("--npd")
+    gpu_usable = p.returncode == 0 and "gpus" in p.stdout
+    if not gpu_usable:  # this machine has no usable GPU (CI): the check applies
+        F.check(p.returncode == 0, f"auto with no NVIDIA device on the bus: exit {p.returncode} {p.stdout!r}")
+        device("0000:1b:00.0", "0x10de", "0x030200")
+        p = auto("--npd")
+        F.check(p.returncode == 2 and "NVIDIA GPU(s) on the PCI bus (0000:1b:00.0)" in p.stdout,
+                f"auto on a GPU node without a usable driver: exit {p.returncode}, {p.stdout!r}")
+        p = auto("--backend", "cpu", "-q")
+        F.check(p.returncode == 0, f"--backend cpu on that node: exit {p.returncode}")
+
+# 14. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
 #     test, every other test passes on the other CPUs, exit 1, in the report, Prometheus and the NPD line.
 import jsonschema  # noqa: E402 (python3-jsonschema, installed by the setup)
