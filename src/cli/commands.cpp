@@ -40,4 +40,10 @@ std::string default_patterns_dir() {
   return dir + "/../share/sdcscreen/patterns";
 }
 
+bool installed_patterns_dir(const std::string& dir) {
+  char a[PATH_MAX], b[PATH_MAX];
+  const std::string installed = exe_dir() + "/../share/sdcscreen/patterns";
+  return realpath(dir.c_str(), a) && realpath(installed.c_str(), b) && std::string(a) == b;
+}
+
 }  // namespace sdc

@@ -35,6 +35,7 @@ struct ListArgs {
 };
 struct GoldenArgs {
   std::string cpuset;
+  bool force = false;  // rewrite the installed pattern directory
 };
 struct RecordArgs {
   std::string output_dir;
@@ -56,6 +57,9 @@ int config_error(const std::string& msg);
 // The installed patterns (<prefix>/share/sdcscreen/patterns beside <prefix>/bin), or the source tree's
 // when the binary runs from its build tree.
 std::string default_patterns_dir();
+// Whether dir is the installed pattern directory (<prefix>/share/sdcscreen/patterns beside <prefix>/bin),
+// which the package owns.
+bool installed_patterns_dir(const std::string& dir);
 
 // The CPUs to screen: --cpuset (given), checked against what this process may use, or all of those.
 // Returns "" or what is wrong with --cpuset (src/cli/run.cpp).

@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
   golden->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
+  golden->add_flag("--force", ga.force, "rewrite the installed pattern directory (the package's) all the same");
   CLI::App* verify =
       app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
   verify->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
@@ -202,6 +203,11 @@ int main(int argc, char** argv) {
       std::vector<int> cpus;
       if (const std::string err = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus); !err.empty())
         return usage_error(err);
+      if (installed_patterns_dir(patterns_dir) && !ga.force)
+        return usage_error(
+            fmt::format("{} is the installed pattern directory: golden would replace the goldens "
+                        "the package shipped; give --patterns DIR (a copy) or --force",
+                        patterns_dir));
       if (cpus.size() < 2)  // the two passes must run on different CPUs to be independent
         return usage_error(fmt::format("golden computes every case twice, on two different CPUs: {} gives one",
                                        golden->count("--cpuset") > 0 ? "--cpuset" : "this machine"));

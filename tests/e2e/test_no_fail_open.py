@@ -177,6 +177,17 @@ with tempfile.TemporaryDirectory() as d:
     p = subprocess.run([SDCSCREEN, "golden", "--cpuset", "0", "--patterns", pat], capture_output=True, text=True,
                        timeout=600)
     F.check(p.returncode == 64 and "two different CPUs" in p.stderr, f"golden --cpuset 0: exit {p.returncode}")
+    # ... and the installed pattern directory (the package's) without --force.
+    os.makedirs(os.path.join(d, "inst", "bin"))
+    os.makedirs(os.path.join(d, "inst", "share", "sdcscreen"))
+    shutil.copy2(SDCSCREEN, os.path.join(d, "inst", "bin", "sdcscreen"))
+    shutil.copytree(pat, os.path.join(d, "inst", "share", "sdcscreen", "patterns"))
+    manifest = os.path.join(d, "inst", "share", "sdcscreen", "patterns", "manifest.json")
+    before = open(manifest, "rb").read()
+    p = subprocess.run([os.path.join(d, "inst", "bin", "sdcscreen"), "golden"], capture_output=True, text=True,
+                       timeout=600)
+    F.check(p.returncode == 64 and "installed pattern directory" in p.stderr and open(manifest, "rb").read() == before,
+            f"golden on the installed patterns: exit {p.returncode}, {p.stderr.strip()[:200]!r}")
 
 # 12. A hung unit is named in every output: the test's reason, units[] (result hung), Prometheus
 #     (sdcscreen_device_hung) and the NPD line, which leads with it (it is cut at 80 characters).
