@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   run->add_option("--enable", ra.enable, "run only tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--time-budget", ra.time_budget,
-                  "stop starting new work after DURATION (45s, 5m, 1h30m); default: the profile's")
+                  "stop starting new work after DURATION (45s, 5m, 1h30m, or 45 seconds); default: the profile's")
       ->check(non_empty);
   run->add_option("--seed", ra.seed,
                   "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay")

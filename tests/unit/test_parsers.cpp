@@ -19,7 +19,13 @@ TEST_CASE("durations", "[parsers]") {
   REQUIRE(s == 0.5);
   REQUIRE(cli::parse_duration("2.5s", s).empty());
   REQUIRE(s == 2.5);
-  for (const char* bad : {"", "45", "s", "0s", "-5s", "5x", "1.2.3s", "m5", "5 s", "99999999h", ".s"})
+  REQUIRE(cli::parse_duration("45", s).empty());  // a bare number is seconds
+  REQUIRE(s == 45);
+  REQUIRE(cli::parse_duration("1h30m15s", s).empty());
+  REQUIRE(s == 5415);
+  // Units in decreasing order, each once: a repeated or misordered unit is a mistake, not a sum.
+  for (const char* bad : {"", "s", "0s", "-5s", "5x", "1.2.3s", "m5", "5 s", "99999999h", ".s", "1h1h", "1s5m", "30m1h",
+                          "45s5", "5 ", "0"})
     REQUIRE_FALSE(cli::parse_duration(bad, s).empty());
 }
 
