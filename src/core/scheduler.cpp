@@ -63,8 +63,8 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
       return;
     }
   } catch (const std::exception& e) {
-    r.verdict = Verdict::error;
     r.reason = ex.error_reason(e);
+    r.verdict = ex.error_verdict(e);
   }
   r.duration_s += std::chrono::duration<double>(Clock::now() - t0).count();
   if (prepared && r.duration_s > 0)
@@ -80,7 +80,7 @@ void DeviceLoop::settle(TestResult& r) const {
     r.verdict = Verdict::fail;
     return;
   }
-  if (r.verdict == Verdict::error || ex.settle(r)) return;
+  if (r.verdict == Verdict::error || r.verdict == Verdict::crash || ex.settle(r)) return;
   const int coverage = r.tiles ? ex.coverage_iterations(r.tiles) : 1;
   if (r.iterations_done >= coverage) {
     r.verdict = Verdict::pass;

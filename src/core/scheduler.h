@@ -120,6 +120,9 @@ class Executor {
   virtual void release_case() = 0;
   // The reason of a test that ended with an exception (and whether the device survives it).
   virtual std::string error_reason(const std::exception& e);
+  // The result of such a test: error (it could not run), or crash when the exception says the unit's work
+  // destroyed the device's context (a GPU's sticky error: that GPU failed). Called after error_reason.
+  virtual Verdict error_verdict(const std::exception&) const { return Verdict::error; }
   // A verdict the device settles itself before the common rules (a GPU's consensus with one run).
   virtual bool settle(TestResult&) const { return false; }
   // After the run, on a stuck device: let go of what a job may still use.

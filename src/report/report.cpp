@@ -102,7 +102,7 @@ namespace {
 // The JSON of one device of the report.
 nlohmann::json device_json(const DeviceInfo& d) {
   return {{"index", d.index},
-          {"kind", "cuda"},
+          {"kind", d.emulated ? "emulated" : "cuda"},
           {"name", d.name},
           {"uuid", d.uuid},
           {"pci_bus_id", d.pci_bus_id},

@@ -63,6 +63,8 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_device_healthy",
         "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
   std::vector<uint64_t> gpu_tiles(r.devices.size()), gpu_failed(r.devices.size());
+  for (const TestResult& t : r.tests)  // a GPU whose context a test's work destroyed is not healthy
+    if (t.verdict == Verdict::crash && t.device_index >= 0) ++gpu_failed[static_cast<size_t>(t.device_index)];
   for (const UnitResult& u : r.units) {
     if (u.is_sm()) {
       gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
@@ -117,6 +119,10 @@ std::string render_npd_line(const RunResult& r) {
       std::string where, families;
       for (const TestResult& t : r.tests) {
         if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
+        if (t.units_failed.empty() && t.device_index >= 0) {  // a GPU that lost its context: the GPU itself
+          const std::string u = fmt::format("gpu{},", r.devices[static_cast<size_t>(t.device_index)].index);
+          if (where.find(u) == std::string::npos) where += u;
+        }
         for (int unit : t.units_failed) {  // cpu3, or gpu0/sm17
           const std::string u =
               t.device_index >= 0

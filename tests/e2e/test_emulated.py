@@ -8,6 +8,7 @@ GPU can, is in docs/gpu.md.
   test_emulated.py runner    drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
                              consensus, the watchdog and interruption, on one to four emulated GPUs
 """
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,9 @@ import sys
 import tempfile
 import time
 
-from common import CASES, Failures, SDCSCREEN, run_json, with_lock
+import jsonschema
+
+from common import CASES, SCHEMA, Failures, SDCSCREEN, run_json, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
 
@@ -125,18 +128,29 @@ def runner():
             F.check(g0.get("result") == "pass", f"mma fault: {c} (no tensor cores) on GPU 0: {g0.get('result')}")
         F.check(g1.get("result") == "pass", f"mma fault: {c} on GPU 1: {g1.get('result')}")
 
-    # 4. A kernel fault that loses GPU 0's context (a sticky error) ends that GPU's run only.
+    # 4. A kernel fault that loses GPU 0's context (a sticky error) is that GPU's failure (result crash, exit 1)
+    #    and ends its run only: its later tests are errors, GPU 1 passes everything.
     few = [gemm, "softmax_f32.mantissa_walk_128x777", "gemm_f16_exactint.uniform_256x192x256"]
     code, report, err = run_json("--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4", "--profile", "boot",
                                  *[x for c in few for x in ("--enable", c)])
-    F.check(code == 2, f"sticky error: exit {code}, want 2 (inconclusive)")
+    F.check(code == 1, f"sticky error: exit {code}, want 1 (the GPU failed)")
     g0 = [t for t in tests_of(report) if t["device"] == "cuda:0"]
     g1 = [t for t in tests_of(report) if t["device"] == "cuda:1"]
-    F.check(any("cudaErrorIllegalAddress" in t.get("reason", "") for t in g0),
-            f"sticky error: no test of GPU 0 names the error: {[t.get('reason') for t in g0]}")
-    F.check(all(t["result"] == "error" for t in g0[1:]), f"sticky error: GPU 0 went on: {[t['result'] for t in g0]}")
+    lost = [t for t in g0 if t["result"] == "crash"]
+    F.check(len(lost) == 1 and "cudaErrorIllegalAddress" in lost[0].get("reason", "")
+            and "lost its context" in lost[0].get("reason", ""),
+            f"sticky error: GPU 0's results {[(t['result'], t.get('reason')) for t in g0]}")
+    after = g0[g0.index(lost[0]) + 1:] if lost else []
+    F.check(all(t["result"] == "error" for t in after), f"sticky error: GPU 0 went on: {[t['result'] for t in g0]}")
     F.check(len(g1) == len(few) and all(t["result"] == "pass" for t in g1),
             f"sticky error: GPU 1: {[t['result'] for t in g1]}")
+    with open(SCHEMA) as f:
+        errs = list(jsonschema.Draft202012Validator(json.load(f)).iter_errors(report or {}))
+    F.check(not errs, f"sticky error: the report does not validate: {[e.message for e in errs[:3]]}")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4",
+                                               "--profile", "boot", *[x for c in few for x in ("--enable", c)],
+                                               "--npd"])], capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 1 and p.stdout.startswith("SDC: gpu0 "), f"sticky error --npd: {p.stdout.strip()!r}")
 
     # 5. Device memory runs out: that case is an error that says so; the other GPU passes it.
     big = "gemm_f32.uniform_1024"

@@ -260,9 +260,18 @@ class GpuExecutor final : public Executor {
     ref_ = {};
   }
 
+  // A lost context (a kernel fault, an uncorrectable ECC error, a contained error) ends this GPU's run and is
+  // this GPU's failure: what the unit computed made the device unusable, as a crash does a CPU's.
+  Verdict error_verdict(const std::exception& e) const override {
+    const auto* ce = dynamic_cast<const CudaError*>(&e);
+    return ce && ce->sticky() ? Verdict::crash : Verdict::error;
+  }
   std::string error_reason(const std::exception& e) override {
     if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
-      if (ce->sticky()) g_.dead = ce->what();
+      if (ce->sticky()) {
+        g_.dead = ce->what();
+        return fmt::format("{} lost its context: {}", g_.info.label(), ce->what());
+      }
       return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", g_.info.label(), ce->what())
                                  : ce->what();
     }
