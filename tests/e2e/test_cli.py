@@ -94,8 +94,9 @@ usage("--cpuset CPU 1000 (valid number, absent)", ["run", *SEL, "--cpuset", "100
 usage("--cpuset half range", ["run", *SEL, "--cpuset", "0-"], "--cpuset", "0-")
 
 # --time-budget
-for name, value in [("no unit", "10"), ("zero", "0s"), ("bare zero", "0"), ("garbage", "garbage"), ("negative", "-5s"),
-                    ("unknown unit", "5x"), ("unit only", "s")]:
+# (a bare number is seconds: "45" is accepted, test_no_fail_open.py; repeated or misordered units are not)
+for name, value in [("zero", "0s"), ("bare zero", "0"), ("garbage", "garbage"), ("negative", "-5s"),
+                    ("unknown unit", "5x"), ("unit only", "s"), ("repeated unit", "1h1h"), ("misordered", "1s5m")]:
     usage(f"--time-budget {name}", ["run", *SEL, "--time-budget", value], "--time-budget", value)
 
 # enumerated values

@@ -103,6 +103,10 @@ for bad in ("-1", "", "18446744073709551616", "12x"):
 rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--seed", "18446744073709551615"])
 F.check(rc == 0, f"--seed 2^64-1: exit {rc}, want 0")
 
+# 5b. A bare number is a time budget in seconds.
+rc = run_to(["run", "--backend", "cpu", "--enable", case, "-q", "--time-budget", "45"])
+F.check(rc == 0, f"--time-budget 45: exit {rc}, want 0")
+
 # 6. The NPD OK line counts passes, not skips; --devices on a host without GPUs does not claim one was found.
 gpu_only = "gemm_bf16_cublaslt.uniform_1024x1024x1024"
 p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--enable", case, "--enable", gpu_only,
