@@ -6,19 +6,16 @@
 
 namespace sdc::activity {
 
-namespace detail {
-thread_local int t_slot = -1;
-}
-
 namespace {
 Board* g_board = nullptr;
+thread_local int t_slot = -1;  // the calling worker's slot (not extern: UBSan misreads the TLS wrapper)
 
 void on_fatal(int sig) {
   // Async-signal-safe: a store to shared memory, then the signal again with its default action (the
   // handler was installed with SA_RESETHAND), which kills the process as it would have.
-  if (g_board && detail::t_slot >= 0) {
+  if (g_board && t_slot >= 0) {
     int32_t none = -1;
-    g_board->crashed_slot.compare_exchange_strong(none, detail::t_slot);
+    g_board->crashed_slot.compare_exchange_strong(none, t_slot);
     g_board->crash_signal.store(sig);
   }
   raise(sig);
@@ -28,11 +25,15 @@ void on_fatal(int sig) {
 Board* board() { return g_board; }
 void set_board(Board* b) { g_board = b; }
 
-void bind_slot(int slot) { detail::t_slot = slot >= 0 && slot < MAX_SLOTS ? slot : -1; }
+void bind_slot(int slot) { t_slot = slot >= 0 && slot < MAX_SLOTS ? slot : -1; }
+
+void publish_tile(int64_t tile) {
+  if (g_board && t_slot >= 0) g_board->slots[t_slot].tile.store(tile, std::memory_order_relaxed);
+}
 
 void publish_iteration(int cpu, const char* case_id, int iteration) {
-  if (!g_board || detail::t_slot < 0) return;
-  Slot& s = g_board->slots[detail::t_slot];
+  if (!g_board || t_slot < 0) return;
+  Slot& s = g_board->slots[t_slot];
   s.cpu.store(cpu, std::memory_order_relaxed);
   std::strncpy(s.case_id, case_id, sizeof s.case_id - 1);
   s.iteration.store(iteration, std::memory_order_relaxed);

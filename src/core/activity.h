@@ -32,19 +32,10 @@ void set_board(Board* b);
 void bind_slot(int slot);
 // Published by the bound worker: the case and iteration it starts, the tile it starts.
 void publish_iteration(int cpu, const char* case_id, int iteration);
-inline void publish_tile(int64_t tile);
+void publish_tile(int64_t tile);
 
 // Installs the handlers of the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) that record the
 // crashing slot on the board and then die of the signal as before. Only with a board.
 void install_crash_handlers();
-
-namespace detail {
-extern thread_local int t_slot;
-}
-
-inline void publish_tile(int64_t tile) {
-  Board* b = board();
-  if (b && detail::t_slot >= 0) b->slots[detail::t_slot].tile.store(tile, std::memory_order_relaxed);
-}
 
 }  // namespace sdc::activity
