@@ -57,11 +57,17 @@ const std::vector<Family>& families() {
 #else
 #define SDC_GPU_SIDE(ns) nullptr
 #endif
-#define SDC_FAMILY(ns) bind(ns::family(), SDC_GPU_SIDE(ns), ns::emu::prepare_cuda),
+#if SDC_HAVE_EMU
+#define SDC_EMU_SIDE(ns) ns::emu::prepare_cuda
+#else  // a build of the core alone (the fuzz harnesses): no device sides at all
+#define SDC_EMU_SIDE(ns) nullptr
+#endif
+#define SDC_FAMILY(ns) bind(ns::family(), SDC_GPU_SIDE(ns), SDC_EMU_SIDE(ns)),
 #define SDC_FAMILY_LIBRARY(ns) bind(ns::family(), SDC_GPU_SIDE(ns), nullptr),
 #define SDC_FAMILY_CPU(ns) bind(ns::family(), nullptr, nullptr),
 #include "../../kernels/families.def"
 #undef SDC_GPU_SIDE
+#undef SDC_EMU_SIDE
   };
   return all;
 }
