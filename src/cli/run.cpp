@@ -67,7 +67,7 @@ void mark_in_progress(const RunArgs& a, const std::string& output, const Screen&
   RunResult pending = s.result;
   pending.start_unix = pending.end_unix = unix_now();
   pending.injections = s.opt.injections;
-  const long pid = activity::board() ? static_cast<long>(getppid()) : static_cast<long>(getpid());
+  const long pid = activity::owner_pid();
   pending.errors.push_back(
       fmt::format("screen in progress (pid {}, started at unix time {:.0f}): if this stays, that screen never finished",
                   pid, pending.start_unix));

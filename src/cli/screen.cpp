@@ -137,11 +137,8 @@ SetupFailure set_up_screen(const ScreenRequest& req,
     if (SetupFailure f = check(s); f.code != 0) return f;
   if (!req.force) {
     bool busy = false;
-    // The lock names the process an operator would stop: the crash supervisor when there is one (it passes
-    // the signal on), else this one.
-    const long owner = activity::board() ? static_cast<long>(getppid()) : 0;
-    if (const std::string err =
-            s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy, owner);
+    if (const std::string err = s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy,
+                                               activity::owner_pid());
         !err.empty())
       return {busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG, err + (busy ? req.force_hint : "")};
   }

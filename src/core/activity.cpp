@@ -1,6 +1,7 @@
 #include "activity.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -24,6 +25,8 @@ void on_fatal(int sig) {
 
 Board* board() { return g_board; }
 void set_board(Board* b) { g_board = b; }
+
+long owner_pid() { return static_cast<long>(g_board ? getppid() : getpid()); }
 
 void bind_slot(int slot) { t_slot = slot >= 0 && slot < MAX_SLOTS ? slot : -1; }
 

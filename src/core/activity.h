@@ -34,6 +34,10 @@ void bind_slot(int slot);
 void publish_iteration(int cpu, const char* case_id, int iteration);
 void publish_tile(int64_t tile);
 
+// The process an operator would signal to stop this screen: the supervisor when there is one (it passes the
+// signal on), else this process. What the lock file and the in-progress report name.
+long owner_pid();
+
 // Installs the handlers of the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) that record the
 // crashing slot on the board and then die of the signal as before. Only with a board.
 void install_crash_handlers();

@@ -176,10 +176,11 @@ class Device {
     const auto u = reinterpret_cast<uintptr_t>(p);
     auto it = allocs_.upper_bound(u);
     if (it != allocs_.begin() && u < std::prev(it)->first + std::prev(it)->second) return false;
-    for (void* q : pinned_)
-      if (q == p) return false;
-    return true;
+    return pinned_.count(const_cast<void*>(p)) == 0;
   }
+  // Enqueues a copy on s; to pageable memory it returns only when the copy is done, as CUDA's. Returns false
+  // when the context is lost (nothing enqueued).
+  bool copy_async(Stream& s, void* dst, const void* src, uint64_t bytes);
 
   // ---- streams ----
   Stream* create_stream() {
@@ -249,6 +250,15 @@ Device* device(int ordinal) {
 }
 
 Stream* stream_of(cudaStream_t s) { return reinterpret_cast<Stream*>(s); }
+
+bool Device::copy_async(Stream& s, void* dst, const void* src, uint64_t bytes) {
+  if (lost()) return false;
+  const uint64_t seq = s.enqueue([this, dst, src, bytes] {
+    if (!lost()) std::memcpy(dst, src, bytes);
+  });
+  if (pageable(dst)) s.wait(seq);
+  return true;
+}
 
 struct Launch {
   std::string what;
@@ -353,14 +363,8 @@ class EmuRuntime final : public cuda::DeviceRuntime {
   }
   void copy_async(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
     d_.check_lost();
-    Device& d = d_;
-    const uint64_t seq = stream_of(s)->enqueue([&d, dst, src, bytes] {
-      if (!d.lost()) std::memcpy(dst, src, bytes);
-    });
-    if (d_.pageable(dst)) {  // as CUDA: a copy to pageable memory returns when it is done
-      stream_of(s)->wait(seq);
-      d_.check_lost();
-    }
+    d_.copy_async(*stream_of(s), dst, src, bytes);
+    d_.check_lost();
   }
   void copy(void* dst, const void* src, uint64_t bytes) override {
     d_.synchronize();
@@ -629,11 +633,5 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, sdc_emu_cudaMemcpyKind, cudaStream_t s) {
   auto* st = sdc::emu::stream_of(s);
-  if (st->dev.lost()) return cudaErrorLaunchFailure;
-  sdc::emu::Device& d = st->dev;
-  const uint64_t seq = st->enqueue([&d, dst, src, bytes] {
-    if (!d.lost()) std::memcpy(dst, src, bytes);
-  });
-  if (d.pageable(dst)) st->wait(seq);
-  return cudaSuccess;
+  return st->dev.copy_async(*st, dst, src, bytes) ? cudaSuccess : cudaErrorLaunchFailure;
 }
