@@ -16,7 +16,7 @@ struct RunArgs {
   std::string backend = "auto";
   std::string devices;
   bool devices_given = false;
-  int expect_devices = 0;
+  std::string expect_devices;  // a count, or "pci"
   std::string cpuset;
   bool cpuset_given = false;
   std::string output_format = "text";
@@ -28,6 +28,7 @@ struct RunArgs {
   std::string max_memory;
   std::string prometheus;
   bool npd = false;
+  std::string history;  // directory of the node's history (src/core/history.h); "" for none
 };
 struct ListArgs {
   std::string profile;
@@ -44,6 +45,14 @@ struct RecordArgs {
   int repeats = 3;
   std::string time_budget;
   bool force = false;
+};
+struct HistoryArgs {
+  std::string dir = "/var/lib/sdcscreen";
+  bool resume_policy = false;
+  int clean_screens = 3;
+  std::string min_profile = "standard";
+  std::string forget;
+  std::string output_format = "text";
 };
 struct ConsensusArgs {
   bool write = false;
@@ -70,6 +79,7 @@ int cmd_list(const ListArgs& a, const std::string& patterns_dir);
 int cmd_info();
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
+int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp

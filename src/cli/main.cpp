@@ -65,8 +65,17 @@ int main(int argc, char** argv) {
   run->add_option("--devices", ra.devices, "GPUs to screen, like 0-3,6 (CUDA ordinals; default: every visible GPU)")
       ->check(non_empty);
   run->add_option("--expect-devices", ra.expect_devices,
-                  "the number of GPUs this node must have: fewer usable is an error (exit 2) naming what is missing")
-      ->check(CLI::Range(1, 1 << 16));
+                  "the number of GPUs this node must have, or pci (as many as the NVIDIA GPUs on its PCI bus; none: "
+                  "a CPU node): fewer usable is an error (exit 2) naming what is missing")
+      ->check(
+          [](const std::string& v) -> std::string {
+            if (v == "pci") return "";
+            if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoi(v) < 1 || std::stoi(v) > (1 << 16))
+              return "'" + v + "' is not a GPU count from 1 to 65536, or pci";
+            return "";
+          },
+          "N|pci");
   run->add_option("--cpuset", ra.cpuset,
                   "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
@@ -96,6 +105,10 @@ int main(int argc, char** argv) {
       "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
       "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
       "is marked as injected in every output");
+  run->add_option("--history", ra.history,
+                  "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
+                  "and the Slurm resume policy read")
+      ->check(non_empty);
   const char* examples =
       "Examples:\n"
       "  node boot (systemd, Slurm HealthCheckProgram):\n"
@@ -169,12 +182,43 @@ int main(int argc, char** argv) {
       "  node-a$ sdcscreen record -o rec/      node-b$ sdcscreen record -o rec/\n"
       "  sdcscreen consensus --write rec/*.json");
 
+  HistoryArgs ha;
+  CLI::App* hist = app.add_subcommand(
+      "history",
+      "per unit of this node: screens, failures, first and last failure, flapping (from 'run --history DIR'); "
+      "with --resume-policy, whether a node drained for SDC may come back");
+  hist->add_option("DIR", ha.dir, "the history directory given to 'run --history'")
+      ->capture_default_str()
+      ->check(non_empty);
+  hist->add_flag("--resume-policy", ha.resume_policy,
+                 "print the policy's decision on the first line (resume, hold, never, no-record) and exit 0 resume, "
+                 "1 keep drained, 2 no failure on record");
+  hist->add_option("--clean-screens", ha.clean_screens,
+                   "clean screens a node needs after its last failure before it is resumed")
+      ->capture_default_str();
+  hist->add_option("--min-profile", ha.min_profile, "the least profile a clean screen must have run in full")
+      ->capture_default_str();
+  hist->add_option("--forget", ha.forget,
+                   "after a repair: failures of UNIT ('cpu 3', 'gpu 0' or 'all') no longer count (a line is appended)")
+      ->check(non_empty);
+  hist->add_option("--output-format", ha.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  hist->footer(
+      "The policy: a unit that failed in two screens (drills aside) keeps the node drained until it is repaired\n"
+      "and forgotten; otherwise the node comes back after --clean-screens consecutive clean screens of at least\n"
+      "--min-profile, each screening every unit that failed. Inconclusive screens neither count nor reset.\n"
+      "Examples:\n"
+      "  sdcscreen history /var/lib/sdcscreen\n"
+      "  sdcscreen history /var/lib/sdcscreen --resume-policy\n"
+      "  sdcscreen history /var/lib/sdcscreen --forget 'cpu 3'     # after the CPU was replaced");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
     if (!known)
       return usage_error(fmt::format(
-          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus)", argv[1]));
+          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history)", argv[1]));
   }
   try {
     app.parse(argc, argv);
@@ -216,6 +260,7 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return cmd_verify(patterns_dir);
     if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
     if (record->parsed()) return cmd_record(rec, args, patterns_dir);
+    if (hist->parsed()) return cmd_history(ha);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;

@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../core/activity.h"
+#include "../core/history.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
 #include "../util/say.h"
@@ -163,6 +167,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return fail(EXIT_CONFIG, fmt::format("{}: {}", flag, e.what()));
     }
   }
+  if (!a.history.empty())
+    if (const std::string err = history::prepare_dir(a.history); !err.empty()) return fail(EXIT_CONFIG, err);
   // Crash supervision (supervisor.h): the parent waits here for the screens it forks; a child goes on, without
   // the CPUs that crashed in earlier children, whose crash drills have then fired.
   std::vector<Crash> crashes;
@@ -182,7 +188,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   req.time_budget_s = budget;
   req.seed = a.seed;
   req.seed_given = a.seed_given;
-  req.gpu = {a.backend, a.devices_given, a.devices, a.expect_devices};
+  req.gpu = {a.backend, a.devices_given, a.devices,
+             a.expect_devices.empty() || a.expect_devices == "pci" ? 0 : std::stoi(a.expect_devices),
+             a.expect_devices == "pci"};
   req.force = a.force;
   req.lock_file = a.lock_file;
   req.force_hint = " (--force runs anyway)";
@@ -248,6 +256,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   // A file that cannot be written after the run loses nothing: the report falls back to stdout (stderr with
   // --npd, whose stdout is one line), the NPD line is still printed, and the exit code says the write
   // failed (78) unless a miscompare makes it 1: a miscompare is never hidden behind a file error.
+  // Drill for the reports' own failure: the screen dies in its reporting code, outside any unit's work. The
+  // supervisor then says so (exit 2, 1 after a unit's crash), and the in-progress files stay in place: never
+  // the previous screen's verdict. Compiled in, off unless asked, like the other drills.
+  if (const char* d = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH"); d && std::strcmp(d, "1") == 0) std::raise(SIGSEGV);
   bool write_failed = false;
   if (!a.prometheus.empty()) {
     std::string previous;
@@ -275,6 +287,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
   } else if (report_to_stdout || (!a.quiet && !a.npd)) {
     say("{}", report);
+  }
+  if (!a.history.empty()) {  // the node's record of this screen (src/core/history.h), after the report
+    try {
+      history::append(a.history, history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty()));
+    } catch (const FileError& e) {
+      say_err("sdcscreen: error: --history: {}\n", e.what());
+      write_failed = true;
+    }
   }
   if (a.npd) say("{}\n", render_npd_line(result));
   std::fflush(stdout);

@@ -40,7 +40,19 @@ void install_signal_handlers() {
 
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
-std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
+std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
+  // --expect-devices pci: one configuration for every node of a fleet; a GPU node must screen all the GPUs its
+  // PCI bus has (one the driver lost is missing, exit 2), a CPU node screens its CPUs.
+  GpuRequest a = req;
+  std::string expect_what = fmt::format("--expect-devices {}", a.expect_devices);
+  if (a.expect_pci) {
+    const size_t on_bus = cuda::pci_gpus().size();
+    if (a.backend == "cpu" && on_bus > 0)
+      return fmt::format("--expect-devices pci: {} NVIDIA GPU(s) on the PCI bus, which --backend cpu does not screen",
+                         on_bus);
+    a.expect_devices = static_cast<int>(on_bus);
+    expect_what = fmt::format("--expect-devices pci ({} NVIDIA GPU(s) on the PCI bus)", on_bus);
+  }
   const bool wants_gpus = a.devices_given || a.expect_devices > 0;
   if (a.backend == "cpu") {
     if (wants_gpus) return "--devices and --expect-devices select GPUs; they do not apply to --backend cpu";
@@ -93,7 +105,8 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
              : emulated          ? "--backend emulated (tests only): the CUDA kernels on GPUs emulated on the CPU"
                                  : "--backend cuda";
   if (!avail.usable) {
-    g.unusable = "no usable GPU: " + avail.reason;
+    g.unusable = a.expect_pci ? fmt::format("{}, but no usable GPU: {}", expect_what, avail.reason)
+                              : "no usable GPU: " + avail.reason;
     g.errors.push_back(g.unusable);
     return "";
   }
@@ -115,8 +128,8 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g) {
     std::string seen;
     for (const DeviceInfo& d : g.selected)
       seen += fmt::format("{}{} {} ({})", seen.empty() ? "" : ", ", d.label(), d.pci_bus_id, d.uuid);
-    g.errors.push_back(fmt::format("--expect-devices {}: only {} usable GPU(s) found, {} missing{}{}", a.expect_devices,
-                                   g.selected.size(), a.expect_devices - static_cast<int>(g.selected.size()),
+    g.errors.push_back(fmt::format("{}: only {} usable GPU(s) found, {} missing{}{}", expect_what, g.selected.size(),
+                                   a.expect_devices - static_cast<int>(g.selected.size()),
                                    seen.empty() ? "" : "; present: ", seen));
   }
   if (g.selected.empty()) g.unusable = "none of the requested GPUs is visible";

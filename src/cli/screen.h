@@ -29,6 +29,7 @@ struct GpuRequest {
   bool devices_given = false;
   std::string devices;
   int expect_devices = 0;
+  bool expect_pci = false;  // --expect-devices pci: as many as the NVIDIA GPUs on the PCI bus (none: no GPU asked)
 };
 struct GpuChoice {
   bool cuda = false;

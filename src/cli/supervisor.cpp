@@ -89,7 +89,10 @@ std::optional<int> supervise(std::vector<Crash>& crashes) {
       return EXIT_FAIL;
     }
     // Not a unit's work: the screen itself died (or was killed). A unit that crashed before still fails.
-    say_err("sdcscreen: error: the screen died of signal {} outside any unit's work; no report was written\n", sig);
+    say_err(
+        "sdcscreen: error: the screen died of signal {} outside any unit's work; its final report was not written "
+        "(-o and --prometheus, if given, still say that a screen was in progress)\n",
+        sig);
     return crashes.empty() ? EXIT_INCONCLUSIVE : EXIT_FAIL;
   }
 }

@@ -238,6 +238,23 @@ with tempfile.TemporaryDirectory() as d:
                 f"auto on a GPU node without a usable driver: exit {p.returncode}, {p.stdout!r}")
         p = auto("--backend", "cpu", "-q")
         F.check(p.returncode == 0, f"--backend cpu on that node: exit {p.returncode}")
+        # --expect-devices pci (the deploy configs' default): every NVIDIA GPU on the bus must be screened.
+        device("0000:1c:00.0", "0x10de", "0x030200")
+        p = auto("--expect-devices", "pci", "--backend", "emulated:1", "--npd")
+        F.check(p.returncode == 2 and "--expect-devices pci (2 NVIDIA GPU(s) on the PCI bus): only 1" in p.stdout,
+                f"--expect-devices pci with a GPU missing: exit {p.returncode}, {p.stdout!r}")
+        p = auto("--expect-devices", "pci", "--backend", "emulated:2", "-q")
+        F.check(p.returncode == 0, f"--expect-devices pci with every GPU: exit {p.returncode} {p.stderr!r}")
+        p = auto("--expect-devices", "pci", "-q")
+        F.check(p.returncode == 2, f"--expect-devices pci, GPUs on the bus, no driver: exit {p.returncode}")
+        p = auto("--expect-devices", "pci", "--backend", "cpu")
+        F.check(p.returncode == 64 and "--backend cpu does not screen" in p.stderr,
+                f"--expect-devices pci with --backend cpu on a GPU node: exit {p.returncode} {p.stderr!r}")
+    # On a node without NVIDIA GPUs, --expect-devices pci asks for none: the CPUs are screened.
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--enable", case, "--expect-devices", "pci", "-q"])],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, SDCSCREEN_SYSFS_ROOT=os.path.join(d, "empty")))
+    F.check(p.returncode == 0, f"--expect-devices pci on a CPU node: exit {p.returncode} {p.stderr!r}")
 
 # 14. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`

@@ -346,10 +346,31 @@ def check_daemonset(cfg):
                 f"k8s: a document lacks apiVersion, kind or metadata.name: {str(d)[:200]}")
     dss = [d for d in docs if d.get("kind") == "DaemonSet"]
     cms = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
-    F.check(len(dss) == 1, f"k8s: {len(dss)} DaemonSets, expected 1")
-    if len(dss) != 1:
-        return
-    ds = dss[0]
+    F.check(len(dss) == 2, f"k8s: {len(dss)} DaemonSets, expected 2 (nodes without GPUs, GPU nodes)")
+    # Every node runs exactly one: the GPU one on nodes labelled nvidia.com/gpu.present=true, with the NVIDIA
+    # runtime and every GPU, and without a GPU request (that would take the GPUs from workloads for good).
+    terms = {}
+    for ds in dss:
+        pod = ds.get("spec", {}).get("template", {}).get("spec", {})
+        exprs = [e for t in pod.get("affinity", {}).get("nodeAffinity", {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+            for e in t.get("matchExpressions", [])]
+        gpu_expr = [e for e in exprs if e.get("key") == "nvidia.com/gpu.present"]
+        terms[ds["metadata"]["name"]] = gpu_expr
+        env = {e.get("name"): e.get("value") for c in pod.get("containers", []) for e in c.get("env", [])}
+        requests_gpu = any("nvidia.com/gpu" in str(c.get("resources", {})) for c in pod.get("containers", []))
+        F.check(not requests_gpu, f"k8s: {ds['metadata']['name']} requests nvidia.com/gpu")
+        if gpu_expr and gpu_expr[0].get("operator") == "In":
+            F.check(pod.get("runtimeClassName") == "nvidia" and env.get("NVIDIA_VISIBLE_DEVICES") == "all",
+                    f"k8s: the GPU DaemonSet lacks runtimeClassName nvidia or NVIDIA_VISIBLE_DEVICES=all")
+    ops = sorted((e[0].get("operator"), tuple(e[0].get("values", []))) for e in terms.values() if e)
+    F.check(ops == [("In", ("true",)), ("NotIn", ("true",))],
+            f"k8s: the DaemonSets' nvidia.com/gpu.present affinities {terms} do not split the nodes in two")
+    for ds in dss:
+        check_one_daemonset(ds, docs, cms, cfg)
+
+
+def check_one_daemonset(ds, docs, cms, cfg):
     F.check(ds.get("apiVersion") == "apps/v1", f"k8s: DaemonSet apiVersion {ds.get('apiVersion')!r}")
     spec = ds.get("spec", {})
     match = spec.get("selector", {}).get("matchLabels", {})

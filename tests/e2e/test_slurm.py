@@ -174,19 +174,20 @@ def parse_hc_line(line):
     return d
 
 
-def write_hc_config(args):
+def write_hc_config(args, extra=""):
     with open(HC_CONFIG, "w") as f:
         f.write(f"SDCSCREEN={common.SDCSCREEN}\n")
         f.write(f"SDCSCREEN_ARGS=\"{args}\"\n")
         f.write(f"SDCSCREEN_STATE_DIR={HC_STATE}\n")
         f.write(f"SLURM_CONF={CONF}\n")
+        f.write(extra)
 
 
-def slurmd_health_check(args, label):
+def slurmd_health_check(args, label, extra=""):
     """Restarts slurmd with the health check configured to run 'sdcscreen run ARGS'; waits until slurmd has run
     it (a new line in healthcheck.log) and the node has settled. Returns (log line dict, state, reason)."""
     t = time.monotonic()
-    write_hc_config(args)
+    write_hc_config(args, extra)
     n = len(hc_lines())
     stop("slurmd")
     start("slurmd", ["slurmd", "-D", "-f", CONF])
@@ -312,6 +313,8 @@ PartitionName=sdctest Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         cl = rep["command_line"]
         F.check("--time-budget" in cl and cl[cl.index("--time-budget") + 1] == "42s",
                 f"start-up: the wrapper did not pass --time-budget 42s: {cl}")
+        F.check("--expect-devices" in cl and cl[cl.index("--expect-devices") + 1] == "pci",
+                f"start-up: the wrapper did not pass --expect-devices pci: {cl}")
         F.check(rep["timing"]["duration_s"] < 45, f"start-up: boot screen took {rep['timing']['duration_s']} s")
     except (OSError, ValueError, KeyError) as e:
         F.check(False, f"start-up: no readable report {HC_REPORT}: {e}")
@@ -439,6 +442,84 @@ PartitionName=sdctest Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
     timings["four sweeps"] = time.monotonic() - t
     F.check(node_state() == ("idle", ""), f"after the sweeps: node {node_state()}, expected idle")
 
+    # --- the resume policy: a real failure on record, the health check holds, the sweep re-screens ---------
+    t = time.monotonic()
+    history_file = os.path.join(HC_STATE, "history.jsonl")
+    F.check(os.path.isfile(history_file), f"history: the health check wrote no {history_file}")
+
+    def real_failure(unit="cpu 1"):
+        """A past, real (not drill) failure of UNIT on record, as 'run --history' writes it."""
+        line = {"v": 1, "time": "2026-01-01T00:00:00Z", "unix": 1767225600, "host": NODE, "profile": "boot",
+                "selection": "profile", "drill": False, "exit": 1, "verdict": "fail", "screened": {"cpu": "0-1"},
+                "units": {unit: "fail"},
+                "failures": [{"unit": unit, "case": FAST_CASE, "family": "softmax_f32", "result": "fail"}]}
+        with open(history_file, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    real_failure()
+    base = "SDC: cpu 1 softmax_f32"
+    sh("scontrol", "update", f"nodename={NODE}", "state=drain", f"reason={base}", check=True)
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen, real failure on record")
+    F.check(line.get("exit") == "0" and line.get("action") == "held", f"policy hold: health check {line}")
+    F.check(state in ("drained", "draining") and reason == f"{base}; 3 clean standard screens to resume",
+            f"policy hold: node {state!r} {reason!r}, expected drained with the clean screens that remain")
+
+    out5 = os.path.join(TMP, "sweep-rescreen-1")
+    # The health check's boot screen above counts at this depth: it, this sweep's and the next one's make 3.
+    rescreen = ("--rescreen-drained", "--history-dir", HC_STATE, "--resume-screens", "3", "--resume-profile", "boot",
+                "--", "--lock-file", LOCK)
+    p, s = sweep(*rescreen, outdir=out5)
+    e = node_entry(s)
+    state, reason = settled_state()
+    F.check(p.returncode == 0 and e.get("status") == "pass", f"rescreen 1: exit {p.returncode}, entry {e}, {p.stdout[-400:]!r} {p.stderr[-400:]!r}")
+    F.check((e.get("rescreen") or {}).get("action") == "held", f"rescreen 1: outcome {e.get('rescreen')}")
+    F.check(state in ("drained", "draining") and reason == f"{base}; 1 clean boot screen to resume",
+            f"rescreen 1: node {state!r} {reason!r}, expected drained with 1 clean boot screen to go")
+    resv = sh("scontrol", "show", "reservation", timeout=30).stdout
+    F.check("sdcscreen-rescreen" not in resv, f"rescreen 1: the reservation was not deleted: {resv[:300]!r}")
+    with open(history_file) as f:
+        last = json.loads(f.readlines()[-1])
+    F.check(last.get("profile") == "boot" and last.get("selection") == "profile" and last.get("exit") == 0,
+            f"rescreen 1: the node's history did not record the boot screen: {last}")
+
+    out6 = os.path.join(TMP, "sweep-rescreen-2")
+    p, s = sweep(*rescreen, outdir=out6)
+    e = node_entry(s)
+    wait_for("the node to be idle after the policy resumed it", lambda: node_state()[0] == "idle", 60)
+    F.check((e.get("rescreen") or {}).get("action") == "resumed" and f"RESUMED {NODE}" in p.stdout,
+            f"rescreen 2: outcome {e.get('rescreen')}, stdout {p.stdout[-400:]!r}")
+    F.check(node_state() == ("idle", ""), f"rescreen 2: node {node_state()}, expected idle")
+    F.check(s and s.get("rescreen", {}).get("resumed") == [NODE], f"rescreen 2: summary {s and s.get('rescreen')}")
+
+    # The same unit fails again: never resumed, by any number of clean screens, until it is forgotten.
+    real_failure()
+    sh("scontrol", "update", f"nodename={NODE}", "state=drain", f"reason={base}", check=True)
+    p, s = sweep(*rescreen, outdir=os.path.join(TMP, "sweep-rescreen-3"))
+    state, reason = settled_state()
+    F.check(state in ("drained", "draining") and reason == f"{base}; cpu 1 failed twice: not resumed",
+            f"failed twice: node {state!r} {reason!r}")
+    line, state, reason = slurmd_health_check(
+        f"--lock-file {LOCK}", "clean boot screen, unit failed twice",
+        extra="SDCSCREEN_RESUME_PROFILE=boot\nSDCSCREEN_RESUME_SCREENS=1\n")
+    F.check(line.get("action") == "held" and state in ("drained", "draining"),
+            f"failed twice, health check: {line}, node {state!r} {reason!r}")
+    # After the repair: forgotten; nothing vouches for the node any more, so a non-drill drain stays.
+    p = sh(common.SDCSCREEN, "history", HC_STATE, "--forget", "cpu 1")
+    F.check(p.returncode == 0, f"forget: exit {p.returncode}: {p.stderr}")
+    line, state, reason = slurmd_health_check(
+        f"--lock-file {LOCK}", "clean boot screen after forget",
+        extra="SDCSCREEN_RESUME_PROFILE=boot\nSDCSCREEN_RESUME_SCREENS=1\n")
+    F.check(line.get("action") == "held-no-record" and state in ("drained", "draining"),
+            f"after forget: health check {line}, node {state!r} {reason!r}")
+    # A real failure with the health check's own policy settings (1 boot screen): resumed by the next one.
+    real_failure("cpu 0")
+    line, state, reason = slurmd_health_check(
+        f"--lock-file {LOCK}", "clean boot screen, 1 needed",
+        extra="SDCSCREEN_RESUME_PROFILE=boot\nSDCSCREEN_RESUME_SCREENS=1\n")
+    F.check(line.get("action") == "resumed" and (state, reason) == ("idle", ""),
+            f"policy resume: health check {line}, node {state!r} {reason!r}")
+    timings["resume policy"] = time.monotonic() - t
+
     # --- the NHC check, with NHC's die/log stood in for (NHC itself is not packaged in Debian) -------------
     nhc_state = os.path.join(TMP, "nhc-state")
     shim = ("die() { echo \"DIE $1 ${*:2}\"; exit 7; }\nlog() { echo \"LOG $*\"; }\ndbg() { :; }\nTIMEOUT=58\n"
@@ -455,6 +536,16 @@ PartitionName=sdctest Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
                     f"nhc {label}: expected no die, got exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
         if label == "inconclusive":
             F.check("LOG" in p.stdout and "Unknown" in p.stdout, f"nhc inconclusive: not logged as Unknown: {p.stdout[-400:]!r}")
+    # A real failure on the node's record: a clean screen does not bring it back (the resume policy holds it).
+    with open(os.path.join(nhc_state, "history.jsonl"), "a") as f:
+        f.write(json.dumps({"v": 1, "time": "2026-01-01T00:00:00Z", "unix": 1767225600, "host": NODE,
+                            "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
+                            "screened": {"cpu": "0-1"}, "units": {"cpu 1": "fail"},
+                            "failures": [{"unit": "cpu 1", "case": FAST_CASE, "family": "softmax_f32",
+                                          "result": "fail"}]}) + "\n")
+    p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
+    F.check(p.returncode == 7 and "DIE 1 SDC: 3 clean standard screens to resume" in p.stdout,
+            f"nhc held by the policy: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
 
 
 ok = False

@@ -1,0 +1,108 @@
+// A node's screening history: one compact JSON line per screen, appended to DIR/history.jsonl by
+// `run --history DIR`, read by `sdcscreen history DIR` (per unit: screens, failures, first and last
+// failure, flapping) and by the resume policy the Slurm health check and sweep apply to a node drained
+// for silent data corruption.
+//
+// Why a history at all: an intermittent fault passes most screens. Resuming a drained node after one clean
+// screen puts it back into production on the fault's first quiet hour, and the next training run pays.
+// So a node drained for SDC comes back only after enough clean screens of enough depth, counted here, and
+// never when the same unit failed twice.
+//
+// A line (keys in this order; `v` is the format's version):
+//   {"v":1,"time":"2026-11-23T19:20:00Z","unix":1795...,"host":"node1","profile":"standard",
+//    "selection":"profile","drill":false,"exit":1,"verdict":"fail",
+//    "screened":{"cpu":"0-63","gpu":"0-7"},"units":{"cpu 3":"fail","gpu 2":"crash"},
+//    "failures":[{"unit":"cpu 3","case":"gemm_f32.uniform_1024","family":"gemm_f32","result":"fail"}]}
+//   selection: "profile" when the run screened its profile's whole battery, "custom" with --enable or
+//              --disable (such a run never counts as a screen of the profile);
+//   screened:  the units that did work in this screen (logical CPUs; GPUs by CUDA ordinal);
+//   units:     every screened unit whose result was not pass: fail, crash, hung, error;
+//   failures:  one entry per failed or crashed test and unit (a GPU's failing SMs in "sms").
+// An administrator's line after a repair: {"v":1,"time":...,"unix":...,"forget":"cpu 3"} (or "all"):
+// failures of that unit before it no longer count.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+namespace sdc::history {
+
+constexpr int FORMAT_VERSION = 1;
+constexpr const char* FILE_NAME = "history.jsonl";
+
+struct Failure {
+  std::string unit, case_id, family, result;  // result: fail or crash
+  std::vector<int> sms;                       // a GPU's failing SMs
+};
+
+struct Record {
+  std::string time;  // ISO 8601, UTC
+  double unix = 0;
+  std::string host, profile, selection, verdict;
+  bool drill = false;
+  int exit = 0;
+  std::vector<std::string> screened;         // unit labels: "cpu 3", "gpu 0"
+  std::map<std::string, std::string> units;  // unit -> fail | crash | hung | error (not pass)
+  std::vector<Failure> failures;
+  std::string forget;  // an administrator's forget line: a unit label or "all"; nothing else is set then
+  bool failed(const std::string& unit) const;  // the unit failed or crashed in this screen
+};
+
+// The record of one screen. full_profile: no --enable or --disable narrowed the profile's battery.
+Record record_of(const RunResult& r, const std::string& host, bool full_profile);
+std::string to_line(const Record& rec);         // one line, without the newline
+Record forget_record(const std::string& unit);  // now, for `history --forget UNIT`
+
+// The history file of DIR; "" on success or what is wrong (the directory cannot be made or written).
+std::string prepare_dir(const std::string& dir);
+// Appends one line (under an advisory lock on DIR/.history.lock); past MAX_LINES the file is rewritten
+// atomically, keeping the newest KEEP_LINES lines and every older failure and forget line (a unit's
+// first failure must not age out before its second). Throws FileError naming the file.
+void append(const std::string& dir, const Record& rec);
+constexpr size_t MAX_LINES = 4000, KEEP_LINES = 2000;
+
+struct History {
+  std::string path;
+  std::vector<Record> records;
+  bool torn_tail = false;  // the last line had no newline (a write cut short): ignored
+};
+// Reads DIR/history.jsonl. Returns "" or one line naming the file, the line and the problem (exit 78). A
+// missing file is an empty history with exists = false.
+std::string load(const std::string& dir, History& h, bool& exists);
+
+// The resume policy for a node drained for SDC.
+struct PolicyConfig {
+  int clean_screens = 3;                 // consecutive clean screens after the last failure
+  std::string min_profile = "standard";  // of at least this depth (boot < standard < burnin)
+};
+enum class Decision {
+  resume,     // every failure on record is followed by enough clean screens
+  hold,       // some clean screens remain to be done
+  never,      // a unit failed in two screens: only a repair (and `history --forget UNIT`) brings it back
+  no_record,  // no failure on record (outside drills): the policy cannot vouch for the node
+};
+struct ResumeVerdict {
+  Decision decision = Decision::no_record;
+  std::string short_text;  // for a Slurm drain reason: "2 clean standard screens to resume"
+  std::vector<std::string> details;
+  int remaining = 0;  // clean screens still needed (hold)
+};
+// Rank of a profile name; -1 for a name that is not boot, standard or burnin.
+int profile_rank(const std::string& profile);
+ResumeVerdict decide(const History& h, const PolicyConfig& cfg);
+
+// Per unit, for `sdcscreen history`.
+struct UnitSummary {
+  std::string unit;
+  int screens = 0, failures = 0;
+  std::string first_failure, last_failure;  // ISO times, "" when none
+  int flaps = 0;                            // times the unit failed again after passing since a failure
+  std::vector<std::string> families;        // of its failures
+};
+std::vector<UnitSummary> summarize(const History& h);
+
+}  // namespace sdc::history

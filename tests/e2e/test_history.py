@@ -1,0 +1,173 @@
+"""The node's history and the resume policy, end to end: 'run --history DIR' appends one line per screen,
+'sdcscreen history DIR' summarizes per unit, '--resume-policy' decides (exit 0 resume, 1 keep drained, 2 no
+failure on record), '--forget' clears a repaired unit; every bad input has its exit code. Also the drill for a
+screen that dies in its own reporting code: the in-progress files stay, never the previous verdict.
+
+Real failures cannot be made on healthy hardware (and drills do not count for the policy), so the
+policy's histories are written here line by line in the format 'run --history' writes (src/core/history.h);
+the unit tests (tests/unit/test_history.cpp) cover each rule, this covers the binary around them.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+F = common.Failures("test_history")
+CASE = "softmax_f32.special_128x1000"
+TMP = tempfile.mkdtemp(prefix="sdcs-history-")
+
+
+def lines(d):
+    with open(os.path.join(d, "history.jsonl")) as f:
+        return [json.loads(ln) for ln in f if ln.strip()]
+
+
+def history(*args):
+    return common.run("history", *args, timeout=60)
+
+
+def screen(profile="standard", exit=0, failing=(), screened="0-3", drill=False, selection="profile"):
+    return {"v": 1, "time": "2026-11-01T00:00:00Z", "unix": 1793491200, "host": "n1", "profile": profile,
+            "selection": selection, "drill": drill, "exit": exit, "verdict": "fail" if exit == 1 else "pass",
+            "screened": {"cpu": screened}, "units": {u: "fail" for u in failing},
+            "failures": [{"unit": u, "case": "gemm_f32.uniform_1024", "family": "gemm_f32", "result": "fail"}
+                         for u in failing]}
+
+
+def write(d, records):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "history.jsonl"), "w") as f:
+        for r in records:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+
+
+try:
+    # --- run --history: the directory is made, one line per screen, what it says ------------------------
+    h = os.path.join(TMP, "h", "sub")
+    os.makedirs(os.path.dirname(h))
+    p = common.run("run", "--enable", CASE, "--history", h, "-q")
+    F.check(p.returncode == 0, f"run --history: exit {p.returncode}: {p.stderr}")
+    p = common.run("run", "--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,unit=1", "--history", h, "-q")
+    F.check(p.returncode == 1, f"drill with --history: exit {p.returncode}: {p.stderr}")
+    recs = lines(h)
+    F.check(len(recs) == 2, f"run --history: {len(recs)} lines, expected 2")
+    if len(recs) == 2:
+        a, b = recs
+        F.check(a["exit"] == 0 and a["selection"] == "custom" and a["drill"] is False and a["units"] == {},
+                f"run --history: clean line {a}")
+        F.check(b["exit"] == 1 and b["drill"] is True and b["units"] == {"cpu 1": "fail"} and
+                b["failures"] == [{"unit": "cpu 1", "case": CASE, "family": "softmax_f32", "result": "fail"}],
+                f"run --history: drill line {b}")
+    p = history(h)
+    F.check(p.returncode == 0 and "2 screens" in p.stdout and "1 drill" in p.stdout and "no failure on record" in p.stdout,
+            f"history of a drill: exit {p.returncode}: {p.stdout!r}")
+    p = history(h, "--resume-policy")
+    F.check(p.returncode == 2 and p.stdout.startswith("no-record: only drills failed"),
+            f"policy on drills only: exit {p.returncode}: {p.stdout!r}")
+
+    # A full profile screen is recorded as such (a boot screen on two CPUs is quick).
+    p = common.run("run", "--profile", "boot", "--history", h, "-q")
+    F.check(p.returncode == 0 and lines(h)[-1]["selection"] == "profile" and lines(h)[-1]["profile"] == "boot",
+            f"full boot screen: exit {p.returncode}, line {lines(h)[-1]}")
+
+    # --- the policy on written histories ---------------------------------------------------------------
+    d = os.path.join(TMP, "policy")
+    write(d, [screen(), screen("boot", 1, ["cpu 2"]), screen("standard"), screen("boot")])
+    p = history(d, "--resume-policy")
+    F.check(p.returncode == 1 and p.stdout.startswith("hold: 2 clean standard screens to resume"),
+            f"hold: exit {p.returncode}: {p.stdout!r}")
+    p = history(d, "--resume-policy", "--clean-screens", "1")
+    F.check(p.returncode == 0 and p.stdout.startswith("resume: "), f"resume: exit {p.returncode}: {p.stdout!r}")
+    p = history(d, "--resume-policy", "--clean-screens", "2", "--min-profile", "boot")
+    F.check(p.returncode == 0, f"resume at boot depth: exit {p.returncode}: {p.stdout!r}")
+    write(d, [screen("boot", 1, ["cpu 2"]), screen("burnin"), screen("boot", 1, ["cpu 2"])] + [screen("burnin")] * 5)
+    p = history(d, "--resume-policy")
+    F.check(p.returncode == 1 and p.stdout.startswith("never: cpu 2 failed twice: not resumed") and "--forget" in p.stdout,
+            f"never: exit {p.returncode}: {p.stdout!r}")
+    p = history(d)
+    F.check(p.returncode == 0 and "cpu 2" in p.stdout and "25.0%" in p.stdout and "yes (1)" in p.stdout and
+            "gemm_f32" in p.stdout and "3 units screened, never failed" in p.stdout,
+            f"summary: {p.stdout!r}")
+    p = history(d, "--output-format", "json")
+    try:
+        j = json.loads(p.stdout)
+        u = [x for x in j["units"] if x["unit"] == "cpu 2"][0]
+        F.check(j["screens"] == 8 and u["failures"] == 2 and u["flapping"] is True and
+                j["resume_policy"]["decision"] == "never", f"summary json: {j}")
+    except (ValueError, KeyError, IndexError) as e:
+        F.check(False, f"summary json unreadable: {e}: {p.stdout[:300]!r}")
+    p = history(d, "--forget", "cpu 2")
+    F.check(p.returncode == 0 and lines(d)[-1].get("forget") == "cpu 2", f"forget: exit {p.returncode}: {p.stderr}")
+    p = history(d, "--resume-policy")
+    F.check(p.returncode == 2 and p.stdout.startswith("no-record"), f"after forget: exit {p.returncode}: {p.stdout!r}")
+
+    # --- refusals -------------------------------------------------------------------------------------
+    for args, code, what in (
+            (("--forget", "cpu"), 64, "a unit without a number"),
+            (("--forget", "core 3"), 64, "not a unit kind"),
+            (("--clean-screens", "0"), 64, "zero clean screens"),
+            (("--min-profile", "quick"), 64, "an unknown profile"),
+            (("--output-format", "xml"), 64, "an unknown format")):
+        p = history(d, *args)
+        F.check(p.returncode == code and p.stderr.count("\n") == 1, f"history {what}: exit {p.returncode}: {p.stderr!r}")
+    missing = os.path.join(TMP, "nothing-here")
+    p = history(missing)
+    F.check(p.returncode == 78 and "no history" in p.stderr, f"summary of a missing history: {p.returncode} {p.stderr!r}")
+    p = history(missing, "--resume-policy")
+    F.check(p.returncode == 2 and "no screen on record" in p.stdout, f"policy with no history: {p.returncode} {p.stdout!r}")
+    bad = os.path.join(TMP, "bad")
+    write(bad, [screen(), "{not json", screen()])
+    for args in ((), ("--resume-policy",)):
+        p = history(bad, *args)
+        F.check(p.returncode == 78 and "line 2" in p.stderr, f"corrupt line {args}: exit {p.returncode}: {p.stderr!r}")
+    write(bad, [screen(), dict(screen(), v=9)])
+    p = history(bad, "--resume-policy")
+    F.check(p.returncode == 78 and "format version 9" in p.stderr, f"future version: {p.returncode} {p.stderr!r}")
+    with open(os.path.join(bad, "history.jsonl"), "w") as f:   # a write cut short: ignored, said
+        f.write(json.dumps(screen("boot", 1, ["cpu 1"])) + "\n" + '{"v":1,"time":"2026')
+    p = history(bad, "--resume-policy")
+    F.check(p.returncode == 1 and "cut short" in p.stdout, f"torn tail: {p.returncode} {p.stdout!r}")
+    notdir = os.path.join(TMP, "a-file")
+    open(notdir, "w").close()
+    p = common.run("run", "--enable", CASE, "--history", notdir, "-q")
+    F.check(p.returncode == 78 and "--history" in p.stderr, f"run --history on a file: {p.returncode} {p.stderr!r}")
+    link = os.path.join(TMP, "link")
+    os.makedirs(link)
+    victim = os.path.join(TMP, "victim")
+    with open(victim, "w") as f:
+        f.write("untouched\n")
+    os.symlink(victim, os.path.join(link, "history.jsonl"))
+    p = common.run("run", "--enable", CASE, "--history", link, "-q")
+    F.check(p.returncode == 78 and "symbolic link" in p.stderr, f"history.jsonl a symlink: {p.returncode} {p.stderr!r}")
+    F.check(open(victim).read() == "untouched\n", "history.jsonl a symlink: the target was written")
+    p = common.run("run", "--enable", CASE, "--history", "", "-q")
+    F.check(p.returncode == 64, f"run --history '': exit {p.returncode}")
+
+    # --- the screen dies in its own reporting code: in-progress files stay, never the old verdict ------------
+    out = os.path.join(TMP, "r.json")
+    prom = os.path.join(TMP, "p.prom")
+    p = common.run("run", "--enable", CASE, "-q", "--output-format", "json", "-o", out, "--prometheus", prom)
+    F.check(p.returncode == 0, f"report crash drill: first run exit {p.returncode}")
+    env = dict(os.environ, SDCSCREEN_DRILL_REPORT_CRASH="1")
+    p = subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--enable", CASE, "-q", "--output-format", "json",
+                                                             "-o", out, "--prometheus", prom, "--history", h])],
+                       capture_output=True, text=True, env=env, timeout=120)
+    F.check(p.returncode == 2 and "outside any unit's work" in p.stderr,
+            f"report crash drill: exit {p.returncode}, stderr {p.stderr!r}")
+    try:
+        r = json.load(open(out))
+        F.check(r["exit"]["code"] == 2 and any("screen in progress" in e for e in r["errors"]),
+                f"report crash drill: the report is {r['exit']}, errors {r['errors']}")
+    except (OSError, ValueError, KeyError) as e:
+        F.check(False, f"report crash drill: no readable report: {e}")
+    F.check("sdcscreen_exit_code 2" in open(prom).read(), "report crash drill: the metrics do not say exit 2")
+    F.check(lines(h)[-1]["selection"] == "profile", "report crash drill: a history line was written for a screen that died")
+finally:
+    shutil.rmtree(TMP, ignore_errors=True)
+
+F.finish()

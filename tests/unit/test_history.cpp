@@ -1,0 +1,257 @@
+// The node's history and the resume policy (src/core/history.h): what a screen records, what the file
+// refuses, and each rule of the policy on synthetic histories: never after two failures, N clean screens of
+// enough depth covering the failing units, inconclusive screens neither counting nor resetting, drills
+// and forgotten units not counting.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "catch.h"
+#include "src/core/history.h"
+#include "src/core/result.h"
+#include "src/util/atomic_file.h"
+
+using namespace sdc;
+using namespace sdc::history;
+
+namespace {
+
+Record screen(const std::string& profile, int exit, std::vector<std::string> screened,
+              std::vector<std::string> failing = {}, bool drill = false, const std::string& selection = "profile") {
+  static double t = 1.8e9;
+  Record r;
+  r.unix = (t += 60);
+  r.time = "2027-01-15T08:00:00Z";
+  r.host = "node1";
+  r.profile = profile;
+  r.selection = selection;
+  r.drill = drill;
+  r.exit = exit;
+  r.verdict = exit == 0 ? "pass" : exit == 1 ? "fail" : "error";
+  r.screened = std::move(screened);
+  for (const std::string& u : failing) {
+    r.units[u] = "fail";
+    r.failures.push_back({u, "gemm_f32.uniform_1024", "gemm_f32", "fail", {}});
+  }
+  return r;
+}
+
+History of(std::vector<Record> recs) {
+  History h;
+  h.path = "history.jsonl";
+  h.records = std::move(recs);
+  return h;
+}
+
+const std::vector<std::string> ALL = {"cpu 0", "cpu 1", "cpu 2", "cpu 3"};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/sdc-history-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("resume policy: no failure, hold, resume, never", "[history]") {
+  const PolicyConfig cfg;  // 3 clean standard screens
+  CHECK(decide(of({}), cfg).decision == Decision::no_record);
+  CHECK(decide(of({screen("boot", 0, ALL)}), cfg).decision == Decision::no_record);
+
+  std::vector<Record> recs = {screen("boot", 0, ALL), screen("boot", 1, ALL, {"cpu 2"})};
+  ResumeVerdict v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::hold);
+  CHECK(v.remaining == 3);
+  CHECK(v.short_text == "3 clean standard screens to resume");
+
+  recs.push_back(screen("standard", 0, ALL));
+  recs.push_back(screen("boot", 0, ALL));  // too shallow: does not count
+  v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::hold);
+  CHECK(v.remaining == 2);
+  recs.push_back(screen("burnin", 0, ALL));
+  recs.push_back(screen("standard", 0, ALL));
+  v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::resume);
+
+  recs.push_back(screen("boot", 1, ALL, {"cpu 2"}));  // the same unit again, long after: never
+  v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::never);
+  CHECK(v.short_text == "cpu 2 failed twice: not resumed");
+  for (int i = 0; i < 10; ++i) recs.push_back(screen("burnin", 0, ALL));
+  CHECK(decide(of(recs), cfg).decision == Decision::never);
+
+  recs.push_back(forget_record("cpu 2"));  // repaired: its failures are forgotten
+  CHECK(decide(of(recs), cfg).decision == Decision::no_record);
+  recs.push_back(screen("boot", 1, ALL, {"cpu 2"}));
+  CHECK(decide(of(recs), cfg).decision == Decision::hold);  // counted afresh: once
+}
+
+TEST_CASE("resume policy: what is not a clean screen", "[history]") {
+  const PolicyConfig cfg{2, "standard"};
+  std::vector<Record> recs = {screen("standard", 1, ALL, {"cpu 1"})};
+  recs.push_back(screen("standard", 2, ALL));                          // inconclusive: neither
+  recs.push_back(screen("standard", 0, ALL, {}, false, "custom"));     // --enable: not the profile
+  recs.push_back(screen("standard", 0, {"cpu 0", "cpu 2", "cpu 3"}));  // the failing unit left out
+  recs.push_back(screen("standard", 0, ALL, {}, true));                // a drill
+  recs.push_back(screen("standard", 143, ALL));                        // interrupted
+  CHECK(decide(of(recs), cfg).remaining == 2);
+  recs.push_back(screen("standard", 0, ALL));
+  CHECK(decide(of(recs), cfg).remaining == 1);
+  recs.push_back(screen("standard", 2, ALL));  // does not reset the count
+  recs.push_back(screen("standard", 0, ALL));
+  CHECK(decide(of(recs), cfg).decision == Decision::resume);
+  // A new failure on another unit starts the count again, for both units.
+  recs.push_back(screen("boot", 1, ALL, {"cpu 3"}));
+  ResumeVerdict v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::hold);
+  CHECK(v.remaining == 2);
+  recs.push_back(screen("standard", 0, {"cpu 0", "cpu 2", "cpu 3"}));  // cpu 1 not screened: no count
+  CHECK(decide(of(recs), cfg).remaining == 2);
+}
+
+TEST_CASE("resume policy: drills and crashes", "[history]") {
+  const PolicyConfig cfg{1, "boot"};
+  std::vector<Record> recs = {screen("boot", 1, ALL, {"cpu 1"}, true), screen("boot", 1, ALL, {"cpu 1"}, true)};
+  ResumeVerdict v = decide(of(recs), cfg);
+  CHECK(v.decision == Decision::no_record);  // two drills are not two failures
+  CHECK(v.short_text == "only drills failed");
+  Record crash = screen("boot", 1, ALL);
+  crash.units["cpu 3"] = "crash";
+  crash.failures.push_back({"cpu 3", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}});
+  recs.push_back(crash);
+  CHECK(decide(of(recs), cfg).decision == Decision::hold);
+  Record unplaced = screen("boot", 1, ALL);  // exit 1 with no unit named still counts as a failure
+  recs = {unplaced};
+  CHECK(decide(of(recs), cfg).decision == Decision::hold);
+}
+
+TEST_CASE("history: the record of a run", "[history]") {
+  RunResult r;
+  r.profile = "standard";
+  r.end_unix = 1.8e9;
+  for (int c = 0; c < 4; ++c) {
+    UnitResult u;
+    u.cpu.cpu = c;
+    u.tiles = 10;
+    u.failed_tiles = c == 2 ? 1 : 0;
+    r.units.push_back(u);
+  }
+  UnitResult idle;
+  idle.cpu.cpu = 9;  // computed nothing: not screened
+  r.units.push_back(idle);
+  TestResult t;
+  t.id = "gemm_f32.uniform_1024";
+  t.family = "gemm_f32";
+  t.verdict = Verdict::fail;
+  t.units_failed = {2};
+  r.tests.push_back(t);
+  Record rec = record_of(r, "node7", true);
+  CHECK(rec.exit == 1);
+  CHECK(rec.screened == std::vector<std::string>{"cpu 0", "cpu 1", "cpu 2", "cpu 3"});
+  CHECK(rec.units.at("cpu 2") == "fail");
+  REQUIRE(rec.failures.size() == 1);
+  CHECK(rec.failures[0].unit == "cpu 2");
+  CHECK(rec.failures[0].family == "gemm_f32");
+  CHECK(to_line(rec).find("\"screened\":{\"cpu\":\"0-3\"}") != std::string::npos);
+  CHECK(record_of(r, "node7", false).selection == "custom");
+
+  // GPUs are recorded whole, by CUDA ordinal, with the failing SMs.
+  RunResult g;
+  g.profile = "boot";
+  g.backend = "cuda";
+  g.devices.resize(2);
+  g.devices[0].index = 0;
+  g.devices[1].index = 1;
+  TestResult gt;
+  gt.id = "gemm_f32.uniform_1024";
+  gt.family = "gemm_f32";
+  gt.device_index = 1;
+  gt.verdict = Verdict::fail;
+  gt.units_failed = {17, 5};
+  g.tests.push_back(gt);
+  gt.device_index = 0;
+  gt.verdict = Verdict::pass;
+  gt.units_failed.clear();
+  g.tests.push_back(gt);
+  rec = record_of(g, "gpunode", true);
+  CHECK(rec.screened == std::vector<std::string>{"gpu 0", "gpu 1"});
+  CHECK(rec.units.size() == 1);
+  CHECK(rec.units.at("gpu 1") == "fail");
+  REQUIRE(rec.failures.size() == 1);
+  CHECK(rec.failures[0].sms == std::vector<int>{5, 17});
+}
+
+TEST_CASE("history: the file, round trip, refusals, torn tail, bound", "[history]") {
+  TempDir d;
+  REQUIRE(prepare_dir(d.path).empty());
+  append(d.path, screen("standard", 1, ALL, {"cpu 1"}));
+  append(d.path, screen("standard", 0, ALL));
+  append(d.path, forget_record("cpu 1"));
+  History h;
+  bool exists = false;
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(exists);
+  REQUIRE(h.records.size() == 3);
+  CHECK(h.records[0].failures.at(0).unit == "cpu 1");
+  CHECK(h.records[0].screened == ALL);
+  CHECK(h.records[2].forget == "cpu 1");
+  const std::string file = d.path + "/" + FILE_NAME;
+
+  // A line cut short at the end (power loss) is ignored; any other damage is refused, naming the line.
+  { std::ofstream(file, std::ios::app) << "{\"v\":1,\"time\":\"x"; }
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.torn_tail);
+  CHECK(h.records.size() == 3);
+  const std::string good = read_file(file).substr(0, read_file(file).rfind('\n') + 1);
+  for (const std::string& line : {std::string("garbage"), std::string("{\"v\":2,\"time\":\"t\",\"unix\":1}"),
+                                  std::string("{\"v\":1,\"time\":\"t\",\"unix\":1,\"host\":\"h\"}")}) {
+    write_file_atomic(file, good + line + "\n");
+    const std::string err = load(d.path, h, exists);
+    CHECK(err.find("line 4") != std::string::npos);
+  }
+  Record bad_unit = screen("boot", 0, ALL);
+  std::string line = to_line(bad_unit);
+  line.replace(line.find("\"units\":{}"), 10, "\"units\":{\"cpu 1\":\"pass\"}");
+  write_file_atomic(file, good + line + "\n");
+  CHECK(!load(d.path, h, exists).empty());
+
+  // A symbolic link in the file's place is refused.
+  std::filesystem::remove(file);
+  std::filesystem::create_symlink("/dev/null", file);
+  CHECK(!prepare_dir(d.path).empty());
+  CHECK(!load(d.path, h, exists).empty());
+  std::filesystem::remove(file);
+
+  // Past MAX_LINES the file is cut back to the newest lines, keeping every older failure.
+  append(d.path, screen("boot", 1, ALL, {"cpu 3"}));
+  std::string many;
+  for (size_t i = 0; i < MAX_LINES; ++i) many += to_line(screen("boot", 0, ALL)) + "\n";
+  { std::ofstream(file, std::ios::app) << many; }
+  append(d.path, screen("boot", 0, ALL));
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.records.size() == KEEP_LINES + 1);
+  CHECK(h.records[0].failures.at(0).unit == "cpu 3");
+}
+
+TEST_CASE("history: per-unit summary and flapping", "[history]") {
+  std::vector<Record> recs = {screen("boot", 0, ALL),
+                              screen("boot", 1, ALL, {"cpu 1"}),
+                              screen("boot", 0, ALL),
+                              screen("boot", 1, ALL, {"cpu 1"}),
+                              screen("boot", 1, ALL, {"cpu 1"}),
+                              screen("boot", 1, ALL, {"cpu 2"}, true)};
+  const auto s = summarize(of(recs));
+  REQUIRE(s.size() == 4);
+  CHECK(s[1].unit == "cpu 1");
+  CHECK(s[1].screens == 5);
+  CHECK(s[1].failures == 3);
+  CHECK(s[1].flaps == 1);  // failed, passed, failed (twice in a row is not a flap)
+  CHECK(s[1].families == std::vector<std::string>{"gemm_f32"});
+  CHECK(s[2].failures == 0);  // the drill does not count
+}
