@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 #include "../spec/digest.h"
 
@@ -13,13 +14,6 @@ constexpr size_t MAX_LISTED_PER_TILE = 8;
 constexpr size_t MAX_LISTED_PER_TEST = 32;
 
 }  // namespace
-
-uint64_t ulp_distance(uint32_t a, uint32_t b) {
-  // Map the sign-magnitude encoding onto a line where adjacent floats are adjacent integers.
-  auto ord = [](uint32_t u) -> int64_t { return (u & 0x80000000u) ? -static_cast<int64_t>(u & 0x7fffffffu) : u; };
-  const int64_t d = ord(a) - ord(b);
-  return static_cast<uint64_t>(d < 0 ? -d : d);
-}
 
 void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>& inputs, uint64_t golden_digest,
                   uint64_t tile, const float* actual, int iteration, int unit, Workspace& ws,
@@ -37,20 +31,27 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
                       tile));
   }
   size_t listed = 0;
+  Signature* sig = nullptr;  // looked up at the first differing element: a failing tile can have none
   for (uint32_t e = 0; e < te; ++e) {
     uint32_t a, x;
     std::memcpy(&x, &expected[e], 4);
     std::memcpy(&a, &actual[e], 4);
     if (a == x) continue;
     ++r.miscompared_elements;
+    // Every differing element goes into the unit's signature, listed or not: where it lies in the output is
+    // read from its name, the one place every family spells out its output's indices.
+    const uint64_t element = problem.logical_element(tile, e);
+    std::string name = problem.element_name(element);
+    if (!sig) sig = &signature_of(r.signatures, unit);
+    sig->add(iteration, tile, position_from_name(name), x, a);
     if (listed >= MAX_LISTED_PER_TILE || r.miscompares.size() >= MAX_LISTED_PER_TEST) continue;
     ++listed;
     Miscompare m;
     m.iteration = iteration;
     m.tile = tile;
     m.unit = unit;
-    m.element = problem.logical_element(tile, e);
-    m.element_name = problem.element_name(m.element);
+    m.element = element;
+    m.element_name = std::move(name);
     m.expected = x;
     m.actual = a;
     m.ulps = ulp_distance(x, a);

@@ -13,12 +13,9 @@ namespace sdc {
 // Lists the elements of a failing tile that differ from the expected values (recomputed on this CPU
 // into `expected` unless it already holds them, and checked against the golden digest: a note says
 // when even the recomputation disagrees). At most a few elements per tile and per test are listed;
-// all are counted.
+// all are counted and go into the unit's bit signature (signature.h).
 void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>& inputs, uint64_t golden_digest,
                   uint64_t tile, const float* actual, int iteration, int unit, Workspace& ws,
                   std::vector<float>& expected, TestResult& r);
-
-// Float helpers for reports.
-uint64_t ulp_distance(uint32_t a, uint32_t b);
 
 }  // namespace sdc

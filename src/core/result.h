@@ -7,6 +7,7 @@
 
 #include "device_info.h"
 #include "inject.h"
+#include "signature.h"
 
 namespace sdc {
 
@@ -44,6 +45,9 @@ struct TestResult {
   uint64_t miscompared_elements = 0;
   std::vector<int> units_failed;        // logical CPUs, or SMs of the test's GPU
   std::vector<Miscompare> miscompares;  // the first ones, with full localization
+  // Per unit, in unit order, accumulated over every differing element (not only the listed ones); a tile
+  // judged by digests alone (no element values: node consensus, a recorded golden) adds nothing.
+  std::vector<UnitSignature> signatures;
   std::vector<std::string> notes;
   // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
   // "consensus" (repeats and the node's GPUs; also a recorded case whose architecture and engine have no

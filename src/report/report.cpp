@@ -48,6 +48,20 @@ const char* unit_result(const UnitResult& u) {
 
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
+// The counts behind a unit's signature string, for people.
+std::string signature_detail(const Signature& g) {
+  std::string s =
+      fmt::format("{} element(s) in {} tile(s), {}", g.elements(), g.tiles(),
+                  g.min_elements_per_tile() == g.max_elements_per_tile()
+                      ? fmt::format("{} per tile", g.max_elements_per_tile())
+                      : fmt::format("{} to {} per tile", g.min_elements_per_tile(), g.max_elements_per_tile()));
+  s += fmt::format("; flips: sign {}, exponent {}, mantissa {}; 0->1 {}, 1->0 {}", g.flips(BitField::sign),
+                   g.flips(BitField::exponent), g.flips(BitField::mantissa), g.rises_total(), g.falls_total());
+  if (const StuckAt st = g.stuck_at())
+    s += fmt::format("; stuck-at-{} bit {} ({})", st.value, st.bit, bit_label(st.bit));
+  return s;
+}
+
 // Where a miscompare's unit is, in words: a logical CPU with its core and package, or an SM of a GPU.
 std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
   if (t.device_index >= 0) return fmt::format("{} SM {}", t.device, unit);
@@ -194,6 +208,10 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                        hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
     if (t.miscompared_elements > t.miscompares.size())
       s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
+    for (const UnitSignature& u : t.signatures)
+      if (!u.signature.empty())
+        s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
+                         signature_detail(u.signature));
   }
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
@@ -213,6 +231,44 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   s += fmt::format("exit: {}\n", r.exit_word());
   return s;
 }
+
+namespace {
+
+nlohmann::json signature_json(const Signature& g, const std::string& family, nlohmann::json unit) {
+  using json = nlohmann::json;
+  json ulps = json::array();
+  const auto& buckets = g.ulp_buckets();
+  for (int k = 0; k < Signature::ULP_BUCKETS; ++k) {
+    if (!buckets[k]) continue;
+    const uint64_t from = k == 0 ? 0 : uint64_t{1} << (k - 1);
+    const uint64_t to = k == 0 ? 0 : from + (from - 1);  // 2^k - 1 without overflowing at k = 64
+    ulps.push_back({{"from", from}, {"to", to}, {"elements", buckets[k]}});
+  }
+  json clusters = json::object();
+  const auto by_cluster = g.tiles_by_cluster();
+  for (int c = 0; c < CLUSTERS; ++c) clusters[cluster_name(static_cast<Cluster>(c))] = by_cluster[c];
+  const StuckAt st = g.stuck_at();
+  return {{"unit", std::move(unit)},
+          {"signature", g.text(family)},
+          {"elements", g.elements()},
+          {"bit_flips",
+           {{"sign", g.flips(BitField::sign)},
+            {"exponent", g.flips(BitField::exponent)},
+            {"mantissa", g.flips(BitField::mantissa)},
+            {"zero_to_one", g.rises()},
+            {"one_to_zero", g.falls()}}},
+          {"directions", {{"zero_to_one", g.rises_total()}, {"one_to_zero", g.falls_total()}}},
+          {"ulps", ulps},
+          {"tiles",
+           {{"count", g.tiles()},
+            {"min_elements", g.min_elements_per_tile()},
+            {"max_elements", g.max_elements_per_tile()}}},
+          {"cluster", cluster_name(g.cluster())},
+          {"cluster_tiles", clusters},
+          {"stuck_at", st ? json{{"bit", st.bit}, {"value", st.value}} : json(nullptr)}};
+}
+
+}  // namespace
 
 std::string render_json(const RunResult& r, const HostInfo& host) {
   using json = nlohmann::json;
@@ -280,21 +336,25 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["library"] = t.library.empty() ? json(nullptr) : json(t.library);
     jt["algorithm"] = t.algorithm.empty() ? json(nullptr) : json(t.algorithm);
     if (!t.reason.empty()) jt["reason"] = t.reason;
+    auto unit_json = [&](int unit) {
+      return t.device_index >= 0
+                 ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", unit}}
+                 : json{{"kind", "cpu"}, {"cpu", unit}};
+    };
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares)
-      jt["miscompares"].push_back(
-          {{"iteration", m.iteration},
-           {"tile", m.tile},
-           {"unit",
-            t.device_index >= 0
-                ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", m.unit}}
-                : json{{"kind", "cpu"}, {"cpu", m.unit}}},
-           {"element", m.element},
-           {"element_name", m.element_name},
-           {"expected", hex32(m.expected)},
-           {"actual", hex32(m.actual)},
-           {"xor_mask", hex32(m.expected ^ m.actual)},
-           {"ulps", m.ulps}});
+      jt["miscompares"].push_back({{"iteration", m.iteration},
+                                   {"tile", m.tile},
+                                   {"unit", unit_json(m.unit)},
+                                   {"element", m.element},
+                                   {"element_name", m.element_name},
+                                   {"expected", hex32(m.expected)},
+                                   {"actual", hex32(m.actual)},
+                                   {"xor_mask", hex32(m.expected ^ m.actual)},
+                                   {"ulps", m.ulps}});
+    jt["signatures"] = json::array();
+    for (const UnitSignature& u : t.signatures)
+      if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, unit_json(u.unit)));
     j["tests"].push_back(jt);
   }
   j["injections"] = json::array();

@@ -7,7 +7,8 @@
 
 namespace sdc {
 
-constexpr int REPORT_SCHEMA_VERSION = 4;  // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash
+// 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures
+constexpr int REPORT_SCHEMA_VERSION = 5;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

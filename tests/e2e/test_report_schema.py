@@ -62,6 +62,9 @@ def consistent(name, rc, report):
             xor = int(m["expected"], 16) ^ int(m["actual"], 16)
             F.check(int(m["xor_mask"], 16) == xor, f"{name}: {t['id']}: xor_mask {m['xor_mask']} != expected ^ actual")
             F.check(m["unit"]["cpu"] in t["units_failed"], f"{name}: {t['id']}: miscompare unit {m['unit']} not in units_failed")
+        for g in t["signatures"]:
+            F.check(g["unit"]["cpu"] in t["units_failed"], f"{name}: {t['id']}: signature unit {g['unit']} not in units_failed")
+            F.check(g["signature"].startswith(t["family"] + ":"), f"{name}: {t['id']}: signature {g['signature']!r} not of {t['family']}")
 
 
 # --- 1. a clean run -------------------------------------------------------------------------------
@@ -94,6 +97,11 @@ if inj:
         m = t["miscompares"][0]
         F.check(m["element"] == 5 and m["xor_mask"] == "0x00000008" and m["iteration"] == 0,
                 f"output injection: miscompare {m} is not element 5, xor 0x00000008, iteration 0")
+    sigs = t.get("signatures", [])
+    # The injection XORs bit 3, so its direction is the value's; one element flipped by 8 ULPs either way.
+    F.check([g.get("signature") for g in sigs] in ([f"softmax_f32:bits=m3:dir={d}:ulp=2^3:cluster=single"]
+                                                   for d in ("0to1", "1to0")),
+            f"output injection: signatures {[g.get('signature') for g in sigs]}, expected bit m3 in one element")
 
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
@@ -147,6 +155,8 @@ if base:
     mutant("schema_version is 1 (the CPU-only format)", setp(["schema_version"], 1))
     mutant("schema_version is 2 (before judged_by)", setp(["schema_version"], 2))
     mutant("schema_version is 3 (before crash)", setp(["schema_version"], 3))
+    mutant("schema_version is 4 (before signatures)", setp(["schema_version"], 4))
+    mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
     mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
     mutant("tests[0].library is 0", setp(["tests", 0, "library"], 0))
@@ -166,6 +176,13 @@ if base:
     mutant("extra key in tests[0]", setp(["tests", 0, "color"], "red"))
     mutant("extra key in exit", setp(["exit", "reason"], "x"))
     mutant("extra key in miscompare", setp(["tests", 0, "miscompares", 0, "bits"], 3))
+    if base["tests"][0].get("signatures"):
+        mutant("signature string with a unit number", setp(["tests", 0, "signatures", 0, "signature"],
+                                                           base["tests"][0]["signatures"][0]["signature"] + ":cpu=3"))
+        mutant("signature cluster 'blob'", setp(["tests", 0, "signatures", 0, "cluster"], "blob"))
+        mutant("signature with 31 bit counts", lambda r: r["tests"][0]["signatures"][0]["bit_flips"]["zero_to_one"].pop())
+        mutant("signature stuck_at bit 32", setp(["tests", 0, "signatures", 0, "stuck_at"], {"bit": 32, "value": 1}))
+        mutant("signature without tiles", delp(["tests", 0, "signatures", 0, "tiles"]))
     # bad hex strings
     mutant("expected without 0x", setp(["tests", 0, "miscompares", 0, "expected"], "00000000"))
     mutant("actual upper-case", setp(["tests", 0, "miscompares", 0, "actual"], "0x0000000A"))
@@ -185,8 +202,10 @@ if base:
         mutant("skip without a reason", setp(["tests", 0, "result"], "skip"), on=clean)
         mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
+        if base["tests"][0].get("signatures"):
+            mutant("pass with a signature", lambda r: r["tests"][0]["signatures"].append(copy.deepcopy(base["tests"][0]["signatures"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
-    # The GPU shape of a report (schema_version 4), built from the injected CPU report: it validates, and
+    # The GPU shape of a report (schema_version 5), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
     gpu = copy.deepcopy(base)
     gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
@@ -201,7 +220,7 @@ if base:
         t["device"] = "cuda:0"
         t["library"], t["algorithm"] = "sdcscreen-kernels 1", "mma.sync m16n8k16 f32 accumulators"
         t["units_failed"] = [17] if t["result"] == "fail" else []
-        for m in t["miscompares"]:
+        for m in t["miscompares"] + t["signatures"]:
             m["unit"] = {"kind": "sm", "device": 0, "sm": 17}
     for i in gpu["injections"]:
         i["device"], i["fired_unit"] = 0, 17
@@ -236,7 +255,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 4, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 5, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:
