@@ -1,0 +1,309 @@
+// train_step_f32: one training step of a small Llama-shaped decoder-only transformer in IEEE binary32,
+// exact mode: forward, backward, micro-batch gradient accumulation and the optimizer, every rounding
+// specified, so a CPU and a GPU that follow this file produce the same bits for every activation,
+// gradient, parameter and loss. The replay judges a device by comparing these against goldens
+// (per submodule with computation sync, per step with parameter sync, and over a free-running period).
+//
+// Built from the existing families where they fit, with the same element formulas and orders:
+//   matmul      gemm_f32 (one fma chain per output from +0, k ascending)
+//   RMSNorm     rmsnorm_f32 (pairwise_sum of squares / cols, 1 / sqrtf(ms + EPS), (x * inv) * w)
+//   attention   attention_f32 (scores, fold_max, sdc_expf, pairwise_sum, P V chain divided by l)
+//   loss        cross_entropy_f32 (fold_max, pairwise_sum of sdc_expf, (m + sdc_logf(s)) - x[target])
+// Everything else (rotary embedding, SwiGLU, the backward ops, the optimizers) is specified here.
+//
+// ---------------------------------------------------------------------------------------------------------
+// Notation. Matrices are row-major. A micro-batch holds T = mb * S tokens, token t = b * S + p (sequence b,
+// position p). "chain_{k=a..b} x_k * y_k" means acc = +0; for k = a, a+1, ..., b: acc = fmaf(x_k, y_k, acc)
+// (gemm_f32's k-chain). pairwise_sum and fold_max are fpmath.h's fixed trees over the stated index order.
+// Every other operation is one IEEE binary32 operation, evaluated in the order written; fmaf is written
+// wherever a fused operation is meant and nowhere else.
+//
+// Zero steps. A chain from +0 never holds -0 (an exact cancellation rounds to +0, and +0 + -0 = +0), so a
+// step whose product is +-0 leaves any finite accumulator unchanged. The fast paths use this to run a
+// chain through masked (zero) entries of a causal matrix; the specification leaves those entries out.
+//
+// ---------------------------------------------------------------------------------------------------------
+// Parameters (Y = X W: a weight is fan_in x fan_out, row-major; the name is the tensor's stable id):
+//   embed V x d;  per layer l: layer<l>.attn_norm d, layer<l>.attn.{wq,wk,wv,wo} d x d,
+//   layer<l>.mlp_norm d, layer<l>.mlp.{gate,up} d x F, layer<l>.mlp.down F x d;  final_norm d;  lm_head d x V.
+// Initial values: parameter number i (in the order above) has key tensor_key(seed, i); element e is
+//   uniform_value(element_hash(key, e)) * 2^-c,  c = ceil(log4(fan_in)) (so the scale is the largest power
+//   of two at most 1/sqrt(fan_in)); c = 0 for embed (rows are looked up, not summed). Norm weights are 1.
+//
+// Data of step s (tokens and targets, per sequence b of the whole batch, b = mb_index * mb + b_local):
+//   key = tensor_key(seed, DATA_TENSOR + s); x_0 = element_hash(key, b * (S + 1)) mod V;
+//   x_p = (x_{p-1} + 1 + (element_hash(key, b * (S + 1) + p) mod 4)) mod V for p = 1..S;
+//   tokens = x_0..x_{S-1}, targets = x_1..x_S. (A walk with small random steps: the next token is
+//   predictable to one of four, so a few steps of training visibly lower the loss.)
+//
+// ---------------------------------------------------------------------------------------------------------
+// Forward of one micro-batch (the submodule names of the model in brackets):
+//   [embed]        x[t][j] = embed[token[t]][j]
+//   per layer l:
+//   [attn_norm]    n = RMSNorm(x, attn_norm): rmsnorm_f32's formula per row; inv[t] is kept
+//   [attn.wq/wk/wv] q = n wq, k = n wk, v = n wv                            matmul
+//   [attn.rope_q/rope_k] rotary embedding of q and k, see ROPE below
+//   [attn.core]    a = causal attention of each head (columns h*D..h*D+D-1, D = d / H) of each sequence,
+//                  attention_f32's formula with scale = 1 / sqrtf(D)
+//   [attn.wo]      o = a wo
+//   [attn.residual] h = x + o
+//   [mlp_norm]     n2 = RMSNorm(h, mlp_norm)
+//   [mlp.gate/up]  g = n2 gate, u = n2 up                                   T x F
+//   [mlp.swiglu]   z = silu(g) * u, silu below
+//   [mlp.down]     y = z down
+//   [mlp.residual] x' = h + y
+//   [final_norm]   nf = RMSNorm(x, final_norm)
+//   [lm_head]      logits = nf lm_head                                      T x V
+//   [loss]         loss[t] = cross_entropy_f32's formula with target[t]
+// The step's loss: B * S is a power of two (S, B and mb are), so the pairwise tree over all B * S token
+// losses in token order is the pairwise tree of the micro-batches' sums (each a pairwise_sum over its T
+// tokens, T a power of two), and loss = sum * 2^-log2(B * S) is an exact scaling.
+//
+// Backward of one micro-batch, in this order (gradients of a tensor are written d<tensor>):
+//   [loss]         per token: m, s as in the forward; p = sdc_expf(x[v] - m) / s; p = p - 1 if v = target;
+//                  dlogits[t][v] = p * 2^-log2(B * S)                       (the mean's exact scaling)
+//   [lm_head]      dnf = dlogits lm_head^T, dlm_head = nf^T dlogits          MATMUL BACKWARD below
+//   [final_norm]   RMSNORM BACKWARD of dnf: dx, dfinal_norm
+//   per layer l = L-1 .. 0, with dx' the gradient of the layer's output (it flows unchanged to h and y):
+//   [mlp.down]     dz, ddown                                                 from dy = dx'
+//   [mlp.swiglu]   dg, du: SWIGLU BACKWARD
+//   [mlp.up]       dn2_u, dup;   [mlp.gate] dn2_g, dgate
+//   [mlp_norm]     dn2 = dn2_g + dn2_u, then RMSNORM BACKWARD: dh_n, dmlp_norm
+//   [mlp.residual] dh = dx' + dh_n
+//   [attn.wo]      da, dwo
+//   [attn.core]    dq_r, dk_r, dv: ATTENTION BACKWARD
+//   [attn.rope_q/rope_k] dq, dk: the inverse rotation
+//   [attn.wv], [attn.wk], [attn.wq] dn_v, dwv; dn_k, dwk; dn_q, dwq
+//   [attn_norm]    dn = (dn_q + dn_k) + dn_v, then RMSNORM BACKWARD: dx_n, dattn_norm
+//   [attn.residual] dx = dh + dx_n                                           the layer's input gradient
+//   [embed]        dembed[v][j] = +0 for every row, then for t = 0..T-1 ascending:
+//                  dembed[token[t]][j] = dembed[token[t]][j] + dx[t][j]      (scatter-add in token order)
+//
+// MATMUL BACKWARD of Y = X W (X T x K, W K x N, dY T x N):
+//   dX[t][k] = chain_{j=0..N-1} dY[t][j] * W[k][j]        (= dY W^T, j ascending)
+//   dW[k][j] = chain_{t=0..T-1} X[t][k] * dY[t][j]        (= X^T dY, tokens ascending)
+// RMSNORM BACKWARD of y = (x * inv) * w (per row; xh[j] = x[j] * inv, the forward's rounding):
+//   gw[j] = dy[j] * w[j];  c = pairwise_sum_j(gw[j] * xh[j]) / cols;  dx[j] = fmaf(-xh[j], c, gw[j]) * inv
+//   dw[j] = chain_{t=0..T-1} dy[t][j] * xh[t][j]
+// ROPE, for position p of its sequence and pair i = 0..D/2-1 of each head (elements 2i, 2i+1):
+//   inv_freq[i] = sdc_expf(-(((float)(2i) / (float)D) * sdc_logf(ROPE_THETA)))
+//   angle = (float)p * inv_freq[i];  c = sdc_cosf(angle), s = sdc_sinf(angle)   (own sin/cos, below)
+//   forward:  y0 = fmaf(x0, c, -(x1 * s)),   y1 = fmaf(x0, s, x1 * c)
+//   backward: dx0 = fmaf(dy0, c, dy1 * s),   dx1 = fmaf(dy1, c, -(dy0 * s))   (the transposed rotation)
+// ATTENTION BACKWARD per head and sequence (q, k, v the rotated D-column slices, do = da's slice). Row i:
+//   n = i + 1; s[j], m, p[j], l recomputed exactly as in the forward for j < n;  P[j] = p[j] / l
+//   dP[j] = chain_{e=0..D-1} do[i][e] * v[j][e]                       j < n
+//   r = pairwise_sum_{j<n}(P[j] * dP[j]);  dS[i][j] = (P[j] * (dP[j] - r)) * scale
+//   dq[i][e] = chain_{j=0..i} dS[i][j] * k[j][e]
+//   dk[j][e] = chain_{i=j..S-1} dS[i][j] * q[i][e],   dv[j][e] = chain_{i=j..S-1} P_i[j] * do[i][e]
+// SWIGLU: e = sdc_expf(-g); sg = 1 / (1 + e); silu = g * sg; z = silu * u
+//   backward: du = dz * silu;  dsilu = sg * fmaf(g, 1 - sg, 1);  dg = (dz * u) * dsilu
+//   (d silu / dg = sg + g sg (1 - sg); for g < -88.7, e = inf, sg = +0 and everything stays finite)
+//
+// Micro-batch accumulation: G = g_0, then G = G + g_m for m = 1, 2, ... in order (left fold; the first
+// micro-batch's gradient is the initial value, never +0 + g_0). Since the loss scaling 2^-log2(B*S) is in
+// every micro-batch's dlogits, G is the gradient of the step's mean loss.
+//
+// Optimizer, per parameter tensor, at step index s (t = s + 1 >= 1):
+//   beta^t is the left fold p = beta; p = p * beta (t - 1 times): own power, no pow(), no exp/log.
+//   bc1 = 1 - beta1^t, bc2 = 1 - beta2^t. Per element (g = G):
+//   m = fmaf(beta1, m, (1 - beta1) * g),  v = fmaf(beta2, v, (1 - beta2) * (g * g))
+//   r = (m / bc1) / (sqrtf(v / bc2) + eps)
+//   AdamW: w = fmaf(-lr, r, w * (1 - lr * wd))                          (decoupled decay, PyTorch's AdamW)
+//   LAMB:  u = fmaf(wd, w, r);  wn = sqrtf(pairwise_sum(w * w)), un = sqrtf(pairwise_sum(u * u)) over the
+//          tensor in element order (before the update); trust = wn > 0 && un > 0 ? wn / un : 1;
+//          w = fmaf(-(lr * trust), u, w)
+//   Weight decay applies to matrices (embed, lm_head, attention, MLP); norm weights use wd = 0.
+//   Scalars (1 - beta, lr * wd, 1 - lr * wd, bc1, bc2) are single float operations computed once per step.
+#pragma once
+
+#include "../../src/spec/fpmath.h"
+#include "../../src/spec/generator.h"
+
+namespace sdc::train_step_f32 {
+
+constexpr float RMS_EPS = 1e-6f;  // rmsnorm_f32::EPS
+constexpr float ROPE_THETA = 10000.0f;
+constexpr uint32_t DATA_TENSOR = 0x40000000u;  // tensor ids of the data: DATA_TENSOR + step
+constexpr uint32_t DATA_STEP_LIMIT = 0x3fffffffu;
+
+// The model's sizes. S, B and mb are powers of two (the loss mean is then an exact scaling), H divides d,
+// D = d / H is even (rotary pairs), mb divides B, S <= 8192 (the range of the own sine and cosine).
+// The presets keep every matmul dimension a multiple of 64 (the tiny one excepted: T = S = D = 32);
+// gemm_f32's tile kernel handles ragged edges anyway, so nothing depends on it. tiny has B / mb = 4
+// micro-batches so that the accumulation order is observable (two terms would commute).
+struct Config {
+  int64_t vocab;   // V
+  int64_t dim;     // d
+  int64_t heads;   // H
+  int64_t layers;  // L
+  int64_t seq;     // S
+  int64_t batch;   // B sequences per step
+  int64_t micro;   // mb sequences per micro-batch
+  int64_t ffn;     // F
+
+  SDC_HD int64_t head_dim() const { return dim / heads; }
+  SDC_HD int64_t micro_batches() const { return batch / micro; }
+  SDC_HD int64_t tokens() const { return micro * seq; }  // T, tokens of one micro-batch
+};
+
+constexpr Config tiny_config() { return {256, 64, 2, 2, 32, 4, 1, 192}; }
+constexpr Config small_config() { return {4096, 256, 4, 2, 128, 4, 1, 768}; }
+constexpr Config standard_config() { return {8192, 1024, 16, 4, 1024, 4, 1, 2816}; }
+
+SDC_HD bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+SDC_HD int log2_exact(int64_t n) {
+  int e = 0;
+  while ((int64_t{1} << e) < n) ++e;
+  return e;
+}
+
+// c = ceil(log4(fan_in)): the initial scale 2^-c is the largest power of two <= 1/sqrt(fan_in).
+SDC_HD int init_scale_exponent(int64_t fan_in) {
+  int c = 0;
+  while ((int64_t{1} << (2 * c)) < fan_in) ++c;
+  return c;
+}
+
+// ---- own sine and cosine -------------------------------------------------------------------------------
+// Valid for |x| <= 2^13 (the rotary angles are below S <= 8192). Range reduction x = k pi/2 + r with
+// k = round(x * 2/pi) (to nearest even, through the 1.5 * 2^23 shifter) and pi/2 split in three floats:
+// r1 = fmaf(-k, P1, x) is exact (x - k P1 is a multiple of 2^-23 below 1 in magnitude when |x| >= 1,
+// and k = 0 when |x| < pi/4), then r = fmaf(-k, P3, fmaf(-k, P2, r1)). On |r| <= pi/4 (a little more
+// when x * 2/pi rounds across a half) Cephes' sinf/cosf polynomials; the quadrant k mod 4 picks
+// +-sin r or +-cos r.
+struct Reduced {
+  float r;
+  int quadrant;  // k mod 4, in 0..3
+};
+
+SDC_HD Reduced reduce_half_pi(float x) {
+  const float shifter = 12582912.0f;                            // 1.5 * 2^23
+  const float kf = fmaf(x, 0x1.45f306p-1f, shifter) - shifter;  // 2/pi
+  float r = fmaf(-kf, 0x1.921fb6p+0f, x);                       // P1 = float(pi/2)
+  r = fmaf(-kf, -0x1.777a5cp-25f, r);                           // P2 = float(pi/2 - P1)
+  r = fmaf(-kf, -0x1.ee59dap-50f, r);                           // P3 = float(pi/2 - P1 - P2)
+  const int k = static_cast<int>(kf);
+  return {r, k & 3};
+}
+
+SDC_HD float sin_poly(float r) {
+  const float z = r * r;
+  float p = fmaf(-1.9515295891e-4f, z, 8.3321608736e-3f);
+  p = fmaf(p, z, -1.6666654611e-1f);
+  return fmaf(p * z, r, r);
+}
+
+SDC_HD float cos_poly(float r) {
+  const float z = r * r;
+  float p = fmaf(2.443315711809948e-5f, z, -1.388731625493765e-3f);
+  p = fmaf(p, z, 4.166664568298827e-2f);
+  return fmaf(p, z * z, fmaf(-0.5f, z, 1.0f));
+}
+
+SDC_HD float sdc_sinf(float x) {
+  const Reduced q = reduce_half_pi(x);
+  const float s = sin_poly(q.r), c = cos_poly(q.r);
+  const float v = (q.quadrant & 1) ? c : s;
+  return (q.quadrant & 2) ? -v : v;
+}
+
+SDC_HD float sdc_cosf(float x) {
+  const Reduced q = reduce_half_pi(x);
+  const float s = sin_poly(q.r), c = cos_poly(q.r);
+  const float v = (q.quadrant & 1) ? s : c;
+  return ((q.quadrant + 1) & 2) ? -v : v;
+}
+
+// ---- rotary embedding ----------------------------------------------------------------------------------
+// log_theta = sdc_logf(ROPE_THETA), computed once by the caller.
+SDC_HD float rope_inv_freq(int64_t pair, int64_t head_dim, float log_theta) {
+  const float e = static_cast<float>(2 * pair) / static_cast<float>(head_dim);
+  return sdc_expf(-(e * log_theta));
+}
+
+SDC_HD float rope_angle(int64_t position, float inv_freq) { return static_cast<float>(position) * inv_freq; }
+
+struct Pair {
+  float a, b;
+};
+
+SDC_HD Pair rope_rotate(float x0, float x1, float c, float s) { return {fmaf(x0, c, -(x1 * s)), fmaf(x0, s, x1 * c)}; }
+
+SDC_HD Pair rope_rotate_back(float dy0, float dy1, float c, float s) {
+  return {fmaf(dy0, c, dy1 * s), fmaf(dy1, c, -(dy0 * s))};
+}
+
+// ---- SwiGLU --------------------------------------------------------------------------------------------
+SDC_HD float sigmoid(float g) { return 1.0f / (1.0f + sdc_expf(-g)); }
+
+SDC_HD float silu(float g) { return g * sigmoid(g); }
+
+// d silu / dg = sg * (1 + g * (1 - sg))
+SDC_HD float silu_grad(float g) {
+  const float sg = sigmoid(g);
+  return sg * fmaf(g, 1.0f - sg, 1.0f);
+}
+
+SDC_HD float swiglu(float g, float u) { return silu(g) * u; }
+
+SDC_HD Pair swiglu_back(float g, float u, float dz) {  // {dg, du}
+  return {(dz * u) * silu_grad(g), dz * silu(g)};
+}
+
+// ---- RMSNorm backward element --------------------------------------------------------------------------
+SDC_HD float rmsnorm_dx(float gw, float xh, float c, float inv) { return fmaf(-xh, c, gw) * inv; }
+
+// ---- optimizers ----------------------------------------------------------------------------------------
+// beta^t by the left fold of multiplications (t >= 1).
+SDC_HD float own_pow(float beta, int64_t t) {
+  float p = beta;
+  for (int64_t i = 1; i < t; ++i) p = p * beta;
+  return p;
+}
+
+// The per-step scalars of one tensor (single float operations, computed once).
+struct OptScalars {
+  float lr, beta1, beta2, one_minus_beta1, one_minus_beta2, eps, wd, decay, bc1, bc2;
+};
+
+SDC_HD OptScalars opt_scalars(float lr, float beta1, float beta2, float eps, float wd, int64_t t) {
+  OptScalars s;
+  s.lr = lr;
+  s.beta1 = beta1;
+  s.beta2 = beta2;
+  s.one_minus_beta1 = 1.0f - beta1;
+  s.one_minus_beta2 = 1.0f - beta2;
+  s.eps = eps;
+  s.wd = wd;
+  s.decay = 1.0f - lr * wd;
+  s.bc1 = 1.0f - own_pow(beta1, t);
+  s.bc2 = 1.0f - own_pow(beta2, t);
+  return s;
+}
+
+// Updates the moments in place and returns the Adam direction r.
+SDC_HD float adam_direction(float g, float& m, float& v, const OptScalars& s) {
+  m = fmaf(s.beta1, m, s.one_minus_beta1 * g);
+  v = fmaf(s.beta2, v, s.one_minus_beta2 * (g * g));
+  return (m / s.bc1) / (sqrtf(v / s.bc2) + s.eps);
+}
+
+SDC_HD float adamw_element(float w, float g, float& m, float& v, const OptScalars& s) {
+  const float r = adam_direction(g, m, v, s);
+  return fmaf(-s.lr, r, w * s.decay);
+}
+
+// LAMB's first pass: the update direction u (the norms of w and u follow, then lamb_apply).
+SDC_HD float lamb_direction(float w, float g, float& m, float& v, const OptScalars& s) {
+  return fmaf(s.wd, w, adam_direction(g, m, v, s));
+}
+
+SDC_HD float lamb_trust(float w_norm, float u_norm) {
+  return (w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
+}
+
+SDC_HD float lamb_apply(float w, float u, float lr_trust) { return fmaf(-lr_trust, u, w); }
+
+}  // namespace sdc::train_step_f32

@@ -1,0 +1,142 @@
+// The model of train_step_f32 on the CPU: named parameters and gradients, and one training step as a
+// sequence of named submodule computations (train_step_f32.h specifies each). Every computed output is
+// handed to an Observer, which may read it (to digest and compare it) and may overwrite it (to put the
+// golden output in its place: the replay's computation sync); the step goes on from whatever the buffer
+// then holds. Single-threaded: one CPU worker runs one replay; there is no global state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "train_step_f32.h"
+#include "train_step_f32_ops.h"
+
+namespace sdc::train_step_f32 {
+
+struct Tensor {
+  std::string name;
+  int64_t rows = 0, cols = 0;  // a vector (norm weight) has rows = 1
+  bool decay = false;          // weight decay applies (matrices) or not (norm weights)
+  std::vector<float> data;
+  int64_t size() const { return rows * cols; }
+};
+
+// Tensors in a fixed order (the parameter order of train_step_f32.h), found by name.
+struct TensorSet {
+  std::vector<Tensor> tensors;
+  Tensor& operator[](std::string_view name);
+  const Tensor& operator[](std::string_view name) const;
+  const Tensor* find(std::string_view name) const;
+};
+
+// Parameters in their fixed order with zero data (the shape of every parameter, gradient and moment set).
+TensorSet parameter_shapes(const Config& cfg);
+// Initial parameters (train_step_f32.h: uniform times 2^-ceil(log4(fan_in)), norm weights 1).
+TensorSet init_params(const Config& cfg, uint64_t seed);
+// Throws std::invalid_argument unless the sizes satisfy train_step_f32.h's requirements.
+void check_config(const Config& cfg);
+
+enum class Pass : uint8_t { forward, backward, accumulate, loss, optimizer };
+
+// One computation of the step. name is "<module>.<pass>" ("layer1.attn.wo.forward", "lm_head.backward",
+// "layer0.mlp.down.accumulate", "loss.step", "embed.optimizer"); outputs names its output tensors in the
+// order they are reported (a backward matmul reports {"dx", "dw"}).
+struct Submodule {
+  std::string name;
+  int index = 0;  // position in execution order
+  Pass pass = Pass::forward;
+  int layer = -1;  // -1 outside the layers
+  std::vector<std::string> outputs;
+};
+
+// All submodules in execution order: one micro-batch's forward and backward, the accumulation (run from
+// micro-batch 1 on), the step's loss, then the optimizer of every parameter.
+std::vector<Submodule> submodules(const Config& cfg);
+
+// Where an output was computed: microbatch is -1 for the step-level passes (loss, optimizer).
+struct Site {
+  int64_t step = 0;
+  int microbatch = 0;
+  int output = 0;  // index into Submodule::outputs
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // out is the computed output; the step continues from its contents when this returns.
+  virtual void output(const Submodule& s, const Site& at, std::span<float> out) = 0;
+};
+
+// Test hook: flips one bit of one output of one submodule at one step and micro-batch, then hands the
+// output on to `next` (which sees the corrupted value, as it would a faulty device's).
+struct BitFlip {
+  std::string submodule;
+  int output = 0;
+  int64_t step = 0;
+  int microbatch = 0;
+  int64_t element = 0;
+  int bit = 0;
+};
+
+class BitFlipInjector final : public Observer {
+ public:
+  explicit BitFlipInjector(BitFlip flip, Observer* next = nullptr) : flip_(std::move(flip)), next_(next) {}
+  void output(const Submodule& s, const Site& at, std::span<float> out) override;
+  bool fired() const { return fired_; }
+
+ private:
+  BitFlip flip_;
+  Observer* next_;
+  bool fired_ = false;
+};
+
+// Which path each submodule runs: `path`, unless `per_submodule` names it.
+struct Options {
+  Path path = Path::fast;
+  std::map<std::string, Path, std::less<>> per_submodule;
+  Path path_for(std::string_view submodule) const;
+};
+
+enum class OptimizerKind : uint8_t { adamw, lamb };
+
+struct Optimizer {
+  OptimizerKind kind = OptimizerKind::adamw;
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+// The optimizer's moments, and the last step's accumulated gradients (by parameter name).
+struct OptState {
+  TensorSet m, v, grads;
+};
+OptState init_opt_state(const Config& cfg);
+
+// Tokens and targets of a whole step (B x S each, sequence-major), train_step_f32.h's data formula.
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+};
+Batch step_data(const Config& cfg, uint64_t seed, int64_t step);
+
+// One training step: forward and backward of every micro-batch, accumulation, loss, optimizer. Returns the
+// step's mean loss; opt.grads holds the accumulated gradients afterwards.
+float train_step(const Config& cfg, TensorSet& params, OptState& opt, int64_t step, uint64_t seed,
+                 const Optimizer& optimizer, Observer* observer = nullptr, const Options& options = {});
+
+// Steps 0..steps-1 from init_params(cfg, seed); returns the per-step losses (params_out: the final ones).
+std::vector<float> train(const Config& cfg, int64_t steps, uint64_t seed, const Optimizer& optimizer,
+                         Observer* observer = nullptr, const Options& options = {}, TensorSet* params_out = nullptr);
+
+// The gradients of micro-batch `mb` of a step alone (forward and backward, no accumulation, no update);
+// returns the micro-batch's loss sum (unscaled). train_step's gradients are the left fold of these.
+float microbatch_gradients(const Config& cfg, const TensorSet& params, int64_t step, uint64_t seed, int mb,
+                           TensorSet& grads, Observer* observer = nullptr, const Options& options = {});
+
+}  // namespace sdc::train_step_f32
