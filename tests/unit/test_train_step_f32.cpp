@@ -375,34 +375,36 @@ TEST_CASE("train_step_f32: every op's fast path equals the plain specification b
 }
 
 TEST_CASE("train_step_f32: a whole tiny step, fast equals plain in every output, gradient and parameter", "[replay]") {
-  const Config c = tiny_config();
-  for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::lamb}) {
-    Optimizer o;
-    o.kind = kind;
-    o.lr = 1e-2f;
-    TensorSet params[2];
-    OptState st[2];
-    Recorder rec[2];
-    float loss[2][2];
-    for (int i = 0; i < 2; ++i) {
-      Options opts;
-      opts.path = kPaths[i];
-      params[i] = init_params(c, 5);
-      st[i] = init_opt_state(c);
-      for (int step = 0; step < 2; ++step) loss[i][step] = train_step(c, params[i], st[i], step, 5, o, &rec[i], opts);
+  Config two_per_micro = tiny_config();
+  two_per_micro.micro = 2;  // two sequences per micro-batch: attention per sequence, positions t mod S
+  for (const Config& c : {tiny_config(), two_per_micro})
+    for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::lamb}) {
+      Optimizer o;
+      o.kind = kind;
+      o.lr = 1e-2f;
+      TensorSet params[2];
+      OptState st[2];
+      Recorder rec[2];
+      float loss[2][2];
+      for (int i = 0; i < 2; ++i) {
+        Options opts;
+        opts.path = kPaths[i];
+        params[i] = init_params(c, 5);
+        st[i] = init_opt_state(c);
+        for (int step = 0; step < 2; ++step) loss[i][step] = train_step(c, params[i], st[i], step, 5, o, &rec[i], opts);
+      }
+      CHECK(float_bits(loss[0][0]) == float_bits(loss[1][0]));
+      CHECK(float_bits(loss[0][1]) == float_bits(loss[1][1]));
+      CHECK(same_bits(params[0], params[1]));
+      CHECK(same_bits(st[0].grads, st[1].grads));
+      CHECK(same_bits(st[0].m, st[1].m));
+      CHECK(same_bits(st[0].v, st[1].v));
+      REQUIRE(rec[0].outputs.size() == rec[1].outputs.size());
+      for (const auto& [key, values] : rec[0].outputs) {
+        INFO(std::get<0>(key) << " micro-batch " << std::get<1>(key) << " output " << std::get<2>(key));
+        CHECK(same_bits(values, rec[1].outputs.at(key)));
+      }
     }
-    CHECK(float_bits(loss[0][0]) == float_bits(loss[1][0]));
-    CHECK(float_bits(loss[0][1]) == float_bits(loss[1][1]));
-    CHECK(same_bits(params[0], params[1]));
-    CHECK(same_bits(st[0].grads, st[1].grads));
-    CHECK(same_bits(st[0].m, st[1].m));
-    CHECK(same_bits(st[0].v, st[1].v));
-    REQUIRE(rec[0].outputs.size() == rec[1].outputs.size());
-    for (const auto& [key, values] : rec[0].outputs) {
-      INFO(std::get<0>(key) << " micro-batch " << std::get<1>(key) << " output " << std::get<2>(key));
-      CHECK(same_bits(values, rec[1].outputs.at(key)));
-    }
-  }
 }
 
 TEST_CASE("train_step_f32: backward ops are the derivatives of the forward (finite differences in double)",
@@ -469,18 +471,20 @@ TEST_CASE("train_step_f32: backward ops are the derivatives of the forward (fini
     check_grad("dlogits", dl, ld, [&] { return d_cross_entropy(ld, data.targets.data(), t, c.vocab) * scale; });
   }
   SECTION("the whole tiny model's loss") {
-    TensorSet params = init_params(c, 11);
-    OptState st = init_opt_state(c);
+    Config mc = tiny_config();
+    mc.micro = 2;  // two sequences per micro-batch, two micro-batches
+    TensorSet params = init_params(mc, 11);
+    OptState st = init_opt_state(mc);
     Optimizer o;
     o.lr = 0.0f;  // AdamW with lr 0 leaves the parameters as they are: only the gradients are wanted
-    train_step(c, params, st, 2, 11, o);
-    const Batch data = step_data(c, 11, 2);
+    train_step(mc, params, st, 2, 11, o);
+    const Batch data = step_data(mc, 11, 2);
     DParams dp;
     for (const Tensor& tn : params.tensors) dp[tn.name] = to_d(tn.data);
     for (const Tensor& g : st.grads.tensors) {
       DVec& x = dp[g.name];
       check_grad(
-          g.name.c_str(), g.data, x, [&] { return d_model_loss(c, dp, data); }, 4);
+          g.name.c_str(), g.data, x, [&] { return d_model_loss(mc, dp, data); }, 4);
     }
   }
 }
