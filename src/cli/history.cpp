@@ -107,7 +107,8 @@ int cmd_history(const HistoryArgs& a) {
                             {"last_failure", u.last_failure},
                             {"flaps", u.flaps},
                             {"flapping", u.flaps > 0},
-                            {"families", u.families}});
+                            {"families", u.families},
+                            {"signatures", u.signatures}});
     j["resume_policy"] = {{"clean_screens", cfg.clean_screens},
                           {"min_profile", cfg.min_profile},
                           {"decision", decision_word(v.decision)},
@@ -139,6 +140,7 @@ int cmd_history(const HistoryArgs& a) {
     say("{:<8} {:>7} {:>8} {:>8.1f}%  {:<20}  {:<20}  {:<8}  {}\n", u.unit, u.screens, u.failures,
         100.0 * u.failures / u.screens, u.first_failure, u.last_failure,
         u.flaps ? fmt::format("yes ({})", u.flaps) : "no", fams);
+    for (const std::string& g : u.signatures) say("         signature {}\n", g);
   }
   if (never_failed)
     say("{}{} unit{} screened, never failed\n", header ? "" : "no failure on record; ", never_failed,

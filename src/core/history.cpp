@@ -121,6 +121,13 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
     }
     if (x.result != "fail" && x.result != "crash")
       return fmt::format("a failure's result is '{}', not fail or crash", x.result);
+    if (f.contains("signatures")) {
+      if (!f["signatures"].is_array()) return "a failure's 'signatures' is not an array";
+      for (const auto& g : f["signatures"]) {
+        if (!g.is_string()) return "a failure's 'signatures' holds a non-string";
+        x.signatures.push_back(g.get<std::string>());
+      }
+    }
     if (f.contains("sms")) {
       if (!f["sms"].is_array()) return "a failure's 'sms' is not an array";
       for (const auto& s : f["sms"]) {
@@ -184,13 +191,24 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     else if (error)
       rec.units[label] = "error";
   }
+  // The distinct signature strings of a test's units (all of them: one GPU's SMs, or one CPU).
+  const auto signatures = [](const TestResult& t, int only_unit, bool all) {
+    std::vector<std::string> out;
+    for (const UnitSignature& u : t.signatures) {
+      if (!all && u.unit != only_unit) continue;
+      std::string text = u.signature.text(t.family);
+      if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
+    }
+    return out;
+  };
   for (const TestResult& t : r.tests) {
     if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
-    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}};
+    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}};
     if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
       f.unit = gpu_label(r.devices[static_cast<size_t>(t.device_index)].index);
       f.sms = t.units_failed;
       std::sort(f.sms.begin(), f.sms.end());
+      f.signatures = signatures(t, -1, true);
       rec.failures.push_back(f);
       screened.insert(f.unit);
       if (!rec.units.count(f.unit)) rec.units[f.unit] = f.result;
@@ -208,6 +226,7 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     }
     for (int c : cpus) {
       f.unit = cpu_label(c);
+      f.signatures = signatures(t, c, false);
       rec.failures.push_back(f);
       screened.insert(f.unit);
       if (!rec.units.count(f.unit)) rec.units[f.unit] = f.result;
@@ -245,6 +264,7 @@ std::string to_line(const Record& rec) {
   for (const Failure& f : rec.failures) {
     ojson jf = {{"unit", f.unit}, {"case", f.case_id}, {"family", f.family}, {"result", f.result}};
     if (!f.sms.empty()) jf["sms"] = f.sms;
+    if (!f.signatures.empty()) jf["signatures"] = f.signatures;
     j["failures"].push_back(jf);
   }
   // Invalid UTF-8 (a host name, a case id) is replaced, never a reason to lose the line.
@@ -482,9 +502,14 @@ std::vector<UnitSummary> summarize(const History& h) {
         if (st.failed_before && st.passed_since) ++st.s.flaps;
         st.failed_before = true;
         st.passed_since = false;
-        for (const Failure& f : r.failures)
-          if (f.unit == u && std::find(st.s.families.begin(), st.s.families.end(), f.family) == st.s.families.end())
+        for (const Failure& f : r.failures) {
+          if (f.unit != u) continue;
+          if (std::find(st.s.families.begin(), st.s.families.end(), f.family) == st.s.families.end())
             st.s.families.push_back(f.family);
+          for (const std::string& g : f.signatures)
+            if (std::find(st.s.signatures.begin(), st.s.signatures.end(), g) == st.s.signatures.end())
+              st.s.signatures.push_back(g);
+        }
       } else if (st.failed_before && !r.units.count(u)) {
         st.passed_since = true;
       }

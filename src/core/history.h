@@ -17,7 +17,8 @@
 //              --disable (such a run never counts as a screen of the profile);
 //   screened:  the units that did work in this screen (logical CPUs; GPUs by CUDA ordinal);
 //   units:     every screened unit whose result was not pass: fail, crash, hung, error;
-//   failures:  one entry per failed or crashed test and unit (a GPU's failing SMs in "sms").
+//   failures:  one entry per failed or crashed test and unit (a GPU's failing SMs in "sms", the bit
+//              signatures of its miscompares in "signatures", when elements could be compared).
 // An administrator's line after a repair: {"v":1,"time":...,"unix":...,"forget":"cpu 3"} (or "all"):
 // failures of that unit before it no longer count.
 #pragma once
@@ -37,6 +38,7 @@ constexpr const char* FILE_NAME = "history.jsonl";
 struct Failure {
   std::string unit, case_id, family, result;  // result: fail or crash
   std::vector<int> sms;                       // a GPU's failing SMs
+  std::vector<std::string> signatures;        // the bit signatures (src/core/signature.h) of its miscompares
 };
 
 struct Record {
@@ -102,6 +104,7 @@ struct UnitSummary {
   std::string first_failure, last_failure;  // ISO times, "" when none
   int flaps = 0;                            // times the unit failed again after passing since a failure
   std::vector<std::string> families;        // of its failures
+  std::vector<std::string> signatures;      // of its failures, distinct
 };
 std::vector<UnitSummary> summarize(const History& h);
 

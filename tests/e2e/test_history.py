@@ -35,8 +35,8 @@ def screen(profile="standard", exit=0, failing=(), screened="0-3", drill=False, 
     return {"v": 1, "time": "2026-11-01T00:00:00Z", "unix": 1793491200, "host": "n1", "profile": profile,
             "selection": selection, "drill": drill, "exit": exit, "verdict": "fail" if exit == 1 else "pass",
             "screened": {"cpu": screened}, "units": {u: "fail" for u in failing},
-            "failures": [{"unit": u, "case": "gemm_f32.uniform_1024", "family": "gemm_f32", "result": "fail"}
-                         for u in failing]}
+            "failures": [{"unit": u, "case": "gemm_f32.uniform_1024", "family": "gemm_f32", "result": "fail",
+                          "signatures": ["gemm_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single"]} for u in failing]}
 
 
 def write(d, records):
@@ -61,7 +61,8 @@ try:
         F.check(a["exit"] == 0 and a["selection"] == "custom" and a["drill"] is False and a["units"] == {},
                 f"run --history: clean line {a}")
         F.check(b["exit"] == 1 and b["drill"] is True and b["units"] == {"cpu 1": "fail"} and
-                b["failures"] == [{"unit": "cpu 1", "case": CASE, "family": "softmax_f32", "result": "fail"}],
+                b["failures"] == [{"unit": "cpu 1", "case": CASE, "family": "softmax_f32", "result": "fail",
+                                   "signatures": ["softmax_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single"]}],
                 f"run --history: drill line {b}")
     p = history(h)
     F.check(p.returncode == 0 and "2 screens" in p.stdout and "1 drill" in p.stdout and "no failure on record" in p.stdout,
@@ -91,7 +92,8 @@ try:
             f"never: exit {p.returncode}: {p.stdout!r}")
     p = history(d)
     F.check(p.returncode == 0 and "cpu 2" in p.stdout and "25.0%" in p.stdout and "yes (1)" in p.stdout and
-            "gemm_f32" in p.stdout and "3 units screened, never failed" in p.stdout,
+            "gemm_f32" in p.stdout and "3 units screened, never failed" in p.stdout and
+            "signature gemm_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single" in p.stdout,
             f"summary: {p.stdout!r}")
     p = history(d, "--output-format", "json")
     try:
