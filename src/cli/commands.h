@@ -28,7 +28,8 @@ struct RunArgs {
   std::string max_memory;
   std::string prometheus;
   bool npd = false;
-  std::string history;  // directory of the node's history (src/core/history.h); "" for none
+  std::string history;   // directory of the node's history (src/core/history.h); "" for none
+  bool digests = false;  // keep per-tile digests in the report
 };
 struct ListArgs {
   std::string profile;
@@ -52,6 +53,10 @@ struct HistoryArgs {
   int clean_screens = 3;
   std::string min_profile = "standard";
   std::string forget;
+  std::string output_format = "text";
+};
+struct DiffArgs {
+  std::string a, b;  // two JSON reports
   std::string output_format = "text";
 };
 struct ConsensusArgs {
@@ -81,6 +86,7 @@ int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
+int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp
 

@@ -1,6 +1,7 @@
 // sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
 // one options value per subcommand, and the mapping of every failure to its exit code (DESIGN.md). Each
-// subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp, golden.cpp, consensus.cpp, record.cpp).
+// subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp, golden.cpp, consensus.cpp, record.cpp,
+// history.cpp, diff.cpp).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -109,6 +110,8 @@ int main(int argc, char** argv) {
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
                   "and the Slurm resume policy read")
       ->check(non_empty);
+  run->add_flag("--digests", ra.digests,
+                "keep every tile's digest of each test's last complete iteration in the JSON report (for 'diff')");
   const char* examples =
       "Examples:\n"
       "  node boot (systemd, Slurm HealthCheckProgram):\n"
@@ -213,12 +216,29 @@ int main(int argc, char** argv) {
       "  sdcscreen history /var/lib/sdcscreen --resume-policy\n"
       "  sdcscreen history /var/lib/sdcscreen --forget 'cpu 3'     # after the CPU was replaced");
 
+  DiffArgs da;
+  CLI::App* diff = app.add_subcommand(
+      "diff",
+      "compare two JSON reports (two runs of one node, or two nodes): per case and unit, which verdicts, "
+      "signatures and tile digests differ; exit 0 they agree, 1 they differ, 78 a file is not a report");
+  diff->add_option("A", da.a, "the first report (run --output-format json)")->required()->check(non_empty);
+  diff->add_option("B", da.b, "the second report")->required()->check(non_empty);
+  diff->add_option("--output-format", da.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  diff->footer(
+      "Same cases and seed on both (run --seed S --digests) make the schedules and tile digests comparable:\n"
+      "  node-a$ sdcscreen run --seed 7 --digests --output-format json -o a.json\n"
+      "  node-b$ sdcscreen run --seed 7 --digests --output-format json -o b.json\n"
+      "  sdcscreen diff a.json b.json");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
     if (!known)
       return usage_error(fmt::format(
-          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history)", argv[1]));
+          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history, diff)",
+          argv[1]));
   }
   try {
     app.parse(argc, argv);
@@ -261,6 +281,7 @@ int main(int argc, char** argv) {
     if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
     if (record->parsed()) return cmd_record(rec, args, patterns_dir);
     if (hist->parsed()) return cmd_history(ha);
+    if (diff->parsed()) return cmd_diff(da);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;

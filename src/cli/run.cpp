@@ -226,6 +226,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   opt.cpus = cpus;
   opt.injections = injections;
   opt.max_memory_bytes = max_memory;
+  opt.keep_digests = a.digests;
   // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
   const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
   const double t_start = unix_now();

@@ -54,6 +54,10 @@ struct TestResult {
   // accepted recording). Empty when nothing ran.
   std::string judged_by;
   std::string library, algorithm;  // the engine that computed it (GPU tests)
+  // run --digests: every tile's digest in the last complete iteration, in tile order, so that two reports can be
+  // compared tile by tile (sdcscreen diff) even when both fail. Empty without --digests.
+  std::vector<uint64_t> tile_digests;
+  int digest_iteration = -1;
 };
 
 // A unit that computes tiles: a logical CPU, or one SM of one GPU.

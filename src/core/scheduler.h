@@ -52,6 +52,8 @@ struct RunOptions {
   // `record`: recorded cases are judged by their repeats and the node's GPUs only, never by an accepted
   // recording (the run produces the digests a recording keeps).
   bool recording = false;
+  // run --digests: each test keeps its last complete iteration's tile digests (TestResult::tile_digests).
+  bool keep_digests = false;
   StopToken stop;  // the run stops at the next tile when it asks
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;

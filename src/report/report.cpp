@@ -355,6 +355,11 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
       if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, unit_json(u.unit)));
+    if (!t.tile_digests.empty()) {
+      jt["tile_digests"] = json::array();
+      for (const uint64_t d : t.tile_digests) jt["tile_digests"].push_back(fmt::format("{:016x}", d));
+      jt["digest_iteration"] = t.digest_iteration;
+    }
     j["tests"].push_back(jt);
   }
   j["injections"] = json::array();

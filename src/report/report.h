@@ -7,8 +7,9 @@
 
 namespace sdc {
 
-// 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures
-constexpr int REPORT_SCHEMA_VERSION = 5;
+// 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures;
+// 6: per-tile digests (run --digests)
+constexpr int REPORT_SCHEMA_VERSION = 6;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -1,6 +1,6 @@
 """The JSON report against docs/report.schema.json (draft 2020-12, validated with python3-jsonschema).
 
-Validates the reports of a clean run, a run with an output injection (exit 1), a run whose injection never
+Validates the reports of a clean run, a run with an output injection (exit 1), a clean run with --digests, a run whose injection never
 fires (exit 2), and a --backend cuda run (no CUDA in this build: exit 2, errors[] non-empty); shows the
 validator is not vacuous by rejecting mutated reports; and checks that -o replaces an existing file
 atomically without leaving temporary files behind.
@@ -103,6 +103,26 @@ if inj:
                                                    for d in ("0to1", "1to0")),
             f"output injection: signatures {[g.get('signature') for g in sigs]}, expected bit m3 in one element")
 
+# --- 2b. --digests: every tile's digest of the last complete iteration ------------------------------
+rc, dig, err = common.run_json("--enable", CASE, "--digests")
+F.check(rc == 0, f"--digests: exit {rc}, expected 0 (stderr: {err.strip()[:300]})")
+if dig:
+    validate("--digests", dig)
+    consistent("--digests", rc, dig)
+    t = dig["tests"][0]
+    F.check(len(t.get("tile_digests", [])) == t["tiles"] and t.get("digest_iteration") == t["iterations"] - 1,
+            f"--digests: {len(t.get('tile_digests', []))} digests for {t['tiles']} tiles, iteration "
+            f"{t.get('digest_iteration')} of {t['iterations']}")
+    mutant_base = copy.deepcopy(dig)
+    for name, change in (("tile_digests without digest_iteration", lambda r: r["tests"][0].pop("digest_iteration")),
+                         ("digest_iteration without tile_digests", lambda r: r["tests"][0].pop("tile_digests")),
+                         ("a tile digest of 15 hex digits", lambda r: r["tests"][0]["tile_digests"].__setitem__(0, "0" * 15))):
+        r = copy.deepcopy(mutant_base)
+        change(r)
+        F.check(bool(errors_of(r)), f"mutation '{name}' was accepted by the schema")
+if clean:
+    F.check(all("tile_digests" not in t for t in clean["tests"]), "a run without --digests has tile_digests")
+
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
 F.check(rc == 2, f"injection that never fires: exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
@@ -156,6 +176,7 @@ if base:
     mutant("schema_version is 2 (before judged_by)", setp(["schema_version"], 2))
     mutant("schema_version is 3 (before crash)", setp(["schema_version"], 3))
     mutant("schema_version is 4 (before signatures)", setp(["schema_version"], 4))
+    mutant("schema_version is 5 (before tile digests)", setp(["schema_version"], 5))
     mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
     mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
@@ -205,7 +226,7 @@ if base:
         if base["tests"][0].get("signatures"):
             mutant("pass with a signature", lambda r: r["tests"][0]["signatures"].append(copy.deepcopy(base["tests"][0]["signatures"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
-    # The GPU shape of a report (schema_version 5), built from the injected CPU report: it validates, and
+    # The GPU shape of a report (schema_version 6), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
     gpu = copy.deepcopy(base)
     gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
@@ -255,7 +276,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 5, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 6, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

@@ -333,6 +333,10 @@ class CpuExecutor final : public Executor {
 
   void compare(const Case&, int it, TestResult& r) override {
     const uint64_t tiles = s_->problem->tile_count();
+    if (ctx_->opt.keep_digests) {  // compare() follows every complete iteration: the last one stays
+      r.tile_digests = s_->digest;
+      r.digest_iteration = it;
+    }
     for (uint64_t t = 0; t < tiles; ++t) {
       const uint32_t w = s_->worker_of[t];
       UnitResult& unit = ctx_->result.units[unit_base_ + w];

@@ -100,6 +100,12 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
         f.output->fired_unit = sm_known ? static_cast<int>(dc.host_sm[t]) : -1;
       }
   }
+  // run --digests: the last complete iteration's digests. A device that samples blocks leaves the tiles it did not
+  // compute without one, so it keeps none.
+  if (sh.run->opt.keep_digests && !sampled) {
+    r.tile_digests = dc.host_digests;
+    r.digest_iteration = it;
+  }
   if (ref.kind == Reference::repeats && ref.first->digests.empty()) {  // the first run: it is the reference
     ref.first->digests = dc.host_digests;
     ref.first->sms = dc.host_sm;

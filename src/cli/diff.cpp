@@ -1,0 +1,419 @@
+// `sdcscreen diff A B`: two JSON reports of `run` compared case by case (two runs of one node, or two nodes):
+// which verdicts and failing units differ, which bit signatures both share or only one has, and, when both
+// carry tile digests (run --digests) from the same seed, which tiles differ. Exit 0 when they agree, 1 when
+// they differ, 78 when a file is not a report this version reads.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../core/result.h"
+#include "../report/report.h"
+#include "../util/atomic_file.h"
+#include "../util/say.h"
+#include "../util/strict_json.h"
+#include "commands.h"
+
+namespace sdc {
+namespace {
+
+using json = nlohmann::json;
+
+// Reports before 5 have no signatures; 6 added the optional tile digests.
+constexpr int OLDEST_SCHEMA = 5;
+// Differing tiles named per case; the count covers them all.
+constexpr size_t TILES_NAMED = 8;
+
+// What is wrong with a file that is not a report; the message names the key.
+struct NotReport : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One test of a report, as much of it as a comparison reads. Units are named as people read them: "cpu 3",
+// "cuda:0 SM 17".
+struct TestView {
+  std::string id, device, result;
+  std::vector<std::string> units_failed;
+  std::map<std::string, std::vector<std::string>> signatures;  // signature -> the units that have it
+  bool has_digests = false;
+  std::vector<uint64_t> tile_digests;
+  int64_t digest_iteration = -1;
+};
+
+struct ReportView {
+  std::string file, hostname, start, profile, seed_text, verdict;
+  uint64_t seed = 0;
+  int64_t exit_code = 0, schema_version = 0;
+  bool fault_injection = false;
+  std::vector<TestView> tests;
+};
+
+const json& member(const json& o, const char* key, const std::string& where) {
+  const auto it = o.find(key);
+  if (it == o.end()) throw NotReport(fmt::format("{}'{}' is missing", where, key));
+  return *it;
+}
+
+std::string string_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_string()) throw NotReport(fmt::format("{}'{}' is not a string", where, key));
+  return v.get<std::string>();
+}
+
+const json& object_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_object()) throw NotReport(fmt::format("{}'{}' is not an object", where, key));
+  return v;
+}
+
+const json& array_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_array()) throw NotReport(fmt::format("{}'{}' is not an array", where, key));
+  return v;
+}
+
+// An integer that fits int64 (unsigned values above it are not one of ours).
+int64_t integer_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+    throw NotReport(fmt::format("{}'{}' is not an integer", where, key));
+  return v.get<int64_t>();
+}
+
+// A signature's unit object: a logical CPU, or an SM of a GPU.
+std::string unit_name(const json& u, const std::string& where) {
+  if (!u.is_object()) throw NotReport(where + "'unit' is not an object");
+  const std::string kind = string_member(u, "kind", where + "unit: ");
+  if (kind == "cpu") return fmt::format("cpu {}", integer_member(u, "cpu", where + "unit: "));
+  if (kind == "sm")
+    return fmt::format("cuda:{} SM {}", integer_member(u, "device", where + "unit: "),
+                       integer_member(u, "sm", where + "unit: "));
+  throw NotReport(fmt::format("{}unit kind '{}' is neither cpu nor sm", where, kind));
+}
+
+TestView read_test(const json& t, size_t index) {
+  std::string where = fmt::format("tests[{}]: ", index);
+  if (!t.is_object()) throw NotReport(where + "not an object");
+  TestView v;
+  v.id = string_member(t, "id", where);
+  where = fmt::format("tests[{}] ({}): ", index, v.id);
+  v.device = string_member(t, "device", where);
+  v.result = string_member(t, "result", where);
+  for (const json& u : array_member(t, "units_failed", where)) {
+    if (!u.is_number_integer()) throw NotReport(where + "'units_failed' holds a non-integer");
+    const auto n = u.get<int64_t>();
+    v.units_failed.push_back(v.device == "cpu" ? fmt::format("cpu {}", n) : fmt::format("{} SM {}", v.device, n));
+  }
+  std::sort(v.units_failed.begin(), v.units_failed.end());
+  for (const json& g : array_member(t, "signatures", where)) {
+    if (!g.is_object()) throw NotReport(where + "'signatures' holds a non-object");
+    v.signatures[string_member(g, "signature", where + "signature: ")].push_back(
+        unit_name(member(g, "unit", where + "signature: "), where + "signature: "));
+  }
+  if (t.contains("tile_digests")) {
+    v.has_digests = true;
+    for (const json& d : array_member(t, "tile_digests", where)) {
+      const std::string s = d.is_string() ? d.get<std::string>() : "";
+      uint64_t x = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x, 16);
+      if (s.size() != 16 || ec != std::errc() || end != s.data() + s.size())
+        throw NotReport(where + "'tile_digests' holds something else than a 16-hex-digit digest");
+      v.tile_digests.push_back(x);
+    }
+    v.digest_iteration = integer_member(t, "digest_iteration", where);
+  }
+  return v;
+}
+
+// Reads and checks what a comparison relies on: the keys it reads, their types, and a schema_version this
+// build knows. Throws NotReport, or FileError when the file cannot be read.
+ReportView read_report(const std::string& file) {
+  json j;
+  if (const std::string err = parse_strict_json(read_file(file), j); !err.empty()) throw NotReport(err);
+  if (!j.is_object()) throw NotReport("not a report (a JSON object)");
+  ReportView r;
+  r.file = file;
+  const json& version = member(j, "schema_version", "not a report: ");
+  if (!version.is_number_integer() || version.get<int64_t>() < OLDEST_SCHEMA ||
+      version.get<int64_t>() > REPORT_SCHEMA_VERSION)
+    throw NotReport(fmt::format("schema_version {} is not one this sdcscreen reads ({} to {})", version.dump(),
+                                OLDEST_SCHEMA, REPORT_SCHEMA_VERSION));
+  r.schema_version = version.get<int64_t>();
+  const std::string where = "not a report: ";
+  if (string_member(object_member(j, "tool", where), "name", where + "tool: ") != "sdcscreen")
+    throw NotReport(where + "tool.name is not sdcscreen");
+  r.hostname = string_member(object_member(j, "host", where), "hostname", where + "host: ");
+  r.start = string_member(object_member(j, "timing", where), "start", where + "timing: ");
+  r.profile = string_member(j, "profile", where);
+  const json& seed = member(j, "seed", where);
+  if (!seed.is_number_unsigned()) throw NotReport(where + "'seed' is not an unsigned integer");
+  r.seed = seed.get<uint64_t>();
+  r.seed_text = std::to_string(r.seed);
+  const json& fi = member(j, "fault_injection", where);
+  if (!fi.is_boolean()) throw NotReport(where + "'fault_injection' is not true or false");
+  r.fault_injection = fi.get<bool>();
+  const json& exit = object_member(j, "exit", where);
+  r.exit_code = integer_member(exit, "code", where + "exit: ");
+  r.verdict = string_member(exit, "verdict", where + "exit: ");
+  const json& tests = array_member(j, "tests", where);
+  for (size_t i = 0; i < tests.size(); ++i) {
+    r.tests.push_back(read_test(tests[i], i));
+    for (size_t k = 0; k + 1 < r.tests.size(); ++k)
+      if (r.tests[k].id == r.tests.back().id && r.tests[k].device == r.tests.back().device)
+        throw NotReport(fmt::format("test {} on {} is listed twice", r.tests.back().id, r.tests.back().device));
+  }
+  return r;
+}
+
+struct SharedSignature {
+  std::string signature;
+  std::vector<std::string> units_a, units_b;
+};
+
+// One case (id and device) of either report and what differs in it.
+struct CaseDiff {
+  std::string id, device;
+  const TestView* a = nullptr;
+  const TestView* b = nullptr;
+  std::vector<SharedSignature> shared;
+  std::map<std::string, std::vector<std::string>> only_a, only_b;
+  bool digests_compared = false;
+  std::string digest_note;  // why the digests of this case were not compared, when both carry them
+  uint64_t digest_tiles = 0, tiles_differing = 0;
+  std::vector<uint64_t> tiles_named;  // the first differing tiles
+  bool differs = false;
+};
+
+// digests_unlike: why the two runs' digests are not comparable ("" when they are).
+CaseDiff compare_case(const TestView* a, const TestView* b, const std::string& digests_unlike) {
+  CaseDiff d;
+  d.a = a;
+  d.b = b;
+  d.id = a ? a->id : b->id;
+  d.device = a ? a->device : b->device;
+  if (!a || !b) {
+    d.differs = true;
+    return d;
+  }
+  for (const auto& [sig, units] : a->signatures) {
+    const auto it = b->signatures.find(sig);
+    if (it == b->signatures.end())
+      d.only_a[sig] = units;
+    else
+      d.shared.push_back({sig, units, it->second});
+  }
+  for (const auto& [sig, units] : b->signatures)
+    if (!a->signatures.count(sig)) d.only_b[sig] = units;
+  if (a->has_digests && b->has_digests) {
+    if (!digests_unlike.empty()) {
+      d.digest_note = digests_unlike;
+    } else if (a->tile_digests.size() != b->tile_digests.size()) {
+      // Another tile count is another shape: the case's data differ between the two pattern sets.
+      d.digest_note = fmt::format("tile counts differ ({} and {})", a->tile_digests.size(), b->tile_digests.size());
+    } else {
+      d.digests_compared = true;
+      d.digest_tiles = a->tile_digests.size();
+      for (uint64_t t = 0; t < d.digest_tiles; ++t) {
+        if (a->tile_digests[t] == b->tile_digests[t]) continue;
+        ++d.tiles_differing;
+        if (d.tiles_named.size() < TILES_NAMED) d.tiles_named.push_back(t);
+      }
+    }
+  }
+  d.differs = a->result != b->result || a->units_failed != b->units_failed || !d.only_a.empty() || !d.only_b.empty() ||
+              d.tiles_differing > 0;
+  return d;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string units_or_none(const std::vector<std::string>& v) { return v.empty() ? "none" : join(v); }
+
+std::string tiles_text(const CaseDiff& d) {
+  std::vector<std::string> named;
+  for (const uint64_t t : d.tiles_named) named.push_back(std::to_string(t));
+  return fmt::format("{} of {} tiles differ (tile{} {}{})", d.tiles_differing, d.digest_tiles,
+                     d.tiles_differing > 1 ? "s" : "", join(named),
+                     d.tiles_differing > d.tiles_named.size() ? ", ..." : "");
+}
+
+// The one line of a differing case.
+std::string case_line(const CaseDiff& d) {
+  const std::string name = fmt::format("{} on {}", d.id, d.device);
+  if (!d.b) return fmt::format("{}: only in A ({})", name, d.a->result);
+  if (!d.a) return fmt::format("{}: only in B ({})", name, d.b->result);
+  std::vector<std::string> parts;
+  parts.push_back(d.a->result == d.b->result ? fmt::format("both {}", d.a->result)
+                                             : fmt::format("result A {}, B {}", d.a->result, d.b->result));
+  if (d.a->units_failed != d.b->units_failed)
+    parts.push_back(
+        fmt::format("units failed A {}, B {}", units_or_none(d.a->units_failed), units_or_none(d.b->units_failed)));
+  for (const auto& [sig, units] : d.only_a) parts.push_back(fmt::format("only in A: {} on {}", sig, join(units)));
+  for (const auto& [sig, units] : d.only_b) parts.push_back(fmt::format("only in B: {} on {}", sig, join(units)));
+  if (d.tiles_differing) {
+    std::string s = "tile digests: " + tiles_text(d);
+    if (d.a->digest_iteration != d.b->digest_iteration)
+      s += fmt::format(" (iterations A {}, B {})", d.a->digest_iteration, d.b->digest_iteration);
+    parts.push_back(s);
+  }
+  return name + ": " + join(parts, "; ");
+}
+
+std::string header_line(const char* which, const ReportView& r) {
+  return fmt::format("{}: {}  host {}  start {}  profile {}  seed {}  exit {} ({}){}\n", which, r.file, r.hostname,
+                     r.start, r.profile, r.seed_text, r.verdict, r.exit_code,
+                     r.fault_injection ? "  FAULT INJECTION RUN" : "");
+}
+
+json report_json(const ReportView& r) {
+  return {{"file", r.file},
+          {"hostname", r.hostname},
+          {"start", r.start},
+          {"profile", r.profile},
+          {"seed", r.seed},
+          {"seed_text", r.seed_text},
+          {"schema_version", r.schema_version},
+          {"fault_injection", r.fault_injection},
+          {"exit", {{"code", r.exit_code}, {"verdict", r.verdict}}}};
+}
+
+json case_json(const CaseDiff& d) {
+  json j = {
+      {"id", d.id},
+      {"device", d.device},
+      {"in", !d.b   ? "a"
+             : !d.a ? "b"
+                    : "both"},
+      {"differs", d.differs},
+      {"result", {{"a", d.a ? json(d.a->result) : json(nullptr)}, {"b", d.b ? json(d.b->result) : json(nullptr)}}},
+      {"units_failed",
+       {{"a", d.a ? json(d.a->units_failed) : json(nullptr)}, {"b", d.b ? json(d.b->units_failed) : json(nullptr)}}}};
+  json shared = json::array();
+  for (const SharedSignature& s : d.shared)
+    shared.push_back({{"signature", s.signature}, {"units_a", s.units_a}, {"units_b", s.units_b}});
+  auto one_side = [](const std::map<std::string, std::vector<std::string>>& m) {
+    json out = json::array();
+    for (const auto& [sig, units] : m) out.push_back({{"signature", sig}, {"units", units}});
+    return out;
+  };
+  j["signatures"] = {{"shared", shared}, {"only_a", one_side(d.only_a)}, {"only_b", one_side(d.only_b)}};
+  if (d.digests_compared)
+    j["tile_digests"] = {{"tiles", d.digest_tiles},
+                         {"differing", d.tiles_differing},
+                         {"first_differing", d.tiles_named},
+                         {"iteration_a", d.a->digest_iteration},
+                         {"iteration_b", d.b->digest_iteration}};
+  else
+    j["tile_digests"] = d.digest_note.empty() ? json(nullptr) : json({{"not_compared", d.digest_note}});
+  return j;
+}
+
+}  // namespace
+
+int cmd_diff(const DiffArgs& args) {
+  ReportView a, b;
+  for (auto [file, out] : {std::pair{&args.a, &a}, std::pair{&args.b, &b}}) {
+    try {
+      *out = read_report(*file);
+    } catch (const NotReport& e) {
+      return config_error(fmt::format("{}: {}", *file, e.what()));
+    } catch (const FileError& e) {
+      return config_error(e.what());
+    }
+  }
+  // Digests are compared under one seed and profile only: another seed or another number of iterations is
+  // another schedule, so a differing tile would not say which unit of either run computed it.
+  std::vector<std::string> notes;
+  const std::string digests_unlike = a.seed != b.seed         ? "seeds differ"
+                                     : a.profile != b.profile ? "profiles differ"
+                                                              : "";
+  if (a.seed != b.seed)
+    notes.push_back(
+        fmt::format("seeds differ ({} and {}): schedules and tile digests are not comparable; verdicts are compared",
+                    a.seed_text, b.seed_text));
+  if (a.profile != b.profile)
+    notes.push_back(fmt::format(
+        "profiles differ ({} and {}): iterations, schedules and tile digests are not comparable; verdicts are "
+        "compared",
+        a.profile, b.profile));
+  auto carries_digests = [](const ReportView& r) {
+    return std::any_of(r.tests.begin(), r.tests.end(), [](const TestView& t) { return t.has_digests; });
+  };
+  if (carries_digests(a) != carries_digests(b))
+    notes.push_back(fmt::format("only {} carries tile digests (run --digests): tiles are not compared",
+                                carries_digests(a) ? "A" : "B"));
+  if (a.fault_injection || b.fault_injection)
+    notes.push_back(a.fault_injection && b.fault_injection
+                        ? "both are fault-injection runs: their failures are injected, not hardware"
+                        : fmt::format("{} is a fault-injection run: its failures are injected, not hardware",
+                                      a.fault_injection ? "A" : "B"));
+
+  std::vector<CaseDiff> cases;
+  auto find = [](const ReportView& r, const TestView& t) -> const TestView* {
+    for (const TestView& x : r.tests)
+      if (x.id == t.id && x.device == t.device) return &x;
+    return nullptr;
+  };
+  for (const TestView& t : a.tests) cases.push_back(compare_case(&t, find(b, t), digests_unlike));
+  for (const TestView& t : b.tests)
+    if (!find(a, t)) cases.push_back(compare_case(nullptr, &t, digests_unlike));
+  size_t differing = 0;
+  for (const CaseDiff& d : cases) differing += d.differs;
+  // Cases that agree with exits that do not: a run-level error or a masked drill on one side.
+  const bool exits_differ = a.exit_code != b.exit_code;
+  const bool agree = differing == 0 && !exits_differ;
+  const std::string verdict = agree ? "agree"
+                                    : fmt::format("differ ({} case{}{})", differing, differing == 1 ? "" : "s",
+                                                  exits_differ && differing == 0 ? "; exit codes differ" : "");
+
+  if (args.output_format == "json") {
+    json j = {{"a", report_json(a)}, {"b", report_json(b)}, {"notes", notes}};
+    j["cases"] = json::array();
+    json shared = json::array();
+    for (const CaseDiff& d : cases) {
+      j["cases"].push_back(case_json(d));
+      for (const SharedSignature& s : d.shared)
+        shared.push_back({{"signature", s.signature},
+                          {"id", d.id},
+                          {"device", d.device},
+                          {"units_a", s.units_a},
+                          {"units_b", s.units_b}});
+    }
+    j["shared_signatures"] = shared;
+    j["differing_cases"] = differing;
+    j["exit_codes_differ"] = exits_differ;
+    j["verdict"] = agree ? "agree" : "differ";
+    say("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+  } else {
+    std::string s = header_line("A", a) + header_line("B", b);
+    for (const std::string& n : notes) s += "note: " + n + "\n";
+    for (const CaseDiff& d : cases)
+      if (!d.digest_note.empty() && d.digest_note != digests_unlike)
+        s += fmt::format("note: {} on {}: {}: tile digests not compared\n", d.id, d.device, d.digest_note);
+    if (exits_differ && differing == 0)  // what differs is outside the cases
+      s += fmt::format("exit codes differ: A {} ({}), B {} ({})\n", a.verdict, a.exit_code, b.verdict, b.exit_code);
+    for (const CaseDiff& d : cases)
+      if (d.differs) s += case_line(d) + "\n";
+    std::string shared;
+    for (const CaseDiff& d : cases)
+      for (const SharedSignature& sg : d.shared)
+        shared += fmt::format("  {} in {} on {}: A {}; B {}\n", sg.signature, d.id, d.device, join(sg.units_a),
+                              join(sg.units_b));
+    s += shared.empty() ? "shared signatures: none\n" : "shared signatures:\n" + shared;
+    s += "diff: " + verdict + "\n";
+    say("{}", s);
+  }
+  return agree ? EXIT_PASS : EXIT_FAIL;
+}
+
+}  // namespace sdc
