@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "../core/patterns.h"
 #include "../core/result.h"
@@ -59,29 +60,50 @@ std::vector<std::string> mode_description(Mode m) {
 }
 
 void print_text(const Battery& b, const std::string& profile) {
+  // Every column as wide as its longest entry, so that no long name pushes a row out of line. The names
+  // of the first four sections share one width.
+  size_t name_w = 20;
+  for (const Family& f : families()) name_w = std::max(name_w, std::string_view(f.id).size());
+  for (Mode m : MODES) name_w = std::max(name_w, std::string_view(mode_name(m)).size());
+  for (Distribution d : DISTRIBUTIONS) name_w = std::max(name_w, std::string_view(distribution_name(d)).size());
+  for (const Profile& p : b.profiles) name_w = std::max(name_w, p.name.size());
+  struct Row {
+    const Case* c;
+    std::string shape, profiles;
+  };
+  std::vector<Row> rows;
+  size_t id_w = 0, family_w = 0, distribution_w = 0, shape_w = 0;
+  for (const Case& c : b.cases) {
+    if (!profile.empty() && !c.iterations.count(profile)) continue;
+    Row r{&c, "", ""};
+    for (const auto& [k, v] : c.shape.dims) r.shape += fmt::format("{}{}={}", r.shape.empty() ? "" : " ", k, v);
+    for (const auto& [p, n] : c.iterations) r.profiles += fmt::format("{}{}x{}", r.profiles.empty() ? "" : " ", p, n);
+    id_w = std::max(id_w, c.id.size());
+    family_w = std::max(family_w, c.family.size());
+    distribution_w = std::max(distribution_w, std::string_view(distribution_name(c.distribution)).size());
+    shape_w = std::max(shape_w, r.shape.size());
+    rows.push_back(std::move(r));
+  }
   say("families:\n");
   for (const Family& f : families()) {
     std::string modes;
     for (Mode m : f.modes) modes += std::string(modes.empty() ? "" : ",") + mode_name(m);
-    say("  {:<20} [{}] {}\n", f.id, modes, f.description);
+    say("  {:<{}} [{}] {}\n", f.id, name_w, modes, f.description);
   }
   say("modes:\n");
   for (Mode m : MODES) {
     const std::vector<std::string> lines = mode_description(m);
-    for (size_t i = 0; i < lines.size(); ++i) say("  {:<20} {}\n", i == 0 ? mode_name(m) : "", lines[i]);
+    for (size_t i = 0; i < lines.size(); ++i) say("  {:<{}} {}\n", i == 0 ? mode_name(m) : "", name_w, lines[i]);
   }
   say("distributions:\n");
-  for (Distribution d : DISTRIBUTIONS) say("  {:<20} {}\n", distribution_name(d), distribution_description(d));
+  for (Distribution d : DISTRIBUTIONS) say("  {:<{}} {}\n", distribution_name(d), name_w, distribution_description(d));
   say("profiles:\n");
-  for (const Profile& p : b.profiles) say("  {:<20} budget {:>6.0f} s  {}\n", p.name, p.time_budget_s, p.description);
+  for (const Profile& p : b.profiles)
+    say("  {:<{}} budget {:>6.0f} s  {}\n", p.name, name_w, p.time_budget_s, p.description);
   say("cases:\n");
-  for (const Case& c : b.cases) {
-    if (!profile.empty() && !c.iterations.count(profile)) continue;
-    std::string shape, profiles;
-    for (const auto& [k, v] : c.shape.dims) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
-    for (const auto& [p, n] : c.iterations) profiles += fmt::format("{}{}x{}", profiles.empty() ? "" : " ", p, n);
-    say("  {:<40} {:<18} {:<14} {:<28} {}\n", c.id, c.family, distribution_name(c.distribution), shape, profiles);
-  }
+  for (const Row& r : rows)
+    say("  {:<{}} {:<{}} {:<{}} {:<{}} {}\n", r.c->id, id_w, r.c->family, family_w,
+        distribution_name(r.c->distribution), distribution_w, r.shape, shape_w, r.profiles);
 }
 
 // Tiles whose elements the listing samples: up to this many, spread evenly from the first to the last.

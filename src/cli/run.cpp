@@ -14,6 +14,7 @@
 #include "../backends/cpu/cpu_topology.h"
 #include "../core/activity.h"
 #include "../core/history.h"
+#include "../report/progress.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
 #include "../util/say.h"
@@ -236,8 +237,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       const double elapsed = unix_now() - t_start;
       if (it > 0 && elapsed - shown < 0.2) return;  // at most five updates a second
       shown = elapsed;
-      say_err("\r\033[K[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n, c.id, it + 1, its,
-              elapsed, std::max(0.0, budget - elapsed));
+      const std::string line = fmt::format("[{}/{}] {} iteration {}/{}  elapsed {:.0f} s  remaining {:.0f} s", i + 1, n,
+                                           c.id, it + 1, its, elapsed, std::max(0.0, budget - elapsed));
+      // Cut to the terminal's width: a wrapped line would leave its first part behind at each update.
+      say_err("\r\033[K{}", fit_progress_line(line, terminal_columns(STDERR_FILENO)));
     };
   if (a.verbose)
     opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {

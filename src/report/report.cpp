@@ -4,9 +4,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "../backends/cpu/cpu_topology.h"
 
@@ -77,34 +79,76 @@ std::string device_line(const DeviceInfo& d) {
                      d.driver, d.driver_cuda, d.runtime);
 }
 
-// The units section of the text report: every CPU, or per GPU a summary and the SMs that failed.
+// Above this many units (CPUs of the node, SMs of one GPU) the text report folds the passing ones into
+// ranges: a table of hundreds of passing rows hides the one that matters.
+constexpr size_t FOLD_UNITS = 16;
+
+std::string cpu_row(const UnitResult& u) {
+  return fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
+                     u.failed_tiles, u.failed_tiles ? "FAIL" : unit_result(u));
+}
+
+// The units section of the text report: every CPU (on a big node, the passing ones as ranges and every
+// other one on its own line), or per GPU a summary and the SMs that failed.
 std::string units_text(const RunResult& r) {
   std::string s;
   if (r.units.empty()) return s;
   if (!r.units.front().is_sm()) {
-    s += fmt::format("\n{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
-    for (const UnitResult& u : r.units)
-      s += fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", u.cpu.cpu, u.cpu.core, u.cpu.package, u.tiles,
-                       u.failed_tiles, u.failed_tiles ? "FAIL" : unit_result(u));
+    const std::string header =
+        fmt::format("{:>5} {:>5} {:>7} {:>10} {:>8}  {}\n", "cpu", "core", "package", "tiles", "failed", "result");
+    if (r.units.size() <= FOLD_UNITS) {
+      s += "\n" + header;
+      for (const UnitResult& u : r.units) s += cpu_row(u);
+      return s;
+    }
+    uint64_t tiles = 0, failed = 0;
+    std::vector<int> passing;
+    std::string others;
+    for (const UnitResult& u : r.units) {
+      tiles += u.tiles;
+      failed += u.failed_tiles;
+      if (std::string_view(unit_result(u)) == "pass")
+        passing.push_back(u.cpu.cpu);
+      else
+        others += cpu_row(u);
+    }
+    std::sort(passing.begin(), passing.end());
+    const size_t not_passing = r.units.size() - passing.size();
+    s += fmt::format("\n{} cpus computed {} tiles, {} failed: {} pass{}{}\n", r.units.size(), tiles, failed,
+                     passing.size(), passing.empty() ? "" : " (cpu " + cpu::format_cpu_list(passing) + ")",
+                     not_passing ? fmt::format(", {} not passing:", not_passing) : "");
+    if (not_passing) s += header + others;
     return s;
   }
   s += "\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
     uint64_t tiles = 0, failed = 0;
     int used = 0;
+    size_t sms = 0;
     std::string failing;
+    std::vector<int> passing, idle;
     for (const UnitResult& u : r.units) {
       if (u.device != static_cast<int>(d)) continue;
+      ++sms;
       tiles += u.tiles;
       failed += u.failed_tiles;
       used += u.tiles > 0;
       if (u.failed_tiles)
         failing +=
             fmt::format("  {} SM {:>3}: {} of {} tiles failed\n", r.devices[d].label(), u.sm, u.failed_tiles, u.tiles);
+      else
+        (u.tiles ? passing : idle).push_back(u.sm);
     }
     s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}\n", r.devices[d].label(), used, tiles, failed,
                      failed ? " -- failing SMs:" : "");
     s += failing;
+    // A big GPU also says which SMs passed and which computed nothing, as ranges of SM ids.
+    if (sms > FOLD_UNITS) {
+      std::sort(passing.begin(), passing.end());
+      std::sort(idle.begin(), idle.end());
+      if (!passing.empty()) s += fmt::format("  {} pass: SM {}\n", passing.size(), cpu::format_cpu_list(passing));
+      if (!idle.empty()) s += fmt::format("  {} idle: SM {}\n", idle.size(), cpu::format_cpu_list(idle));
+    }
   }
   return s;
 }
@@ -166,6 +210,27 @@ std::string shell_join(const std::vector<std::string>& argv) {
   return out;
 }
 
+namespace {
+
+// Skipped cases that share why they cannot run here.
+struct NotApplicable {
+  std::string kind, why;  // "GPU-only " or empty; "not applicable ..."
+  size_t cases = 0;
+  std::vector<std::string> families;  // in report order
+};
+
+// "18 GPU-only cases not applicable on the cpu backend (families a, b, c, 6 more)".
+std::string not_applicable_line(const NotApplicable& g) {
+  constexpr size_t NAMED = 3;
+  std::string families;
+  for (size_t i = 0; i < g.families.size() && i < NAMED; ++i) families += (i ? ", " : "") + g.families[i];
+  if (g.families.size() > NAMED) families += fmt::format(", {} more", g.families.size() - NAMED);
+  return fmt::format("{} {}case{} {} (famil{} {})\n", g.cases, g.kind, g.cases == 1 ? "" : "s", g.why,
+                     g.families.size() == 1 ? "y" : "ies", families);
+}
+
+}  // namespace
+
 std::string render_text(const RunResult& r, const HostInfo& host) {
   std::string s;
   s += fmt::format("sdcscreen {} ({})  profile {}  backend {}  seed {}\n", tool_version(), tool_git(), r.profile,
@@ -184,16 +249,47 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
                      r.injections.size());
   for (const std::string& e : r.errors) s += fmt::format("error: {}\n", e);
-  s += fmt::format("\n{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", "device", "mode", "result", "iters",
-                   "tiles", "time_s", "GFLOP/s");
+  // Cases that cannot run on this backend or device are one line per reason, not a row each: on a CPU-only
+  // node they would bury the rows that ran. Every other skip keeps its row, since something did not run.
+  std::vector<const TestResult*> shown;
+  std::vector<NotApplicable> grouped;
   for (const TestResult& t : r.tests) {
-    // A recorded case judged by consensus (no accepted recording) shows both.
-    const std::string mode = t.judged_by.empty() || t.judged_by == t.mode ? t.mode : t.mode + ">" + t.judged_by;
-    s += fmt::format("{:<42} {:<7} {:<13} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t.id, t.device, mode,
-                     verdict_name(t.verdict), t.iterations_done, t.tiles, t.duration_s, t.gflops);
-    if (!t.reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t.verdict), t.reason);
-    for (const std::string& n : t.notes) s += fmt::format("  note: {}\n", n);
+    if (t.verdict != Verdict::skip || !t.not_applicable) {
+      shown.push_back(&t);
+      continue;
+    }
+    const bool gpu_only = t.device_index < 0 && t.reason.find("runs on GPUs only") != std::string::npos;
+    const std::string kind = gpu_only ? "GPU-only " : "";
+    const std::string why = gpu_only ? fmt::format("not applicable on the {} backend", r.backend)
+                            : t.reason.rfind("not applicable", 0) == 0 ? t.reason
+                                                                       : "not applicable: " + t.reason;
+    auto g = std::find_if(grouped.begin(), grouped.end(),
+                          [&](const NotApplicable& n) { return n.kind == kind && n.why == why; });
+    if (g == grouped.end()) g = grouped.insert(grouped.end(), NotApplicable{kind, why, 0, {}});
+    ++g->cases;
+    if (std::find(g->families.begin(), g->families.end(), t.family) == g->families.end())
+      g->families.push_back(t.family);
   }
+  // Columns as wide as their longest entry, so that long case ids and modes do not push a row out of line.
+  auto mode_of = [](const TestResult& t) {  // a recorded case judged by consensus shows both
+    return t.judged_by.empty() || t.judged_by == t.mode ? t.mode : t.mode + ">" + t.judged_by;
+  };
+  size_t id_w = 4, device_w = 7, mode_w = 13;
+  for (const TestResult* t : shown) {
+    id_w = std::max(id_w, t->id.size());
+    device_w = std::max(device_w, t->device.size());
+    mode_w = std::max(mode_w, mode_of(*t).size());
+  }
+  s += fmt::format("\n{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", id_w, "device", device_w, "mode",
+                   mode_w, "result", "iters", "tiles", "time_s", "GFLOP/s");
+  for (const TestResult* t : shown) {
+    s += fmt::format("{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t->id, id_w, t->device, device_w,
+                     mode_of(*t), mode_w, verdict_name(t->verdict), t->iterations_done, t->tiles, t->duration_s,
+                     t->gflops);
+    if (!t->reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t->verdict), t->reason);
+    for (const std::string& n : t->notes) s += fmt::format("  note: {}\n", n);
+  }
+  for (const NotApplicable& g : grouped) s += not_applicable_line(g);
   s += units_text(r);
   bool any_fail = false;
   for (const TestResult& t : r.tests) {

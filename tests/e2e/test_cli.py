@@ -170,6 +170,21 @@ boot_ids = {c["id"] for c in bat["cases"] if "boot" in c["iterations"]}
 listed = {l.split()[0] for l in p.stdout.split("cases:")[-1].splitlines() if l.strip()}
 F.check(p.returncode == 0 and listed == boot_ids, f"list --profile boot: exit {p.returncode}, lists {sorted(listed ^ boot_ids)} wrongly")
 
+
+
+def result_column(line):
+    """The offset of a table row's fourth field (the result column), None when it has fewer."""
+    m = re.match(r"^(\S+\s+){3}", line)
+    return m.end() if m else None
+
+
+# The text listing's case rows line up whatever the length of the case ids.
+p = common.run("list")
+rows = [l for l in p.stdout.split("cases:")[-1].splitlines() if l.strip()]
+second = {re.match(r"^\s*\S+\s+", l).end() for l in rows}
+longest = max(len(l.split()[0]) for l in rows) if rows else 0
+F.check(len(second) == 1 and min(second) > 2 + longest,
+        f"list: the case rows' second column starts at offsets {sorted(second)} (longest case id {longest})")
 p = common.run("info")
 F.check(p.returncode == 0, f"info: exit {p.returncode} ({p.stderr.strip()[:300]})")
 F.check(p.stdout.startswith("sdcscreen ") and "cpu" in p.stdout, f"info: unexpected output {p.stdout[:300]!r}")
@@ -200,5 +215,44 @@ p = common.run("run", "--time-budget", "1ms")
 last = p.stdout.rstrip().splitlines()[-1] if p.stdout.strip() else ""
 F.check(p.returncode == 2 and last == "exit: error", f"--time-budget 1ms text: exit {p.returncode}, last line {last!r}")
 F.check("exit: pass" not in p.stdout, "--time-budget 1ms text: says 'exit: pass'")
+
+
+# --- the text report at a glance ----------------------------------------------------------------------
+def table_rows(text):
+    """The header and the case rows of a text report's table of tests."""
+    table = text.split("\ntest ", 1)[-1].split("\n\n", 1)[0].splitlines()
+    return ["test " + table[0]] + [l for l in table[1:] if l.split() and l.split()[0] in common.CASES]
+
+
+def check_aligned(name, text):
+    rows = table_rows(text)
+    offsets = {result_column(l) for l in rows}
+    F.check(len(rows) > 1 and len(offsets) == 1,
+            f"{name}: table rows not aligned (result column at offsets {sorted(offsets, key=str)})")
+
+
+# The time-budget skips keep their rows and skip lines, aligned with the others.
+check_aligned("--time-budget 1ms text", p.stdout)
+F.check("  skip: time budget" in p.stdout, "--time-budget 1ms text: the cases skipped for time lost their skip lines")
+# A CPU run of the boot profile: the GPU-only cases are one line, not a row and a skip line each.
+p = common.run("run", "--profile", "boot")
+first = p.stdout.splitlines()[0] if p.stdout else ""
+F.check(p.returncode == 0, f"boot text: exit {p.returncode} ({p.stderr.strip()[:300]})")
+if "  backend cpu  " in first:
+    boot_cases = [c["id"] for c in bat["cases"] if "boot" in c["iterations"]]
+    gpu_only = [c for c in boot_cases if common.CASES[c]["family"] in common.GPU_ONLY_FAMILIES]
+    collapsed = [l for l in p.stdout.splitlines() if "not applicable" in l]
+    F.check(len(gpu_only) >= 2 and len(collapsed) == 1 and
+            collapsed[0].startswith(f"{len(gpu_only)} GPU-only cases not applicable on the cpu backend (families "),
+            f"boot text: the {len(gpu_only)} GPU-only cases are not one line: {collapsed!r}")
+    F.check("runs on GPUs only" not in p.stdout and "  skip: " not in p.stdout,
+            "boot text: a 'skip: family ... runs on GPUs only' line is left")
+    rows = table_rows(p.stdout)
+    shown = [l.split()[0] for l in rows[1:]]
+    expected = [c for c in boot_cases if c not in gpu_only]
+    F.check(shown == expected, f"boot text: table rows differ from the boot cases that run on CPUs: extra "
+                               f"{sorted(set(shown) - set(expected))}, missing {sorted(set(expected) - set(shown))}")
+    check_aligned("boot text", p.stdout)
+    F.check(p.stdout.rstrip().splitlines()[-1] == "exit: pass", "boot text: last line is not 'exit: pass'")
 
 F.finish()
