@@ -243,9 +243,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       say_err("\r\033[K{}", fit_progress_line(line, terminal_columns(STDERR_FILENO)));
     };
   if (a.verbose)
-    opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
-      say_err("[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", i + 1, n, t.id, t.device, verdict_name(t.verdict),
-              t.iterations_done, t.duration_s);
+    opt.on_test_done = [progress](const TestResult& t, size_t i, size_t n) {
+      // Over the progress line, when there is one: it is drawn again by the next update.
+      say_err("{}[{}/{}] {} {} {} ({} iterations, {:.2f} s)\n", progress ? "\r\033[K" : "", i + 1, n, t.id, t.device,
+              verdict_name(t.verdict), t.iterations_done, t.duration_s);
     };
   mark_in_progress(a, output, screen);
   if (cpus.empty() && !crashes.empty()) {  // every selected CPU crashed: nothing is left to screen
