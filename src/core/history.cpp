@@ -16,21 +16,13 @@
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../util/atomic_file.h"
+#include "../util/iso_time.h"
 #include "../util/strict_json.h"
 
 namespace sdc::history {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-std::string iso(double unix_s) {
-  const auto t = static_cast<time_t>(unix_s);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string cpu_label(int cpu) { return fmt::format("cpu {}", cpu); }
 std::string gpu_label(int index) { return fmt::format("gpu {}", index); }
@@ -151,7 +143,7 @@ bool Record::failed(const std::string& unit) const {
 Record record_of(const RunResult& r, const std::string& host, bool full_profile) {
   Record rec;
   rec.unix = r.end_unix > 0 ? r.end_unix : static_cast<double>(std::time(nullptr));
-  rec.time = iso(rec.unix);
+  rec.time = iso_time(rec.unix);
   rec.host = host;
   rec.profile = r.profile;
   rec.selection = full_profile ? "profile" : "custom";
@@ -274,7 +266,7 @@ std::string to_line(const Record& rec) {
 Record forget_record(const std::string& unit) {
   Record rec;
   rec.unix = static_cast<double>(std::time(nullptr));
-  rec.time = iso(rec.unix);
+  rec.time = iso_time(rec.unix);
   rec.forget = unit;
   return rec;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "../backends/cpu/cpu_topology.h"
+#include "../util/iso_time.h"
 
 #ifndef SDCSCREEN_VERSION
 #define SDCSCREEN_VERSION "0.0.0"
@@ -32,15 +33,6 @@ std::string os_pretty_name() {
       return v;
     }
   return "unknown";
-}
-
-std::string iso_time(double unix_s) {
-  const auto t = static_cast<time_t>(unix_s);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // A unit's verdict: it failed if any tile it computed miscompared, idle if it computed none.
