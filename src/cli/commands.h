@@ -28,8 +28,10 @@ struct RunArgs {
   std::string max_memory;
   std::string prometheus;
   bool npd = false;
-  std::string history;   // directory of the node's history (src/core/history.h); "" for none
-  bool digests = false;  // keep per-tile digests in the report
+  std::string history;             // directory of the node's history (src/core/history.h); "" for none
+  double throughput_floor = 0.85;  // a unit below this fraction of its peers' median throughput is slow
+  bool fail_slow = false;          // a slow unit makes a passing run exit 3
+  bool digests = false;            // keep per-tile digests in the report
 };
 struct ListArgs {
   std::string profile;

@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
   args[0] = "sdcscreen";
   CLI::App app{
       "sdcscreen: screens GPUs and CPU cores for silent data corruption with bit-exact golden results.\n"
-      "Exit codes: 0 pass, 1 miscompare (drain), 2 inconclusive (could not run everything), 64 bad command line,\n"
-      "78 bad configuration or pattern data, 128+N interrupted by signal N.",
+      "Exit codes: 0 pass, 1 miscompare (drain), 2 inconclusive (could not run everything), 3 a slow unit (only\n"
+      "with --fail-slow), 64 bad command line, 78 bad configuration or pattern data, 128+N interrupted by signal N.",
       "sdcscreen"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("sdcscreen {} ({})", tool_version(), tool_git()));
@@ -106,6 +106,12 @@ int main(int argc, char** argv) {
       "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
       "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
       "is marked as injected in every output");
+  run->add_option("--throughput-floor", ra.throughput_floor,
+                  "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
+                  "output; the exit code changes only with --fail-slow)")
+      ->check(CLI::Range(0.01, 0.99))
+      ->capture_default_str();
+  run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
                   "and the Slurm resume policy read")

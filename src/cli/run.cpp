@@ -257,6 +257,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     execute_screen(screen);
   }
   add_crashes(crashes, screen);
+  result.throughput_floor = a.throughput_floor;
+  result.fail_slow = a.fail_slow;
+  assess_throughput(result);
   if (!a.quiet && !a.npd && isatty(STDERR_FILENO)) say_err("\r\033[K");
   // A file that cannot be written after the run loses nothing: the report falls back to stdout (stderr with
   // --npd, whose stdout is one line), the NPD line is still printed, and the exit code says the write

@@ -1,5 +1,10 @@
 #include "result.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
 namespace sdc {
 
 const char* verdict_name(Verdict v) {
@@ -31,7 +36,69 @@ int RunResult::exit_code() const {
   if (!any_pass) return EXIT_INCONCLUSIVE;  // nothing ran at all
   for (const Injection& i : injections)
     if (!i.fired) return EXIT_INCONCLUSIVE;
+  if (fail_slow && any_slow()) return EXIT_SLOW;
   return EXIT_PASS;
+}
+
+bool RunResult::any_slow() const {
+  return std::any_of(throughput.begin(), throughput.end(), [](const UnitThroughput& u) { return u.slow; });
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+void assess_throughput(RunResult& r) {
+  constexpr double MIN_BUSY_S = 0.005;
+  constexpr int MIN_CASES = 3;
+  std::map<std::string, std::vector<double>> rel;  // unit -> its relative rate, per comparable case
+  const auto compare = [&rel](const std::vector<std::pair<std::string, double>>& rates) {
+    if (rates.size() < 2) return;  // no peer
+    for (size_t i = 0; i < rates.size(); ++i) {
+      std::vector<double> peers;
+      for (size_t j = 0; j < rates.size(); ++j)
+        if (j != i) peers.push_back(rates[j].second);
+      const double m = median(peers);
+      if (m > 0) rel[rates[i].first].push_back(rates[i].second / m);
+    }
+  };
+  std::map<std::string, std::vector<std::pair<std::string, double>>> gpu_rates;  // case -> (gpu, GFLOP/s)
+  for (const TestResult& t : r.tests) {
+    if (t.verdict != Verdict::pass && t.verdict != Verdict::fail) continue;
+    if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
+      if (t.gflops > 0 && t.duration_s >= MIN_BUSY_S)
+        gpu_rates[t.id].push_back(
+            {fmt::format("gpu {}", r.devices[static_cast<size_t>(t.device_index)].index), t.gflops});
+      continue;
+    }
+    std::vector<std::pair<std::string, double>> rates;
+    bool enough = !t.unit_speed.empty();
+    for (const UnitSpeed& u : t.unit_speed) {
+      enough = enough && u.busy_s >= MIN_BUSY_S && u.tiles > 0;
+      if (u.busy_s > 0) rates.push_back({fmt::format("cpu {}", u.unit), static_cast<double>(u.tiles) / u.busy_s});
+    }
+    if (enough) compare(rates);
+  }
+  for (const auto& [id, rates] : gpu_rates) compare(rates);
+  r.throughput.clear();
+  for (const auto& [unit, v] : rel) {
+    UnitThroughput u;
+    u.unit = unit;
+    u.relative = median(v);
+    u.cases = static_cast<int>(v.size());
+    u.slow = u.cases >= MIN_CASES && u.relative < r.throughput_floor;
+    r.throughput.push_back(u);
+  }
+  const auto number = [](const std::string& u) { return std::stol(u.substr(u.rfind(' ') + 1)); };
+  std::sort(r.throughput.begin(), r.throughput.end(), [&number](const UnitThroughput& a, const UnitThroughput& b) {
+    return a.unit.substr(0, 3) != b.unit.substr(0, 3) ? a.unit < b.unit : number(a.unit) < number(b.unit);
+  });
 }
 
 bool RunResult::masked(const Injection& i) const {
@@ -53,6 +120,7 @@ const char* RunResult::exit_word() const {
     case EXIT_PASS: return "pass";
     case EXIT_FAIL: return "fail";
     case EXIT_INCONCLUSIVE: return "error";
+    case EXIT_SLOW: return "slow";
     default: return "interrupted";
   }
 }

@@ -16,7 +16,14 @@ enum class Verdict { pass, fail, error, skip, crash };
 const char* verdict_name(Verdict v);
 
 // Exit codes (DESIGN.md): the fleet reads them.
-enum ExitCode : int { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_INCONCLUSIVE = 2, EXIT_USAGE = 64, EXIT_CONFIG = 78 };
+enum ExitCode : int {
+  EXIT_PASS = 0,
+  EXIT_FAIL = 1,
+  EXIT_INCONCLUSIVE = 2,
+  EXIT_SLOW = 3,  // with --fail-slow only: every test passed, but a unit is slow
+  EXIT_USAGE = 64,
+  EXIT_CONFIG = 78
+};
 
 struct Miscompare {
   int iteration = 0;
@@ -26,6 +33,13 @@ struct Miscompare {
   std::string element_name;
   uint32_t expected = 0, actual = 0;
   uint64_t ulps = 0;
+};
+
+// What one unit did of one test: its tiles and the time its worker spent computing them (CPU backend).
+struct UnitSpeed {
+  int unit = -1;  // logical CPU
+  uint64_t tiles = 0;
+  double busy_s = 0;
 };
 
 struct TestResult {
@@ -48,6 +62,7 @@ struct TestResult {
   // Per unit, in unit order, accumulated over every differing element (not only the listed ones); a tile
   // judged by digests alone (no element values: node consensus, a recorded golden) adds nothing.
   std::vector<UnitSignature> signatures;
+  std::vector<UnitSpeed> unit_speed;  // per unit that computed tiles, over every iteration (CPU backend)
   std::vector<std::string> notes;
   // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
   // "consensus" (repeats and the node's GPUs; also a recorded case whose architecture and engine have no
@@ -72,6 +87,14 @@ struct UnitResult {
   bool is_sm() const { return device >= 0; }
 };
 
+// A unit's throughput relative to its peers on the node (assess_throughput).
+struct UnitThroughput {
+  std::string unit;     // "cpu 3", "gpu 1"
+  double relative = 0;  // median over its cases of its rate / the median rate of its peers
+  int cases = 0;        // cases that had enough work on every unit to compare
+  bool slow = false;    // relative below the floor, over at least MIN_CASES cases
+};
+
 struct RunResult {
   std::string backend = "cpu";
   std::string backend_reason;  // why --backend auto chose what it chose
@@ -86,11 +109,15 @@ struct RunResult {
   std::vector<TestResult> tests;
   std::vector<UnitResult> units;
   std::vector<Injection> injections;
-  int interrupted_by = 0;           // signal number, 0 when not interrupted
-  bool watchdog_fired = false;      // a job overran its deadline: the run ended early
-  bool workers_abandoned = false;   // some worker may still be running: end the process, do not unwind
-  std::vector<std::string> errors;  // run-level problems (set-up failures)
+  int interrupted_by = 0;                  // signal number, 0 when not interrupted
+  bool watchdog_fired = false;             // a job overran its deadline: the run ended early
+  bool workers_abandoned = false;          // some worker may still be running: end the process, do not unwind
+  std::vector<std::string> errors;         // run-level problems (set-up failures)
+  double throughput_floor = 0.85;          // a unit below this fraction of its peers' median throughput is slow
+  bool fail_slow = false;                  // --fail-slow: a slow unit makes a passing run exit 3
+  std::vector<UnitThroughput> throughput;  // every unit that could be compared (assess_throughput)
   int exit_code() const;
+  bool any_slow() const;
   // A drill that fired but changed no output (an input flip the computation absorbed): no test of its case
   // failed, so it proves nothing about detection.
   bool masked(const Injection& i) const;
@@ -98,5 +125,12 @@ struct RunResult {
   void flag_masked_injections();
   const char* exit_word() const;
 };
+
+// Slow units: per case, each unit's rate (tiles per second of its worker's busy time, CPUs; the test's
+// GFLOP/s, GPUs) against the median rate of its peers (the node's other units of the same kind); a unit's
+// relative throughput is the median of that over the cases where every unit had at least 5 ms of work,
+// and it is slow below r.throughput_floor over at least 3 such cases. Slowness never changes the exit code
+// by itself (--fail-slow makes it 3 when everything passed).
+void assess_throughput(RunResult& r);
 
 }  // namespace sdc

@@ -309,6 +309,12 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                      : i.device >= 0
                          ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
                          : fmt::format("fired on cpu {}", i.fired_unit));
+  if (r.any_slow()) {
+    s += fmt::format("slow units (throughput below {:.2f}x the median of their peers; not a miscompare{}):\n",
+                     r.throughput_floor, r.fail_slow ? ", but --fail-slow" : "");
+    for (const UnitThroughput& u : r.throughput)
+      if (u.slow) s += fmt::format("  {} at {:.2f}x over {} cases: SLOW\n", u.unit, u.relative, u.cases);
+  }
   int counts[5] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
@@ -443,6 +449,18 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
       if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, unit_json(u.unit)));
+    if (!t.unit_speed.empty()) {  // each unit's share of the test and its achieved rate
+      jt["unit_throughput"] = json::array();
+      for (const UnitSpeed& u : t.unit_speed)
+        jt["unit_throughput"].push_back(
+            {{"cpu", u.unit},
+             {"tiles", u.tiles},
+             {"busy_s", u.busy_s},
+             {"gflops", u.busy_s > 0 && t.tiles > 0 && t.iterations_done > 0
+                            ? t.gflops * t.duration_s * static_cast<double>(u.tiles) /
+                                  (static_cast<double>(t.tiles) * t.iterations_done) / u.busy_s
+                            : 0.0}});
+    }
     if (!t.tile_digests.empty()) {
       jt["tile_digests"] = json::array();
       for (const uint64_t d : t.tile_digests) jt["tile_digests"].push_back(fmt::format("{:016x}", d));
@@ -461,6 +479,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     ji["fired_unit"] = i.fired && i.fired_unit >= 0 ? json(i.fired_unit) : json(nullptr);
     j["injections"].push_back(ji);
   }
+  j["throughput"] = {{"floor", r.throughput_floor}, {"fail_slow", r.fail_slow}, {"units", json::array()}};
+  for (const UnitThroughput& u : r.throughput)
+    j["throughput"]["units"].push_back(
+        {{"unit", u.unit}, {"relative", u.relative}, {"cases", u.cases}, {"slow", u.slow}});
   j["errors"] = r.errors;
   j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]},
                   {"error", counts[2]},      {"skip", counts[3]}, {"crash", counts[4]}};

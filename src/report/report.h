@@ -9,7 +9,8 @@ namespace sdc {
 
 // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures;
 // 6: per-tile digests (run --digests)
-constexpr int REPORT_SCHEMA_VERSION = 6;
+constexpr int REPORT_SCHEMA_VERSION =
+    7;  // 2: GPUs; 3: judged_by, engine; 4: crash; 5: signatures; 6: tile digests; 7: throughput
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -1,6 +1,7 @@
 // The outputs for fleet machinery: a Prometheus textfile and a node-problem-detector status line.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -37,6 +38,24 @@ void gauge(std::string& out, const char* name, const char* help) {
 
 }  // namespace
 
+namespace {
+
+// "cpu 3" as the metrics and the NPD line name a device: "cpu3".
+std::string device_name(std::string unit) {
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  return unit;
+}
+
+// "cpu3,gpu1": the slow units.
+std::string slow_units(const RunResult& r) {
+  std::string out;
+  for (const UnitThroughput& u : r.throughput)
+    if (u.slow) out += (out.empty() ? "" : ",") + device_name(u.unit);
+  return out;
+}
+
+}  // namespace
+
 std::string render_prometheus(const RunResult& r, const std::string& previous) {
   const bool passed = r.exit_code() == EXIT_PASS;
   std::string s;
@@ -50,7 +69,8 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   }
   gauge(s, "sdcscreen_run_duration_seconds", "Wall time of the last screen.");
   s += fmt::format("sdcscreen_run_duration_seconds {:.3f}\n", r.end_unix - r.start_unix);
-  gauge(s, "sdcscreen_exit_code", "Exit code of the last screen: 0 pass, 1 miscompare, 2 inconclusive, 128+N signal.");
+  gauge(s, "sdcscreen_exit_code",
+        "Exit code of the last screen: 0 pass, 1 miscompare, 2 inconclusive, 3 slow (--fail-slow), 128+N signal.");
   s += fmt::format("sdcscreen_exit_code {}\n", r.exit_code());
   gauge(s, "sdcscreen_healthy", "1 when the last screen passed, else 0.");
   s += fmt::format("sdcscreen_healthy {}\n", passed ? 1 : 0);
@@ -77,6 +97,13 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (size_t d = 0; d < r.devices.size(); ++d)
     s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index,
                      r.devices[d].uuid, gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
+  gauge(s, "sdcscreen_device_relative_throughput",
+        "The device's throughput over its peers' median in the last screen (median over comparable cases).");
+  for (const UnitThroughput& u : r.throughput)
+    s += fmt::format("sdcscreen_device_relative_throughput{{device=\"{}\"}} {:.4f}\n", device_name(u.unit), u.relative);
+  gauge(s, "sdcscreen_device_slow", "1 for a device below the throughput floor of its peers (present only then).");
+  for (const UnitThroughput& u : r.throughput)
+    if (u.slow) s += fmt::format("sdcscreen_device_slow{{device=\"{}\"}} 1\n", device_name(u.unit));
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
@@ -113,6 +140,7 @@ std::string render_npd_line(const RunResult& r) {
                                              r.profile, drill)
                                : fmt::format("OK: {} tests passed{} on {} gpus ({}){}", passed, skipped,
                                              r.devices.size(), r.profile, drill);
+      if (const std::string slow = slow_units(r); !slow.empty()) line = fmt::format("{}; slow: {}", line, slow);
       break;
     }
     case 1: {
@@ -139,6 +167,7 @@ std::string render_npd_line(const RunResult& r) {
     }
     default: {
       std::string why = r.interrupted_by ? fmt::format("interrupted by signal {}", r.interrupted_by) : "";
+      if (r.exit_code() == EXIT_SLOW) why = fmt::format("every test passed; slow (--fail-slow): {}", slow_units(r));
       // A hung unit first, by name (the line is cut at 80 characters): "cpu1 hung (watchdog) in CASE".
       std::string hung;
       for (const UnitResult& u : r.units) {

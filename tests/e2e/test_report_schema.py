@@ -177,6 +177,10 @@ if base:
     mutant("schema_version is 3 (before crash)", setp(["schema_version"], 3))
     mutant("schema_version is 4 (before signatures)", setp(["schema_version"], 4))
     mutant("schema_version is 5 (before tile digests)", setp(["schema_version"], 5))
+    mutant("schema_version is 6 (before throughput)", setp(["schema_version"], 6))
+    mutant("throughput is missing", delp(["throughput"]))
+    mutant("throughput floor is 1", setp(["throughput", "floor"], 1))
+    mutant("exit 3 with the verdict pass", setp(["exit"], {"code": 3, "verdict": "pass"}))
     mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
     mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
@@ -226,7 +230,7 @@ if base:
         if base["tests"][0].get("signatures"):
             mutant("pass with a signature", lambda r: r["tests"][0]["signatures"].append(copy.deepcopy(base["tests"][0]["signatures"][0])), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
-    # The GPU shape of a report (schema_version 6), built from the injected CPU report: it validates, and
+    # The GPU shape of a report (schema_version 7), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
     gpu = copy.deepcopy(base)
     gpu["backend"], gpu["backend_reason"] = "cuda", "--backend cuda"
@@ -276,7 +280,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 6, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 7, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -37,7 +38,20 @@ struct CaseState {
   std::vector<uint32_t> worker_of;
   std::vector<char> computed_by;          // per worker, in the current iteration: computed a tile with a faulty input
   std::vector<std::string> worker_error;  // per worker: why it could not compute a tile
+  std::vector<double> busy_s;             // per worker, in the current iteration: time spent on its tiles
+  std::vector<uint64_t> done;             // per worker, in the current iteration: tiles computed
 };
+
+// The drill for slow-unit detection: SDCSCREEN_DRILL_SLOW_CPU=N makes the worker on logical CPU N take ten
+// times as long for every tile (it waits nine times its tile's time after computing it). Compiled in, off
+// unless asked, like the other drills; -1 when not asked.
+int slow_drill_cpu() {
+  const char* v = std::getenv("SDCSCREEN_DRILL_SLOW_CPU");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long cpu = std::strtol(v, &end, 10);
+  return *end == 0 && cpu >= 0 && cpu < (1 << 20) ? static_cast<int>(cpu) : -1;
+}
 
 // When a job must end: its deadline (the watchdog) and the stop signal.
 struct Watch {
@@ -86,6 +100,8 @@ JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
   s.worker_of.assign(tiles, 0);
   s.computed_by.assign(workers, 0);
   s.worker_error.assign(workers, "");
+  s.busy_s.assign(workers, 0.0);
+  s.done.assign(workers, 0);
   // Every worker generates a slice of every tensor, on its own CPU.
   const Watch watch{pass_deadline(50e-9 * static_cast<double>(elements) / static_cast<double>(workers)), stop};
   return run_watched(pool, watch, [&s, tensors, workers](size_t w) {
@@ -143,6 +159,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
                                                : static_cast<uint32_t>((t + rotation) % workers);
   }
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
+  std::fill(s.busy_s.begin(), s.busy_s.end(), 0.0);
+  std::fill(s.done.begin(), s.done.end(), 0);
+  static const int slow_cpu = slow_drill_cpu();
   const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
   const JobEnd end = run_watched(
       pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te, case_id, iteration](size_t w) {
@@ -163,9 +182,11 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             reads_fault = true;
           }
         bool computed = false;
+        const bool slow = pool.cpu(w).cpu == slow_cpu;
         for (uint64_t t = 0; t < tiles; ++t) {
           if (s.worker_of[t] != w) continue;
           if (stop.stop_requested()) return;
+          const auto tile_start = Clock::now();
           activity::publish_tile(static_cast<int64_t>(t));
           float* out = s.out.data() + t * te;
           try {
@@ -186,6 +207,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             f.inj->fired_tile = t;
           }
           s.digest[t] = tile_digest(t, out, te);
+          if (slow) std::this_thread::sleep_for(9 * (Clock::now() - tile_start));
+          s.busy_s[w] += seconds_since(tile_start);
+          ++s.done[w];
         }
         s.computed_by[w] = computed && reads_fault;
       });
@@ -336,6 +360,15 @@ class CpuExecutor final : public Executor {
     if (ctx_->opt.keep_digests) {  // compare() follows every complete iteration: the last one stays
       r.tile_digests = s_->digest;
       r.digest_iteration = it;
+    }
+    for (size_t w = 0; w < s_->done.size(); ++w) {  // what each unit did, for its throughput
+      if (!s_->done[w]) continue;
+      const int cpu_id = pool_->cpu(w).cpu;
+      auto u = std::find_if(r.unit_speed.begin(), r.unit_speed.end(),
+                            [cpu_id](const UnitSpeed& x) { return x.unit == cpu_id; });
+      if (u == r.unit_speed.end()) u = r.unit_speed.insert(r.unit_speed.end(), UnitSpeed{cpu_id, 0, 0});
+      u->tiles += s_->done[w];
+      u->busy_s += s_->busy_s[w];
     }
     for (uint64_t t = 0; t < tiles; ++t) {
       const uint32_t w = s_->worker_of[t];
