@@ -14,6 +14,7 @@ namespace sdc {
 namespace cuda {
 class DeviceProblem;  // src/backends/cuda/device_problem.h
 }
+struct Injection;  // inject.h
 
 enum class Mode { exact, exact_integer, recorded, consensus };
 const char* mode_name(Mode m);
@@ -69,6 +70,16 @@ class Problem {
   virtual std::string tile_name(uint64_t tile) const = 0;
   // Multiply-adds (or comparable operations) per tile, for throughput figures.
   virtual double tile_flops() const = 0;
+  // A fault injected inside the computation of a tile (--inject submodule=...: the training-step replay),
+  // where an output flip after the tile would not do. Returns whether the fault was applied; a family
+  // without such faults computes the tile clean.
+  virtual bool compute_tile_with_fault(const float* const* in, uint64_t tile, float* out, Workspace& ws,
+                                       const Injection&) const {
+    compute_tile(in, tile, out, ws);
+    return false;
+  }
+  // Checks such a fault against the case (and completes it); "" or what is wrong.
+  virtual std::string check_replay_fault(Injection&) const { return "its family has no training-step replay"; }
 };
 
 struct Family {

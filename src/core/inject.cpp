@@ -76,8 +76,24 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "iteration") {
       if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
       inj.iteration = static_cast<int>(v);
+    } else if (key == "submodule") {
+      if (value.empty()) return "submodule is empty";
+      inj.submodule = value;
+    } else if (key == "step") {
+      if (!parse_uint(value, 1000000, v)) return fmt::format("step '{}' is not an integer in 0..1000000", value);
+      inj.step = static_cast<int64_t>(v);
+    } else if (key == "microbatch") {
+      if (!parse_uint(value, 1 << 20, v)) return fmt::format("microbatch '{}' is not a non-negative integer", value);
+      inj.microbatch = static_cast<int>(v);
+      inj.microbatch_given = true;
+    } else if (key == "output") {
+      if (!parse_uint(value, 64, v)) return fmt::format("output '{}' is not an integer in 0..64", value);
+      inj.output = static_cast<int>(v);
     } else {
-      return fmt::format("unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration)", key);
+      return fmt::format(
+          "unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration; submodule, step, "
+          "microbatch, output for a training-step replay)",
+          key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
@@ -86,6 +102,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
+  if (inj.submodule.empty() && (seen.count("step") || seen.count("microbatch") || seen.count("output")))
+    return "step=, microbatch= and output= apply to submodule= only";
+  if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
   if (!seen.count("element")) return "element=N is required";
   if (!has_bit) return "bit=N or mask=0xHEX is required";
   if (seen.count("bit") && seen.count("mask")) return "give bit or mask, not both";
@@ -99,7 +118,12 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
   const Case* c = battery.find_case(inj.case_id);
   if (!c) return fmt::format("unknown case '{}'", inj.case_id);
   const auto problem = find_family(c->family)->prepare(*c);
-  if (inj.input) {
+  if (!inj.submodule.empty()) {
+    if (gpus) return "submodule= is a CPU drill: the training-step replay runs on CPUs only";
+    if (c->family != "train_step_f32")
+      return fmt::format("submodule= applies to train_step_f32 cases only; {} is a {} case", c->id, c->family);
+    if (std::string e = problem->check_replay_fault(inj); !e.empty()) return fmt::format("case {}: {}", c->id, e);
+  } else if (inj.input) {
     const auto tensors = problem->inputs();
     bool found = false;
     std::string names;

@@ -12,6 +12,11 @@
 //                      on a GPU, the SM: every tile that SM computes gets the flip at the element's offset
 //   device=N           on a GPU (--backend cuda), the device (default: the first selected)
 //   iteration=N        the iteration at which it happens (default 0)
+// Inside a training-step replay (train_step_f32 cases, CPUs): the flip hits one submodule's output as the
+// step computes it, so everything after it computes on the corrupted value (as on a faulty unit):
+//   submodule=NAME     <module>.<pass> of the replay, e.g. layer0.mlp.down.backward (docs/families.md)
+//   step=S             the training step (default 0); microbatch=M (default 0); output=K (default 0)
+//   element=N, bit=N   the element of that output tensor and the bit to flip
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,11 @@ struct Injection {
   int unit = -1;    // logical CPU (or SM on a GPU), -1: any
   int device = -1;  // GPU index, -1: not given
   int iteration = 0;
+  std::string submodule;  // a replay fault when not empty
+  int64_t step = 0;
+  int microbatch = 0;
+  bool microbatch_given = false;
+  int output = 0;
   bool hang = false;   // hidden drill for the watchdog (action=hang): the unit never finishes
   bool crash = false;  // hidden drill for crash supervision (action=crash, CPUs): the unit takes a SIGSEGV
   // What happened.

@@ -16,9 +16,16 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
   std::mt19937_64 rng(seed);
   size_t checked = 0;
   size_t with_golden = 0;
+  size_t replays = 0;  // one tile each
   for (const Case& c : ps.battery.cases) {
     if (!has_cpu_golden(c.mode)) continue;  // recorded on GPUs: no CPU recomputation exists
+    // A training-step replay's tiles are identical whole replays; the plain path of a small-preset replay takes
+    // minutes, so its goldens are left to `golden`'s two computations, and the tiny presets' one tile here
+    // stands for them (test_train_step_f32.cpp checks the paths agree).
+    const bool replay = c.family == "train_step_f32";
+    if (replay && c.shape.dims.at("preset") != 0) continue;
     ++with_golden;
+    replays += replay;
     const auto p = find_family(c.family)->prepare(c);
     const auto tensors = p->inputs();
     std::vector<std::vector<float>> in;
@@ -32,7 +39,9 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     std::vector<float> out(p->tile_elements());
     // Three tiles per case: the first, the last and one at random.
     const uint64_t n = p->tile_count();
-    for (uint64_t t : {uint64_t{0}, n - 1, rng() % n}) {
+    const uint64_t random_tile = rng() % n;
+    for (uint64_t t : {uint64_t{0}, n - 1, random_tile}) {
+      if (replay && t != 0) continue;
       INFO(c.id << " tile " << t);
       p->compute_tile_scalar(ptrs.data(), t, out.data());
       REQUIRE(tile_digest(t, out.data(), p->tile_elements()) == g.tile_digests[t]);
@@ -40,5 +49,5 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     }
   }
   REQUIRE(with_golden >= 1);
-  REQUIRE(checked >= 3 * with_golden);
+  REQUIRE(checked >= 3 * with_golden - 2 * replays);
 }

@@ -147,7 +147,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   int input_fault_worker = -1;
   for (ActiveFault& f : faults) {
     if (f.worker < 0 || f.inj->hang || f.inj->crash) continue;
-    if (f.inj->input)
+    if (!f.inj->submodule.empty())  // a replay fault: its unit computes tile 0 (and whatever else it gets)
+      pinned[0] = static_cast<uint32_t>(f.worker);
+    else if (f.inj->input)
       input_fault_worker = f.worker;
     else
       pinned[f.tile] = static_cast<uint32_t>(f.worker);
@@ -189,15 +191,27 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           const auto tile_start = Clock::now();
           activity::publish_tile(static_cast<int64_t>(t));
           float* out = s.out.data() + t * te;
+          // A replay fault is applied inside every tile its unit computes (the unit of tile 0 when none is named).
+          ActiveFault* replay = nullptr;
+          for (ActiveFault& f : faults)
+            if (!f.inj->submodule.empty() && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
+              replay = &f;
           try {
-            s.problem->compute_tile(in.data(), t, out, ws[w]);
+            if (!replay) {
+              s.problem->compute_tile(in.data(), t, out, ws[w]);
+            } else if (s.problem->compute_tile_with_fault(in.data(), t, out, ws[w], *replay->inj) &&
+                       !replay->inj->fired) {
+              replay->inj->fired = true;
+              replay->inj->fired_unit = pool.cpu(w).cpu;
+              replay->inj->fired_tile = t;
+            }
           } catch (const std::exception& e) {  // e.g. out of memory for scratch: an error, not a crash
             s.worker_error[w] = fmt::format("cpu {}: {}", pool.cpu(w).cpu, e.what());
             return;
           }
           computed = true;
           for (ActiveFault& f : faults) {
-            if (f.inj->input || f.inj->hang || f.inj->crash || f.tile != t) continue;
+            if (f.inj->input || f.inj->hang || f.inj->crash || !f.inj->submodule.empty() || f.tile != t) continue;
             uint32_t bits;
             std::memcpy(&bits, out + f.offset, 4);
             bits ^= f.inj->mask;
@@ -327,7 +341,7 @@ class CpuExecutor final : public Executor {
         std::memcpy(&bits, &f.corrupted[inj.element], 4);
         bits ^= inj.mask;
         std::memcpy(&f.corrupted[inj.element], &bits, 4);
-      } else if (!inj.hang && !inj.crash) {
+      } else if (!inj.hang && !inj.crash && inj.submodule.empty()) {
         s_->problem->locate(inj.element, f.tile, f.offset);
       }
       faults_->push_back(std::move(f));

@@ -1,0 +1,407 @@
+// train_step_f32 as a family of the screen (CPU only): every tile is one complete training-step replay by
+// the unit that computes it, so all tiles of a case hold the same values, and a unit that computes wrong
+// shows as its tiles miscomparing. A tile is a vector of slots, each of which means one thing
+// (element_name says which), at the seed paper's levels:
+//   level 12  L1: every submodule output of step 0 (each micro-batch and output, in execution order) as its
+//             digest, with computation sync: an output whose digest is not the reference's is replaced by
+//             the reference tensor, so what follows runs on golden values and every faulty submodule shows;
+//             L2: the same step again, free-running: per gradient and per updated parameter its digest and
+//             the paper's metrics against the reference (mismatch frequency, mismatch severity, and for
+//             gradients the gradient-difference ratio). On a healthy unit the metrics are exactly 0.
+//   level 3   `steps` free-running steps: per step the loss and a digest of the parameters, then the final
+//             relative distance of the parameters from the reference trajectory's and a loss-spike flag.
+// A 64-bit digest takes three slots of 22, 21 and 21 bits, each an integer held exactly by a float: the
+// golden generator refuses NaN outputs, and a digest's raw halves would often be NaN bit patterns.
+//
+// The reference (one replay of the fast path, every step-0 submodule output kept for level 12) is computed
+// once per prepared case, at the first tile or the first check of a replay injection: `list` and the
+// injection checks prepare every case, and must stay cheap.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../src/core/family.h"
+#include "../../src/core/inject.h"
+#include "../../src/core/shape.h"
+#include "../../src/spec/digest.h"
+#include "train_step_f32_model.h"
+
+namespace sdc::train_step_f32 {
+namespace {
+
+constexpr int DIGEST_SLOTS = 3;
+// A step's loss is a spike when it leaves [ref / SPIKE, ref * SPIKE] around the reference's (or is NaN).
+constexpr double SPIKE = 1.5;
+constexpr int64_t MAX_STEPS = 1000;
+constexpr int64_t MAX_REPLICAS = 4096;
+
+Config config_of(int64_t preset) {
+  return preset == 0 ? tiny_config() : preset == 1 ? small_config() : standard_config();
+}
+
+uint64_t tensor_digest(uint64_t key, std::span<const float> v) {
+  return tile_digest(key, v.data(), static_cast<uint32_t>(v.size()));
+}
+
+void put_digest(uint64_t d, float* slot) {
+  slot[0] = static_cast<float>(d & 0x3fffffu);
+  slot[1] = static_cast<float>((d >> 22) & 0x1fffffu);
+  slot[2] = static_cast<float>(d >> 43);
+}
+
+uint64_t params_digest(const TensorSet& p) {
+  uint64_t d = 0;
+  for (size_t i = 0; i < p.tensors.size(); ++i) d += tensor_digest(i, p.tensors[i].data);
+  return d;
+}
+
+// The paper's metrics of a tensor a against the reference b. Severity is the mean over mismatched elements
+// of |a - b| / |b|, with |a - b| where b is 0; the ratio is ||a - b|| / ||b||, with ||a - b|| where b is 0.
+struct Metrics {
+  float frequency = 0, severity = 0, ratio = 0;
+};
+Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
+  uint64_t mismatched = 0;
+  double severity = 0, diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i], y = b[i];
+    ref2 += y * y;
+    if (float_bits(a[i]) == float_bits(b[i])) continue;
+    ++mismatched;
+    const double d = std::fabs(x - y);
+    severity += y == 0 ? d : d / std::fabs(y);
+    diff2 += (x - y) * (x - y);
+  }
+  Metrics m;
+  if (mismatched == 0) return m;
+  m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(a.size()));
+  m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
+  m.ratio = static_cast<float>(ref2 == 0 ? std::sqrt(diff2) : std::sqrt(diff2 / ref2));
+  return m;
+}
+
+struct L1Site {
+  int sub = 0;  // index into submodules(cfg)
+  int microbatch = 0;
+  int output = 0;
+};
+
+struct Reference {
+  std::vector<std::vector<float>> outputs;  // level 12: per L1 site, the step-0 output
+  std::vector<uint64_t> digests;            // level 12: their digests
+  TensorSet grads, params;                  // level 12: after step 0; level 3: params after the last step
+  std::vector<float> losses;                // level 3: per step
+};
+
+class ReplayProblem final : public Problem {
+ public:
+  explicit ReplayProblem(const Case& c)
+      : cfg_(config_of(dim(c, "preset"))),
+        level_(static_cast<int>(dim(c, "level"))),
+        steps_(level_ == 3 ? dim(c, "steps") : 1),
+        replicas_(static_cast<uint64_t>(dim(c, "replicas"))),
+        seed_(c.data_seed),
+        subs_(submodules(cfg_)),
+        shapes_(parameter_shapes(cfg_)) {
+    optimizer_.kind = dim(c, "optimizer") == 1 ? OptimizerKind::lamb : OptimizerKind::adamw;
+    if (level_ == 12) {
+      const int nmb = static_cast<int>(cfg_.micro_batches());
+      for (int mb = 0; mb < nmb; ++mb) {
+        for (const Submodule& s : subs_)
+          if ((s.pass == Pass::forward || s.pass == Pass::backward) || (s.pass == Pass::accumulate && mb > 0))
+            for (size_t k = 0; k < s.outputs.size(); ++k) sites_.push_back({s.index, mb, static_cast<int>(k)});
+      }
+      for (const Submodule& s : subs_)
+        if (s.pass == Pass::loss || s.pass == Pass::optimizer)
+          for (size_t k = 0; k < s.outputs.size(); ++k) sites_.push_back({s.index, -1, static_cast<int>(k)});
+      for (const L1Site& st : sites_) {
+        const Submodule& s = subs_[static_cast<size_t>(st.sub)];
+        const std::string base = "L1 " + s.name + (st.microbatch >= 0 ? " mb " + std::to_string(st.microbatch) : "") +
+                                 " out " + std::to_string(st.output) + " digest.";
+        for (const char* part : {"lo", "mid", "hi"}) names_.push_back(base + part);
+      }
+      for (const Tensor& t : shapes_.tensors) {
+        for (const char* part :
+             {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
+          names_.push_back("L2 grad " + t.name + " " + part);
+      }
+      for (const Tensor& t : shapes_.tensors)
+        for (const char* part : {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity"})
+          names_.push_back("L2 param " + t.name + " " + part);
+    } else {
+      for (int64_t s = 0; s < steps_; ++s) {
+        const std::string base = "L3 step " + std::to_string(s) + " ";
+        names_.push_back(base + "loss");
+        for (const char* part : {"lo", "mid", "hi"}) names_.push_back(base + "params digest." + part);
+      }
+      names_.push_back("L3 final param_distance");
+      names_.push_back("L3 final loss_spike");
+    }
+  }
+
+  // The executor wants an input: one element, which the replay does not read (it generates its own).
+  std::vector<TensorInfo> inputs() const override { return {{"unused", 1}}; }
+  void generate_input(size_t, uint64_t begin, uint64_t end, float* dst) const override {
+    std::fill(dst, dst + (end - begin), 0.0f);
+  }
+  uint64_t tile_count() const override { return replicas_; }
+  uint32_t tile_elements() const override { return static_cast<uint32_t>(names_.size()); }
+  void compute_tile(const float* const*, uint64_t, float* out, sdc::Workspace&) const override {
+    replay(out, Path::fast, nullptr);
+  }
+  void compute_tile_scalar(const float* const*, uint64_t, float* out) const override {
+    replay(out, Path::plain, nullptr);
+  }
+  bool compute_tile_with_fault(const float* const*, uint64_t, float* out, sdc::Workspace&,
+                               const Injection& inj) const override {
+    const BitFlip flip{inj.submodule,
+                       inj.output,
+                       inj.step,
+                       inj.microbatch,
+                       static_cast<int64_t>(inj.element),
+                       std::countr_zero(inj.mask)};
+    return replay(out, Path::fast, &flip);
+  }
+  std::string check_replay_fault(Injection& inj) const override {
+    const Submodule* s = nullptr;
+    for (const Submodule& x : subs_)
+      if (x.name == inj.submodule) s = &x;
+    if (!s)
+      return "unknown submodule '" + inj.submodule +
+             "': names are <module>.<pass> in execution order, e.g. layer0.mlp.down.backward (docs/families.md "
+             "lists them)";
+    if (std::popcount(inj.mask) != 1) return "submodule= flips one bit: give bit=N";
+    if (inj.step >= steps_)
+      return "step " + std::to_string(inj.step) + " is not replayed by this case (" + std::to_string(steps_) + " step" +
+             (steps_ == 1 ? "" : "s") + ")";
+    if (inj.output >= static_cast<int>(s->outputs.size()))
+      return s->name + " has " + std::to_string(s->outputs.size()) + " output(s)";
+    const int nmb = static_cast<int>(cfg_.micro_batches());
+    if (s->pass == Pass::loss || s->pass == Pass::optimizer) {
+      if (inj.microbatch_given) return s->name + " runs once per step: give no microbatch=";
+      inj.microbatch = -1;
+    } else if (inj.microbatch >= nmb || (s->pass == Pass::accumulate && inj.microbatch == 0)) {
+      return s->name + " runs at micro-batches " + (s->pass == Pass::accumulate ? "1" : "0") + ".." +
+             std::to_string(nmb - 1);
+    }
+    const uint64_t size = output_size(*s, inj.output);
+    if (inj.element >= size)
+      return "element " + std::to_string(inj.element) + " is outside " + s->name + " output " +
+             std::to_string(inj.output) + " (" + std::to_string(size) + " elements)";
+    return "";
+  }
+  uint64_t output_elements() const override { return replicas_ * tile_elements(); }
+  void locate(uint64_t element, uint64_t& tile, uint32_t& offset) const override {
+    tile = element / tile_elements();
+    offset = static_cast<uint32_t>(element % tile_elements());
+  }
+  uint64_t logical_element(uint64_t tile, uint32_t offset) const override { return tile * tile_elements() + offset; }
+  std::string element_name(uint64_t element) const override {
+    return tile_name(element / tile_elements()) + ": " + names_[element % tile_elements()];
+  }
+  std::string tile_name(uint64_t tile) const override { return "replica " + std::to_string(tile); }
+  // About 6 operations per parameter and token for forward and backward; the replays of a tile, and the
+  // reference (computed by the first tile) counted once more.
+  double tile_flops() const override {
+    double params = 0;
+    for (const Tensor& t : shapes_.tensors) params += static_cast<double>(t.size());
+    const double steps = level_ == 12 ? 3.0 : 2.0 * static_cast<double>(steps_);
+    return 6.0 * params * static_cast<double>(cfg_.batch * cfg_.seq) * steps;
+  }
+
+ private:
+  const Reference& reference() const {
+    std::call_once(once_, [this] {
+      auto r = std::make_unique<Reference>();
+      if (level_ == 12) {
+        // Records every output of a free-running step 0: the L1 reference and, after it, L2's.
+        class Record final : public Observer {
+         public:
+          explicit Record(Reference& r) : r_(r) {}
+          void output(const Submodule&, const train_step_f32::Site&, std::span<float> out) override {
+            r_.digests.push_back(tensor_digest(r_.outputs.size(), out));
+            r_.outputs.emplace_back(out.begin(), out.end());
+          }
+
+         private:
+          Reference& r_;
+        } record(*r);
+        r->params = init_params(cfg_, seed_);
+        OptState opt = init_opt_state(cfg_);
+        train_step(cfg_, r->params, opt, 0, seed_, optimizer_, &record);
+        r->grads = std::move(opt.grads);
+        if (r->outputs.size() != sites_.size())
+          throw std::logic_error("train_step_f32: the L1 layout is not the step's");
+      } else {
+        r->losses = train(cfg_, steps_, seed_, optimizer_, nullptr, {}, &r->params);
+      }
+      ref_ = std::move(r);
+    });
+    return *ref_;
+  }
+
+  uint64_t output_size(const Submodule& s, int output) const {
+    const Reference& r = reference();
+    if (level_ == 12) {
+      for (size_t i = 0; i < sites_.size(); ++i)
+        if (subs_[static_cast<size_t>(sites_[i].sub)].name == s.name && sites_[i].output == output)
+          return r.outputs[i].size();
+      return 0;
+    }
+    // Level 3 keeps no outputs: one step of the replay, observed, tells the size.
+    class Size final : public Observer {
+     public:
+      Size(const std::string& n, int k) : n_(n), k_(k) {}
+      void output(const Submodule& s, const train_step_f32::Site& at, std::span<float> out) override {
+        if (s.name == n_ && at.output == k_) size = out.size();
+      }
+      uint64_t size = 0;
+
+     private:
+      const std::string& n_;
+      int k_;
+    } size(s.name, output);
+    TensorSet params = init_params(cfg_, seed_);
+    OptState opt = init_opt_state(cfg_);
+    train_step(cfg_, params, opt, 0, seed_, optimizer_, &size);
+    return size.size;
+  }
+
+  // L1's observer: digests every output into its slots and puts the reference in place of a mismatch.
+  class Sync final : public Observer {
+   public:
+    Sync(const ReplayProblem& p, const Reference& r, float* out) : p_(p), r_(r), out_(out) {}
+    void output(const Submodule& s, const train_step_f32::Site& at, std::span<float> out) override {
+      if (k_ >= p_.sites_.size() || p_.sites_[k_].sub != s.index || p_.sites_[k_].microbatch != at.microbatch ||
+          p_.sites_[k_].output != at.output || r_.outputs[k_].size() != out.size())
+        throw std::logic_error("train_step_f32: the L1 layout is not the step's at " + s.name);
+      const uint64_t d = tensor_digest(k_, out);
+      put_digest(d, out_ + DIGEST_SLOTS * k_);
+      if (d != r_.digests[k_]) std::copy(r_.outputs[k_].begin(), r_.outputs[k_].end(), out.begin());
+      ++k_;
+    }
+    size_t seen() const { return k_; }
+
+   private:
+    const ReplayProblem& p_;
+    const Reference& r_;
+    float* out_;
+    size_t k_ = 0;
+  };
+
+  // One replay into out; returns whether the flip (if any) was applied.
+  bool replay(float* out, Path path, const BitFlip* flip) const {
+    const Reference& ref = reference();
+    Options options;
+    options.path = path;
+    bool fired = false;
+    if (level_ == 12) {
+      {  // L1: computation sync
+        Sync sync(*this, ref, out);
+        std::unique_ptr<BitFlipInjector> inj = flip ? std::make_unique<BitFlipInjector>(*flip, &sync) : nullptr;
+        TensorSet params = init_params(cfg_, seed_);
+        OptState opt = init_opt_state(cfg_);
+        train_step(cfg_, params, opt, 0, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &sync, options);
+        if (sync.seen() != sites_.size())
+          throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
+        fired = inj && inj->fired();
+      }
+      // L2: parameter sync, free-running from the initial parameters.
+      std::unique_ptr<BitFlipInjector> inj = flip ? std::make_unique<BitFlipInjector>(*flip) : nullptr;
+      TensorSet params = init_params(cfg_, seed_);
+      OptState opt = init_opt_state(cfg_);
+      train_step(cfg_, params, opt, 0, seed_, optimizer_, inj.get(), options);
+      fired = fired || (inj && inj->fired());
+      float* o = out + DIGEST_SLOTS * sites_.size();
+      for (size_t i = 0; i < opt.grads.tensors.size(); ++i, o += 6) {
+        put_digest(tensor_digest(i, opt.grads.tensors[i].data), o);
+        const Metrics m = metrics(opt.grads.tensors[i].data, ref.grads.tensors[i].data);
+        o[3] = m.frequency;
+        o[4] = m.severity;
+        o[5] = m.ratio;
+      }
+      for (size_t i = 0; i < params.tensors.size(); ++i, o += 5) {
+        put_digest(tensor_digest(i, params.tensors[i].data), o);
+        const Metrics m = metrics(params.tensors[i].data, ref.params.tensors[i].data);
+        o[3] = m.frequency;
+        o[4] = m.severity;
+      }
+      return fired;
+    }
+    // Level 3: free-running steps.
+    std::unique_ptr<BitFlipInjector> inj = flip ? std::make_unique<BitFlipInjector>(*flip) : nullptr;
+    TensorSet params = init_params(cfg_, seed_);
+    OptState opt = init_opt_state(cfg_);
+    bool spike = false;
+    for (int64_t s = 0; s < steps_; ++s) {
+      const float loss = train_step(cfg_, params, opt, s, seed_, optimizer_, inj.get(), options);
+      float* o = out + 4 * s;
+      o[0] = loss;
+      put_digest(params_digest(params), o + 1);
+      const double r = ref.losses[static_cast<size_t>(s)];
+      if (!(loss <= r * SPIKE && loss >= r / SPIKE)) spike = true;
+    }
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < params.tensors.size(); ++i)
+      for (size_t e = 0; e < params.tensors[i].data.size(); ++e) {
+        const double a = params.tensors[i].data[e], b = ref.params.tensors[i].data[e];
+        diff2 += (a - b) * (a - b);
+        ref2 += b * b;
+      }
+    out[4 * steps_] = static_cast<float>(std::sqrt(diff2 / ref2));
+    out[4 * steps_ + 1] = spike ? 1.0f : 0.0f;
+    return inj && inj->fired();
+  }
+
+  Config cfg_;
+  int level_;
+  int64_t steps_;
+  uint64_t replicas_;
+  uint64_t seed_;
+  Optimizer optimizer_;
+  std::vector<Submodule> subs_;
+  TensorSet shapes_;
+  std::vector<L1Site> sites_;  // level 12: the L1 sites in execution order
+  std::vector<std::string> names_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<Reference> ref_;
+};
+
+std::string validate(const Case& c) {
+  for (const char* k : {"preset", "level", "steps", "optimizer", "replicas"})
+    if (!c.shape.dims.count(k)) return std::string("shape needs ") + k;
+  const int64_t preset = dim(c, "preset"), level = dim(c, "level"), steps = dim(c, "steps");
+  if (preset < 0 || preset > 2) return "preset must be 0 (tiny), 1 (small) or 2 (standard)";
+  if (level != 12 && level != 3) return "level must be 12 (submodules and one step) or 3 (free-running steps)";
+  if (level == 12 && preset == 2)
+    return "level 12 keeps every submodule output of a step in memory: the standard preset needs gigabytes, "
+           "use tiny or small";
+  if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
+  if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
+  if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
+  return "";
+}
+
+std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<ReplayProblem>(c); }
+
+}  // namespace
+
+Family family() {
+  return {"train_step_f32",
+          "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, one "
+          "step with parameter sync, free-running steps",
+          {Mode::exact},
+          {"cpu"},
+          {"preset", "level", "steps", "optimizer", "replicas"},
+          validate,
+          prepare};
+}
+
+}  // namespace sdc::train_step_f32

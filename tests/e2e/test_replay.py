@@ -1,0 +1,165 @@
+"""The training-step replay as a family of the screen (train_step_f32 on CPUs, docs/families.md).
+
+(a) Clean: the tiny replay cases pass, and at least 200 clean replays (tiles) give no false positive.
+(b) Drills: a bit flipped inside one submodule's output (--inject ...,submodule=NAME) on one unit, over
+    forward and backward submodules of both layers, micro-batches, levels, optimizers and units: every run
+    exits 1, the injected unit alone is in units_failed, and the first listed miscompare names the injected
+    submodule (level 12: its L1 digest, thanks to computation sync) or the injected step (level 3: the first
+    divergent step).
+Under a sanitizer (SDC_SANITIZED set) the counts are scaled down: the replays
+run several times slower there.
+"""
+import os
+import random
+import time
+
+import common
+
+SANITIZED = bool(os.environ.get("SDC_SANITIZED"))
+CLEAN_REPLAYS = 60 if SANITIZED else 200
+RNG_SEED = 20261123
+
+L12 = "train_step_f32.l12_tiny"
+L3 = "train_step_f32.l3_tiny_20"
+LAMB = "train_step_f32.l12_tiny_lamb"
+DRILLS = {L12: 10, LAMB: 5, L3: 5} if SANITIZED else {L12: 60, LAMB: 22, L3: 20}
+TINY = [L12, L3, LAMB]
+LAYERS = 2       # the tiny preset (kernels/train_step_f32/train_step_f32.h)
+MICRO_BATCHES = 4
+TOKENS = 32      # of a micro-batch: every T x cols output has at least 32 elements (token 0's row)
+
+
+def submodules():
+    """(name, outputs) of the tiny model's forward and backward submodules (train_step_f32_model.cpp)."""
+    out = [("embed.forward", 1)]
+    for l in range(LAYERS):
+        for w in ("attn_norm", "attn.wq", "attn.wk", "attn.wv", "attn.rope_q", "attn.rope_k", "attn.core", "attn.wo",
+                  "attn.residual", "mlp_norm", "mlp.gate", "mlp.up", "mlp.swiglu", "mlp.down", "mlp.residual"):
+            out.append((f"layer{l}.{w}.forward", 1))
+    out += [("final_norm.forward", 1), ("lm_head.forward", 1), ("loss.forward", 1),  # output 1 is one element
+            ("loss.backward", 1), ("lm_head.backward", 2), ("final_norm.backward", 2)]
+    for l in reversed(range(LAYERS)):
+        p = f"layer{l}."
+        out += [(p + "mlp.down.backward", 2), (p + "mlp.swiglu.backward", 2), (p + "mlp.up.backward", 2),
+                (p + "mlp.gate.backward", 2), (p + "mlp_norm.backward", 2), (p + "mlp.residual.backward", 1),
+                (p + "attn.wo.backward", 2), (p + "attn.core.backward", 3), (p + "attn.rope_q.backward", 1),
+                (p + "attn.rope_k.backward", 1), (p + "attn.wv.backward", 2), (p + "attn.wk.backward", 2),
+                (p + "attn.wq.backward", 2), (p + "attn_norm.backward", 2), (p + "attn.residual.backward", 1)]
+    out.append(("embed.backward", 1))
+    return out
+
+
+# Level 3 judges a step by its loss and its parameters: a flip must reach them within the step. Forward
+# activations reach the loss; the activation gradients (dx) of token 0 reach the parameters. (A weight
+# gradient's element may be +0, whose flipped value Adam's update cannot move; an optimizer's m and v are
+# read only at the next step.)
+# Token 0's query attends to key 0 alone (its softmax is 1 whatever the score): a flip in token 0's query or key
+# changes nothing at all, and the drills flip token 0's row.
+L3_SILENT = {"attn.wq.forward", "attn.wk.forward", "attn.rope_q.forward", "attn.rope_k.forward"}
+L3_BACKWARD = ["lm_head", "final_norm"] + [f"layer{l}.{w}" for l in range(LAYERS) for w in
+                                           ("mlp.down", "mlp.up", "mlp.gate", "mlp_norm", "mlp.residual", "attn.wo",
+                                            "attn.residual")]
+
+
+def l1_name(sub, mb, out):
+    return f"L1 {sub} mb {mb} out {out} digest."
+
+
+def main():
+    fails = common.Failures("test_replay")
+    rng = random.Random(RNG_SEED)
+    cpus = sorted(os.sched_getaffinity(0))
+    units = [u for u in (0, 1) if u in cpus]
+    fails.check(len(units) == 2, f"these tests expect logical CPUs 0 and 1 to be available (have {cpus})")
+    cpuset = ",".join(str(u) for u in units)
+    for c in TINY:
+        fails.check(c in common.CASES, f"battery: no case {c}")
+    replicas = {c: common.CASES[c]["shape"]["replicas"] for c in TINY if c in common.CASES}
+
+    # ---- (a) clean ------------------------------------------------------------------------------------
+    t0 = time.time()
+    rc, rep, err = common.run_json("--enable", "train_step_f32.*tiny*", "--cpuset", cpuset)
+    tests = rep["tests"] if rep else []
+    fails.check(rc == 0 and tests and all(t["result"] == "pass" for t in tests),
+                f"run --enable 'train_step_f32.*tiny*': exit {rc}, {[(t['id'], t['result']) for t in tests]} "
+                f"({err.strip()[-500:]})")
+    replays, runs = 0, 0
+    while replays < CLEAN_REPLAYS and runs < 20:
+        rc, rep, err = common.run_json("--profile", "standard", "--time-budget", "4s", "--enable",
+                                       "train_step_f32.*tiny*", "--cpuset", cpuset)
+        runs += 1
+        tests = rep["tests"] if rep else []
+        fails.check(rc == 0 and tests and all(t["result"] == "pass" and not t.get("miscompares") for t in tests),
+                    f"clean standard run: exit {rc}, {[(t['id'], t['result']) for t in tests]} ({err.strip()[-500:]})")
+        if rc != 0 or not tests:
+            break
+        replays += sum(t["iterations"] * replicas.get(t["id"], 0) for t in tests)
+    fails.check(replays >= CLEAN_REPLAYS, f"only {replays} clean replays ran (wanted {CLEAN_REPLAYS})")
+    clean_s = time.time() - t0
+    print(f"clean: {replays} replays in {runs} runs, 0 false positives, {clean_s:.1f} s")
+
+    # ---- (b) drills -----------------------------------------------------------------------------------
+    # One drill per run, the drilled case alone: l12_tiny in the boot profile (one iteration), the others in
+    # the standard profile with a short budget (their first iteration always runs).
+    subs = submodules()
+    drills, t1 = 0, time.time()
+    kinds = {"forward": 0, "backward": 0, L12: 0, L3: 0, LAMB: 0}
+    layers_hit, mbs_hit, units_hit = set(), set(), set()
+    plan = [L12] * DRILLS[L12] + [LAMB] * DRILLS[LAMB] + [L3] * DRILLS[L3]
+    for n, case in enumerate(plan):
+        unit = units[n % len(units)]
+        bit = rng.randrange(18, 23)  # high mantissa bits: a visible change, never an infinity or NaN
+        element = rng.randrange(TOKENS)
+        if case == L3:
+            step = rng.randrange(common.CASES[case]["shape"]["steps"])
+            if n % 2:
+                sub = rng.choice([s for s, _ in subs if s.endswith(".forward") and not s.startswith("loss.")
+                                  and s.split(".", 1)[1] not in L3_SILENT])
+            else:
+                sub = rng.choice(L3_BACKWARD) + ".backward"
+            mb = rng.randrange(MICRO_BATCHES)
+            spec = f"case={case},submodule={sub},step={step},microbatch={mb},element={element},bit={bit},unit={unit}"
+            prefix = f"L3 step {step} "
+        else:
+            sub, outs = rng.choice(subs)
+            out = 0 if sub == "loss.forward" else rng.randrange(outs)
+            mb = rng.randrange(MICRO_BATCHES)
+            spec = f"case={case},submodule={sub},microbatch={mb},output={out},element={element},bit={bit},unit={unit}"
+            prefix = l1_name(sub, mb, out)
+        kinds["forward" if sub.endswith(".forward") else "backward"] += 1
+        kinds[case] += 1
+        layers_hit.add(sub.split(".")[0])
+        mbs_hit.add(mb)
+        units_hit.add(unit)
+        profile = [] if case == L12 else ["--profile", "standard", "--time-budget", "0.2s"]
+        rc, rep, err = common.run_json(*profile, "--enable", case, "--cpuset", cpuset, "--inject", spec)
+        drills += 1
+        fails.check(rc == 1, f"drill {spec}: exit {rc} ({err.strip()[-500:]})")
+        t = rep["tests"][0] if rep and rep.get("tests") else None
+        if not t:
+            fails.check(False, f"drill {spec}: no test in the report")
+            continue
+        ms = t.get("miscompares", [])
+        fails.check(t["result"] == "fail" and t.get("units_failed") == [unit],
+                    f"drill {spec}: result {t['result']}, units_failed {t.get('units_failed')}")
+        first = ms[0]["element_name"] if ms else ""
+        fails.check(first.split(": ", 1)[-1].startswith(prefix),
+                    f"drill {spec}: the first miscompare is {first!r}, expected one starting {prefix!r} "
+                    f"({[m['element_name'] for m in ms[:4]]})")
+        fails.check(all(m["unit"].get("cpu") == unit for m in ms), f"drill {spec}: miscompares on other units {ms[:3]}")
+    print(f"drills: {drills} ({kinds}; layers/modules {sorted(layers_hit)}, micro-batches {sorted(mbs_hit)}, "
+          f"units {sorted(units_hit)}), {time.time() - t1:.1f} s")
+    fails.check(drills >= sum(DRILLS.values()), f"only {drills} drills")
+
+    # ---- usage errors -----------------------------------------------------------------------------------
+    for spec, why in ((f"case={L12},submodule=layer9.mlp.down.backward,element=0,bit=3", "unknown submodule"),
+                      (f"case={L12},submodule=layer0.mlp.down.backward,step=1,element=0,bit=3", "step 1"),
+                      ("case=softmax_f32.special_128x1000,submodule=embed.forward,element=0,bit=3", "train_step_f32"),
+                      (f"case={L12},step=1,element=0,bit=3", "submodule= only")):
+        p = common.run("run", "--enable", L12, "--cpuset", cpuset, "--inject", spec, "-q")
+        fails.check(p.returncode == 64 and why in p.stderr, f"--inject {spec}: exit {p.returncode}, {p.stderr.strip()[:300]}")
+    fails.finish()
+
+
+if __name__ == "__main__":
+    main()
