@@ -104,8 +104,10 @@ int main(int argc, char** argv) {
   run->add_option(
       "--inject", ra.inject,
       "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I] "
-      "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; the run "
-      "is marked as injected in every output");
+      "(repeatable); on a GPU, unit=SM flips the element's offset in every tile that SM computes; a "
+      "training-step replay (train_step_f32) also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the "
+      "flip of element N of that submodule's output, inside the replay, on the unit; the run is marked as "
+      "injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
                   "output; the exit code changes only with --fail-slow)")
