@@ -18,7 +18,7 @@ import time
 
 import jsonschema
 
-from common import CASES, SCHEMA, Failures, SDCSCREEN, run_json, with_lock
+from common import CASES, LISTING, SCHEMA, Failures, SDCSCREEN, run_json, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
 
@@ -31,7 +31,10 @@ def battery():
     """Every exact and exact-integer case of every profile, on one emulated GPU: a pass judged by its golden,
     on every tile the device computed (a seeded sample of the blocks of the larger cases, said in a note)."""
     F = Failures("e2e_emu_battery")
-    exact = {cid: c for cid, c in CASES.items() if c["mode"] in EXACT_MODES and not c["family"].endswith("_cublaslt")}
+    # Families with a CUDA kernel of their own (not cuBLASLt's, not CPU-only ones such as the training-step replay).
+    cuda_families = {f["id"] for f in LISTING["families"] if "cuda" in f["backends"]}
+    exact = {cid: c for cid, c in CASES.items() if c["mode"] in EXACT_MODES and not c["family"].endswith("_cublaslt")
+             and c["family"] in cuda_families}
     F.check(len(exact) >= 40, f"only {len(exact)} exact cases in the battery")
     boot = [cid for cid, c in exact.items() if "boot" in c["iterations"]]
     # The boot profile's cases in one run, as the boot screen runs them (two iterations each).
