@@ -145,6 +145,7 @@ void print_json(const Battery& b, const std::string& profile) {
                              {"description", f.description},
                              {"modes", modes},
                              {"backends", f.backends},
+                             {"device_side", f.device_side},
                              {"shape_keys", f.shape_keys}});
   }
   j["modes"] = nlohmann::json::array();

@@ -99,6 +99,10 @@ struct Family {
   // A family computed from another family's inputs to the same exact output (a cuBLASLt twin) names that
   // family: its cases' goldens are the twin's cases' of the same definition (patterns.h), not copies.
   const char* goldens_of = nullptr;
+  // What the family's device side is, in every build (the registry sets it from the family table's line):
+  // "kernel" (a CUDA kernel of the project's own, which the emulated device runs too), "library" (cuBLASLt:
+  // a real GPU only) or "none" (a CPU-only family).
+  const char* device_side = "none";
 };
 
 // The registry: every family in one explicit list, stable order.

@@ -54,10 +54,21 @@ def listing(*args):
     return json.loads(p.stdout)
 
 
-def table_families():
-    """The family ids of the family table (kernels/families.def), in its order, read from the file itself."""
+def table_lines():
+    """(macro, family id) of each line of the family table (kernels/families.def), in its order."""
     with open(os.path.join(SOURCE_DIR, "kernels", "families.def")) as f:
-        return [m.group(2) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU|SDC_FAMILY_LIBRARY)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
+        return [(m.group(1), m.group(2)) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU|SDC_FAMILY_LIBRARY)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
+
+
+def table_families():
+    """The family ids of the family table, in its order, read from the file itself."""
+    return [fid for _, fid in table_lines()]
+
+
+def table_device_sides():
+    """Each family's device side as its table line declares it (the listing's device_side)."""
+    side = {"SDC_FAMILY": "kernel", "SDC_FAMILY_LIBRARY": "library", "SDC_FAMILY_CPU": "none"}
+    return {fid: side[macro] for macro, fid in table_lines()}
 
 
 # The binary's own listing: every kernel family it registers (in table order), and every battery case with
@@ -98,6 +109,7 @@ class Failures:
         if not cond:
             self.items.append(msg)
             print("FAIL:", msg, flush=True)
+        return cond
 
     def finish(self):
         print(f"{self.name}: {self.checks} checks, {len(self.items)} failed", flush=True)

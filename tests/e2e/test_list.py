@@ -36,6 +36,8 @@ for f in doc["families"]:
     F.check(set(f["backends"]) <= {"cpu", "cuda"} and len(set(f["backends"])) == len(f["backends"]),
             f"family {f['id']}: backends {f['backends']}")
     F.check(bool(f["shape_keys"]), f"family {f['id']}: no shape keys")
+F.check({f["id"]: f["device_side"] for f in doc["families"]} == common.table_device_sides(),
+        f"list json: device sides {[(f['id'], f['device_side']) for f in doc['families']]}")
 F.check(any("cpu" in f["backends"] for f in doc["families"]), "list json: no family runs on CPUs")
 F.check([m["name"] for m in doc["modes"]] == MODES and all(m["description"] for m in doc["modes"]),
         f"list json: modes {doc['modes']}")

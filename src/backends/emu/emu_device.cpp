@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -322,9 +323,9 @@ class EmuRuntime final : public cuda::DeviceRuntime {
   void make_current() override { t_current = &d_; }
   std::unique_ptr<cuda::DeviceProblem> prepare(const Family& f, const Case& c, std::string& why) override {
     if (f.prepare_emu) return f.prepare_emu(c);
-    const bool has_cuda = std::find(f.backends.begin(), f.backends.end(), "cuda") != f.backends.end();
     why = std::string("family ") + f.id +
-          (has_cuda ? " calls cuBLASLt, which runs only on a real GPU" : " has no CUDA kernel (it runs on CPUs only)");
+          (std::string_view(f.device_side) == "library" ? " calls cuBLASLt, which runs only on a real GPU"
+                                                        : " has no CUDA kernel (it runs on CPUs only)");
     return nullptr;
   }
   void* alloc(uint64_t bytes) override {
