@@ -32,6 +32,7 @@ struct RunArgs {
   double throughput_floor = 0.85;  // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;          // a slow unit makes a passing run exit 3
   bool digests = false;            // keep per-tile digests in the report
+  int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
 };
 struct ListArgs {
   std::string profile;

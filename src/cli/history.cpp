@@ -108,7 +108,8 @@ int cmd_history(const HistoryArgs& a) {
                             {"flaps", u.flaps},
                             {"flapping", u.flaps > 0},
                             {"families", u.families},
-                            {"signatures", u.signatures}});
+                            {"signatures", u.signatures},
+                            {"classifications", u.classifications}});
     j["resume_policy"] = {{"clean_screens", cfg.clean_screens},
                           {"min_profile", cfg.min_profile},
                           {"decision", decision_word(v.decision)},
@@ -141,6 +142,11 @@ int cmd_history(const HistoryArgs& a) {
         100.0 * u.failures / u.screens, u.first_failure, u.last_failure,
         u.flaps ? fmt::format("yes ({})", u.flaps) : "no", fams);
     for (const std::string& g : u.signatures) say("         signature {}\n", g);
+    if (!u.classifications.empty()) {
+      std::string cls;
+      for (const auto& c : u.classifications) cls += (cls.empty() ? "" : ", ") + c;
+      say("         retest {}\n", cls);
+    }
   }
   if (never_failed)
     say("{}{} unit{} screened, never failed\n", header ? "" : "no failure on record; ", never_failed,

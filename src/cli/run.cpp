@@ -228,6 +228,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   opt.injections = injections;
   opt.max_memory_bytes = max_memory;
   opt.keep_digests = a.digests;
+  const Profile* profile = screen.patterns.battery.find_profile(a.profile);
+  opt.retest = a.retest >= 0 ? a.retest : profile && profile->fill ? 3 : 0;
+  result.retest = opt.retest;
   // Progress on a terminal only: one line rewritten in place (case, iteration, elapsed, remaining).
   const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
   const double t_start = unix_now();

@@ -120,6 +120,10 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
         x.signatures.push_back(g.get<std::string>());
       }
     }
+    if (f.contains("class")) {
+      if (!f["class"].is_string()) return "a failure's 'class' is not a string";
+      x.classification = f["class"].get<std::string>();
+    }
     if (f.contains("sms")) {
       if (!f["sms"].is_array()) return "a failure's 'sms' is not an array";
       for (const auto& s : f["sms"]) {
@@ -195,7 +199,7 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   };
   for (const TestResult& t : r.tests) {
     if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
-    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}};
+    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}, ""};
     if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
       f.unit = gpu_label(r.devices[static_cast<size_t>(t.device_index)].index);
       f.sms = t.units_failed;
@@ -219,6 +223,9 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     for (int c : cpus) {
       f.unit = cpu_label(c);
       f.signatures = signatures(t, c, false);
+      f.classification.clear();
+      for (const UnitRetest& u : t.retests)
+        if (u.unit == c && u.same_seed_runs > 0) f.classification = u.classification();
       rec.failures.push_back(f);
       screened.insert(f.unit);
       if (!rec.units.count(f.unit)) rec.units[f.unit] = f.result;
@@ -257,6 +264,7 @@ std::string to_line(const Record& rec) {
     ojson jf = {{"unit", f.unit}, {"case", f.case_id}, {"family", f.family}, {"result", f.result}};
     if (!f.sms.empty()) jf["sms"] = f.sms;
     if (!f.signatures.empty()) jf["signatures"] = f.signatures;
+    if (!f.classification.empty()) jf["class"] = f.classification;
     j["failures"].push_back(jf);
   }
   // Invalid UTF-8 (a host name, a case id) is replaced, never a reason to lose the line.
@@ -501,6 +509,9 @@ std::vector<UnitSummary> summarize(const History& h) {
           for (const std::string& g : f.signatures)
             if (std::find(st.s.signatures.begin(), st.s.signatures.end(), g) == st.s.signatures.end())
               st.s.signatures.push_back(g);
+          auto& cls = st.s.classifications;
+          if (!f.classification.empty() && std::find(cls.begin(), cls.end(), f.classification) == cls.end())
+            cls.push_back(f.classification);
         }
       } else if (st.failed_before && !r.units.count(u)) {
         st.passed_since = true;

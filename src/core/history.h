@@ -18,7 +18,8 @@
 //   screened:  the units that did work in this screen (logical CPUs; GPUs by CUDA ordinal);
 //   units:     every screened unit whose result was not pass: fail, crash, hung, error;
 //   failures:  one entry per failed or crashed test and unit (a GPU's failing SMs in "sms", the bit
-//              signatures of its miscompares in "signatures", when elements could be compared).
+//              signatures of its miscompares in "signatures", when elements could be compared, and the
+//              retest's classification of a CPU in "class": persistent, intermittent, not reproduced).
 // An administrator's line after a repair: {"v":1,"time":...,"unix":...,"forget":"cpu 3"} (or "all"):
 // failures of that unit before it no longer count.
 #pragma once
@@ -39,6 +40,7 @@ struct Failure {
   std::string unit, case_id, family, result;  // result: fail or crash
   std::vector<int> sms;                       // a GPU's failing SMs
   std::vector<std::string> signatures;        // the bit signatures (src/core/signature.h) of its miscompares
+  std::string classification;                 // the retest's (--retest-on-failure): persistent, ...; "" if none
 };
 
 struct Record {
@@ -101,10 +103,11 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg);
 struct UnitSummary {
   std::string unit;
   int screens = 0, failures = 0;
-  std::string first_failure, last_failure;  // ISO times, "" when none
-  int flaps = 0;                            // times the unit failed again after passing since a failure
-  std::vector<std::string> families;        // of its failures
-  std::vector<std::string> signatures;      // of its failures, distinct
+  std::string first_failure, last_failure;   // ISO times, "" when none
+  int flaps = 0;                             // times the unit failed again after passing since a failure
+  std::vector<std::string> families;         // of its failures
+  std::vector<std::string> signatures;       // of its failures, distinct
+  std::vector<std::string> classifications;  // the retests' of its failures, distinct
 };
 std::vector<UnitSummary> summarize(const History& h);
 

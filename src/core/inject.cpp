@@ -76,6 +76,18 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "iteration") {
       if (!parse_uint(value, 1000000, v)) return fmt::format("iteration '{}' is not an integer in 0..1000000", value);
       inj.iteration = static_cast<int>(v);
+    } else if (key == "persist") {
+      uint64_t k = 0;
+      if (value == "once") {
+        inj.persist_every = 0;
+      } else if (value == "always" || value == "input") {
+        inj.persist_every = 1;
+        inj.input_only = value == "input";
+      } else if (value.rfind("1/", 0) == 0 && parse_uint(value.substr(2), 1000, k) && k >= 2) {
+        inj.persist_every = static_cast<int>(k);
+      } else {
+        return fmt::format("persist '{}' is not once, always, input or 1/K with K in 2..1000", value);
+      }
     } else if (key == "submodule") {
       if (value.empty()) return "submodule is empty";
       inj.submodule = value;
@@ -91,17 +103,19 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       inj.output = static_cast<int>(v);
     } else {
       return fmt::format(
-          "unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration; submodule, step, "
-          "microbatch, output for a training-step replay)",
+          "unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration, persist; "
+          "submodule, step, microbatch, output for a training-step replay)",
           key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang || inj.crash) {
-    if (has_bit || inj.input || seen.count("element"))
+    if (has_bit || inj.input || seen.count("element") || seen.count("persist"))
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
+  if (inj.persist_every > 0 && inj.unit < 0)
+    return "persist= other than once needs unit=N: a fault that repeats lives in one unit";
   if (inj.submodule.empty() && (seen.count("step") || seen.count("microbatch") || seen.count("output")))
     return "step=, microbatch= and output= apply to submodule= only";
   if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
@@ -111,6 +125,19 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   if (inj.input && inj.tensor.empty()) return "target=input needs tensor=NAME";
   if (!inj.input && !inj.tensor.empty()) return "tensor= applies to target=input only";
   return "";
+}
+
+std::string persist_name(const Injection& inj) {
+  if (inj.persist_every == 0) return "once";
+  if (inj.persist_every == 1) return inj.input_only ? "input" : "always";
+  return fmt::format("1/{}", inj.persist_every);
+}
+
+bool fires_now(Injection& inj, int iteration, bool retest, bool fresh_inputs) {
+  if (inj.persist_every == 0) return !retest && iteration == inj.iteration;
+  if (!retest && iteration < inj.iteration) return false;
+  if (fresh_inputs && inj.input_only) return false;
+  return inj.computations++ % inj.persist_every == 0;
 }
 
 std::string check_injection(Injection& inj, const Battery& battery, const std::vector<int>& cpus,
@@ -142,6 +169,8 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
                        problem->output_elements());
   }
   if (gpus) {
+    if (inj.persist_every > 0)
+      return "persist= is a CPU drill: the CUDA backend does not retest a failure yet (docs/fleet.md)";
     if (inj.crash) return "action=crash is a CPU drill (a GPU whose context is lost is drilled by the emulated device)";
     if (gpus->empty()) return "no GPU is selected";
     if (inj.device < 0) inj.device = gpus->front().index;

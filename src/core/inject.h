@@ -12,6 +12,14 @@
 //                      on a GPU, the SM: every tile that SM computes gets the flip at the element's offset
 //   device=N           on a GPU (--backend cuda), the device (default: the first selected)
 //   iteration=N        the iteration at which it happens (default 0)
+//   persist=P          how the fault repeats, for the retest of a failure (--retest-on-failure; CPUs):
+//                        once     at iteration N only, never again (default): a retest does not reproduce it
+//                        always   every computation of the case by its unit from iteration N on, every
+//                                 retest too, whatever the inputs: a stuck fault (needs unit=)
+//                        input    as always, but only on the case's own inputs: a retest with fresh seeds
+//                                 passes (an input-dependent fault; needs unit=)
+//                        1/K      the first computation from iteration N on and every K-th after it, retests
+//                                 included (K 2..1000): an intermittent fault (needs unit=)
 // Inside a training-step replay (train_step_f32 cases, CPUs): the flip hits one submodule's output as the
 // step computes it, so everything after it computes on the corrupted value (as on a faulty unit):
 //   submodule=NAME     <module>.<pass> of the replay, e.g. layer0.mlp.down.backward (docs/families.md)
@@ -45,11 +53,23 @@ struct Injection {
   int output = 0;
   bool hang = false;   // hidden drill for the watchdog (action=hang): the unit never finishes
   bool crash = false;  // hidden drill for crash supervision (action=crash, CPUs): the unit takes a SIGSEGV
+  // persist=: 0 once; 1 always; K >= 2 every K-th computation. input_only: not on fresh seeds (persist=input).
+  int persist_every = 0;
+  bool input_only = false;
+  int computations = 0;  // the computations of its case by its unit so far that it could fire in (persist=)
   // What happened.
   bool fired = false;
   int fired_unit = -1;
   uint64_t fired_tile = 0;  // output injections: the tile that was corrupted
 };
+
+// Whether the fault fires in the next computation of its case by its unit: iteration `iteration` of the
+// run (retest < 0), or a retest (iteration ignored) with the case's own inputs (fresh_inputs false) or a
+// fresh seed's. Counts the computation when it is one the fault can fire in.
+bool fires_now(Injection& inj, int iteration, bool retest, bool fresh_inputs);
+
+// persist= as given: once, always, input or 1/K.
+std::string persist_name(const Injection& inj);
 
 // Syntax only; returns "" or what is wrong.
 std::string parse_injection(const std::string& text, Injection& inj);

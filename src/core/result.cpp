@@ -18,6 +18,17 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+const char* UnitRetest::classification() const {
+  if (same_seed_runs == 0) return "not retested";
+  if (same_seed_failed == same_seed_runs && same_bits == same_seed_runs) return "persistent";
+  return same_seed_failed > 0 ? "intermittent" : "not reproduced";
+}
+
+int UnitRetest::input_dependent() const {
+  if (same_seed_failed == 0 || fresh_seed_runs == 0) return -1;
+  return fresh_seed_failed == 0 ? 1 : 0;
+}
+
 // Fail closed: a miscompare anywhere is 1; otherwise anything that did not run (an error, a skip, an
 // injection that never fired, nothing selected) is 2; 0 only when every selected test ran and passed.
 // A miscompare wins over an interruption too: a signal after a unit computed wrong bits must not turn a

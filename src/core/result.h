@@ -42,6 +42,33 @@ struct UnitSpeed {
   double busy_s = 0;
 };
 
+// The retest of a unit that failed a test (--retest-on-failure N; src/core/scheduler.h): the tiles it got
+// wrong, computed again N times by it with the case's own inputs, N times by each sibling (the other
+// logical CPUs of its core, or another core of its package), and N times with fresh seeds by it and by a
+// unit that did not fail, compared with each other. A test's retests come from its first failing round.
+struct SiblingRetest {
+  int unit = -1;
+  std::string relation;  // "same core", "same package"
+  int runs = 0, failed = 0;
+};
+struct UnitRetest {
+  int unit = -1;       // logical CPU
+  uint64_t tiles = 0;  // the failing tiles it computed again, each run (at most RETEST_TILES)
+  int same_seed_runs = 0, same_seed_failed = 0;
+  int same_bits = 0;  // same-seed runs whose every tile came out wrong exactly as in the failure
+  int fresh_seed_runs = 0, fresh_seed_failed = 0;
+  int fresh_reference = -1;  // the unit whose results the fresh seeds were compared with; -1: none (one CPU)
+  std::vector<SiblingRetest> siblings;
+  bool complete = true;  // false: a stop, the time budget or the watchdog cut it short
+  // persistent: failed every same-seed run with the same bits; intermittent: failed some (rate);
+  // not reproduced: failed none.
+  const char* classification() const;
+  double rate() const { return same_seed_runs ? static_cast<double>(same_seed_failed) / same_seed_runs : 0; }
+  // 1: fails with its own inputs and never with fresh seeds; 0: fails with fresh seeds too; -1: unknown.
+  int input_dependent() const;
+};
+constexpr uint64_t RETEST_TILES = 8;
+
 struct TestResult {
   std::string id, family, mode, distribution;
   std::string device = "cpu";  // "cpu" or "cuda:N"
@@ -63,6 +90,7 @@ struct TestResult {
   // judged by digests alone (no element values: node consensus, a recorded golden) adds nothing.
   std::vector<UnitSignature> signatures;
   std::vector<UnitSpeed> unit_speed;  // per unit that computed tiles, over every iteration (CPU backend)
+  std::vector<UnitRetest> retests;    // --retest-on-failure: per failing unit, in unit order
   std::vector<std::string> notes;
   // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
   // "consensus" (repeats and the node's GPUs; also a recorded case whose architecture and engine have no
@@ -116,6 +144,7 @@ struct RunResult {
   double throughput_floor = 0.85;          // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;                  // --fail-slow: a slow unit makes a passing run exit 3
   std::vector<UnitThroughput> throughput;  // every unit that could be compared (assess_throughput)
+  int retest = 0;                          // --retest-on-failure N in effect
   int exit_code() const;
   bool any_slow() const;
   // A drill that fired but changed no output (an input flip the computation absorbed): no test of its case

@@ -57,6 +57,10 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
         ++r.iterations_done;
         ex.compare(c, it, r);
       }
+      const bool unretested = std::any_of(r.units_failed.begin(), r.units_failed.end(), [&r](int u) {
+        return std::none_of(r.retests.begin(), r.retests.end(), [u](const UnitRetest& x) { return x.unit == u; });
+      });
+      if (ctx.opt.retest > 0 && r.failed_tiles > 0 && unretested && !ctx.stopping() && !ex.stuck()) ex.retest(c, r);
       std::sort(r.units_failed.begin(), r.units_failed.end());
     } else if (r.not_applicable) {
       ex.release_case();

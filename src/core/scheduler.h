@@ -4,6 +4,7 @@
 // output is compared is a backend's executor (src/backends/cpu/cpu_executor.h, src/backends/cuda/).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -54,6 +55,8 @@ struct RunOptions {
   bool recording = false;
   // run --digests: each test keeps its last complete iteration's tile digests (TestResult::tile_digests).
   bool keep_digests = false;
+  // --retest-on-failure N: after a test fails on a unit, the failing tiles again, N times each way (UnitRetest).
+  int retest = 0;
   StopToken stop;  // the run stops at the next tile when it asks
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
@@ -118,6 +121,12 @@ class Executor {
   virtual bool run_iteration(const Case& c, int it, TestResult& r) = 0;
   // Compares the completed iteration with its reference and localizes what differs, into r.
   virtual void compare(const Case& c, int it, TestResult& r) = 0;
+  // After the iterations of a round in which the prepared case failed: retests each failing unit not yet
+  // retested, opt.retest times (UnitRetest), into r.retests. A device that cannot says so in r.notes.
+  virtual void retest(const Case&, TestResult& r) {
+    const char* note = "not retested: this backend does not retest a failure yet";
+    if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+  }
   // Done with the prepared case (kept alive when a job may still use it).
   virtual void release_case() = 0;
   // The reason of a test that ended with an exception (and whether the device survives it).

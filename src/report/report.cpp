@@ -56,6 +56,32 @@ std::string signature_detail(const Signature& g) {
   return s;
 }
 
+// A failing unit's retest, for people: its classification, what it rests on, and its neighbours.
+std::string retest_text(const UnitRetest& u) {
+  const char* cls = u.classification();
+  std::string s = fmt::format("  retest on cpu {} ({} failing tile(s), {} run(s) each way): {}", u.unit, u.tiles,
+                              u.same_seed_runs, cls);
+  if (u.same_seed_runs > 0) {
+    if (std::string(cls) == "intermittent") s += fmt::format(", rate {:.2f}", u.rate());
+    s += fmt::format(" ({} of {} failed again, {} with the same bits)", u.same_seed_failed, u.same_seed_runs,
+                     u.same_bits);
+  }
+  const int dep = u.input_dependent();
+  if (u.fresh_seed_runs > 0)
+    s += fmt::format("; fresh seeds: {} of {} failed against cpu {}{}", u.fresh_seed_failed, u.fresh_seed_runs,
+                     u.fresh_reference,
+                     dep == 1   ? ": input-dependent"
+                     : dep == 0 ? ": not input-dependent"
+                                : "");
+  else if (u.fresh_reference < 0 && u.complete)
+    s += "; fresh seeds not run (no unit that passed to compare with, or --max-memory)";
+  if (!u.complete) s += "; cut short (a stop, the time budget or the watchdog)";
+  s += "\n";
+  for (const SiblingRetest& x : u.siblings)
+    s += fmt::format("    neighbour cpu {} ({}): {} of {} failed\n", x.unit, x.relation, x.failed, x.runs);
+  return s;
+}
+
 // Where a miscompare's unit is, in words: a logical CPU with its core and package, or an SM of a GPU.
 std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
   if (t.device_index >= 0) return fmt::format("{} SM {}", t.device, unit);
@@ -300,6 +326,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
       if (!u.signature.empty())
         s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
                          signature_detail(u.signature));
+    for (const UnitRetest& u : t.retests) s += retest_text(u);
   }
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
@@ -327,6 +354,29 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
 }
 
 namespace {
+
+nlohmann::json retest_json(const UnitRetest& u) {
+  using json = nlohmann::json;
+  json sib = json::array();
+  for (const SiblingRetest& x : u.siblings)
+    sib.push_back({{"unit", {{"kind", "cpu"}, {"cpu", x.unit}}},
+                   {"relation", x.relation},
+                   {"runs", x.runs},
+                   {"failed", x.failed}});
+  const int dep = u.input_dependent();
+  return {{"unit", {{"kind", "cpu"}, {"cpu", u.unit}}},
+          {"classification", u.classification()},
+          {"rate", u.rate()},
+          {"tiles", u.tiles},
+          {"same_seed", {{"runs", u.same_seed_runs}, {"failed", u.same_seed_failed}, {"same_bits", u.same_bits}}},
+          {"fresh_seeds",
+           {{"runs", u.fresh_seed_runs},
+            {"failed", u.fresh_seed_failed},
+            {"compared_with", u.fresh_reference >= 0 ? json{{"kind", "cpu"}, {"cpu", u.fresh_reference}} : json()}}},
+          {"input_dependent", dep < 0 ? json() : json(dep == 1)},
+          {"siblings", sib},
+          {"complete", u.complete}};
+}
 
 nlohmann::json signature_json(const Signature& g, const std::string& family, nlohmann::json unit) {
   using json = nlohmann::json;
@@ -461,6 +511,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                   (static_cast<double>(t.tiles) * t.iterations_done) / u.busy_s
                             : 0.0}});
     }
+    if (!t.retests.empty()) {
+      jt["retest"] = json::array();
+      for (const UnitRetest& u : t.retests) jt["retest"].push_back(retest_json(u));
+    }
     if (!t.tile_digests.empty()) {
       jt["tile_digests"] = json::array();
       for (const uint64_t d : t.tile_digests) jt["tile_digests"].push_back(fmt::format("{:016x}", d));
@@ -470,8 +524,13 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   }
   j["injections"] = json::array();
   for (const Injection& i : r.injections) {
-    json ji = {{"spec", i.spec},       {"case", i.case_id},     {"target", i.input ? "input" : "output"},
-               {"element", i.element}, {"mask", hex32(i.mask)}, {"iteration", i.iteration},
+    json ji = {{"spec", i.spec},
+               {"case", i.case_id},
+               {"target", i.input ? "input" : "output"},
+               {"element", i.element},
+               {"mask", hex32(i.mask)},
+               {"iteration", i.iteration},
+               {"persist", persist_name(i)},
                {"fired", i.fired}};
     if (i.input) ji["tensor"] = i.tensor;
     ji["unit"] = i.unit >= 0 ? json(i.unit) : json(nullptr);
@@ -479,6 +538,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     ji["fired_unit"] = i.fired && i.fired_unit >= 0 ? json(i.fired_unit) : json(nullptr);
     j["injections"].push_back(ji);
   }
+  j["retest_on_failure"] = r.retest;
   j["throughput"] = {{"floor", r.throughput_floor}, {"fail_slow", r.fail_slow}, {"units", json::array()}};
   for (const UnitThroughput& u : r.throughput)
     j["throughput"]["units"].push_back(

@@ -54,6 +54,25 @@ std::string slow_units(const RunResult& r) {
   return out;
 }
 
+// Each retested unit's classification, over the failing tests: "cpu3" -> the worst of its classifications
+// (persistent over intermittent over not reproduced) and its highest rate.
+struct UnitClass {
+  std::string cls;
+  double rate = 0;
+};
+int class_rank(const std::string& c) { return c == "persistent" ? 3 : c == "intermittent" ? 2 : 1; }
+std::map<std::string, UnitClass> unit_classes(const RunResult& r) {
+  std::map<std::string, UnitClass> out;
+  for (const TestResult& t : r.tests)
+    for (const UnitRetest& u : t.retests) {
+      if (u.same_seed_runs == 0) continue;  // not retested after all (cut short before its first run)
+      UnitClass& c = out[fmt::format("cpu{}", u.unit)];
+      if (c.cls.empty() || class_rank(u.classification()) > class_rank(c.cls)) c.cls = u.classification();
+      c.rate = std::max(c.rate, u.rate());
+    }
+  return out;
+}
+
 }  // namespace
 
 std::string render_prometheus(const RunResult& r, const std::string& previous) {
@@ -104,6 +123,19 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_device_slow", "1 for a device below the throughput floor of its peers (present only then).");
   for (const UnitThroughput& u : r.throughput)
     if (u.slow) s += fmt::format("sdcscreen_device_slow{{device=\"{}\"}} 1\n", device_name(u.unit));
+  const auto classes = unit_classes(r);
+  gauge(s, "sdcscreen_device_fault_class",
+        "1 for a device whose failure was retested (--retest-on-failure), labelled with its classification: "
+        "persistent, intermittent or not_reproduced (present only then).");
+  for (const auto& [dev, c] : classes) {
+    std::string cls = c.cls;
+    std::replace(cls.begin(), cls.end(), ' ', '_');
+    s += fmt::format("sdcscreen_device_fault_class{{device=\"{}\",class=\"{}\"}} 1\n", dev, cls);
+  }
+  gauge(s, "sdcscreen_device_fault_rate",
+        "The fraction of a failing device's retests that failed again (present only for retested devices).");
+  for (const auto& [dev, c] : classes)
+    s += fmt::format("sdcscreen_device_fault_rate{{device=\"{}\"}} {:.4f}\n", dev, c.rate);
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
@@ -162,7 +194,10 @@ std::string render_npd_line(const RunResult& r) {
       }
       if (!where.empty()) where.pop_back();
       if (!families.empty()) families.pop_back();
-      line = fmt::format("SDC: {} {}{}", where, families, drill);
+      // The retest's classification after the units: one word when they share it, else "mixed".
+      std::string cls;
+      for (const auto& [dev, c] : unit_classes(r)) cls = cls.empty() || cls == c.cls ? c.cls : "mixed";
+      line = fmt::format("SDC: {} {}{}{}", where, cls.empty() ? "" : cls + " ", families, drill);
       break;
     }
     default: {

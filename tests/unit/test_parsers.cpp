@@ -62,6 +62,61 @@ TEST_CASE("injection specs", "[parsers]") {
     REQUIRE_FALSE(parse_injection(bad, inj).empty());
 }
 
+TEST_CASE("a drill's persistence: when it fires, in the run and in retests", "[parsers]") {
+  Injection inj;
+  REQUIRE(parse_injection("case=x,element=1,bit=1,unit=2,iteration=1", inj).empty());
+  REQUIRE(persist_name(inj) == "once");  // the named iteration only, never in a retest
+  REQUIRE_FALSE(fires_now(inj, 0, false, false));
+  REQUIRE(fires_now(inj, 1, false, false));
+  REQUIRE_FALSE(fires_now(inj, 2, false, false));
+  REQUIRE_FALSE(fires_now(inj, 1, true, false));
+  REQUIRE(parse_injection("case=x,element=1,bit=1,unit=2,iteration=1,persist=always", inj).empty());
+  REQUIRE(persist_name(inj) == "always");
+  REQUIRE_FALSE(fires_now(inj, 0, false, false));  // not before its iteration
+  REQUIRE(fires_now(inj, 1, false, false));
+  REQUIRE(fires_now(inj, 5, false, false));
+  REQUIRE(fires_now(inj, -1, true, false));
+  REQUIRE(fires_now(inj, -1, true, true));
+  REQUIRE(parse_injection("case=x,element=1,bit=1,unit=2,persist=input", inj).empty());
+  REQUIRE(persist_name(inj) == "input");
+  REQUIRE(fires_now(inj, 0, false, false));
+  REQUIRE(fires_now(inj, -1, true, false));
+  REQUIRE_FALSE(fires_now(inj, -1, true, true));  // fresh seeds: the fault needs the case's own inputs
+  REQUIRE(parse_injection("case=x,element=1,bit=1,unit=2,persist=1/3", inj).empty());
+  REQUIRE(persist_name(inj) == "1/3");
+  std::string fired;  // the first computation and every third after it, the retests counted on
+  for (int it = 0; it < 4; ++it) fired += fires_now(inj, it, false, false) ? '1' : '0';
+  for (int k = 0; k < 3; ++k) fired += fires_now(inj, -1, true, false) ? '1' : '0';
+  REQUIRE(fired == "1001001");
+  for (const char* bad : {"case=x,element=1,bit=1,persist=always", "case=x,element=1,bit=1,unit=1,persist=1/1",
+                          "case=x,element=1,bit=1,unit=1,persist=1/1001", "case=x,element=1,bit=1,unit=1,persist=2/3",
+                          "case=x,element=1,bit=1,unit=1,persist=", "case=x,action=hang,unit=1,persist=always"})
+    REQUIRE_FALSE(parse_injection(bad, inj).empty());
+}
+
+TEST_CASE("a retest's classification", "[exit]") {
+  UnitRetest u;
+  REQUIRE(std::string(u.classification()) == "not retested");
+  u.same_seed_runs = 3;
+  REQUIRE(std::string(u.classification()) == "not reproduced");
+  REQUIRE(u.input_dependent() == -1);
+  u.same_seed_failed = 3;
+  u.same_bits = 2;  // failed every time, but not always the same way
+  REQUIRE(std::string(u.classification()) == "intermittent");
+  REQUIRE(u.rate() == 1.0);
+  u.same_bits = 3;
+  REQUIRE(std::string(u.classification()) == "persistent");
+  REQUIRE(u.input_dependent() == -1);  // no fresh seed ran
+  u.fresh_seed_runs = 3;
+  REQUIRE(u.input_dependent() == 1);
+  u.fresh_seed_failed = 1;
+  REQUIRE(u.input_dependent() == 0);
+  u.same_seed_failed = 1;
+  u.same_bits = 1;
+  REQUIRE(std::string(u.classification()) == "intermittent");
+  REQUIRE(u.rate() == Approx(1.0 / 3));
+}
+
 TEST_CASE("exit codes fail closed; a not-applicable skip alone does not make a run inconclusive", "[exit]") {
   auto test = [](Verdict v, bool na = false) {
     TestResult t;

@@ -135,12 +135,15 @@ struct ActiveFault {
 
 // case_id and iteration name the work on the activity board (src/core/activity.h) when a supervisor
 // watches this screen.
+// A retest (only_tiles) gives the listed tiles to only_worker and computes no other tile.
 JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
                          uint64_t rotation, std::vector<ActiveFault>& faults, const char* case_id = "",
-                         int iteration = -1) {
+                         int iteration = -1, const std::vector<uint64_t>* only_tiles = nullptr,
+                         uint32_t only_worker = 0) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
+  constexpr uint32_t NOBODY = UINT32_MAX;
   // A fault on a named unit pins work to it: an output fault its tile, an input fault every tile (the
   // faulty unit then computes every tile that reads the corrupted element, whichever those are).
   std::map<uint64_t, uint32_t> pinned;
@@ -156,15 +159,20 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   }
   for (uint64_t t = 0; t < tiles; ++t) {
     const auto it = pinned.find(t);
-    s.worker_of[t] = it != pinned.end()        ? it->second
+    s.worker_of[t] = only_tiles                ? NOBODY
+                     : it != pinned.end()      ? it->second
                      : input_fault_worker >= 0 ? static_cast<uint32_t>(input_fault_worker)
                                                : static_cast<uint32_t>((t + rotation) % workers);
   }
+  if (only_tiles)
+    for (uint64_t t : *only_tiles) s.worker_of[t] = only_worker;
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
   std::fill(s.busy_s.begin(), s.busy_s.end(), 0.0);
   std::fill(s.done.begin(), s.done.end(), 0);
   static const int slow_cpu = slow_drill_cpu();
-  const double work = s.problem->tile_flops() * static_cast<double>(tiles) / static_cast<double>(workers) * 1e-9;
+  const double work = s.problem->tile_flops() * 1e-9 *
+                      (only_tiles ? static_cast<double>(only_tiles->size())
+                                  : static_cast<double>(tiles) / static_cast<double>(workers));
   const JobEnd end = run_watched(
       pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te, case_id, iteration](size_t w) {
         activity::bind_slot(static_cast<int>(w));
@@ -309,6 +317,7 @@ class CpuExecutor final : public Executor {
     s_ = std::make_unique<CaseState>();
     faults_ = std::make_unique<std::vector<ActiveFault>>();
     expected_cache_.clear();
+    wrong_.clear();
     s_->problem = find_family(c.family)->prepare(c);
     const uint64_t max_memory = ctx_->opt.max_memory_bytes;
     if (max_memory && case_bytes(*s_->problem) > max_memory)
@@ -328,24 +337,33 @@ class CpuExecutor final : public Executor {
   double tile_flops() const override { return s_->problem->tile_flops(); }
   int coverage_iterations(uint64_t tiles) const override { return iterations_to_cover(pool_->size(), tiles); }
 
-  bool run_iteration(const Case& c, int it, TestResult& r) override {
-    WorkerPool& pool = *pool_;
-    faults_->clear();
+  // The faults of case c that fire in this computation, resolved against state s: in iteration it of the
+  // run, or in a retest by the unit on logical CPU `retest_cpu` (with fresh inputs or the case's own).
+  void activate_faults(const Case& c, CaseState& s, std::vector<ActiveFault>& out, int it, int retest_cpu = -1,
+                       bool fresh = false) {
+    out.clear();
     for (Injection& inj : ctx_->result.injections) {
-      if (inj.case_id != c.id || inj.iteration != it) continue;
+      if (inj.case_id != c.id) continue;
+      if (retest_cpu >= 0 && inj.unit != retest_cpu) continue;  // a retest is one unit's: only its faults
+      if (!fires_now(inj, it, retest_cpu >= 0, fresh)) continue;
       if (inj.crash && inj.fired) continue;  // a crash drill an earlier screen of this run already took
-      ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(pool, inj.unit), 0, 0, {}};
+      ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(*pool_, inj.unit), 0, 0, {}};
       if (inj.input) {
-        f.corrupted = s_->inputs[inj.tensor_index];
+        f.corrupted = s.inputs[inj.tensor_index];
         uint32_t bits;
         std::memcpy(&bits, &f.corrupted[inj.element], 4);
         bits ^= inj.mask;
         std::memcpy(&f.corrupted[inj.element], &bits, 4);
       } else if (!inj.hang && !inj.crash && inj.submodule.empty()) {
-        s_->problem->locate(inj.element, f.tile, f.offset);
+        s.problem->locate(inj.element, f.tile, f.offset);
       }
-      faults_->push_back(std::move(f));
+      out.push_back(std::move(f));
     }
+  }
+
+  bool run_iteration(const Case& c, int it, TestResult& r) override {
+    WorkerPool& pool = *pool_;
+    activate_faults(c, *s_, *faults_, it);
     const auto it_start = Clock::now();
     const JobEnd end = compute_iteration(*s_, pool, ctx_->opt.stop, *ws_, rotation0_ + static_cast<uint64_t>(it),
                                          *faults_, c.id.c_str(), it);
@@ -395,9 +413,30 @@ class CpuExecutor final : public Executor {
       if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
         r.units_failed.push_back(cpu_id);
       if (r.time_to_fail_s < 0) r.time_to_fail_s = ctx_->elapsed_s();
+      wrong_[w].emplace(t, s_->digest[t]);  // the first wrong result of each tile, for a retest
       analyse_tile(*s_->problem, s_->inputs, golden_->tile_digests[t], t,
                    s_->out.data() + t * s_->problem->tile_elements(), it, cpu_id, analysis_ws_, expected_cache_[t], r);
     }
+  }
+
+  void retest(const Case& c, TestResult& r) override {
+    const int n = ctx_->opt.retest;
+    for (const auto& [w, wrong] : wrong_) {
+      const int cpu_id = pool_->cpu(w).cpu;
+      if (std::any_of(r.retests.begin(), r.retests.end(), [cpu_id](const UnitRetest& x) { return x.unit == cpu_id; }))
+        continue;
+      UnitRetest u;
+      u.unit = cpu_id;
+      std::vector<uint64_t> tiles;
+      for (const auto& [t, digest] : wrong)
+        if (tiles.size() < RETEST_TILES) tiles.push_back(t);
+      u.tiles = tiles.size();
+      if (!retest_unit(c, r, w, tiles, wrong, n, u)) u.complete = false;
+      r.retests.push_back(u);
+      if (stuck_ || ctx_->stopping()) break;
+    }
+    std::sort(r.retests.begin(), r.retests.end(),
+              [](const UnitRetest& a, const UnitRetest& b) { return a.unit < b.unit; });
   }
 
   void release_case() override {
@@ -431,6 +470,119 @@ class CpuExecutor final : public Executor {
   std::unique_ptr<std::vector<ActiveFault>> faults_;
   std::map<uint64_t, std::vector<float>> expected_cache_;
   uint64_t rotation0_ = 0;
+  std::map<uint32_t, std::map<uint64_t, uint64_t>> wrong_;  // per worker that failed: tile -> first wrong digest
+
+  bool retest_time_left() const { return !ctx_->stopping() && !stuck_ && Clock::now() < ctx_->deadline; }
+
+  // Computes `tiles` of state s on worker w with the faults that fire for it; false when the job did not
+  // finish (a stop, or the watchdog: then the device is stuck).
+  bool retest_pass(const Case& c, CaseState& s, uint32_t w, const std::vector<uint64_t>& tiles, bool fresh) {
+    auto faults = std::make_unique<std::vector<ActiveFault>>();
+    activate_faults(c, s, *faults, -1, pool_->cpu(w).cpu, fresh);
+    const JobEnd end = compute_iteration(s, *pool_, ctx_->opt.stop, *ws_, 0, *faults, c.id.c_str(), -1, &tiles, w);
+    if (end == JobEnd::stuck) {
+      stuck_ = true;
+      (void)faults.release();  // a worker may still read it
+    }
+    return end == JobEnd::finished;
+  }
+
+  // The workers next to w: the other logical CPUs of its core, and one core of its package (the nearest).
+  std::vector<SiblingRetest> siblings_of(uint32_t w, std::vector<uint32_t>& workers) const {
+    const cpu::LogicalCpu me = pool_->cpu(w);
+    std::vector<SiblingRetest> out;
+    int other_core = -1;
+    for (uint32_t v = 0; v < pool_->size(); ++v) {
+      const cpu::LogicalCpu o = pool_->cpu(v);
+      if (v == w || o.package != me.package || me.package < 0) continue;
+      if (o.core == me.core && me.core >= 0) {
+        out.push_back({o.cpu, "same core", 0, 0});
+        workers.push_back(v);
+      } else if (other_core < 0 || std::abs(o.cpu - me.cpu) < std::abs(pool_->cpu(other_core).cpu - me.cpu)) {
+        other_core = static_cast<int>(v);
+      }
+    }
+    if (other_core >= 0) {
+      out.push_back({pool_->cpu(other_core).cpu, "same package", 0, 0});
+      workers.push_back(static_cast<uint32_t>(other_core));
+    }
+    return out;
+  }
+
+  // One failing unit's retest (UnitRetest); false when it was cut short.
+  bool retest_unit(const Case& c, const TestResult& r, uint32_t w, const std::vector<uint64_t>& tiles,
+                   const std::map<uint64_t, uint64_t>& wrong, int n, UnitRetest& u) {
+    const auto& golden = golden_->tile_digests;
+    // The case's own inputs, on the unit: does it fail again, with the same bits?
+    for (int k = 0; k < n; ++k) {
+      if (!retest_time_left() || !retest_pass(c, *s_, w, tiles, false)) return false;
+      bool failed = false, same = true;
+      for (uint64_t t : tiles) {
+        failed = failed || s_->digest[t] != golden[t];
+        same = same && s_->digest[t] == wrong.at(t);
+      }
+      ++u.same_seed_runs;
+      u.same_seed_failed += failed;
+      u.same_bits += same;
+    }
+    // The same on its neighbours: is it the unit, or the core or package around it?
+    std::vector<uint32_t> sibling_workers;
+    u.siblings = siblings_of(w, sibling_workers);
+    for (size_t i = 0; i < u.siblings.size(); ++i)
+      for (int k = 0; k < n; ++k) {
+        if (!retest_time_left() || !retest_pass(c, *s_, sibling_workers[i], tiles, false)) return false;
+        ++u.siblings[i].runs;
+        u.siblings[i].failed +=
+            std::any_of(tiles.begin(), tiles.end(), [&](uint64_t t) { return s_->digest[t] != golden[t]; });
+      }
+    // Fresh seeds: other inputs, no golden; the unit against one that did not fail (not of its core).
+    int ref = -1;
+    for (uint32_t v = 0; v < pool_->size() && ref < 0; ++v) {
+      const int id = pool_->cpu(v).cpu;
+      const bool failed = std::find(r.units_failed.begin(), r.units_failed.end(), id) != r.units_failed.end();
+      const bool same_core = std::any_of(u.siblings.begin(), u.siblings.end(), [id](const SiblingRetest& x) {
+        return x.unit == id && x.relation == std::string("same core");
+      });
+      if (v != w && !failed && !same_core) ref = static_cast<int>(v);
+    }
+    if (ref < 0) return true;  // one CPU, or every other one failed: nothing to compare fresh seeds with
+    u.fresh_reference = pool_->cpu(static_cast<uint32_t>(ref)).cpu;
+    const uint64_t max_memory = ctx_->opt.max_memory_bytes;
+    if (max_memory && 2 * case_bytes(*s_->problem) > max_memory) {
+      u.fresh_reference = -1;  // a second copy of the case would pass --max-memory
+      return true;
+    }
+    for (int k = 0; k < n; ++k) {
+      if (!retest_time_left()) return false;
+      Case fresh = c;
+      fresh.data_seed = mix64(c.data_seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)));
+      auto st = std::make_unique<CaseState>();
+      st->problem = find_family(c.family)->prepare(fresh);
+      const JobEnd gen = generate_inputs(*pool_, ctx_->opt.stop, *st);
+      if (gen != JobEnd::finished) {
+        stuck_ = stuck_ || gen == JobEnd::stuck;
+        if (stuck_) (void)st.release();
+        return false;
+      }
+      if (!retest_pass(c, *st, static_cast<uint32_t>(ref), tiles, true)) {
+        if (stuck_) (void)st.release();
+        return false;
+      }
+      std::vector<uint64_t> expected;
+      for (uint64_t t : tiles) expected.push_back(st->digest[t]);
+      if (!retest_pass(c, *st, w, tiles, true)) {
+        if (stuck_) (void)st.release();
+        return false;
+      }
+      ++u.fresh_seed_runs;
+      for (size_t i = 0; i < tiles.size(); ++i)
+        if (st->digest[tiles[i]] != expected[i]) {
+          ++u.fresh_seed_failed;
+          break;
+        }
+    }
+    return true;
+  }
 };
 
 }  // namespace
