@@ -28,7 +28,7 @@ struct RunArgs {
   std::string max_memory;
   std::string prometheus;
   bool npd = false;
-  std::string history;             // directory of the node's history (src/core/history.h); "" for none
+  std::string history;             // directory of the node's history (src/core/history.h); "none"; "" for the default
   double throughput_floor = 0.85;  // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;          // a slow unit makes a passing run exit 3
   bool digests = false;            // keep per-tile digests in the report

@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
   run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
-                  "and the Slurm resume policy read")
+                  "and the Slurm resume policy read. Default: /var/lib/sdcscreen when run as root (a default that "
+                  "cannot be written is a warning, not an error), else none; $SDCSCREEN_HISTORY overrides the "
+                  "default; --history none records nothing")
       ->check(non_empty);
   run->add_option("--retest-on-failure", ra.retest,
                   "after a test fails on a unit, compute its failing tiles again N times on that unit and on its "

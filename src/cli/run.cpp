@@ -168,8 +168,17 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       return fail(EXIT_CONFIG, fmt::format("{}: {}", flag, e.what()));
     }
   }
-  if (!a.history.empty())
-    if (const std::string err = history::prepare_dir(a.history); !err.empty()) return fail(EXIT_CONFIG, err);
+  // The node's history: --history DIR, or by default (history::default_dir) the system's when root. A
+  // default that cannot be used is said and skipped: the screen was not asked for it.
+  std::string history_dir = a.history == "none" ? "" : a.history;
+  const bool history_default = a.history.empty();
+  if (history_default) history_dir = history::default_dir();
+  if (!history_dir.empty())
+    if (const std::string err = history::prepare_dir(history_dir); !err.empty()) {
+      if (!history_default) return fail(EXIT_CONFIG, err);
+      if (!a.npd) say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", err);
+      history_dir.clear();
+    }
   // Crash supervision (supervisor.h): the parent waits here for the screens it forks; a child goes on, without
   // the CPUs that crashed in earlier children, whose crash drills have then fired.
   std::vector<Crash> crashes;
@@ -299,12 +308,16 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   } else if (report_to_stdout || (!a.quiet && !a.npd)) {
     say("{}", report);
   }
-  if (!a.history.empty()) {  // the node's record of this screen (src/core/history.h), after the report
+  if (!history_dir.empty()) {  // the node's record of this screen (src/core/history.h), after the report
     try {
-      history::append(a.history, history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty()));
+      history::append(history_dir, history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty()));
     } catch (const FileError& e) {
-      say_err("sdcscreen: error: --history: {}\n", e.what());
-      write_failed = true;
+      if (history_default) {  // not asked for: said, and the exit code stays the screen's
+        say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", e.what());
+      } else {
+        say_err("sdcscreen: error: --history: {}\n", e.what());
+        write_failed = true;
+      }
     }
   }
   if (a.npd) say("{}\n", render_npd_line(result));

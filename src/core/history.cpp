@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -235,6 +236,12 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   rec.screened.assign(screened.begin(), screened.end());
   std::sort(rec.screened.begin(), rec.screened.end(), unit_less);
   return rec;
+}
+
+std::string default_dir() {
+  if (const char* env = std::getenv("SDCSCREEN_HISTORY"); env && *env)
+    return std::string(env) == "none" ? "" : std::string(env);
+  return geteuid() == 0 ? DEFAULT_DIR : "";
 }
 
 std::string to_line(const Record& rec) {

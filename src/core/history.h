@@ -63,6 +63,11 @@ Record forget_record(const std::string& unit);  // now, for `history --forget UN
 
 // The history file of DIR; "" on success or what is wrong (the directory cannot be made or written).
 std::string prepare_dir(const std::string& dir);
+// Where `run` records a screen without --history: $SDCSCREEN_HISTORY when set ("none": nowhere), else
+// DEFAULT_DIR when running as root (the node's own record: a person triaging with sudo leaves one too),
+// else nowhere (""). --history none records nowhere whatever this says.
+std::string default_dir();
+constexpr const char* DEFAULT_DIR = "/var/lib/sdcscreen";
 // Appends one line (under an advisory lock on DIR/.history.lock); past MAX_LINES the file is rewritten
 // atomically, keeping the newest KEEP_LINES lines and every older failure and forget line (a unit's
 // first failure must not age out before its second). Throws FileError naming the file.

@@ -150,6 +150,30 @@ try:
     p = common.run("run", "--enable", CASE, "--history", "", "-q")
     F.check(p.returncode == 64, f"run --history '': exit {p.returncode}")
 
+    # --- the default history: $SDCSCREEN_HISTORY (here a directory of the test's), else /var/lib/sdcscreen as root --
+    def run_env(value, *args):
+        env = dict(os.environ)
+        if value is None:
+            env.pop("SDCSCREEN_HISTORY", None)
+        else:
+            env["SDCSCREEN_HISTORY"] = value
+        return subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--enable", CASE, "-q", *args])],
+                              capture_output=True, text=True, env=env, timeout=120)
+    dflt = os.path.join(TMP, "default-history")
+    p = run_env(dflt)
+    F.check(p.returncode == 0 and len(lines(dflt)) == 1, f"default history: exit {p.returncode}, {p.stderr!r}")
+    p = run_env(dflt, "--history", "none")
+    F.check(p.returncode == 0 and len(lines(dflt)) == 1, f"--history none: exit {p.returncode}, a line was written")
+    p = run_env("none")
+    F.check(p.returncode == 0 and len(lines(dflt)) == 1, f"SDCSCREEN_HISTORY=none: exit {p.returncode}")
+    p = run_env(notdir)  # a default that cannot be used: said, and the screen's exit code stays
+    F.check(p.returncode == 0 and "not recorded in the default history" in p.stderr,
+            f"unusable default history: exit {p.returncode}, {p.stderr!r}")
+    p = run_env(notdir, "--inject", f"case={CASE},element=5,bit=3")
+    F.check(p.returncode == 1, f"unusable default history, a miscompare: exit {p.returncode}")
+    p = common.run("run", "--help")
+    F.check("/var/lib/sdcscreen when run as root" in p.stdout, "run --help does not say where the default history is")
+
     # --- the screen dies in its own reporting code: in-progress files stay, never the old verdict ------------
     out = os.path.join(TMP, "r.json")
     prom = os.path.join(TMP, "p.prom")
