@@ -11,6 +11,10 @@ packages=(
   clang libclang-rt-dev util-linux prometheus-node-exporter slurm-wlm munge
   python3-yaml dpkg-dev
 )
+# Headless Chromium, the real browser tests/e2e/test_html.py opens the HTML report in. Debian packages it as
+# chromium; Ubuntu ships only a wrapper that installs a snap, which containers cannot run: there the test says
+# SKIP.
+if [ -r /etc/os-release ] && . /etc/os-release && [ "${ID:-}" = debian ]; then packages+=(chromium); fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then

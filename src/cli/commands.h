@@ -27,6 +27,7 @@ struct RunArgs {
   bool force = false;
   std::string max_memory;
   std::string prometheus;
+  std::string html;  // the self-contained HTML report (src/report/html.h); "" for none
   bool npd = false;
   std::string history;             // directory of the node's history (src/core/history.h); "none"; "" for the default
   double throughput_floor = 0.85;  // a unit below this fraction of its peers' median throughput is slow

@@ -90,6 +90,11 @@ int main(int argc, char** argv) {
   run->add_flag("-v,--verbose", ra.verbose, "print each test's result on stderr as it finishes");
   run->add_option("--prometheus", ra.prometheus, "also write a node_exporter textfile (gauges, written atomically)")
       ->check(non_empty);
+  run->add_option("--html", ra.html,
+                  "also write the report as one self-contained HTML page (written atomically; no network, script or "
+                  "font needed to view it): verdict and reproduce command, a heat map of the CPUs or of each GPU's "
+                  "SMs, each failing case's tiles, bits and iterations, retests and slow units")
+      ->check(non_empty);
   run->add_flag("--npd", ra.npd,
                 "node-problem-detector plugin mode: one line of at most 80 characters on stdout, exit 0 OK, 1 NonOK, "
                 "2 Unknown");

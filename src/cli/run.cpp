@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../core/activity.h"
 #include "../core/history.h"
+#include "../report/html.h"
 #include "../report/progress.h"
 #include "../report/report.h"
 #include "../util/atomic_file.h"
@@ -64,11 +66,16 @@ bool inside(const std::string& path, const std::string& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
-// Before the run, the report file and the Prometheus file say that a screen is in progress (exit 2, an error
-// naming the process): a screen killed outright (SIGKILL, power) then leaves that, not the previous
-// screen's verdict, for a reader who cannot tell that the previous one is stale. Replaced at the end.
+// The HTML page of a result: rendered from its JSON report, so that the page and the JSON never disagree.
+std::string html_of(const RunResult& r, const HostInfo& host) {
+  return render_html(nlohmann::json::parse(render_json(r, host)));
+}
+
+// Before the run, the report file, the HTML page and the Prometheus file say that a screen is in progress (exit 2, an
+// error naming the process): a screen killed outright (SIGKILL, power) then leaves that, not the previous screen's
+// verdict, for a reader who cannot tell that the previous one is stale. Replaced at the end.
 void mark_in_progress(const RunArgs& a, const std::string& output, const Screen& s) {
-  if (output.empty() && a.prometheus.empty()) return;
+  if (output.empty() && a.prometheus.empty() && a.html.empty()) return;
   RunResult pending = s.result;
   pending.start_unix = pending.end_unix = unix_now();
   pending.injections = s.opt.injections;
@@ -80,6 +87,7 @@ void mark_in_progress(const RunArgs& a, const std::string& output, const Screen&
     if (!output.empty())
       write_file_atomic(
           output, a.output_format == "json" ? render_json(pending, host_info()) : render_text(pending, host_info()));
+    if (!a.html.empty()) write_file_atomic(a.html, html_of(pending, host_info()));
     if (!a.prometheus.empty()) {
       std::string previous;
       try {
@@ -156,7 +164,8 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   const bool report_to_stdout = a.output == "-";
   const std::string output = report_to_stdout ? "" : a.output;
   if (report_to_stdout && a.npd) return fail(EXIT_USAGE, "-o - and --npd both write stdout: choose one");
-  for (const auto& [flag, path] : {std::pair{"-o", output}, std::pair{"--prometheus", a.prometheus}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"-o", output}, std::pair{"--prometheus", a.prometheus}, std::pair{"--html", a.html}}) {
     if (path.empty()) continue;
     if (inside(path, patterns_dir))
       return fail(EXIT_USAGE, fmt::format("{}: {} is inside the pattern directory {}: writing there would replace "
@@ -307,6 +316,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
   } else if (report_to_stdout || (!a.quiet && !a.npd)) {
     say("{}", report);
+  }
+  if (!a.html.empty()) {  // after the report: a failure here leaves it, and the exit code says so (78)
+    try {
+      write_file_atomic(a.html, html_of(result, host));
+    } catch (const FileError& e) {
+      say_err("sdcscreen: error: --html: {}\n", e.what());
+      write_failed = true;
+    }
   }
   if (!history_dir.empty()) {  // the node's record of this screen (src/core/history.h), after the report
     try {

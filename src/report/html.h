@@ -1,0 +1,31 @@
+// The HTML report (run --html): one self-contained page for the person who triages a node. No network, no
+// script, no font file: the styles are inline and every chart is inline SVG, so the page opens the same from
+// a ticket attachment, a mail or a disk with no network.
+//
+// It renders the JSON report (render_json's output, parsed), never the result objects themselves: every
+// figure on the page is one the JSON has, so the two cannot disagree, and a report kept from an earlier run
+// can be rendered again. Sections, top to bottom: the verdict and the reproduce command; a heat map of the
+// node's units (the CPUs by package and core, or each GPU as a grid of its SMs); per failing case the failing
+// tiles, the flipped bit positions and the failures over iterations; the retest classification when the
+// report has one; slow units and other telemetry when present; the other tests and the injections.
+//
+// Every unit is one SVG group with stable attributes a reader (or a test) can query:
+//   <g class="unit fail" data-unit="cpu 3" data-failed-tiles="2" data-tiles="100">
+//   <g class="unit pass" data-unit="cuda:0 sm 17" data-failed-tiles="0" data-tiles="48">
+// Its second class is one of pass, fail, hung, crash, untested (a JSON result of idle, or an SM with no unit
+// entry), each with one colour (unit_colour in html.cpp): fail is #d62728 and nothing else on the page
+// uses that colour, so a screenshot shows a failing unit by its pixels alone.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+namespace sdc {
+
+// The page for a JSON report (docs/report.schema.json). Every string of the report is HTML-escaped. Keys only
+// some reports have (a test's retest classification, telemetry beside the throughput) are rendered when
+// present and leave no empty section when absent; a key that is missing or of another type reads as empty,
+// never as an exception.
+std::string render_html(const nlohmann::json& report);
+
+}  // namespace sdc

@@ -1,0 +1,274 @@
+"""run --html: one self-contained page, checked in a real browser. Headless Chromium (Debian's chromium package,
+which scripts/setup.sh installs) loads the page from disk; the test reads the DOM Chromium built (--dump-dom) and
+a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
+
+  1. a CPU drill: the failing CPU's cell has class fail, the failing units and tiles match the JSON report of the
+     same run, the failing case shows its tile and bit 20; the screenshot has pixels of the failing unit's colour;
+  2. a clean run: no element has class fail, and no pixel has that colour;
+  3. a drill on SM 2 of the second of two emulated GPUs: that SM's cell in that GPU's grid is the failing one;
+  4. bad --html paths: unwritable is 78, inside the pattern directory is 64, one line on stderr each; a page
+     that cannot be written after the run is 78 (1 on a miscompare); a screen that dies in its reporting code
+     leaves the in-progress page (exit 2), never the previous verdict.
+A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/test_html.cpp: this machine cannot produce its report.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from html.parser import HTMLParser
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+F = common.Failures("test_html")
+FAIL_RGB = (0xD6, 0x27, 0x28)  # the failing unit's colour (src/report/html.h)
+CPU_CASE = "softmax_f32.special_128x1000"
+GPU_CASE = "gemm_bf16_exactint.uniform_256x192x512"  # 4 x 3 tiles; block t computes tile t, on SM t % 4
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
+if CHROMIUM is None:
+    print("SKIP: chromium is not installed (scripts/setup.sh installs Debian's chromium package)")
+    sys.exit(0)
+
+
+def chromium(url_path, *flags):
+    """Headless Chromium on a file from disk, with a fresh profile; returns its stdout."""
+    with tempfile.TemporaryDirectory() as profile:
+        p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            "--hide-scrollbars", f"--user-data-dir={profile}", *flags, "file://" + url_path],
+                           capture_output=True, text=True, timeout=180)
+    F.check(p.returncode == 0, f"chromium {' '.join(flags)}: exit {p.returncode}: {p.stderr[-400:]}")
+    return p.stdout
+
+
+class Dom(HTMLParser):
+    """Every element of the DOM Chromium dumped: (tag, attributes, classes), and the text."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.elements, self.text = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a, set((a.get("class") or "").split())))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def having(self, *classes):
+        return [a for _, a, c in self.elements if set(classes) <= c]
+
+
+def dump_dom(path):
+    return Dom(chromium(path, "--dump-dom"))
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB tuples) of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium writes)."""
+    data = open(path, "rb").read()
+    F.check(data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG")
+    pos, idat, ihdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, colour, _, _, interlace = ihdr
+    if depth != 8 or colour not in (2, 6) or interlace:
+        F.check(False, f"{path}: PNG depth {depth} colour type {colour} interlace {interlace}: not decoded here")
+        return w, h, []
+    bpp = 3 if colour == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):  # undo the row filter (PNG spec, section 9)
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
+        prev = line
+    return w, h, rows
+
+
+def fail_pixels(png):
+    w, h, rows = png_pixels(png)
+    F.check((w, h) == (1280, 900), f"screenshot is {w}x{h}, want 1280x900")
+    return sum(1 for row in rows for px in row if px == FAIL_RGB)
+
+
+def screen(d, *args, html_name="page.html"):
+    """sdcscreen run ARGS --html and -o JSON in d; returns (exit code, report, page path, stderr)."""
+    page, out = os.path.join(d, html_name), os.path.join(d, "report.json")
+    p = common.run("run", *args, "--html", page, "--output-format", "json", "-o", out, "-q", timeout=600)
+    report = json.load(open(out)) if os.path.exists(out) else {}
+    return p.returncode, report, page, p.stderr
+
+
+def self_contained(page, name):
+    text = open(page, encoding="utf-8").read()
+    for bad in ("<script", "<link", "@import", "url(", "https://", "<img", "<iframe"):
+        F.check(bad not in text, f"{name}: the page contains {bad!r}: it must need nothing outside itself")
+    F.check(text.replace('xmlns="http://www.w3.org/2000/svg"', "").find("http://") < 0, f"{name}: an http:// reference")
+
+
+def check_units(dom, report, name):
+    """Every unit of the JSON once, with its class; counts of failing units and tiles as in the JSON."""
+    cells = dom.having("unit")
+    names = [c.get("data-unit") for c in cells]
+    want = {}
+    for u in report.get("units", []):
+        key = f"cpu {u['cpu']}" if u["kind"] == "cpu" else f"cuda:{u['device']} sm {u['sm']}"
+        want[key] = u
+    F.check(len(names) == len(set(names)), f"{name}: a unit is drawn twice: {sorted(names)}")
+    F.check(set(want) <= set(names), f"{name}: units missing from the page: {set(want) - set(names)}")
+    by_name = {c.get("data-unit"): c for c in cells}
+    for key, u in want.items():
+        cls = set(by_name.get(key, {}).get("class", "").split())
+        expect = u["result"] if u["result"] != "idle" else "untested"
+        F.check(expect in cls, f"{name}: {key} is {u['result']} in the JSON, class {cls} on the page")
+        F.check(by_name.get(key, {}).get("data-failed-tiles") == str(u["failed_tiles"]),
+                f"{name}: {key} failed tiles {by_name.get(key, {}).get('data-failed-tiles')}, JSON {u['failed_tiles']}")
+    failing = [u for u in report.get("units", []) if u["result"] == "fail"]
+    F.check(len(dom.having("unit", "fail")) == len(failing),
+            f"{name}: {len(dom.having('unit', 'fail'))} failing unit cells, {len(failing)} in the JSON")
+    section = next((a for t, a, _ in dom.elements if a.get("id") == "units"), {})
+    F.check(section.get("data-failing-units") == str(len(failing)) and
+            section.get("data-failed-tiles") == str(sum(u["failed_tiles"] for u in report.get("units", []))),
+            f"{name}: units section {section}")
+    return by_name
+
+
+def check_case(dom, report, case, device, name):
+    """The failing case's section: its counts as the JSON's, the listed tiles marked, the flipped bits counted."""
+    t = next((t for t in report.get("tests", []) if t["id"] == case and t["device"] == device), {})
+    sec = [a for a in dom.having("case") if a.get("data-test") == case and a.get("data-device") == device]
+    F.check(len(sec) == 1 and sec[0].get("data-failed-tiles") == str(t.get("failed_tiles")) and
+            sec[0].get("data-elements") == str(t.get("miscompared_elements")),
+            f"{name}: case section {sec} against JSON failed_tiles {t.get('failed_tiles')}")
+    marked = {int(x) for a in dom.having("tile", "failed") for x in a.get("data-tile", "").split()}
+    F.check(marked == {m["tile"] for m in t.get("miscompares", [])},
+            f"{name}: failing tiles on the page {sorted(marked)}, JSON {[m['tile'] for m in t.get('miscompares', [])]}")
+    flips = [0] * 32
+    for g in t.get("signatures", []):
+        for b in range(32):
+            flips[b] += g["bit_flips"]["zero_to_one"][b] + g["bit_flips"]["one_to_zero"][b]
+    bars = {int(a["data-bit"]): int(a["data-flips"]) for a in dom.having("bit")}
+    F.check(bars == dict(enumerate(flips)), f"{name}: bit histogram {bars}, JSON {flips}")
+    return bars
+
+
+with tempfile.TemporaryDirectory() as d:
+    # 1. A CPU drill: bit 20 of element 0 on a CPU this process may use. The page lives in a folder whose name
+    #    has markup in it: the reproduce command shows it, escaped.
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    odd = os.path.join(d, 'a<i>b&"c')
+    os.mkdir(odd)
+    drill = f"case={CPU_CASE},iteration=0,unit={cpu},element=0,bit=20"
+    code, report, page, err = screen(odd, "--enable", CPU_CASE, "--inject", drill)
+    F.check(code == 1 and report.get("exit", {}).get("code") == 1, f"cpu drill: exit {code}: {err[-300:]}")
+    F.check(os.path.exists(page), "cpu drill: no page written")
+    if os.path.exists(page):
+        self_contained(page, "cpu drill")
+        dom = dump_dom(page)
+        cells = check_units(dom, report, "cpu drill")
+        F.check("fail" in cells.get(f"cpu {cpu}", {}).get("class", "").split(), f"cpu drill: cpu {cpu} not marked fail")
+        bars = check_case(dom, report, CPU_CASE, "cpu", "cpu drill")
+        F.check(bars.get(20, 0) >= 1 and sum(bars.values()) == bars.get(20, 0), f"cpu drill: bits {bars}")
+        verdict = next((a for _, a, _ in dom.elements if a.get("id") == "verdict"), {})
+        F.check(verdict.get("data-verdict") == "fail" and verdict.get("data-exit-code") == "1",
+                f"cpu drill: verdict {verdict}")
+        F.check(not any(t == "i" for t, _, _ in dom.elements), "cpu drill: markup from the command line became an element")
+        F.check(report.get("reproduce", "?") in "".join(dom.text), "cpu drill: the reproduce command is not on the page")
+        F.check("FAULT INJECTION RUN" in "".join(dom.text), "cpu drill: the page does not say it is a drill")
+        png = os.path.join(d, "cpu.png")
+        chromium(page, f"--screenshot={png}", "--window-size=1280,900")
+        n = fail_pixels(png) if os.path.exists(png) else 0
+        F.check(n >= 100, f"cpu drill: {n} pixels of the failing unit's colour in the screenshot, want a cell's worth")
+
+    # 2. The same case without a fault: nothing failing on the page, no failure colour in the screenshot.
+    code, report, page, err = screen(d, "--enable", CPU_CASE, html_name="clean.html")
+    F.check(code == 0, f"clean: exit {code}: {err[-300:]}")
+    if os.path.exists(page):
+        self_contained(page, "clean")
+        dom = dump_dom(page)
+        check_units(dom, report, "clean")
+        F.check(not dom.having("fail"), f"clean: elements with class fail: {dom.having('fail')[:3]}")
+        F.check(not dom.having("case") and not dom.having("tile", "failed"), "clean: a failing case is drawn")
+        F.check(not any(a.get("id") == "retest" for _, a, _ in dom.elements), "clean: an empty retest section")
+        png = os.path.join(d, "clean.png")
+        chromium(page, f"--screenshot={png}", "--window-size=1280,900")
+        n = fail_pixels(png) if os.path.exists(png) else -1
+        F.check(n == 0, f"clean: {n} pixels of the failing unit's colour")
+
+    # 3. Two emulated GPUs of 4 SMs, a drill on every tile SM 2 of the second computes: that SM fails, in its
+    #    GPU's grid, and every other SM of both grids passes.
+    code, report, page, err = screen(d, "--backend", "emulated:sm_90x4,sm_90x4", "--profile", "boot", "--enable",
+                                     GPU_CASE, "--inject", f"case={GPU_CASE},element=0,bit=30,unit=2,device=1",
+                                     html_name="gpu.html")
+    F.check(code == 1, f"gpu drill: exit {code}: {err[-300:]}")
+    if os.path.exists(page):
+        self_contained(page, "gpu drill")
+        dom = dump_dom(page)
+        cells = check_units(dom, report, "gpu drill")
+        F.check(len(cells) == 8, f"gpu drill: {len(cells)} SM cells, want 2 x 4")
+        F.check([a.get("data-unit") for a in dom.having("unit", "fail")] == ["cuda:1 sm 2"],
+                f"gpu drill: failing cells {[a.get('data-unit') for a in dom.having('unit', 'fail')]}")
+        gpus = [a.get("data-device") for a in dom.having("gpu")]
+        F.check(gpus == ["cuda:0", "cuda:1"], f"gpu drill: GPU grids {gpus}")
+        check_case(dom, report, GPU_CASE, "cuda:1", "gpu drill")
+        png = os.path.join(d, "gpu.png")
+        chromium(page, f"--screenshot={png}", "--window-size=1280,900")
+        n = fail_pixels(png) if os.path.exists(png) else 0
+        F.check(n >= 100, f"gpu drill: {n} pixels of the failing unit's colour")
+
+    # 4. Bad paths: one line on stderr, the right code, nothing written.
+    def one_line(name, p, code, word):
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        F.check(p.returncode == code and len(lines) == 1 and lines[0].startswith("sdcscreen: error: --html") and
+                word in lines[0], f"{name}: exit {p.returncode}, want {code}; stderr {p.stderr[-300:]!r}")
+
+    missing = os.path.join(d, "no", "such", "dir", "page.html")
+    one_line("--html in a missing folder", common.run("run", "--enable", CPU_CASE, "-q", "--html", missing), 78, missing)
+    one_line("--html is a folder", common.run("run", "--enable", CPU_CASE, "-q", "--html", d), 78, d)
+    pat = os.path.join(d, "patterns")
+    shutil.copytree(common.PATTERNS, pat)
+    target = os.path.join(pat, "page.html")
+    one_line("--html into the pattern directory",
+             common.run("run", "--enable", CPU_CASE, "-q", "--patterns", pat, "--html", target), 64, "pattern")
+    F.check(not os.path.exists(target), "--html into the pattern directory: written anyway")
+    # A page that cannot be written after the run (a valid 245-character name whose temporary name is too long):
+    # the error on stderr, the JSON report still written, exit 78; a miscompare still makes it 1.
+    for extra, want in (([], 78), (["--inject", drill], 1)):
+        out = os.path.join(d, "after.json")
+        p = common.run("run", "--enable", CPU_CASE, *extra, "-q", "--output-format", "json", "-o", out, "--html",
+                       os.path.join(d, "p" * 240 + ".html"))
+        F.check(p.returncode == want and "sdcscreen: error: --html: " in p.stderr and os.path.exists(out),
+                f"--html after the run failed ({'drill' if extra else 'clean'}): exit {p.returncode}, want {want}; "
+                f"stderr {p.stderr[-300:]!r}")
+        if os.path.exists(out):
+            os.unlink(out)
+    # A screen that dies in its reporting code leaves the in-progress page, not the previous (clean) one.
+    page = os.path.join(d, "clean.html")
+    p = subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--enable", CPU_CASE, "-q", "--html", page])],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, SDCSCREEN_DRILL_REPORT_CRASH="1"))
+    text = open(page, encoding="utf-8").read() if os.path.exists(page) else ""
+    F.check(p.returncode == 2 and 'data-verdict="error"' in text and "screen in progress" in text,
+            f"report crash drill: exit {p.returncode}, page says in progress: {'screen in progress' in text}")
+F.finish()
