@@ -181,7 +181,8 @@ with tempfile.TemporaryDirectory() as d:
     odd = os.path.join(d, 'a<i>b&"c')
     os.mkdir(odd)
     drill = f"case={CPU_CASE},iteration=0,unit={cpu},element=0,bit=20"
-    code, report, page, err = screen(odd, "--enable", CPU_CASE, "--inject", drill)
+    code, report, page, err = screen(odd, "--enable", CPU_CASE, "--retest-on-failure", "2", "--inject",
+                                     drill + ",persist=always")
     F.check(code == 1 and report.get("exit", {}).get("code") == 1, f"cpu drill: exit {code}: {err[-300:]}")
     F.check(os.path.exists(page), "cpu drill: no page written")
     if os.path.exists(page):
@@ -197,6 +198,9 @@ with tempfile.TemporaryDirectory() as d:
         F.check(not any(t == "i" for t, _, _ in dom.elements), "cpu drill: markup from the command line became an element")
         F.check(report.get("reproduce", "?") in "".join(dom.text), "cpu drill: the reproduce command is not on the page")
         F.check("FAULT INJECTION RUN" in "".join(dom.text), "cpu drill: the page does not say it is a drill")
+        rows = [a for _, a, _ in dom.elements if "data-classification" in a]
+        F.check([(a.get("data-unit"), a.get("data-classification")) for a in rows] == [(f"cpu {cpu}", "persistent")],
+                f"cpu drill: retest rows {rows}")
         png = os.path.join(d, "cpu.png")
         chromium(page, f"--screenshot={png}", "--window-size=1280,900")
         n = fail_pixels(png) if os.path.exists(png) else 0
