@@ -1,0 +1,220 @@
+// The HTML report's view of a failing case: tiles, bits, iterations (html_parts.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "html_parts.h"
+
+namespace sdc::html {
+namespace {
+
+// ---- a failing case --------------------------------------------------------------------------------------
+
+std::string miscompare_unit(const json& m) {
+  const json& u = obj(m, "unit");
+  return str(u, "kind") == "sm" ? fmt::format("cuda:{} sm {}", num(u, "device"), num(u, "sm"))
+                                : fmt::format("cpu {}", num(u, "cpu"));
+}
+
+// The failing tiles over the output: tiles in index order, row by row (the family's own tile order; docs/
+// families.md says how a tile maps to rows and columns). A case with very many tiles folds them into at
+// most MAX_CELLS cells, each covering a run of consecutive tiles.
+std::string tile_map(const json& t) {
+  constexpr int64_t MAX_CELLS = 4096, MAX_COLUMNS = 64, WIDTH = 512;
+  std::map<int64_t, int64_t> failing;  // listed tile -> differing elements listed
+  for (const json& m : arr(t, "miscompares"))
+    if (num(m, "tile", -1) >= 0) ++failing[num(m, "tile")];
+  int64_t tiles = num(t, "tiles");
+  if (!failing.empty()) tiles = std::max(tiles, failing.rbegin()->first + 1);
+  if (tiles <= 0) return "";
+  const int64_t per_cell = (tiles + MAX_CELLS - 1) / MAX_CELLS;
+  const int64_t cells = (tiles + per_cell - 1) / per_cell;
+  const int64_t columns = std::min<int64_t>(
+      MAX_COLUMNS, std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(cells))))));
+  const int64_t rows = (cells + columns - 1) / columns;
+  const int64_t size = std::clamp<int64_t>(WIDTH / columns, 4, 24);
+  const int64_t w = columns * size, h = rows * size;
+  std::string s = fmt::format(R"(<figure class="tiles"><figcaption>failing tiles of {} per iteration{}, in index )"
+                              R"(order, {} per row</figcaption>)",
+                              tiles, per_cell > 1 ? fmt::format(" (a cell is {} consecutive tiles)", per_cell) : "",
+                              columns * per_cell);
+  s +=
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w, h);
+  // The tiles that passed: full rows, then the last partial row.
+  const int64_t full = cells / columns, rest = cells % columns;
+  if (full) s += fmt::format(R"(<rect width="{}" height="{}" fill="#eeeeee"/>)", w, full * size);
+  if (rest) s += fmt::format(R"(<rect y="{}" width="{}" height="{}" fill="#eeeeee"/>)", full * size, rest * size, size);
+  if (size >= 6) {  // grid lines where they stay readable
+    for (int64_t c = 1; c < columns; ++c)
+      s += fmt::format(R"(<line x1="{0}" y1="0" x2="{0}" y2="{1}" stroke="#ffffff"/>)", c * size, h);
+    for (int64_t r = 1; r < rows; ++r)
+      s += fmt::format(R"(<line x1="0" y1="{0}" x2="{1}" y2="{0}" stroke="#ffffff"/>)", r * size, w);
+  }
+  std::map<int64_t, std::pair<std::vector<int64_t>, int64_t>> marked;  // cell -> tiles, elements
+  for (const auto& [tile, n] : failing) {
+    auto& [list, elements] = marked[tile / per_cell];
+    list.push_back(tile);
+    elements += n;
+  }
+  for (const auto& [cell, te] : marked) {
+    const auto& [list, elements] = te;
+    std::string ids;
+    for (int64_t x : list) {
+      if (!ids.empty()) ids += ' ';
+      ids += std::to_string(x);
+    }
+    s += fmt::format(R"(<rect class="tile failed" data-tile="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
+                     R"(<title>tile {}: {} differing element(s) listed</title></rect>)",
+                     ids, (cell % columns) * size, (cell / columns) * size, size, size, TILE_COLOUR, ids, elements);
+  }
+  return s + "</svg></figure>";
+}
+
+// Flipped bits by position, sign on the left: from the signatures (every differing element) when the test
+// has them, else from the listed miscompares' xor masks.
+std::string bit_histogram(const json& t) {
+  int64_t flips[32] = {}, rises[32] = {}, falls[32] = {};
+  const char* source = "every differing element (signatures)";
+  if (!arr(t, "signatures").empty()) {
+    for (const json& g : arr(t, "signatures")) {
+      const json& bf = obj(g, "bit_flips");
+      const json &up = arr(bf, "zero_to_one"), &down = arr(bf, "one_to_zero");
+      for (size_t b = 0; b < 32; ++b) {
+        rises[b] += b < up.size() && up[b].is_number() ? up[b].get<int64_t>() : 0;
+        falls[b] += b < down.size() && down[b].is_number() ? down[b].get<int64_t>() : 0;
+      }
+    }
+    for (int b = 0; b < 32; ++b) flips[b] = rises[b] + falls[b];
+  } else {
+    source = "the listed elements";
+    for (const json& m : arr(t, "miscompares")) {
+      const uint32_t x = static_cast<uint32_t>(std::strtoul(str(m, "xor_mask", "0").c_str(), nullptr, 16));
+      for (int b = 0; b < 32; ++b) flips[b] += (x >> b) & 1;
+    }
+  }
+  const int64_t most = *std::max_element(flips, flips + 32);
+  if (most == 0) return "";
+  constexpr int BAR = 14, LEFT = 36, TOP = 8, PLOT_H = 90, W = LEFT + 32 * BAR + 8, H = TOP + PLOT_H + 34;
+  std::string s =
+      fmt::format(R"(<figure class="bits"><figcaption>flipped bit positions, over {}</figcaption>)", source);
+  s +=
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", W, H, W, H);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT - 4, TOP + 8, most);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">0</text>)", LEFT - 4, TOP + PLOT_H);
+  s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#888888"/>)", LEFT, TOP + PLOT_H, W - 8,
+                   TOP + PLOT_H);
+  for (int b = 31; b >= 0; --b) {
+    const int x = LEFT + (31 - b) * BAR;
+    const int64_t bh = flips[b] ? std::max<int64_t>(2, flips[b] * PLOT_H / most) : 0;
+    s +=
+        fmt::format(R"(<rect class="bit" data-bit="{}" data-flips="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
+                    R"(<title>bit {}: {} flip(s){}</title></rect>)",
+                    b, flips[b], x + 1, TOP + PLOT_H - bh, BAR - 2, bh, field_colour(b), b, flips[b],
+                    rises[b] + falls[b] ? fmt::format(" ({} 0->1, {} 1->0)", rises[b], falls[b]) : "");
+  }
+  for (const int bit : {31, 30, 23, 22, 16, 8, 0})  // bit numbers at the fields' edges
+    s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)",
+                     LEFT + (31 - bit) * BAR + BAR / 2, TOP + PLOT_H + 12, bit);
+  // The fields as bands under the axis.
+  for (const auto& [from, to, colour, name] : std::vector<std::tuple<int, int, const char*, const char*>>{
+           {31, 31, SIGN_COLOUR, "sign"}, {30, 23, EXP_COLOUR, "exponent"}, {22, 0, MANT_COLOUR, "mantissa"}}) {
+    const int x = LEFT + (31 - from) * BAR, w = (from - to + 1) * BAR;
+    s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="4" fill="{}"/>)", x + 1, TOP + PLOT_H + 16, w - 2,
+                     colour);
+    if (*name)
+      s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)", x + w / 2,
+                       TOP + PLOT_H + 30, name);
+  }
+  return s + "</svg></figure>";
+}
+
+// The listed differing elements per iteration: when in the run the fault showed.
+std::string timeline(const json& t) {
+  std::map<int64_t, int64_t> per_iteration;
+  for (const json& m : arr(t, "miscompares"))
+    if (num(m, "iteration", -1) >= 0) ++per_iteration[num(m, "iteration")];
+  if (per_iteration.empty()) return "";
+  const int64_t iterations = std::max(num(t, "iterations"), per_iteration.rbegin()->first + 1);
+  constexpr int64_t MAX_BARS = 200, LEFT = 36, TOP = 8, PLOT_W = 600, PLOT_H = 60;
+  const int64_t per_bar = (iterations + MAX_BARS - 1) / MAX_BARS;
+  const int64_t bars = (iterations + per_bar - 1) / per_bar;
+  std::map<int64_t, int64_t> per_b;
+  for (const auto& [it, n] : per_iteration) per_b[it / per_bar] += n;
+  int64_t most = 0;
+  for (const auto& [b, n] : per_b) most = std::max(most, n);
+  const int64_t bw = std::clamp<int64_t>(PLOT_W / bars, 1, 24), w = LEFT + bars * bw + 8, h = TOP + PLOT_H + 22;
+  std::string s = fmt::format(R"(<figure class="timeline"><figcaption>listed differing elements over the {} )"
+                              R"(iteration(s){}{}</figcaption>)",
+                              iterations, per_bar > 1 ? fmt::format(", {} per bar", per_bar) : "",
+                              num(t, "miscompared_elements") > static_cast<int64_t>(arr(t, "miscompares").size())
+                                  ? " (only the first elements are listed)"
+                                  : "");
+  s +=
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w, h);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT - 4, TOP + 8, most);
+  s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#888888"/>)", LEFT, TOP + PLOT_H, LEFT + bars * bw,
+                   TOP + PLOT_H);
+  for (const auto& [b, n] : per_b) {
+    const int64_t bh = std::max<int64_t>(2, n * PLOT_H / most);
+    s += fmt::format(R"(<rect class="iteration" data-iteration="{}" data-elements="{}" x="{}" y="{}" width="{}" )"
+                     R"(height="{}" fill="{}"><title>iteration {}{}: {} element(s)</title></rect>)",
+                     b * per_bar, n, LEFT + b * bw, TOP + PLOT_H - bh, std::max<int64_t>(1, bw - 1), bh, BAR_COLOUR,
+                     b * per_bar, per_bar > 1 ? fmt::format("-{}", b * per_bar + per_bar - 1) : "", n);
+  }
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis">0</text>)", LEFT, TOP + PLOT_H + 14);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT + bars * bw,
+                   TOP + PLOT_H + 14, iterations - 1);
+  return s + "</svg></figure>";
+}
+
+}  // namespace
+
+std::string failing_case(const json& t) {
+  const std::string id = str(t, "id"), device = str(t, "device");
+  std::string s =
+      fmt::format(R"(<section class="case" data-test="{}" data-device="{}" data-result="{}" data-failed-tiles="{}" )"
+                  R"(data-elements="{}"><h3>{} on {}: {}</h3>)",
+                  esc(id), esc(device), esc(str(t, "result")), num(t, "failed_tiles"), num(t, "miscompared_elements"),
+                  esc(id), esc(device), esc(str(t, "result")));
+  std::string units;
+  for (const json& u : arr(t, "units_failed"))
+    units += (units.empty() ? "" : ", ") +
+             (device.rfind("cuda", 0) == 0 ? fmt::format("sm {}", text_of(u)) : fmt::format("cpu {}", text_of(u)));
+  s += fmt::format(
+      "<p>{} failed tile(s), {} differing element(s){}{}; mode {}, {} of {} iterations.</p>", num(t, "failed_tiles"),
+      num(t, "miscompared_elements"), units.empty() ? "" : " on " + esc(units),
+      field(t, "time_to_fail_s").is_number() ? fmt::format(", first after {:.3f} s", real(t, "time_to_fail_s")) : "",
+      esc(str(t, "mode")), num(t, "iterations"), num(t, "iterations_planned"));
+  if (!str(t, "reason").empty()) s += "<p>" + esc(str(t, "reason")) + "</p>";
+  s += R"(<div class="charts">)" + tile_map(t) + bit_histogram(t) + timeline(t) + "</div>";
+  for (const json& g : arr(t, "signatures"))
+    s += fmt::format(R"(<p class="signature">signature on {}: <code>{}</code> ({} element(s))</p>)",
+                     esc(miscompare_unit(g)), esc(str(g, "signature")), num(g, "elements"));
+  const json& mis = arr(t, "miscompares");
+  if (!mis.empty()) {
+    constexpr size_t ROWS = 20;
+    s += "<table><tr><th>iteration</th><th>tile</th><th>unit</th><th>element</th><th>expected</th><th>actual</th>"
+         "<th>xor</th><th>ulps</th></tr>";
+    for (size_t i = 0; i < mis.size() && i < ROWS; ++i) {
+      const json& m = mis[i];
+      s += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
+          "<td><code>{}</code></td><td>{}</td></tr>",
+          num(m, "iteration"), num(m, "tile"), esc(miscompare_unit(m)), esc(str(m, "element_name")),
+          esc(str(m, "expected")), esc(str(m, "actual")), esc(str(m, "xor_mask")), num(m, "ulps"));
+    }
+    s += "</table>";
+    if (mis.size() > ROWS) s += fmt::format("<p>{} more listed in the JSON report.</p>", mis.size() - ROWS);
+  }
+  return s + "</section>";
+}
+
+}  // namespace sdc::html

@@ -1,0 +1,227 @@
+// The HTML report's unit heat map (html_parts.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "html_parts.h"
+
+namespace sdc::html {
+namespace {
+
+// ---- the unit heat map ------------------------------------------------------------------------------------
+
+// Fixed cells that wrap: a package is rows of at most CORES_PER_ROW cores (a column of its hardware threads
+// each), a GPU rows of at most SMS_PER_ROW SMs. Sizes never depend on the node, so a 192-CPU node or eight
+// 132-SM GPUs give more rows, never smaller or overlapping cells; the figures flow side by side and wrap.
+constexpr int CELL = 14, PITCH = 17, ROW_GAP = 6;
+constexpr int CORES_PER_ROW = 32, SMS_PER_ROW = 22;
+
+struct Cell {
+  std::string name;   // "cpu 3", "cuda:0 sm 17": the data-unit attribute
+  std::string title;  // the tooltip
+  std::string cls;
+  int64_t tiles = 0, failed = 0;
+  bool slow = false;
+};
+
+std::string cell_svg(const Cell& c, int x, int y) {
+  std::string s = fmt::format(R"(<g class="unit {}{}" data-unit="{}" data-failed-tiles="{}" data-tiles="{}">)", c.cls,
+                              c.slow ? " slow" : "", esc(c.name), c.failed, c.tiles);
+  s += fmt::format("<title>{}</title>", esc(c.title));
+  s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"{}/>)", x, y, CELL, CELL,
+                   unit_colour(c.cls), c.slow ? fmt::format(R"( stroke="{}" stroke-width="2")", SLOW_COLOUR) : "");
+  if (c.cls == "crash")  // a cross, so that a crashed unit reads as one without colour too
+    s += fmt::format(R"(<path d="M{} {}l{} {}M{} {}l{} {}" stroke="#ffffff" stroke-width="1.5"/>)", x + 3, y + 3,
+                     CELL - 6, CELL - 6, x + CELL - 3, y + 3, -(CELL - 6), CELL - 6);
+  if (c.cls == "hung")
+    s +=
+        fmt::format(R"(<rect x="{}" y="{}" width="2" height="{}" fill="#1a1a1a"/>)", x + CELL / 2 - 1, y + 3, CELL - 6);
+  return s + "</g>";
+}
+
+std::string cell_title(const Cell& c, const std::string& where) {
+  std::string t = fmt::format("{}{}: {}", c.name, where, c.cls);
+  if (c.tiles || c.failed) t += fmt::format(", {} of {} tiles failed", c.failed, c.tiles);
+  if (c.slow) t += ", slow";
+  return t;
+}
+
+struct UnitTally {
+  std::map<std::string, int> by_class;
+  int64_t failed_tiles = 0;
+  std::vector<std::string> not_passing;  // "cpu 3 (core 1, package 0): fail, 2 of 100 tiles failed"
+  void add(const Cell& c, const std::string& where) {
+    ++by_class[c.cls];
+    failed_tiles += c.failed;
+    if (c.cls != "pass" && c.cls != "untested") not_passing.push_back(cell_title(c, where));
+  }
+};
+
+}  // namespace
+
+std::set<std::string> slow_units(const json& r) {
+  std::set<std::string> slow;
+  for (const json& u : arr(obj(r, "throughput"), "units"))
+    if (flag(u, "slow")) slow.insert(str(u, "unit"));
+  return slow;
+}
+
+namespace {
+
+// The CPUs of the node: one figure per package, its cores in order, a core's hardware threads stacked.
+std::string cpu_map(const json& r, UnitTally& tally) {
+  const std::set<std::string> slow = slow_units(r);
+  std::map<int64_t, std::map<int64_t, std::vector<Cell>>> packages;  // package -> core -> threads
+  for (const json& u : arr(r, "units")) {
+    if (!u.is_object() || str(u, "kind") != "cpu") continue;
+    Cell c;
+    c.name = fmt::format("cpu {}", num(u, "cpu", -1));
+    c.cls = unit_class(str(u, "result"));
+    c.tiles = num(u, "tiles");
+    c.failed = num(u, "failed_tiles");
+    c.slow = slow.count(c.name) > 0;
+    const int64_t core = num(u, "core", -1), package = num(u, "package", -1);
+    const std::string where = fmt::format(" (core {}, package {})", core, package);
+    c.title = cell_title(c, where);
+    tally.add(c, where);
+    packages[package][core].push_back(std::move(c));
+  }
+  std::string s;
+  for (const auto& [package, cores] : packages) {
+    size_t threads = 1, cpus = 0;
+    for (const auto& [core, cells] : cores) {
+      threads = std::max(threads, cells.size());
+      cpus += cells.size();
+    }
+    const int columns = static_cast<int>(std::min<size_t>(cores.size(), CORES_PER_ROW));
+    const int rows = static_cast<int>((cores.size() + CORES_PER_ROW - 1) / CORES_PER_ROW);
+    const int row_h = static_cast<int>(threads) * PITCH + ROW_GAP;
+    const int w = columns * PITCH, h = rows * row_h;
+    s += fmt::format(
+        R"(<figure class="package" data-package="{}"><figcaption>package {}: {} cpus, {} cores</figcaption>)", package,
+        package < 0 ? std::string("?") : std::to_string(package), cpus, cores.size());
+    s += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w,
+                     h);
+    int i = 0;
+    for (const auto& [core, cells] : cores) {
+      const int x = (i % CORES_PER_ROW) * PITCH, y0 = (i / CORES_PER_ROW) * row_h;
+      for (size_t t = 0; t < cells.size(); ++t) s += cell_svg(cells[t], x, y0 + static_cast<int>(t) * PITCH);
+      ++i;
+    }
+    s += "</svg></figure>";
+  }
+  return s;
+}
+
+// The GPUs of the node: one figure per GPU, its SMs 0..n-1 in rows. An SM without a unit entry computed
+// nothing and is drawn untested; a GPU whose context a test's work destroyed is marked crashed as a whole.
+std::string gpu_map(const json& r, UnitTally& tally) {
+  const std::set<std::string> slow = slow_units(r);
+  struct Gpu {
+    std::string name, id;
+    int64_t sm_count = 0;
+    std::map<int64_t, const json*> sms;
+    std::vector<std::string> crashes;
+  };
+  std::map<int64_t, Gpu> gpus;
+  for (const json& d : arr(r, "devices"))
+    if (d.is_object() && str(d, "kind") != "cpu") {
+      Gpu& g = gpus[num(d, "index")];
+      g.name = str(d, "name");
+      g.id = str(d, "uuid") + (str(d, "pci_bus_id").empty() ? "" : "  pci " + str(d, "pci_bus_id"));
+      g.sm_count = num(d, "sm_count");
+    }
+  for (const json& u : arr(r, "units"))
+    if (u.is_object() && str(u, "kind") == "sm") gpus[num(u, "device")].sms[num(u, "sm")] = &u;
+  for (const json& t : arr(r, "tests"))
+    if (str(t, "result") == "crash" && arr(t, "units_failed").empty() && str(t, "device").rfind("cuda:", 0) == 0) {
+      const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
+      if (gpus.count(d)) gpus[d].crashes.push_back(str(t, "id"));
+    }
+  std::string s;
+  for (auto& [index, g] : gpus) {
+    // No GPU has near MAX_SMS SMs: a bound that keeps a corrupt report from making a page of millions of cells.
+    constexpr int64_t MAX_SMS = 1024;
+    const int64_t n = std::min(MAX_SMS, std::max(g.sm_count, g.sms.empty() ? 0 : g.sms.rbegin()->first + 1));
+    const std::string label = fmt::format("cuda:{}", index);
+    const bool gpu_slow = slow.count(fmt::format("gpu {}", index)) > 0;
+    const int columns = static_cast<int>(std::min<int64_t>(std::max<int64_t>(n, 1), SMS_PER_ROW));
+    const int rows = static_cast<int>((n + SMS_PER_ROW - 1) / SMS_PER_ROW);
+    const int w = columns * PITCH, h = std::max(rows, 1) * PITCH;
+    s += fmt::format(
+        R"(<figure class="gpu{}{}" data-device="{}"><figcaption><b>{}</b> {} &middot; {} SMs{}{}</figcaption>)",
+        g.crashes.empty() ? "" : " crash", gpu_slow ? " slow" : "", label, label, esc(g.name), n,
+        gpu_slow ? " &middot; <b>slow</b>" : "",
+        g.crashes.empty() ? ""
+                          : " &middot; <b>context lost</b> in " + esc(g.crashes.front()) +
+                                (g.crashes.size() > 1 ? fmt::format(" and {} more", g.crashes.size() - 1) : ""));
+    if (!g.id.empty()) s += fmt::format(R"(<div class="gpu-id">{}</div>)", esc(g.id));
+    s += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w,
+                     h);
+    for (int64_t sm = 0; sm < n; ++sm) {
+      Cell c;
+      c.name = fmt::format("{} sm {}", label, sm);
+      const auto it = g.sms.find(sm);
+      if (it != g.sms.end()) {
+        c.cls = unit_class(str(*it->second, "result"));
+        c.tiles = num(*it->second, "tiles");
+        c.failed = num(*it->second, "failed_tiles");
+      } else {
+        c.cls = "untested";
+      }
+      c.title = cell_title(c, "");
+      tally.add(c, "");
+      s += cell_svg(c, static_cast<int>(sm % SMS_PER_ROW) * PITCH, static_cast<int>(sm / SMS_PER_ROW) * PITCH);
+    }
+    s += "</svg></figure>";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string units_section(const json& r) {
+  UnitTally tally;
+  const bool gpus = std::any_of(arr(r, "units").begin(), arr(r, "units").end(),
+                                [](const json& u) { return u.is_object() && str(u, "kind") == "sm"; }) ||
+                    str(r, "backend") != "cpu";
+  const std::string maps = gpus ? gpu_map(r, tally) : cpu_map(r, tally);
+  int units = 0;
+  for (const auto& [cls, n] : tally.by_class) units += n;
+  std::string s = fmt::format(
+      R"(<section id="units" data-units="{}" data-failing-units="{}" data-failed-tiles="{}"><h2>Units</h2>)", units,
+      tally.by_class["fail"], tally.failed_tiles);
+  if (units == 0) return s + "<p>No unit computed anything.</p></section>";
+  // The legend names only the classes present: a passing node's page shows no failure colour at all.
+  s += R"(<div class="legend">)";
+  for (const char* cls : UNIT_CLASSES)
+    if (tally.by_class[cls])
+      s += fmt::format(R"(<span><svg width="12" height="12"><rect width="12" height="12" rx="2" fill="{}"/></svg> {} )"
+                       R"({} ({})</span>)",
+                       unit_colour(cls), cls, tally.by_class[cls], unit_meaning(cls));
+  if (!slow_units(r).empty())
+    s += fmt::format(R"(<span><svg width="12" height="12"><rect x="1" y="1" width="10" height="10" fill="none" )"
+                     R"(stroke="{}" stroke-width="2"/></svg> slow (throughput below the floor)</span>)",
+                     SLOW_COLOUR);
+  s += "</div>";
+  s += R"(<div class="maps">)" + maps + "</div>";
+  if (!tally.not_passing.empty()) {
+    constexpr size_t LISTED = 64;
+    s += R"(<ul class="not-passing">)";
+    for (size_t i = 0; i < tally.not_passing.size() && i < LISTED; ++i)
+      s += "<li>" + esc(tally.not_passing[i]) + "</li>";
+    if (tally.not_passing.size() > LISTED) s += fmt::format("<li>and {} more</li>", tally.not_passing.size() - LISTED);
+    s += "</ul>";
+  }
+  return s + "</section>";
+}
+
+}  // namespace sdc::html
