@@ -15,6 +15,8 @@
 #include "../../core/activity.h"
 #include "../../core/miscompare.h"
 #include "../../spec/digest.h"
+#include "cpu_case.h"
+#include "cpu_retest.h"
 #include "worker_pool.h"
 
 namespace sdc::cpu {
@@ -27,20 +29,6 @@ uint64_t string_hash(const std::string& s) {
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// One case's buffers: inputs generated once, the output of the current iteration, and per tile the
-// digest and the worker that computed it (the unit a miscompare is attributed to).
-struct CaseState {
-  std::unique_ptr<Problem> problem;
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> out;
-  std::vector<uint64_t> digest;
-  std::vector<uint32_t> worker_of;
-  std::vector<char> computed_by;          // per worker, in the current iteration: computed a tile with a faulty input
-  std::vector<std::string> worker_error;  // per worker: why it could not compute a tile
-  std::vector<double> busy_s;             // per worker, in the current iteration: time spent on its tiles
-  std::vector<uint64_t> done;             // per worker, in the current iteration: tiles computed
-};
 
 // The drill for slow-unit detection: SDCSCREEN_DRILL_SLOW_CPU=N makes the worker on logical CPU N take ten
 // times as long for every tile (it waits nine times its tile's time after computing it). Compiled in, off
@@ -62,10 +50,6 @@ struct Watch {
   }
 };
 
-// How a job under the watch ended. A stop makes the workers return at their next tile: `stopped` when they
-// all did so within STOP_GRACE (the pool is usable and nothing is leaked); `stuck` when the deadline
-// passed, or a worker did not return in the grace, so the job may still be running.
-enum class JobEnd { finished, stopped, stuck };
 constexpr auto STOP_GRACE = std::chrono::seconds(2);
 
 // Runs job on every worker under the watch. A job that may still be running on a stuck worker is leaked
@@ -84,6 +68,8 @@ Clock::time_point pass_deadline(double work_seconds) {
   return Clock::now() +
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10.0 + 20.0 * work_seconds));
 }
+
+}  // namespace
 
 // Allocates the buffers of a prepared case and generates its inputs.
 JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
@@ -113,14 +99,7 @@ JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
   });
 }
 
-// The injections of one case at one iteration, resolved to workers and tiles.
-struct ActiveFault {
-  Injection* inj;
-  int worker;  // -1: any worker
-  uint64_t tile = 0;
-  uint32_t offset = 0;
-  std::vector<float> corrupted;  // input injections: the tensor as the faulty unit reads it
-};
+namespace {
 
 // Computes every tile once. Tile t goes to worker (t + rotation) mod W unless a fault pins it to its
 // unit; the worker computes it, applies output faults, and digests it. An iteration a stop touched is
@@ -133,13 +112,14 @@ struct ActiveFault {
   std::abort();  // never reached: the store faults (and mmap failing makes it a null store)
 }
 
+}  // namespace
+
 // case_id and iteration name the work on the activity board (src/core/activity.h) when a supervisor
 // watches this screen.
 // A retest (only_tiles) gives the listed tiles to only_worker and computes no other tile.
 JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, std::vector<Workspace>& ws,
-                         uint64_t rotation, std::vector<ActiveFault>& faults, const char* case_id = "",
-                         int iteration = -1, const std::vector<uint64_t>* only_tiles = nullptr,
-                         uint32_t only_worker = 0) {
+                         uint64_t rotation, std::vector<ActiveFault>& faults, const char* case_id, int iteration,
+                         const std::vector<uint64_t>* only_tiles, uint32_t only_worker) {
   const uint64_t tiles = s.problem->tile_count();
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
@@ -251,6 +231,8 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   return JobEnd::finished;
 }
 
+namespace {
+
 // Iterations after which every worker has computed a tile of a case: tile t runs on worker
 // (t + r + i) mod W in iteration i, so k iterations reach min(W, T + k - 1) workers.
 int iterations_to_cover(size_t workers, uint64_t tiles) {
@@ -269,12 +251,16 @@ std::vector<LogicalCpu> describe(const std::vector<int>& cpus) {
   return out;
 }
 
+}  // namespace
+
 // Host memory a case needs: its inputs and its output.
 uint64_t case_bytes(const Problem& p) {
   uint64_t floats = p.output_elements();
   for (const auto& t : p.inputs()) floats += t.elements;
   return floats * sizeof(float);
 }
+
+namespace {
 
 class CpuExecutor final : public Executor {
  public:
@@ -431,7 +417,18 @@ class CpuExecutor final : public Executor {
       for (const auto& [t, digest] : wrong)
         if (tiles.size() < RETEST_TILES) tiles.push_back(t);
       u.tiles = tiles.size();
-      if (!retest_unit(c, r, w, tiles, wrong, n, u)) u.complete = false;
+      RetestEnv env{*pool_,
+                    *ws_,
+                    ctx_->opt.stop,
+                    ctx_->deadline,
+                    ctx_->opt.max_memory_bytes,
+                    *s_,
+                    golden_->tile_digests,
+                    stuck_,
+                    [this](const Case& cs, CaseState& st, std::vector<ActiveFault>& out, int cpu, bool fresh) {
+                      activate_faults(cs, st, out, -1, cpu, fresh);
+                    }};
+      if (!retest_unit(env, c, r.units_failed, w, tiles, wrong, n, u)) u.complete = false;
       r.retests.push_back(u);
       if (stuck_ || ctx_->stopping()) break;
     }
@@ -471,118 +468,6 @@ class CpuExecutor final : public Executor {
   std::map<uint64_t, std::vector<float>> expected_cache_;
   uint64_t rotation0_ = 0;
   std::map<uint32_t, std::map<uint64_t, uint64_t>> wrong_;  // per worker that failed: tile -> first wrong digest
-
-  bool retest_time_left() const { return !ctx_->stopping() && !stuck_ && Clock::now() < ctx_->deadline; }
-
-  // Computes `tiles` of state s on worker w with the faults that fire for it; false when the job did not
-  // finish (a stop, or the watchdog: then the device is stuck).
-  bool retest_pass(const Case& c, CaseState& s, uint32_t w, const std::vector<uint64_t>& tiles, bool fresh) {
-    auto faults = std::make_unique<std::vector<ActiveFault>>();
-    activate_faults(c, s, *faults, -1, pool_->cpu(w).cpu, fresh);
-    const JobEnd end = compute_iteration(s, *pool_, ctx_->opt.stop, *ws_, 0, *faults, c.id.c_str(), -1, &tiles, w);
-    if (end == JobEnd::stuck) {
-      stuck_ = true;
-      (void)faults.release();  // a worker may still read it
-    }
-    return end == JobEnd::finished;
-  }
-
-  // The workers next to w: the other logical CPUs of its core, and one core of its package (the nearest).
-  std::vector<SiblingRetest> siblings_of(uint32_t w, std::vector<uint32_t>& workers) const {
-    const cpu::LogicalCpu me = pool_->cpu(w);
-    std::vector<SiblingRetest> out;
-    int other_core = -1;
-    for (uint32_t v = 0; v < pool_->size(); ++v) {
-      const cpu::LogicalCpu o = pool_->cpu(v);
-      if (v == w || o.package != me.package || me.package < 0) continue;
-      if (o.core == me.core && me.core >= 0) {
-        out.push_back({o.cpu, "same core", 0, 0});
-        workers.push_back(v);
-      } else if (other_core < 0 || std::abs(o.cpu - me.cpu) < std::abs(pool_->cpu(other_core).cpu - me.cpu)) {
-        other_core = static_cast<int>(v);
-      }
-    }
-    if (other_core >= 0) {
-      out.push_back({pool_->cpu(other_core).cpu, "same package", 0, 0});
-      workers.push_back(static_cast<uint32_t>(other_core));
-    }
-    return out;
-  }
-
-  // One failing unit's retest (UnitRetest); false when it was cut short.
-  bool retest_unit(const Case& c, const TestResult& r, uint32_t w, const std::vector<uint64_t>& tiles,
-                   const std::map<uint64_t, uint64_t>& wrong, int n, UnitRetest& u) {
-    const auto& golden = golden_->tile_digests;
-    // The case's own inputs, on the unit: does it fail again, with the same bits?
-    for (int k = 0; k < n; ++k) {
-      if (!retest_time_left() || !retest_pass(c, *s_, w, tiles, false)) return false;
-      bool failed = false, same = true;
-      for (uint64_t t : tiles) {
-        failed = failed || s_->digest[t] != golden[t];
-        same = same && s_->digest[t] == wrong.at(t);
-      }
-      ++u.same_seed_runs;
-      u.same_seed_failed += failed;
-      u.same_bits += same;
-    }
-    // The same on its neighbours: is it the unit, or the core or package around it?
-    std::vector<uint32_t> sibling_workers;
-    u.siblings = siblings_of(w, sibling_workers);
-    for (size_t i = 0; i < u.siblings.size(); ++i)
-      for (int k = 0; k < n; ++k) {
-        if (!retest_time_left() || !retest_pass(c, *s_, sibling_workers[i], tiles, false)) return false;
-        ++u.siblings[i].runs;
-        u.siblings[i].failed +=
-            std::any_of(tiles.begin(), tiles.end(), [&](uint64_t t) { return s_->digest[t] != golden[t]; });
-      }
-    // Fresh seeds: other inputs, no golden; the unit against one that did not fail (not of its core).
-    int ref = -1;
-    for (uint32_t v = 0; v < pool_->size() && ref < 0; ++v) {
-      const int id = pool_->cpu(v).cpu;
-      const bool failed = std::find(r.units_failed.begin(), r.units_failed.end(), id) != r.units_failed.end();
-      const bool same_core = std::any_of(u.siblings.begin(), u.siblings.end(), [id](const SiblingRetest& x) {
-        return x.unit == id && x.relation == std::string("same core");
-      });
-      if (v != w && !failed && !same_core) ref = static_cast<int>(v);
-    }
-    if (ref < 0) return true;  // one CPU, or every other one failed: nothing to compare fresh seeds with
-    u.fresh_reference = pool_->cpu(static_cast<uint32_t>(ref)).cpu;
-    const uint64_t max_memory = ctx_->opt.max_memory_bytes;
-    if (max_memory && 2 * case_bytes(*s_->problem) > max_memory) {
-      u.fresh_reference = -1;  // a second copy of the case would pass --max-memory
-      return true;
-    }
-    for (int k = 0; k < n; ++k) {
-      if (!retest_time_left()) return false;
-      Case fresh = c;
-      fresh.data_seed = mix64(c.data_seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)));
-      auto st = std::make_unique<CaseState>();
-      st->problem = find_family(c.family)->prepare(fresh);
-      const JobEnd gen = generate_inputs(*pool_, ctx_->opt.stop, *st);
-      if (gen != JobEnd::finished) {
-        stuck_ = stuck_ || gen == JobEnd::stuck;
-        if (stuck_) (void)st.release();
-        return false;
-      }
-      if (!retest_pass(c, *st, static_cast<uint32_t>(ref), tiles, true)) {
-        if (stuck_) (void)st.release();
-        return false;
-      }
-      std::vector<uint64_t> expected;
-      for (uint64_t t : tiles) expected.push_back(st->digest[t]);
-      if (!retest_pass(c, *st, w, tiles, true)) {
-        if (stuck_) (void)st.release();
-        return false;
-      }
-      ++u.fresh_seed_runs;
-      for (size_t i = 0; i < tiles.size(); ++i)
-        if (st->digest[tiles[i]] != expected[i]) {
-          ++u.fresh_seed_failed;
-          break;
-        }
-    }
-    return true;
-  }
 };
 
 }  // namespace
