@@ -41,6 +41,7 @@ struct TestView {
   std::string id, device, result;
   std::vector<std::string> units_failed;
   std::map<std::string, std::vector<std::string>> signatures;  // signature -> the units that have it
+  std::map<std::string, std::string> classes;                  // retested unit -> its classification (schema 8)
   bool has_digests = false;
   std::vector<uint64_t> tile_digests;
   int64_t digest_iteration = -1;
@@ -116,6 +117,12 @@ TestView read_test(const json& t, size_t index) {
     v.signatures[string_member(g, "signature", where + "signature: ")].push_back(
         unit_name(member(g, "unit", where + "signature: "), where + "signature: "));
   }
+  if (t.contains("retest"))
+    for (const json& x : array_member(t, "retest", where)) {
+      if (!x.is_object()) throw NotReport(where + "'retest' holds a non-object");
+      v.classes[unit_name(member(x, "unit", where + "retest: "), where + "retest: ")] =
+          string_member(x, "classification", where + "retest: ");
+    }
   if (t.contains("tile_digests")) {
     v.has_digests = true;
     for (const json& d : array_member(t, "tile_digests", where)) {
@@ -227,7 +234,7 @@ CaseDiff compare_case(const TestView* a, const TestView* b, const std::string& d
     }
   }
   d.differs = a->result != b->result || a->units_failed != b->units_failed || !d.only_a.empty() || !d.only_b.empty() ||
-              d.tiles_differing > 0;
+              d.tiles_differing > 0 || a->classes != b->classes;
   return d;
 }
 
@@ -258,6 +265,14 @@ std::string case_line(const CaseDiff& d) {
   if (d.a->units_failed != d.b->units_failed)
     parts.push_back(
         fmt::format("units failed A {}, B {}", units_or_none(d.a->units_failed), units_or_none(d.b->units_failed)));
+  if (d.a->classes != d.b->classes) {
+    const auto classes = [](const std::map<std::string, std::string>& m) {
+      std::vector<std::string> v;
+      for (const auto& [unit, cls] : m) v.push_back(unit + " " + cls);
+      return units_or_none(v);
+    };
+    parts.push_back(fmt::format("retest A {}, B {}", classes(d.a->classes), classes(d.b->classes)));
+  }
   for (const auto& [sig, units] : d.only_a) parts.push_back(fmt::format("only in A: {} on {}", sig, join(units)));
   for (const auto& [sig, units] : d.only_b) parts.push_back(fmt::format("only in B: {} on {}", sig, join(units)));
   if (d.tiles_differing) {
@@ -307,6 +322,7 @@ json case_json(const CaseDiff& d) {
     return out;
   };
   j["signatures"] = {{"shared", shared}, {"only_a", one_side(d.only_a)}, {"only_b", one_side(d.only_b)}};
+  j["retest"] = {{"a", d.a ? json(d.a->classes) : json(nullptr)}, {"b", d.b ? json(d.b->classes) : json(nullptr)}};
   if (d.digests_compared)
     j["tile_digests"] = {{"tiles", d.digest_tiles},
                          {"differing", d.tiles_differing},

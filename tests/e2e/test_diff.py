@@ -97,6 +97,26 @@ try:
     except (ValueError, KeyError) as e:
         F.check(False, f"drill vs drill (json): not the expected JSON: {e!r}: {p.stdout[:300]}")
 
+    # --- the retest's classification: the same drill, once a one-off and once stuck -----------------
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= 2:
+        u = cpus[1]
+        once, _ = report("once", "--retest-on-failure", "2", "--inject", f"{DRILL},unit={u},persist=once")
+        stuck, _ = report("stuck", "--retest-on-failure", "2", "--inject", f"{DRILL},unit={u},persist=always")
+        p = diff(once, stuck)
+        line = case_line(p, SOFTMAX)
+        F.check(p.returncode == 1 and f"retest A cpu {u} not reproduced, B cpu {u} persistent" in line,
+                f"once vs stuck: exit {p.returncode}, line {line!r}")
+        p = diff("--output-format", "json", once, stuck)
+        try:
+            c = [x for x in json.loads(p.stdout)["cases"] if x["id"] == SOFTMAX][0]
+            F.check(c["retest"] == {"a": {f"cpu {u}": "not reproduced"}, "b": {f"cpu {u}": "persistent"}},
+                    f"once vs stuck (json): {c['retest']}")
+        except (ValueError, KeyError, IndexError) as e:
+            F.check(False, f"once vs stuck (json): not the expected JSON: {e!r}: {p.stdout[:300]}")
+        p = diff(stuck, stuck)
+        F.check(p.returncode == 0, f"stuck vs stuck: exit {p.returncode}")
+
     # --- --digests on both: the tile the drill changed ----------------------------------------------
     # The drill flips the last iteration, the one whose digests a report keeps.
     clean_d, cd = report("clean_digests", "--digests")
