@@ -98,6 +98,7 @@ struct Reference {
   std::vector<uint64_t> digests;            // level 12: their digests
   TensorSet grads, params;                  // level 12: after step 0; level 3: params after the last step
   std::vector<float> losses;                // level 3: per step
+  std::vector<uint64_t> param_digests;      // level 3: per step, of the parameters after it
 };
 
 class ReplayProblem final : public Problem {
@@ -209,6 +210,42 @@ class ReplayProblem final : public Problem {
   std::string tile_name(uint64_t tile) const override { return "replica " + std::to_string(tile); }
   // About 6 operations per parameter and token for forward and backward; the replays of a tile, and the
   // reference (computed by the first tile) counted once more.
+  bool has_reference() const override { return true; }
+  bool compute_reference(const Injection* fault) const override {
+    std::unique_ptr<BitFlip> flip;
+    if (fault)
+      flip = std::make_unique<BitFlip>(BitFlip{fault->submodule, fault->output, fault->step, fault->microbatch,
+                                               static_cast<int64_t>(fault->element), std::countr_zero(fault->mask)});
+    bool fired = false;
+    auto r = make_reference(flip.get(), fired);
+    std::lock_guard<std::mutex> lock(ref_mutex_);
+    ref_ = std::move(r);
+    return fired;
+  }
+  // A healthy unit's tile as the reference says: every L1 digest the reference's, L2's digests of its
+  // gradients and parameters with metrics of 0, L3's losses and parameter digests with a distance of 0.
+  void reference_tile(uint64_t, float* out) const override {
+    const Reference& r = reference();
+    if (level_ == 12) {
+      for (size_t k = 0; k < r.digests.size(); ++k) put_digest(r.digests[k], out + DIGEST_SLOTS * k);
+      float* o = out + DIGEST_SLOTS * r.digests.size();
+      for (size_t i = 0; i < r.grads.tensors.size(); ++i, o += 6) {
+        put_digest(tensor_digest(i, r.grads.tensors[i].data), o);
+        o[3] = o[4] = o[5] = 0;
+      }
+      for (size_t i = 0; i < r.params.tensors.size(); ++i, o += 5) {
+        put_digest(tensor_digest(i, r.params.tensors[i].data), o);
+        o[3] = o[4] = 0;
+      }
+      return;
+    }
+    for (int64_t s = 0; s < steps_; ++s) {
+      out[4 * s] = r.losses[static_cast<size_t>(s)];
+      put_digest(r.param_digests[static_cast<size_t>(s)], out + 4 * s + 1);
+    }
+    out[4 * steps_] = 0;
+    out[4 * steps_ + 1] = 0;
+  }
   double tile_flops() const override {
     double params = 0;
     for (const Tensor& t : shapes_.tensors) params += static_cast<double>(t.size());
@@ -217,34 +254,50 @@ class ReplayProblem final : public Problem {
   }
 
  private:
+  // The reference: computed by compute_reference (the executor, on a unit of its choice), else the first
+  // time it is needed (the injection checks, and `golden`, whose every tile is computed twice).
   const Reference& reference() const {
-    std::call_once(once_, [this] {
-      auto r = std::make_unique<Reference>();
-      if (level_ == 12) {
-        // Records every output of a free-running step 0: the L1 reference and, after it, L2's.
-        class Record final : public Observer {
-         public:
-          explicit Record(Reference& r) : r_(r) {}
-          void output(const Submodule&, const train_step_f32::Site&, std::span<float> out) override {
-            r_.digests.push_back(tensor_digest(r_.outputs.size(), out));
-            r_.outputs.emplace_back(out.begin(), out.end());
-          }
-
-         private:
-          Reference& r_;
-        } record(*r);
-        r->params = init_params(cfg_, seed_);
-        OptState opt = init_opt_state(cfg_);
-        train_step(cfg_, r->params, opt, 0, seed_, optimizer_, &record);
-        r->grads = std::move(opt.grads);
-        if (r->outputs.size() != sites_.size())
-          throw std::logic_error("train_step_f32: the L1 layout is not the step's");
-      } else {
-        r->losses = train(cfg_, steps_, seed_, optimizer_, nullptr, {}, &r->params);
-      }
-      ref_ = std::move(r);
-    });
+    std::lock_guard<std::mutex> lock(ref_mutex_);
+    if (!ref_) {
+      bool fired = false;
+      ref_ = make_reference(nullptr, fired);
+    }
     return *ref_;
+  }
+
+  std::unique_ptr<Reference> make_reference(const BitFlip* flip, bool& fired) const {
+    auto r = std::make_unique<Reference>();
+    std::unique_ptr<BitFlipInjector> inj;
+    if (level_ == 12) {
+      // Records every output of a free-running step 0: the L1 reference and, after it, L2's.
+      class Record final : public Observer {
+       public:
+        explicit Record(Reference& r) : r_(r) {}
+        void output(const Submodule&, const train_step_f32::Site&, std::span<float> out) override {
+          r_.digests.push_back(tensor_digest(r_.outputs.size(), out));
+          r_.outputs.emplace_back(out.begin(), out.end());
+        }
+
+       private:
+        Reference& r_;
+      } record(*r);
+      if (flip) inj = std::make_unique<BitFlipInjector>(*flip, &record);
+      r->params = init_params(cfg_, seed_);
+      OptState opt = init_opt_state(cfg_);
+      train_step(cfg_, r->params, opt, 0, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &record);
+      r->grads = std::move(opt.grads);
+      if (r->outputs.size() != sites_.size()) throw std::logic_error("train_step_f32: the L1 layout is not the step's");
+    } else {
+      if (flip) inj = std::make_unique<BitFlipInjector>(*flip);
+      r->params = init_params(cfg_, seed_);
+      OptState opt = init_opt_state(cfg_);
+      for (int64_t s = 0; s < steps_; ++s) {  // train(), keeping each step's parameter digest
+        r->losses.push_back(train_step(cfg_, r->params, opt, s, seed_, optimizer_, inj.get()));
+        r->param_digests.push_back(params_digest(r->params));
+      }
+    }
+    fired = inj && inj->fired();
+    return r;
   }
 
   uint64_t output_size(const Submodule& s, int output) const {
@@ -370,7 +423,7 @@ class ReplayProblem final : public Problem {
   TensorSet shapes_;
   std::vector<L1Site> sites_;  // level 12: the L1 sites in execution order
   std::vector<std::string> names_;
-  mutable std::once_flag once_;
+  mutable std::mutex ref_mutex_;
   mutable std::unique_ptr<Reference> ref_;
 };
 

@@ -80,6 +80,15 @@ class Problem {
   }
   // Checks such a fault against the case (and completes it); "" or what is wrong.
   virtual std::string check_replay_fault(Injection&) const { return "its family has no training-step replay"; }
+  // A problem that computes an in-process reference its tiles are measured against (the training-step
+  // replay: computation sync and the paper's metrics need the reference tensors, not only digests). A unit
+  // that computed the reference wrong would make every healthy unit fail, so the executor has it computed on
+  // a unit of its choice (compute_reference, on that unit's thread; `fault`: a replay fault that unit
+  // carries, or null) and checks reference_tile, the tile a healthy unit then computes, against the golden
+  // before any tile runs.
+  virtual bool has_reference() const { return false; }
+  virtual bool compute_reference(const Injection* /*fault*/) const { return false; }  // whether the fault fired
+  virtual void reference_tile(uint64_t /*tile*/, float* /*out*/) const {}
 };
 
 struct Family {

@@ -153,6 +153,27 @@ def main():
           f"units {sorted(units_hit)}), {time.time() - t1:.1f} s")
     fails.check(drills >= sum(DRILLS.values()), f"only {drills} drills")
 
+    # ---- (c) the reference: a unit that computes it wrong fails, and no healthy unit is blamed ------------
+    # A fault that repeats (persist=always) corrupts whatever its CPU computes of the case, the reference too
+    # when that CPU computes it. Which CPU computes the reference first follows the seed; over a few seeds
+    # both orders occur. The faulty CPU alone fails every time.
+    if len(cpus) >= 2:
+        bad, good = cpus[1], cpus[0]
+        ref_wrong = 0
+        for case in (L12, L3):
+            for seed in range(1, 7):
+                spec = f"case={case},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad},persist=always"
+                rc, rep, err = common.run_json("--enable", case, "--cpuset", f"{good},{bad}", "--seed", str(seed),
+                                               "--time-budget", "1h", "--inject", spec)
+                t = rep["tests"][0] if rep else {}
+                notes = [n for n in t.get("notes", []) if "computed the replay's reference wrong" in n]
+                fails.check(rc == 1 and t.get("units_failed") == [bad], f"reference, {case} seed {seed}: exit {rc}, "
+                            f"units failed {t.get('units_failed')} ({err.strip()[:200]})")
+                fails.check(all(n.startswith(f"cpu {bad} ") for n in notes), f"reference: {notes}")
+                ref_wrong += bool(notes)
+        fails.check(ref_wrong >= 2, f"reference: the faulty CPU never computed it over 12 screens ({ref_wrong})")
+        print(f"reference: the faulty CPU computed it in {ref_wrong} of 12 screens and alone failed in all")
+
     # ---- usage errors -----------------------------------------------------------------------------------
     for spec, why in ((f"case={L12},submodule=layer9.mlp.down.backward,element=0,bit=3", "unknown submodule"),
                       (f"case={L12},submodule=layer0.mlp.down.backward,step=1,element=0,bit=3", "step 1"),

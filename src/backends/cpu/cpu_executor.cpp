@@ -310,14 +310,62 @@ class CpuExecutor final : public Executor {
       throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)",
                                            case_bytes(*s_->problem) >> 20, max_memory >> 20));
     rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
-    const JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_);
+    JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_);
+    if (end == JobEnd::finished && s_->problem->has_reference()) end = check_reference(c, r);
     if (end == JobEnd::finished) return true;
     stuck_ = end == JobEnd::stuck;
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
-      r.reason = "watchdog: input generation did not finish";
+      r.reason = s_->problem->has_reference() ? "watchdog: input generation or the reference did not finish"
+                                              : "watchdog: input generation did not finish";
     }
     return false;
+  }
+
+  // A problem's in-process reference (Problem::has_reference: the training-step replay) is computed on one
+  // unit and checked against the golden before any tile runs. A unit that computed it wrong fails (the
+  // reference is its output like any other) and the next one computes it, in the order of the case's
+  // schedule; a replay fault that repeats (persist=) on that unit corrupts its reference as it would any
+  // other replay of it.
+  JobEnd check_reference(const Case& c, TestResult& r) {
+    const size_t workers = pool_->size();
+    const uint32_t te = s_->problem->tile_elements();
+    std::vector<float> tile(te);
+    const Watch watch{pass_deadline(s_->problem->tile_flops() * 1e-9), ctx_->opt.stop};
+    for (size_t i = 0; i < workers; ++i) {
+      const auto w = static_cast<uint32_t>((rotation0_ + i) % workers);
+      const int cpu_id = pool_->cpu(w).cpu;
+      Injection* fault = nullptr;
+      for (Injection& inj : ctx_->result.injections)
+        if (inj.case_id == c.id && !inj.submodule.empty() && inj.unit == cpu_id && inj.persist_every > 0) fault = &inj;
+      auto outcome = std::make_shared<std::pair<bool, std::string>>(false, "");  // fired, error
+      const JobEnd end = run_watched(*pool_, watch, [this, w, fault, outcome](size_t v) {
+        if (v != w) return;
+        try {
+          outcome->first = s_->problem->compute_reference(fault);
+        } catch (const std::exception& e) {
+          outcome->second = e.what();
+        }
+      });
+      if (end != JobEnd::finished) return end;
+      if (!outcome->second.empty()) throw std::runtime_error(fmt::format("cpu {}: {}", cpu_id, outcome->second));
+      if (outcome->first && !fault->fired) {
+        fault->fired = true;
+        fault->fired_unit = cpu_id;
+      }
+      s_->problem->reference_tile(0, tile.data());
+      if (tile_digest(0, tile.data(), te) == golden_->tile_digests[0]) return JobEnd::finished;
+      ++r.failed_tiles;
+      ++ctx_->result.units[unit_base_ + w].failed_tiles;
+      if (std::find(r.units_failed.begin(), r.units_failed.end(), cpu_id) == r.units_failed.end())
+        r.units_failed.push_back(cpu_id);
+      if (r.time_to_fail_s < 0) r.time_to_fail_s = ctx_->elapsed_s();
+      r.notes.push_back(
+          fmt::format("cpu {} computed the replay's reference wrong (its tile digest is not the "
+                      "golden's); {}",
+                      cpu_id, i + 1 < workers ? "the next CPU computed it again" : "no CPU computed it right"));
+    }
+    return JobEnd::finished;
   }
   uint64_t tiles() const override { return s_->problem->tile_count(); }
   double tile_flops() const override { return s_->problem->tile_flops(); }
