@@ -56,6 +56,30 @@ std::string signature_detail(const Signature& g) {
   return s;
 }
 
+}  // namespace
+
+bool is_replay_family(const std::string& family) { return family == "train_step_f32"; }
+
+std::string replay_site(const std::string& element_name) {
+  std::string s = element_name;
+  if (const size_t colon = s.find(": "); s.rfind("replica ", 0) == 0 && colon != std::string::npos)
+    s = s.substr(colon + 2);
+  if (s.size() < 3 || s[0] != 'L' || (s[1] != '1' && s[1] != '2' && s[1] != '3') || s[2] != ' ') return "";
+  std::vector<std::string> words;
+  for (size_t i = 0; i < s.size();) {
+    const size_t j = std::min(s.find(' ', i), s.size());
+    words.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  // L1 <submodule> [mb M] out K digest.x; L2 grad|param <tensor> <part>; L3 step S <part> | L3 final <what>
+  const size_t keep = s[1] == '1' ? 2 : 3;
+  std::string out;
+  for (size_t i = 0; i < words.size() && i < keep; ++i) out += (i ? " " : "") + words[i];
+  return out;
+}
+
+namespace {
+
 // A failing unit's retest, for people: its classification, what it rests on, and its neighbours.
 std::string retest_text(const UnitRetest& u) {
   const char* cls = u.classification();
@@ -89,6 +113,26 @@ std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
     if (!u.is_sm() && u.cpu.cpu == unit)
       return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
   return fmt::format("cpu {}", unit);
+}
+
+// The replay's failing sites per unit, in the order listed (L1's first is the first faulty submodule: the
+// slots are in execution order), for people.
+std::string replay_text(const RunResult& r, const TestResult& t) {
+  std::map<int, std::vector<std::string>> sites;
+  for (const Miscompare& m : t.miscompares) {
+    const std::string site = replay_site(m.element_name);
+    auto& v = sites[m.unit];
+    if (!site.empty() && std::find(v.begin(), v.end(), site) == v.end()) v.push_back(site);
+  }
+  std::string s;
+  for (const auto& [unit, v] : sites) {
+    if (v.empty()) continue;
+    std::string list;
+    for (const auto& x : v) list += (list.empty() ? "" : ", ") + x;
+    s += fmt::format("  replay on {}: first {}; listed: {}{}\n", unit_where(r, t, unit), v.front(), list,
+                     t.miscompared_elements > t.miscompares.size() ? " (and more not listed)" : "");
+  }
+  return s + "  (the replay's slots are digests and metrics: their flipped bits say nothing about the hardware)\n";
 }
 
 std::string device_line(const DeviceInfo& d) {
@@ -322,10 +366,13 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                        hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
     if (t.miscompared_elements > t.miscompares.size())
       s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
-    for (const UnitSignature& u : t.signatures)
-      if (!u.signature.empty())
-        s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
-                         signature_detail(u.signature));
+    if (is_replay_family(t.family))
+      s += replay_text(r, t);
+    else
+      for (const UnitSignature& u : t.signatures)
+        if (!u.signature.empty())
+          s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
+                           signature_detail(u.signature));
     for (const UnitRetest& u : t.retests) s += retest_text(u);
   }
   for (const Injection& i : r.injections)

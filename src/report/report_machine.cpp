@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "report.h"
@@ -136,6 +137,18 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
         "The fraction of a failing device's retests that failed again (present only for retested devices).");
   for (const auto& [dev, c] : classes)
     s += fmt::format("sdcscreen_device_fault_rate{{device=\"{}\"}} {:.4f}\n", dev, c.rate);
+  // The replay's first failing site per unit (L1's slots are in execution order: the first faulty submodule);
+  // bounded labels: the model's submodules and tensors, its steps.
+  gauge(s, "sdcscreen_replay_failed",
+        "1 for a device whose training-step replay failed, by level and its first failing site (present only then).");
+  std::set<int> replay_units;
+  for (const TestResult& t : r.tests)
+    if (is_replay_family(t.family))
+      for (const Miscompare& m : t.miscompares)
+        if (const std::string site = replay_site(m.element_name);
+            !site.empty() && m.unit >= 0 && replay_units.insert(m.unit).second)
+          s += fmt::format("sdcscreen_replay_failed{{device=\"cpu{}\",level=\"{}\",site=\"{}\"}} 1\n", m.unit,
+                           site.substr(1, 1), site.substr(3));
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
@@ -190,7 +203,12 @@ std::string render_npd_line(const RunResult& r) {
                   : fmt::format("cpu{},", unit);
           if (where.find(u) == std::string::npos) where += u;
         }
-        if (families.find(t.family + ",") == std::string::npos) families += t.family + ",";
+        // A replay names its level and first failing site: "replay L1 layer1.mlp.down.forward".
+        std::string what = t.family;
+        if (is_replay_family(t.family) && !t.miscompares.empty())
+          if (const std::string site = replay_site(t.miscompares.front().element_name); !site.empty())
+            what = "replay " + site;
+        if (families.find(what + ",") == std::string::npos) families += what + ",";
       }
       if (!where.empty()) where.pop_back();
       if (!families.empty()) families.pop_back();

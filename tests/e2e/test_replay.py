@@ -11,6 +11,8 @@ run several times slower there.
 """
 import os
 import random
+import subprocess
+import tempfile
 import time
 
 import common
@@ -173,6 +175,38 @@ def main():
                 ref_wrong += bool(notes)
         fails.check(ref_wrong >= 2, f"reference: the faulty CPU never computed it over 12 screens ({ref_wrong})")
         print(f"reference: the faulty CPU computed it in {ref_wrong} of 12 screens and alone failed in all")
+
+    # ---- (d) the replay's view: level and first failing site in the text, NPD, Prometheus, Slurm and NHC --
+    if len(cpus) >= 2:
+        bad, good = cpus[1], cpus[0]
+        for case, spec, site in ((L12, "submodule=layer1.mlp.down.forward,element=3,bit=20", "L1 layer1.mlp.down.forward"),
+                                 (L12, "submodule=loss.forward,element=0,bit=20", "L1 loss.forward"),
+                                 (L3, "submodule=layer0.attn.wo.backward,step=5,element=3,bit=20", "L3 step 5")):
+            inj = ["--inject", f"case={case},{spec},unit={bad}"]
+            sel = ["--enable", case, "--cpuset", f"{good},{bad}", "--time-budget", "1h"]
+            with tempfile.TemporaryDirectory() as d:
+                prom = os.path.join(d, "s.prom")
+                p = common.run("run", *sel, *inj, "--prometheus", prom)
+                fails.check(p.returncode == 1 and f"replay on cpu {bad} (" in p.stdout and f": first {site};" in p.stdout
+                            and "signature on" not in p.stdout, f"view {spec}: text:\n{p.stdout[-1500:]}")
+                level, where = site[1], site[3:]
+                want = f'sdcscreen_replay_failed{{device="cpu{bad}",level="{level}",site="{where}"}} 1'
+                fails.check(os.path.exists(prom) and want in open(prom).read(), f"view {spec}: no '{want}'")
+            p = common.run("run", *sel, *inj, "--npd")
+            fails.check(p.stdout.strip() == f"SDC: cpu{bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
+        with tempfile.TemporaryDirectory() as d:  # the Slurm health check's drain reason (a dry run)
+            scontrol = os.path.join(d, "scontrol")
+            with open(scontrol, "w") as f:
+                f.write("#!/bin/sh\nif [ \"$1\" = show ]; then echo \"NodeName=n1 State=IDLE\"; fi\n")
+            os.chmod(scontrol, 0o700)
+            env = dict(os.environ, SDCSCREEN=common.SDCSCREEN, SCONTROL=scontrol, SDCSCREEN_DRY_RUN="1",
+                       SDCSCREEN_STATE_DIR=os.path.join(d, "state"), SLURMD_NODENAME="n1",
+                       SDCSCREEN_ARGS=f"--enable {L12} --cpuset {good},{bad} --lock-file {os.path.join(d, 'lock')} "
+                                      f"--inject case={L12},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad}")
+            p = subprocess.run(["bash", os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")],
+                               capture_output=True, text=True, timeout=300, env=env)
+            fails.check(f"reason=SDC: cpu {bad} replay L1 layer1.mlp.down.forward drill" in p.stderr,
+                        f"slurm reason: {p.stderr[-1200:]}")
 
     # ---- usage errors -----------------------------------------------------------------------------------
     for spec, why in ((f"case={L12},submodule=layer9.mlp.down.backward,element=0,bit=3", "unknown submodule"),
