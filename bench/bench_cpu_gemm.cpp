@@ -32,13 +32,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/openblas_util.h"
 #include "kernels/gemm_f32/gemm_f32_cpu.h"
-
-extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using sdc::bench::Clock;
+using sdc::bench::ensure_openblas_coretype;
+using sdc::bench::median;
+using sdc::bench::time_once;
 constexpr int64_t kTile = 64;
 
 struct FreeDeleter {
@@ -57,25 +59,6 @@ Buffer alloc_floats(size_t n, bool thp) {
   if (thp) madvise(p, bytes, MADV_HUGEPAGE);  // best effort: ignored where THP is unavailable
   std::memset(p, 0, bytes);
   return Buffer(static_cast<float*>(p));
-}
-
-// Picks the OpenBLAS kernel family for this CPU when autodetection got it wrong (see header).
-void ensure_openblas_coretype(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE")) return;
-  const std::string core = openblas_get_corename();
-  const char* want = nullptr;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    if (core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids") want = "SkylakeX";
-  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    if (core != "Haswell" && core != "Zen" && core != "SkylakeX") want = "Haswell";
-  }
-  if (!want) return;
-  std::printf("openblas autodetected core %s; re-running with OPENBLAS_CORETYPE=%s\n", core.c_str(), want);
-  std::fflush(stdout);
-  setenv("OPENBLAS_CORETYPE", want, 1);
-  execv("/proc/self/exe", argv);
-  std::perror("execv");  // fall through and measure with the autodetected core
 }
 
 struct Shape {
@@ -99,19 +82,6 @@ void blas(const float* A, const float* B, float* C, const Shape& s) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
               static_cast<int>(s.k), 1.0f, A, static_cast<int>(s.k), B, static_cast<int>(s.n), 0.0f, C,
               static_cast<int>(s.n));
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-template <class F>
-double time_once(F&& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 }  // namespace

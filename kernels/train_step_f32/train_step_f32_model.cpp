@@ -202,15 +202,24 @@ class Runner {
     const std::string name = m + ".backward";
     const Path pa = path(name);
     const int64_t t = c_.tokens();
-    ops::matmul_dx(pa, dy.data(), w(m), t, k, n, dx.data(), ws_);
+    if (opts_.matmuls)
+      opts_.matmuls->dx(dy.data(), w(m), t, k, n, dx.data());
+    else
+      ops::matmul_dx(pa, dy.data(), w(m), t, k, n, dx.data(), ws_);
     emit(name, mb, 0, dx);
     Buf& dw = g[m].data;
-    ops::matmul_dw(pa, x.data(), dy.data(), t, k, n, dw.data(), ws_);
+    if (opts_.matmuls)
+      opts_.matmuls->dw(x.data(), dy.data(), t, k, n, dw.data());
+    else
+      ops::matmul_dw(pa, x.data(), dy.data(), t, k, n, dw.data(), ws_);
     emit(name, mb, 1, dw);
   }
   void linear(const std::string& m, int mb, const Buf& x, int64_t k, int64_t n, Buf& y) {
     const std::string name = m + ".forward";
-    ops::matmul(path(name), x.data(), w(m), c_.tokens(), k, n, y.data(), ws_);
+    if (opts_.matmuls)
+      opts_.matmuls->y(x.data(), w(m), c_.tokens(), k, n, y.data());
+    else
+      ops::matmul(path(name), x.data(), w(m), c_.tokens(), k, n, y.data(), ws_);
     emit(name, mb, 0, y);
   }
 

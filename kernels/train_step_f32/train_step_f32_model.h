@@ -96,9 +96,19 @@ class BitFlipInjector final : public Observer {
 };
 
 // Which path each submodule runs: `path`, unless `per_submodule` names it.
+// Stand-ins for the three matmuls, for the benchmark that times the step against the same step with a BLAS
+// library's sgemm (whose results are not this specification's, so never in a screen). Shapes as ops::matmul,
+// ops::matmul_dx and ops::matmul_dw; each overwrites its output.
+struct MatmulHooks {
+  void (*y)(const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y);
+  void (*dx)(const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx);
+  void (*dw)(const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw);
+};
+
 struct Options {
   Path path = Path::fast;
   std::map<std::string, Path, std::less<>> per_submodule;
+  const MatmulHooks* matmuls = nullptr;  // null: the specification's matmuls (ops)
   Path path_for(std::string_view submodule) const;
 };
 

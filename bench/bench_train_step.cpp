@@ -1,0 +1,134 @@
+// Benchmark: one training step of the replay (kernels/train_step_f32: forward, backward, gradient
+// accumulation over the micro-batches, the optimizer) as the screen computes it, exact, on one thread,
+// against the same step with its matmuls (every projection, the LM head, and both backward matmuls of each)
+// done by single-threaded OpenBLAS cblas_sgemm, in one process. The other operations (norms, rotary
+// embedding, attention, SwiGLU, cross-entropy, the optimizer) are the replay's own in both, so the ratio is
+// what exactness costs where a training step spends its time.
+//
+// Usage: bench_train_step [--reps N] [--presets tiny,small] [--keep-coretype]
+// The two steps must agree on the loss (relative difference below 1e-3), or the benchmark exits 2: a wrong
+// stand-in cannot produce a flattering ratio. Timings alternate between the two; medians are reported.
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench/openblas_util.h"
+#include "kernels/train_step_f32/train_step_f32_model.h"
+
+namespace {
+
+namespace ts = sdc::train_step_f32;
+
+long sgemm_calls = 0;  // shown per step: the stand-in is what ran
+
+// Y (T x N) = X (T x K) W (K x N)
+void blas_y(const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
+  ++sgemm_calls;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(t), static_cast<int>(n), static_cast<int>(k),
+              1.0f, x, static_cast<int>(k), w, static_cast<int>(n), 0.0f, y, static_cast<int>(n));
+}
+// dX (T x K) = dY (T x N) W^T
+void blas_dx(const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
+  ++sgemm_calls;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(t), static_cast<int>(k), static_cast<int>(n),
+              1.0f, dy, static_cast<int>(n), w, static_cast<int>(n), 0.0f, dx, static_cast<int>(k));
+}
+// dW (K x N) = X^T dY
+void blas_dw(const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
+  ++sgemm_calls;
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(k), static_cast<int>(n), static_cast<int>(t),
+              1.0f, x, static_cast<int>(k), dy, static_cast<int>(n), 0.0f, dw, static_cast<int>(n));
+}
+constexpr ts::MatmulHooks BLAS{blas_y, blas_dx, blas_dw};
+
+// The matmul multiply-adds of one step: per micro-batch, each linear layer forward, dx and dw.
+double matmul_flops(const ts::Config& c) {
+  const double t = static_cast<double>(c.tokens()), d = static_cast<double>(c.dim), f = static_cast<double>(c.ffn),
+               v = static_cast<double>(c.vocab);
+  const double per_layer = 4 * d * d + 3 * d * f;  // wq, wk, wv, wo; gate, up, down
+  const double forward = t * (static_cast<double>(c.layers) * per_layer + d * v);
+  return 2.0 * 3.0 * forward * static_cast<double>(c.micro_batches());  // fma = 2 flops; forward, dx, dw
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 7;
+  bool keep_coretype = false;
+  std::string presets = "tiny,small";
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--reps" && a + 1 < argc) {
+      reps = std::max(3, std::atoi(argv[++a]));
+    } else if (arg == "--presets" && a + 1 < argc) {
+      presets = argv[++a];
+    } else if (arg == "--keep-coretype") {
+      keep_coretype = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--reps N>=3] [--presets tiny,small] [--keep-coretype]\n", argv[0]);
+      return 64;
+    }
+  }
+  if (!keep_coretype) sdc::bench::ensure_openblas_coretype(argv);
+  openblas_set_num_threads(1);
+  std::printf("openblas core %s, 1 thread; the replay's training step (AdamW), exact vs its matmuls by sgemm\n",
+              openblas_get_corename());
+  std::printf("%-6s %10s %12s %12s %12s %9s  %s\n", "preset", "params", "matmul GF", "exact ms", "sgemm ms", "ratio",
+              "loss exact / sgemm");
+  const ts::Optimizer adamw{};
+  constexpr uint64_t SEED = 1234;
+  int status = 0;
+  for (const std::string name : {"tiny", "small"}) {
+    if (presets.find(name) == std::string::npos) continue;
+    const ts::Config cfg = name == "tiny" ? ts::tiny_config() : ts::small_config();
+    const ts::TensorSet params0 = ts::init_params(cfg, SEED);
+    double params = 0;
+    for (const auto& t : params0.tensors) params += static_cast<double>(t.size());
+    ts::Options with_blas;
+    with_blas.matmuls = &BLAS;
+    float loss_exact = 0, loss_blas = 0;
+    ts::TensorSet p_exact, p_blas;  // the parameters after each step
+    auto step = [&](const ts::Options& o, float& loss, ts::TensorSet& after) {
+      after = params0;
+      ts::OptState opt = ts::init_opt_state(cfg);
+      return sdc::bench::time_once([&] { loss = ts::train_step(cfg, after, opt, 0, SEED, adamw, nullptr, o); });
+    };
+    step({}, loss_exact, p_exact);  // warm-up, and the loss of each
+    sgemm_calls = 0;
+    step(with_blas, loss_blas, p_blas);
+    const long calls = sgemm_calls;
+    std::vector<double> t_exact, t_blas;
+    for (int r = 0; r < reps; ++r) {
+      t_exact.push_back(step({}, loss_exact, p_exact));
+      t_blas.push_back(step(with_blas, loss_blas, p_blas));
+    }
+    const double me = sdc::bench::median(t_exact), mb = sdc::bench::median(t_blas);
+    // How far apart the updated parameters are (sgemm's sums are not the specification's order).
+    double diff2 = 0, ref2 = 0, differing = 0;
+    for (size_t i = 0; i < p_exact.tensors.size(); ++i)
+      for (size_t e = 0; e < p_exact.tensors[i].data.size(); ++e) {
+        const double a = p_exact.tensors[i].data[e], b = p_blas.tensors[i].data[e];
+        diff2 += (a - b) * (a - b);
+        ref2 += a * a;
+        differing += a != b;
+      }
+    const double rel =
+        std::fabs(static_cast<double>(loss_exact) - loss_blas) / std::fabs(static_cast<double>(loss_blas));
+    std::printf(
+        "%-6s %10.0f %12.3f %12.2f %12.2f %8.2fx  %.9g / %.9g (rel %.1e); parameters after: %.0f differ, "
+        "relative distance %.1e; %ld sgemm calls a step\n",
+        name.c_str(), params, matmul_flops(cfg) * 1e-9, me * 1e3, mb * 1e3, me / mb, loss_exact, loss_blas, rel,
+        differing, std::sqrt(diff2 / ref2), calls);
+    if (!(rel < 1e-3)) {
+      std::fprintf(stderr, "%s: the two steps disagree on the loss (relative %.3g): the sgemm stand-in is wrong\n",
+                   name.c_str(), rel);
+      status = 2;
+    }
+  }
+  std::printf("ratio: exact step time / the same step with sgemm matmuls (above 1: exactness costs that factor)\n");
+  return status;
+}
