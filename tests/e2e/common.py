@@ -46,6 +46,22 @@ def run_json(*args, timeout=600):
         return p.returncode, report, p.stderr
 
 
+def healthcheck_dry_run(screen_args, timeout=300):
+    """Runs deploy/slurm/sdcscreen-healthcheck as slurmd would on node n1, in service (a stub scontrol says
+    IDLE), as a dry run (the scontrol updates are logged, not made) with SDCSCREEN_ARGS=screen_args (its own
+    lock file is added); returns the CompletedProcess: the drain reason is in its stderr."""
+    with tempfile.TemporaryDirectory() as d:
+        scontrol = os.path.join(d, "scontrol")
+        with open(scontrol, "w") as f:
+            f.write("#!/bin/sh\nif [ \"$1\" = show ]; then echo \"NodeName=n1 State=IDLE\"; echo \"   Reason=(null)\"; fi\n")
+        os.chmod(scontrol, 0o700)
+        env = dict(os.environ, SDCSCREEN=SDCSCREEN, SCONTROL=scontrol, SDCSCREEN_DRY_RUN="1",
+                   SDCSCREEN_STATE_DIR=os.path.join(d, "state"), SLURMD_NODENAME="n1",
+                   SDCSCREEN_ARGS=f"{screen_args} --lock-file {os.path.join(d, 'lock')}")
+        return subprocess.run(["bash", os.path.join(SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def listing(*args):
     """'sdcscreen list --output-format json' (docs/families.md): the families, and every case with its geometry."""
     p = subprocess.run([SDCSCREEN, "list", "--output-format", "json", *args], capture_output=True, text=True, timeout=300)

@@ -11,7 +11,6 @@ run several times slower there.
 """
 import os
 import random
-import subprocess
 import tempfile
 import time
 
@@ -194,19 +193,10 @@ def main():
                 fails.check(os.path.exists(prom) and want in open(prom).read(), f"view {spec}: no '{want}'")
             p = common.run("run", *sel, *inj, "--npd")
             fails.check(p.stdout.strip() == f"SDC: cpu{bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
-        with tempfile.TemporaryDirectory() as d:  # the Slurm health check's drain reason (a dry run)
-            scontrol = os.path.join(d, "scontrol")
-            with open(scontrol, "w") as f:
-                f.write("#!/bin/sh\nif [ \"$1\" = show ]; then echo \"NodeName=n1 State=IDLE\"; fi\n")
-            os.chmod(scontrol, 0o700)
-            env = dict(os.environ, SDCSCREEN=common.SDCSCREEN, SCONTROL=scontrol, SDCSCREEN_DRY_RUN="1",
-                       SDCSCREEN_STATE_DIR=os.path.join(d, "state"), SLURMD_NODENAME="n1",
-                       SDCSCREEN_ARGS=f"--enable {L12} --cpuset {good},{bad} --lock-file {os.path.join(d, 'lock')} "
-                                      f"--inject case={L12},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad}")
-            p = subprocess.run(["bash", os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")],
-                               capture_output=True, text=True, timeout=300, env=env)
-            fails.check(f"reason=SDC: cpu {bad} replay L1 layer1.mlp.down.forward drill" in p.stderr,
-                        f"slurm reason: {p.stderr[-1200:]}")
+        p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "
+                                       f"case={L12},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad}")
+        fails.check(f"reason=SDC: cpu {bad} replay L1 layer1.mlp.down.forward drill" in p.stderr,
+                    f"slurm reason: {p.stderr[-1200:]}")
 
     # ---- usage errors -----------------------------------------------------------------------------------
     for spec, why in ((f"case={L12},submodule=layer9.mlp.down.backward,element=0,bit=3", "unknown submodule"),

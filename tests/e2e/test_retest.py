@@ -7,8 +7,6 @@ and the history. The drills' persist= option makes the faults: once (the default
 """
 import json
 import os
-import stat
-import subprocess
 import sys
 import tempfile
 
@@ -170,19 +168,9 @@ with tempfile.TemporaryDirectory() as d:
     F.check(units.get(f"cpu {bad}", {}).get("classifications") == ["persistent"], f"history json: {units}")
 
 # --- the Slurm health check's drain reason names the class --------------------------------------------------
-with tempfile.TemporaryDirectory() as d:
-    scontrol = os.path.join(d, "scontrol")
-    with open(scontrol, "w") as f:  # a node in service: "show node" says IDLE, nothing else is asked in a dry run
-        f.write("#!/bin/sh\nif [ \"$1\" = show ]; then echo \"NodeName=n1 State=IDLE\"; echo \"   Reason=(null)\"; fi\n")
-    os.chmod(scontrol, stat.S_IRWXU)
-    env = dict(os.environ, SDCSCREEN=common.SDCSCREEN, SCONTROL=scontrol, SDCSCREEN_DRY_RUN="1",
-               SDCSCREEN_STATE_DIR=os.path.join(d, "state"), SLURMD_NODENAME="n1",
-               SDCSCREEN_ARGS=f"--enable {CASE} --cpuset {good},{bad} --retest-on-failure 2 --lock-file "
-                              f"{os.path.join(d, 'lock')} --inject {drill('always')}")
-    p = subprocess.run(["bash", os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")],
-                       capture_output=True, text=True, timeout=120, env=env)
-    F.check(f"state=drain reason=SDC: cpu {bad} persistent softmax_f32 drill" in p.stderr,
-            f"slurm health check: exit {p.returncode}, no classified reason in:\n{p.stderr[-1500:]}")
+p = common.healthcheck_dry_run(f"--enable {CASE} --cpuset {good},{bad} --retest-on-failure 2 --inject {drill('always')}")
+F.check(f"state=drain reason=SDC: cpu {bad} persistent softmax_f32 drill" in p.stderr,
+        f"slurm health check: exit {p.returncode}, no classified reason in:\n{p.stderr[-1500:]}")
 
 # --- bad input: one line, exit 64 ------------------------------------------------------------------------------
 for args, words in ((["--retest-on-failure", "-1"], "--retest-on-failure"),
