@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "train_step_f32_step.h"
+
 namespace sdc::train_step_f32 {
 
 Tensor& TensorSet::operator[](std::string_view name) {
@@ -158,261 +160,125 @@ Path Options::path_for(std::string_view submodule) const {
 
 namespace {
 
-using Buf = std::vector<float>;
-
-Buf buf(int64_t n) { return Buf(static_cast<size_t>(n)); }
-
-// The forward activations of one layer that its backward needs.
-struct LayerActs {
-  Buf n1, inv1, qr, kr, v, a, h, n2, inv2, g, u, z;
-};
-
-class Runner {
+// The CPU's Dev of StepRunner: host vectors, the operations of train_step_f32_ops.h on the path Options
+// gives each submodule (or the benchmark's matmul stand-ins), outputs handed to the Observer.
+class CpuDev {
  public:
-  Runner(const Config& cfg, const TensorSet& params, int64_t step, uint64_t seed, Observer* obs, const Options& opts)
+  using Buf = std::vector<float>;
+
+  CpuDev(const Config& cfg, int64_t step, uint64_t seed, Observer* obs, const Options& opts)
       : c_((check_config(cfg), cfg)),
-        p_(params),
-        step_(step),
         obs_(obs),
         opts_(opts),
         data_(step_data(cfg, seed, step)),
-        rope_(rope_tables(cfg.seq, cfg.head_dim())),
-        subs_(submodules(cfg)) {
-    for (const Submodule& s : subs_) index_.emplace(s.name, s.index);
+        rope_(rope_tables(cfg.seq, cfg.head_dim())) {}
+
+  Buf alloc(int64_t n) { return Buf(static_cast<size_t>(n)); }
+  static float* ptr(Buf& b) { return b.data(); }
+  const int32_t* tokens(int mb) const { return data_.tokens.data() + mb * c_.tokens(); }
+  const int32_t* targets(int mb) const { return data_.targets.data() + mb * c_.tokens(); }
+  void emit(const Submodule& s, const Site& at, float* data, int64_t n) {
+    if (obs_) obs_->output(s, at, std::span<float>(data, static_cast<size_t>(n)));
   }
 
-  // Forward and backward of micro-batch mb into g (shaped like the parameters); returns its loss sum.
-  float microbatch(int mb, TensorSet& g);
-  void accumulate(int mb, TensorSet& acc, const TensorSet& g);
-  float step_loss(std::span<float> partials);
-  void optimize(TensorSet& params, OptState& opt, const Optimizer& o);
+  void matmul(const std::string& name, const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
+    if (opts_.matmuls) return opts_.matmuls->y(x, w, t, k, n, y);
+    ops::matmul(path(name), x, w, t, k, n, y, ws_);
+  }
+  void matmul_dx(const std::string& name, const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
+    if (opts_.matmuls) return opts_.matmuls->dx(dy, w, t, k, n, dx);
+    ops::matmul_dx(path(name), dy, w, t, k, n, dx, ws_);
+  }
+  void matmul_dw(const std::string& name, const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
+    if (opts_.matmuls) return opts_.matmuls->dw(x, dy, t, k, n, dw);
+    ops::matmul_dw(path(name), x, dy, t, k, n, dw, ws_);
+  }
+  void rmsnorm(const std::string& name, const float* x, const float* w, int64_t rows, int64_t cols, float* y,
+               float* inv) {
+    ops::rmsnorm(path(name), x, w, rows, cols, y, inv, ws_);
+  }
+  void rmsnorm_back(const std::string& name, const float* x, const float* w, const float* inv, const float* dy,
+                    int64_t rows, int64_t cols, float* dx, float* dw) {
+    ops::rmsnorm_back(path(name), x, w, inv, dy, rows, cols, dx, dw, ws_);
+  }
+  void rope(const std::string& name, const float* x, int64_t t, int64_t heads, float* y) {
+    ops::rope(path(name), x, t, heads, rope_, y, ws_);
+  }
+  void rope_back(const std::string& name, const float* dy, int64_t t, int64_t heads, float* dx) {
+    ops::rope_back(path(name), dy, t, heads, rope_, dx, ws_);
+  }
+  void attention(const std::string& name, const float* q, const float* k, const float* v, int64_t seqs, int64_t s,
+                 int64_t heads, int64_t d, float* o) {
+    ops::attention(path(name), q, k, v, seqs, s, heads, d, o, ws_);
+  }
+  void attention_back(const std::string& name, const float* q, const float* k, const float* v, const float* d_o,
+                      int64_t seqs, int64_t s, int64_t heads, int64_t d, float* dq, float* dk, float* dv) {
+    ops::attention_back(path(name), q, k, v, d_o, seqs, s, heads, d, dq, dk, dv, ws_);
+  }
+  void swiglu(const std::string& name, const float* g, const float* u, int64_t n, float* z) {
+    ops::swiglu(path(name), g, u, n, z, ws_);
+  }
+  void swiglu_back(const std::string& name, const float* g, const float* u, const float* dz, int64_t n, float* dg,
+                   float* du) {
+    ops::swiglu_back(path(name), g, u, dz, n, dg, du, ws_);
+  }
+  void cross_entropy(const std::string& name, const float* logits, const int32_t* targets, int64_t t, int64_t vocab,
+                     float* loss) {
+    ops::cross_entropy(path(name), logits, targets, t, vocab, loss, ws_);
+  }
+  void cross_entropy_back(const std::string& name, const float* logits, const int32_t* targets, int64_t t,
+                          int64_t vocab, float scale, float* dl) {
+    ops::cross_entropy_back(path(name), logits, targets, t, vocab, scale, dl, ws_);
+  }
+  void embedding(const std::string& name, const float* table, const int32_t* tokens, int64_t t, int64_t d, float* y) {
+    ops::embedding(path(name), table, tokens, t, d, y, ws_);
+  }
+  void embedding_back(const std::string& name, const float* dy, const int32_t* tokens, int64_t t, int64_t vocab,
+                      int64_t d, float* dtable) {
+    ops::embedding_back(path(name), dy, tokens, t, vocab, d, dtable, ws_);
+  }
+  void add(const std::string& name, const float* a, const float* b, int64_t n, float* y) {
+    ops::add(path(name), a, b, n, y, ws_);
+  }
+  void sum(const std::string& name, const float* x, int64_t n, float* out) { *out = ops::sum(path(name), x, n, ws_); }
+  void scale(const std::string&, float* x, float factor) { *x = *x * factor; }
+  void adamw(const std::string& name, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
+    ops::adamw(path(name), w, g, m, v, n, s, ws_);
+  }
+  void lamb(const std::string& name, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
+    ops::lamb(path(name), w, g, m, v, n, s, ws_);
+  }
 
  private:
-  const Submodule& sub(const std::string& name) const { return subs_[static_cast<size_t>(index_.at(name))]; }
   Path path(const std::string& name) const { return opts_.path_for(name); }
-  void emit(const std::string& name, int mb, int out, float* data, int64_t n) {
-    if (obs_) obs_->output(sub(name), Site{step_, mb, out}, std::span<float>(data, static_cast<size_t>(n)));
-  }
-  void emit(const std::string& name, int mb, int out, Buf& b) { emit(name, mb, out, b.data(), std::ssize(b)); }
-  const float* w(const std::string& name) const { return p_[name].data.data(); }
-
-  // Linear backward: dx then dw, both reported.
-  void linear_back(const std::string& m, int mb, const Buf& x, const Buf& dy, int64_t k, int64_t n, Buf& dx,
-                   TensorSet& g) {
-    const std::string name = m + ".backward";
-    const Path pa = path(name);
-    const int64_t t = c_.tokens();
-    if (opts_.matmuls)
-      opts_.matmuls->dx(dy.data(), w(m), t, k, n, dx.data());
-    else
-      ops::matmul_dx(pa, dy.data(), w(m), t, k, n, dx.data(), ws_);
-    emit(name, mb, 0, dx);
-    Buf& dw = g[m].data;
-    if (opts_.matmuls)
-      opts_.matmuls->dw(x.data(), dy.data(), t, k, n, dw.data());
-    else
-      ops::matmul_dw(pa, x.data(), dy.data(), t, k, n, dw.data(), ws_);
-    emit(name, mb, 1, dw);
-  }
-  void linear(const std::string& m, int mb, const Buf& x, int64_t k, int64_t n, Buf& y) {
-    const std::string name = m + ".forward";
-    if (opts_.matmuls)
-      opts_.matmuls->y(x.data(), w(m), c_.tokens(), k, n, y.data());
-    else
-      ops::matmul(path(name), x.data(), w(m), c_.tokens(), k, n, y.data(), ws_);
-    emit(name, mb, 0, y);
-  }
 
   const Config& c_;
-  const TensorSet& p_;
-  int64_t step_;
   Observer* obs_;
   const Options& opts_;
   Batch data_;
   RopeTables rope_;
-  std::vector<Submodule> subs_;
-  std::unordered_map<std::string, int> index_;
   Workspace ws_;
 };
 
-float Runner::microbatch(int mb, TensorSet& g) {
-  const int64_t t = c_.tokens(), d = c_.dim, f = c_.ffn, vocab = c_.vocab, hd = c_.head_dim();
-  const int64_t nl = c_.layers;
-  const int32_t* tokens = data_.tokens.data() + mb * t;
-  const int32_t* targets = data_.targets.data() + mb * t;
-  std::vector<Buf> xs(static_cast<size_t>(nl + 1), buf(t * d));
-  std::vector<LayerActs> acts(static_cast<size_t>(nl));
-  Buf q = buf(t * d), k = buf(t * d), o = buf(t * d), y = buf(t * d);
-
-  ops::embedding(path("embed.forward"), w("embed"), tokens, t, d, xs[0].data(), ws_);
-  emit("embed.forward", mb, 0, xs[0]);
-  for (int64_t l = 0; l < nl; ++l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
-    LayerActs& a = acts[static_cast<size_t>(l)];
-    a = {buf(t * d), buf(t),     buf(t * d), buf(t * d), buf(t * d), buf(t * d),
-         buf(t * d), buf(t * d), buf(t),     buf(t * f), buf(t * f), buf(t * f)};
-    Buf& x = xs[static_cast<size_t>(l)];
-    ops::rmsnorm(path(p + "attn_norm.forward"), x.data(), w(p + "attn_norm"), t, d, a.n1.data(), a.inv1.data(), ws_);
-    emit(p + "attn_norm.forward", mb, 0, a.n1);
-    linear(p + "attn.wq", mb, a.n1, d, d, q);
-    linear(p + "attn.wk", mb, a.n1, d, d, k);
-    linear(p + "attn.wv", mb, a.n1, d, d, a.v);
-    ops::rope(path(p + "attn.rope_q.forward"), q.data(), t, c_.heads, rope_, a.qr.data(), ws_);
-    emit(p + "attn.rope_q.forward", mb, 0, a.qr);
-    ops::rope(path(p + "attn.rope_k.forward"), k.data(), t, c_.heads, rope_, a.kr.data(), ws_);
-    emit(p + "attn.rope_k.forward", mb, 0, a.kr);
-    ops::attention(path(p + "attn.core.forward"), a.qr.data(), a.kr.data(), a.v.data(), c_.micro, c_.seq, c_.heads, hd,
-                   a.a.data(), ws_);
-    emit(p + "attn.core.forward", mb, 0, a.a);
-    linear(p + "attn.wo", mb, a.a, d, d, o);
-    ops::add(path(p + "attn.residual.forward"), x.data(), o.data(), t * d, a.h.data(), ws_);
-    emit(p + "attn.residual.forward", mb, 0, a.h);
-    ops::rmsnorm(path(p + "mlp_norm.forward"), a.h.data(), w(p + "mlp_norm"), t, d, a.n2.data(), a.inv2.data(), ws_);
-    emit(p + "mlp_norm.forward", mb, 0, a.n2);
-    linear(p + "mlp.gate", mb, a.n2, d, f, a.g);
-    linear(p + "mlp.up", mb, a.n2, d, f, a.u);
-    ops::swiglu(path(p + "mlp.swiglu.forward"), a.g.data(), a.u.data(), t * f, a.z.data(), ws_);
-    emit(p + "mlp.swiglu.forward", mb, 0, a.z);
-    linear(p + "mlp.down", mb, a.z, f, d, y);
-    Buf& xn = xs[static_cast<size_t>(l + 1)];
-    ops::add(path(p + "mlp.residual.forward"), a.h.data(), y.data(), t * d, xn.data(), ws_);
-    emit(p + "mlp.residual.forward", mb, 0, xn);
-  }
-  Buf nf = buf(t * d), invf = buf(t), logits = buf(t * vocab), losses = buf(t);
-  const Buf& xl = xs[static_cast<size_t>(nl)];
-  ops::rmsnorm(path("final_norm.forward"), xl.data(), w("final_norm"), t, d, nf.data(), invf.data(), ws_);
-  emit("final_norm.forward", mb, 0, nf);
-  linear("lm_head", mb, nf, d, vocab, logits);
-  const Path lp = path("loss.forward");
-  ops::cross_entropy(lp, logits.data(), targets, t, vocab, losses.data(), ws_);
-  emit("loss.forward", mb, 0, losses);
-  float loss_sum = ops::sum(lp, losses.data(), t, ws_);
-  emit("loss.forward", mb, 1, &loss_sum, 1);
-
-  // Backward.
-  Buf dlogits = buf(t * vocab);
-  const float scale = pow2f(-log2_exact(c_.batch * c_.seq));  // the mean over the step's B * S tokens
-  ops::cross_entropy_back(path("loss.backward"), logits.data(), targets, t, vocab, scale, dlogits.data(), ws_);
-  emit("loss.backward", mb, 0, dlogits);
-  Buf dx = buf(t * d), dtmp = buf(t * d), dh = buf(t * d);
-  linear_back("lm_head", mb, nf, dlogits, d, vocab, dtmp, g);
-  ops::rmsnorm_back(path("final_norm.backward"), xl.data(), w("final_norm"), invf.data(), dtmp.data(), t, d, dx.data(),
-                    g["final_norm"].data.data(), ws_);
-  emit("final_norm.backward", mb, 0, dx);
-  emit("final_norm.backward", mb, 1, g["final_norm"].data);
-
-  Buf dz = buf(t * f), dg = buf(t * f), du = buf(t * f);
-  Buf d1 = buf(t * d), d2 = buf(t * d), d3 = buf(t * d), dq = buf(t * d), dk = buf(t * d), dv = buf(t * d);
-  for (int64_t l = nl - 1; l >= 0; --l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
-    LayerActs& a = acts[static_cast<size_t>(l)];
-    // MLP: dx is the gradient of the layer's output.
-    linear_back(p + "mlp.down", mb, a.z, dx, f, d, dz, g);
-    ops::swiglu_back(path(p + "mlp.swiglu.backward"), a.g.data(), a.u.data(), dz.data(), t * f, dg.data(), du.data(),
-                     ws_);
-    emit(p + "mlp.swiglu.backward", mb, 0, dg);
-    emit(p + "mlp.swiglu.backward", mb, 1, du);
-    linear_back(p + "mlp.up", mb, a.n2, du, d, f, d1, g);
-    linear_back(p + "mlp.gate", mb, a.n2, dg, d, f, d2, g);
-    {
-      const std::string n = p + "mlp_norm.backward";
-      const Path pa = path(n);
-      ops::add(pa, d2.data(), d1.data(), t * d, d3.data(), ws_);  // gate + up
-      ops::rmsnorm_back(pa, a.h.data(), w(p + "mlp_norm"), a.inv2.data(), d3.data(), t, d, d1.data(),
-                        g[p + "mlp_norm"].data.data(), ws_);
-      emit(n, mb, 0, d1);
-      emit(n, mb, 1, g[p + "mlp_norm"].data);
-    }
-    ops::add(path(p + "mlp.residual.backward"), dx.data(), d1.data(), t * d, dh.data(), ws_);
-    emit(p + "mlp.residual.backward", mb, 0, dh);
-    // Attention.
-    linear_back(p + "attn.wo", mb, a.a, dh, d, d, d1, g);
-    {
-      const std::string n = p + "attn.core.backward";
-      ops::attention_back(path(n), a.qr.data(), a.kr.data(), a.v.data(), d1.data(), c_.micro, c_.seq, c_.heads, hd,
-                          dq.data(), dk.data(), dv.data(), ws_);
-      emit(n, mb, 0, dq);
-      emit(n, mb, 1, dk);
-      emit(n, mb, 2, dv);
-    }
-    ops::rope_back(path(p + "attn.rope_q.backward"), dq.data(), t, c_.heads, rope_, q.data(), ws_);
-    emit(p + "attn.rope_q.backward", mb, 0, q);
-    ops::rope_back(path(p + "attn.rope_k.backward"), dk.data(), t, c_.heads, rope_, k.data(), ws_);
-    emit(p + "attn.rope_k.backward", mb, 0, k);
-    linear_back(p + "attn.wv", mb, a.n1, dv, d, d, d1, g);
-    linear_back(p + "attn.wk", mb, a.n1, k, d, d, d2, g);
-    linear_back(p + "attn.wq", mb, a.n1, q, d, d, d3, g);
-    {
-      const std::string n = p + "attn_norm.backward";
-      const Path pa = path(n);
-      ops::add(pa, d3.data(), d2.data(), t * d, d3.data(), ws_);  // (dn_q + dn_k)
-      ops::add(pa, d3.data(), d1.data(), t * d, d3.data(), ws_);  // + dn_v
-      ops::rmsnorm_back(pa, xs[static_cast<size_t>(l)].data(), w(p + "attn_norm"), a.inv1.data(), d3.data(), t, d,
-                        d1.data(), g[p + "attn_norm"].data.data(), ws_);
-      emit(n, mb, 0, d1);
-      emit(n, mb, 1, g[p + "attn_norm"].data);
-    }
-    ops::add(path(p + "attn.residual.backward"), dh.data(), d1.data(), t * d, dx.data(), ws_);
-    emit(p + "attn.residual.backward", mb, 0, dx);
-  }
-  ops::embedding_back(path("embed.backward"), dx.data(), tokens, t, vocab, d, g["embed"].data.data(), ws_);
-  emit("embed.backward", mb, 0, g["embed"].data);
-  return loss_sum;
-}
-
-void Runner::accumulate(int mb, TensorSet& acc, const TensorSet& g) {
-  for (size_t i = 0; i < acc.tensors.size(); ++i) {
-    Tensor& a = acc.tensors[i];
-    const std::string n = a.name + ".accumulate";
-    ops::add(path(n), a.data.data(), g.tensors[i].data.data(), a.size(), a.data.data(), ws_);
-    emit(n, mb, 0, a.data);
-  }
-}
-
-float Runner::step_loss(std::span<float> partials) {
-  float loss = ops::sum(path("loss.step"), partials.data(), std::ssize(partials), ws_);
-  loss = loss * pow2f(-log2_exact(c_.batch * c_.seq));
-  emit("loss.step", -1, 0, &loss, 1);
-  return loss;
-}
-
-void Runner::optimize(TensorSet& params, OptState& opt, const Optimizer& o) {
-  for (size_t i = 0; i < params.tensors.size(); ++i) {
-    Tensor& p = params.tensors[i];
-    const std::string n = p.name + ".optimizer";
-    const OptScalars s = opt_scalars(o.lr, o.beta1, o.beta2, o.eps, p.decay ? o.weight_decay : 0.0f, step_ + 1);
-    float* m = opt.m.tensors[i].data.data();
-    float* v = opt.v.tensors[i].data.data();
-    const float* g = opt.grads.tensors[i].data.data();
-    if (o.kind == OptimizerKind::adamw)
-      ops::adamw(path(n), p.data.data(), g, m, v, p.size(), s, ws_);
-    else
-      ops::lamb(path(n), p.data.data(), g, m, v, p.size(), s, ws_);
-    emit(n, -1, 0, p.data);
-    emit(n, -1, 1, opt.m.tensors[i].data);
-    emit(n, -1, 2, opt.v.tensors[i].data);
-  }
+std::vector<float*> pointers(TensorSet& s) {
+  std::vector<float*> p;
+  for (Tensor& t : s.tensors) p.push_back(t.data.data());
+  return p;
 }
 
 }  // namespace
 
 float train_step(const Config& cfg, TensorSet& params, OptState& opt, int64_t step, uint64_t seed,
                  const Optimizer& optimizer, Observer* observer, const Options& options) {
-  Runner r(cfg, params, step, seed, observer, options);
-  const auto nmb = static_cast<int>(cfg.micro_batches());
-  std::vector<float> partials(static_cast<size_t>(nmb));
+  CpuDev dev(cfg, step, seed, observer, options);
+  const TensorSet shapes = parameter_shapes(cfg);
+  const std::vector<Submodule> subs = submodules(cfg);
   TensorSet g = parameter_shapes(cfg);
-  for (int mb = 0; mb < nmb; ++mb) {
-    if (mb == 0) {
-      // The first micro-batch's gradient is the accumulator's initial value (no +0 + g_0).
-      partials[0] = r.microbatch(0, opt.grads);
-    } else {
-      partials[static_cast<size_t>(mb)] = r.microbatch(mb, g);
-      r.accumulate(mb, opt.grads, g);
-    }
-  }
-  const float loss = r.step_loss(partials);
-  r.optimize(params, opt, optimizer);
+  std::vector<float> partials(static_cast<size_t>(cfg.micro_batches()));
+  float loss = 0;
+  run_train_step(dev, cfg, shapes, subs, step,
+                 {pointers(params), pointers(opt.grads), pointers(opt.m), pointers(opt.v)}, pointers(g),
+                 partials.data(), &loss, optimizer);
   return loss;
 }
 
@@ -430,8 +296,15 @@ std::vector<float> train(const Config& cfg, int64_t steps, uint64_t seed, const 
 float microbatch_gradients(const Config& cfg, const TensorSet& params, int64_t step, uint64_t seed, int mb,
                            TensorSet& grads, Observer* observer, const Options& options) {
   if (grads.tensors.empty()) grads = parameter_shapes(cfg);
-  Runner r(cfg, params, step, seed, observer, options);
-  return r.microbatch(mb, grads);
+  CpuDev dev(cfg, step, seed, observer, options);
+  const TensorSet shapes = parameter_shapes(cfg);
+  const std::vector<Submodule> subs = submodules(cfg);
+  StepRunner<CpuDev> r(dev, cfg, shapes, subs, step);
+  std::vector<float*> w;
+  for (const Tensor& t : params.tensors) w.push_back(const_cast<float*>(t.data.data()));  // read only
+  float loss_sum = 0;
+  r.microbatch(mb, w, pointers(grads), &loss_sum);
+  return loss_sum;
 }
 
 }  // namespace sdc::train_step_f32
