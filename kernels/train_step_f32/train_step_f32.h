@@ -306,4 +306,41 @@ SDC_HD float lamb_trust(float w_norm, float u_norm) {
 
 SDC_HD float lamb_apply(float w, float u, float lr_trust) { return fmaf(-lr_trust, u, w); }
 
+// ---- the replay's tiles ------------------------------------------------------------------------------
+// A 64-bit digest takes three slots of 22, 21 and 21 bits, each an integer held exactly by a float (a
+// digest's raw halves would often be NaN bit patterns, which the golden generator refuses).
+constexpr int DIGEST_SLOTS = 3;
+
+SDC_HD void put_digest(uint64_t d, float* slot) {
+  slot[0] = static_cast<float>(d & 0x3fffffu);
+  slot[1] = static_cast<float>((d >> 22) & 0x1fffffu);
+  slot[2] = static_cast<float>(d >> 43);
+}
+
+// The seed paper's metrics of a tensor a against the reference b (n elements), in double, elements in
+// order. Severity is the mean over mismatched elements of |a - b| / |b|, with |a - b| where b is 0; the
+// ratio is ||a - b|| / ||b||, with ||a - b|| where b is 0. All three are exactly 0 when a is b bit for bit.
+struct Metrics {
+  float frequency = 0, severity = 0, ratio = 0;
+};
+SDC_HD Metrics tensor_metrics(const float* a, const float* b, uint64_t n) {
+  uint64_t mismatched = 0;
+  double severity = 0, diff2 = 0, ref2 = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    ref2 += y * y;
+    if (float_bits(a[i]) == float_bits(b[i])) continue;
+    ++mismatched;
+    const double d = fabs(x - y);
+    severity += y == 0 ? d : d / fabs(y);
+    diff2 += (x - y) * (x - y);
+  }
+  Metrics m;
+  if (mismatched == 0) return m;
+  m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(n));
+  m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
+  m.ratio = static_cast<float>(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2));
+  return m;
+}
+
 }  // namespace sdc::train_step_f32

@@ -31,14 +31,11 @@
 #include "../../src/core/inject.h"
 #include "../../src/core/shape.h"
 #include "../../src/spec/digest.h"
-#include "train_step_f32_model.h"
+#include "train_step_f32_replay.h"
 
 namespace sdc::train_step_f32 {
 namespace {
 
-constexpr int DIGEST_SLOTS = 3;
-// A step's loss is a spike when it leaves [ref / SPIKE, ref * SPIKE] around the reference's (or is NaN).
-constexpr double SPIKE = 1.5;
 constexpr int64_t MAX_STEPS = 1000;
 constexpr int64_t MAX_REPLICAS = 4096;
 
@@ -46,106 +43,61 @@ Config config_of(int64_t preset) {
   return preset == 0 ? tiny_config() : preset == 1 ? small_config() : standard_config();
 }
 
-uint64_t tensor_digest(uint64_t key, std::span<const float> v) {
-  return tile_digest(key, v.data(), static_cast<uint32_t>(v.size()));
-}
+uint64_t span_digest(uint64_t key, std::span<const float> v) { return tensor_digest(key, v.data(), v.size()); }
 
-void put_digest(uint64_t d, float* slot) {
-  slot[0] = static_cast<float>(d & 0x3fffffu);
-  slot[1] = static_cast<float>((d >> 22) & 0x1fffffu);
-  slot[2] = static_cast<float>(d >> 43);
-}
-
-uint64_t params_digest(const TensorSet& p) {
-  uint64_t d = 0;
-  for (size_t i = 0; i < p.tensors.size(); ++i) d += tensor_digest(i, p.tensors[i].data);
-  return d;
-}
-
-// The paper's metrics of a tensor a against the reference b. Severity is the mean over mismatched elements
-// of |a - b| / |b|, with |a - b| where b is 0; the ratio is ||a - b|| / ||b||, with ||a - b|| where b is 0.
-struct Metrics {
-  float frequency = 0, severity = 0, ratio = 0;
-};
 Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
-  uint64_t mismatched = 0;
-  double severity = 0, diff2 = 0, ref2 = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double x = a[i], y = b[i];
-    ref2 += y * y;
-    if (float_bits(a[i]) == float_bits(b[i])) continue;
-    ++mismatched;
-    const double d = std::fabs(x - y);
-    severity += y == 0 ? d : d / std::fabs(y);
-    diff2 += (x - y) * (x - y);
-  }
-  Metrics m;
-  if (mismatched == 0) return m;
-  m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(a.size()));
-  m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
-  m.ratio = static_cast<float>(ref2 == 0 ? std::sqrt(diff2) : std::sqrt(diff2 / ref2));
-  return m;
+  return tensor_metrics(a.data(), b.data(), a.size());
 }
 
-struct L1Site {
-  int sub = 0;  // index into submodules(cfg)
-  int microbatch = 0;
-  int output = 0;
-};
-
-struct Reference {
-  std::vector<std::vector<float>> outputs;  // level 12: per L1 site, the step-0 output
-  std::vector<uint64_t> digests;            // level 12: their digests
-  TensorSet grads, params;                  // level 12: after step 0; level 3: params after the last step
-  std::vector<float> losses;                // level 3: per step
-  std::vector<uint64_t> param_digests;      // level 3: per step, of the parameters after it
-};
+ReplaySpec make_spec(const Case& c) {
+  ReplaySpec sp;
+  sp.cfg = config_of(dim(c, "preset"));
+  sp.level = static_cast<int>(dim(c, "level"));
+  sp.steps = sp.level == 3 ? dim(c, "steps") : 1;
+  sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
+  sp.seed = c.data_seed;
+  sp.subs = submodules(sp.cfg);
+  sp.shapes = parameter_shapes(sp.cfg);
+  sp.optimizer.kind = dim(c, "optimizer") == 1 ? OptimizerKind::lamb : OptimizerKind::adamw;
+  if (sp.level == 12) {
+    const int nmb = static_cast<int>(sp.cfg.micro_batches());
+    for (int mb = 0; mb < nmb; ++mb) {
+      for (const Submodule& s : sp.subs)
+        if ((s.pass == Pass::forward || s.pass == Pass::backward) || (s.pass == Pass::accumulate && mb > 0))
+          for (size_t k = 0; k < s.outputs.size(); ++k) sp.sites.push_back({s.index, mb, static_cast<int>(k)});
+    }
+    for (const Submodule& s : sp.subs)
+      if (s.pass == Pass::loss || s.pass == Pass::optimizer)
+        for (size_t k = 0; k < s.outputs.size(); ++k) sp.sites.push_back({s.index, -1, static_cast<int>(k)});
+    for (const L1Site& st : sp.sites) {
+      const Submodule& s = sp.subs[static_cast<size_t>(st.sub)];
+      const std::string base = "L1 " + s.name + (st.microbatch >= 0 ? " mb " + std::to_string(st.microbatch) : "") +
+                               " out " + std::to_string(st.output) + " digest.";
+      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + part);
+    }
+    for (const Tensor& t : sp.shapes.tensors) {
+      for (const char* part :
+           {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
+        sp.names.push_back("L2 grad " + t.name + " " + part);
+    }
+    for (const Tensor& t : sp.shapes.tensors)
+      for (const char* part : {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity"})
+        sp.names.push_back("L2 param " + t.name + " " + part);
+  } else {
+    for (int64_t s = 0; s < sp.steps; ++s) {
+      const std::string base = "L3 step " + std::to_string(s) + " ";
+      sp.names.push_back(base + "loss");
+      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + "params digest." + part);
+    }
+    sp.names.push_back("L3 final param_distance");
+    sp.names.push_back("L3 final loss_spike");
+  }
+  return sp;
+}
 
 class ReplayProblem final : public Problem {
  public:
-  explicit ReplayProblem(const Case& c)
-      : cfg_(config_of(dim(c, "preset"))),
-        level_(static_cast<int>(dim(c, "level"))),
-        steps_(level_ == 3 ? dim(c, "steps") : 1),
-        replicas_(static_cast<uint64_t>(dim(c, "replicas"))),
-        seed_(c.data_seed),
-        subs_(submodules(cfg_)),
-        shapes_(parameter_shapes(cfg_)) {
-    optimizer_.kind = dim(c, "optimizer") == 1 ? OptimizerKind::lamb : OptimizerKind::adamw;
-    if (level_ == 12) {
-      const int nmb = static_cast<int>(cfg_.micro_batches());
-      for (int mb = 0; mb < nmb; ++mb) {
-        for (const Submodule& s : subs_)
-          if ((s.pass == Pass::forward || s.pass == Pass::backward) || (s.pass == Pass::accumulate && mb > 0))
-            for (size_t k = 0; k < s.outputs.size(); ++k) sites_.push_back({s.index, mb, static_cast<int>(k)});
-      }
-      for (const Submodule& s : subs_)
-        if (s.pass == Pass::loss || s.pass == Pass::optimizer)
-          for (size_t k = 0; k < s.outputs.size(); ++k) sites_.push_back({s.index, -1, static_cast<int>(k)});
-      for (const L1Site& st : sites_) {
-        const Submodule& s = subs_[static_cast<size_t>(st.sub)];
-        const std::string base = "L1 " + s.name + (st.microbatch >= 0 ? " mb " + std::to_string(st.microbatch) : "") +
-                                 " out " + std::to_string(st.output) + " digest.";
-        for (const char* part : {"lo", "mid", "hi"}) names_.push_back(base + part);
-      }
-      for (const Tensor& t : shapes_.tensors) {
-        for (const char* part :
-             {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
-          names_.push_back("L2 grad " + t.name + " " + part);
-      }
-      for (const Tensor& t : shapes_.tensors)
-        for (const char* part : {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity"})
-          names_.push_back("L2 param " + t.name + " " + part);
-    } else {
-      for (int64_t s = 0; s < steps_; ++s) {
-        const std::string base = "L3 step " + std::to_string(s) + " ";
-        names_.push_back(base + "loss");
-        for (const char* part : {"lo", "mid", "hi"}) names_.push_back(base + "params digest." + part);
-      }
-      names_.push_back("L3 final param_distance");
-      names_.push_back("L3 final loss_spike");
-    }
-  }
+  explicit ReplayProblem(const Case& c) : sp_(make_spec(c)) {}
 
   // The executor wants an input: one element, which the replay does not read (it generates its own).
   std::vector<TensorInfo> inputs() const override { return {{"unused", 1}}; }
@@ -230,11 +182,11 @@ class ReplayProblem final : public Problem {
       for (size_t k = 0; k < r.digests.size(); ++k) put_digest(r.digests[k], out + DIGEST_SLOTS * k);
       float* o = out + DIGEST_SLOTS * r.digests.size();
       for (size_t i = 0; i < r.grads.tensors.size(); ++i, o += 6) {
-        put_digest(tensor_digest(i, r.grads.tensors[i].data), o);
+        put_digest(span_digest(i, r.grads.tensors[i].data), o);
         o[3] = o[4] = o[5] = 0;
       }
       for (size_t i = 0; i < r.params.tensors.size(); ++i, o += 5) {
-        put_digest(tensor_digest(i, r.params.tensors[i].data), o);
+        put_digest(span_digest(i, r.params.tensors[i].data), o);
         o[3] = o[4] = 0;
       }
       return;
@@ -256,6 +208,7 @@ class ReplayProblem final : public Problem {
  private:
   // The reference: computed by compute_reference (the executor, on a unit of its choice), else the first
   // time it is needed (the injection checks, and `golden`, whose every tile is computed twice).
+ public:
   const Reference& reference() const {
     std::lock_guard<std::mutex> lock(ref_mutex_);
     if (!ref_) {
@@ -265,6 +218,7 @@ class ReplayProblem final : public Problem {
     return *ref_;
   }
 
+ private:
   std::unique_ptr<Reference> make_reference(const BitFlip* flip, bool& fired) const {
     auto r = std::make_unique<Reference>();
     std::unique_ptr<BitFlipInjector> inj;
@@ -274,7 +228,7 @@ class ReplayProblem final : public Problem {
        public:
         explicit Record(Reference& r) : r_(r) {}
         void output(const Submodule&, const train_step_f32::Site&, std::span<float> out) override {
-          r_.digests.push_back(tensor_digest(r_.outputs.size(), out));
+          r_.digests.push_back(span_digest(r_.outputs.size(), out));
           r_.outputs.emplace_back(out.begin(), out.end());
         }
 
@@ -335,7 +289,7 @@ class ReplayProblem final : public Problem {
       if (k_ >= p_.sites_.size() || p_.sites_[k_].sub != s.index || p_.sites_[k_].microbatch != at.microbatch ||
           p_.sites_[k_].output != at.output || r_.outputs[k_].size() != out.size())
         throw std::logic_error("train_step_f32: the L1 layout is not the step's at " + s.name);
-      const uint64_t d = tensor_digest(k_, out);
+      const uint64_t d = span_digest(k_, out);
       put_digest(d, out_ + DIGEST_SLOTS * k_);
       if (d != r_.digests[k_]) std::copy(r_.outputs[k_].begin(), r_.outputs[k_].end(), out.begin());
       ++k_;
@@ -374,14 +328,14 @@ class ReplayProblem final : public Problem {
       fired = fired || (inj && inj->fired());
       float* o = out + DIGEST_SLOTS * sites_.size();
       for (size_t i = 0; i < opt.grads.tensors.size(); ++i, o += 6) {
-        put_digest(tensor_digest(i, opt.grads.tensors[i].data), o);
+        put_digest(span_digest(i, opt.grads.tensors[i].data), o);
         const Metrics m = metrics(opt.grads.tensors[i].data, ref.grads.tensors[i].data);
         o[3] = m.frequency;
         o[4] = m.severity;
         o[5] = m.ratio;
       }
       for (size_t i = 0; i < params.tensors.size(); ++i, o += 5) {
-        put_digest(tensor_digest(i, params.tensors[i].data), o);
+        put_digest(span_digest(i, params.tensors[i].data), o);
         const Metrics m = metrics(params.tensors[i].data, ref.params.tensors[i].data);
         o[3] = m.frequency;
         o[4] = m.severity;
@@ -413,16 +367,17 @@ class ReplayProblem final : public Problem {
     return inj && inj->fired();
   }
 
-  Config cfg_;
-  int level_;
-  int64_t steps_;
-  uint64_t replicas_;
-  uint64_t seed_;
-  Optimizer optimizer_;
-  std::vector<Submodule> subs_;
-  TensorSet shapes_;
-  std::vector<L1Site> sites_;  // level 12: the L1 sites in execution order
-  std::vector<std::string> names_;
+  ReplaySpec sp_;
+  const Config& cfg_ = sp_.cfg;
+  const int level_ = sp_.level;
+  const int64_t steps_ = sp_.steps;
+  const uint64_t replicas_ = sp_.replicas;
+  const uint64_t seed_ = sp_.seed;
+  const Optimizer& optimizer_ = sp_.optimizer;
+  const std::vector<Submodule>& subs_ = sp_.subs;
+  const TensorSet& shapes_ = sp_.shapes;
+  const std::vector<L1Site>& sites_ = sp_.sites;  // level 12: the L1 sites in execution order
+  const std::vector<std::string>& names_ = sp_.names;
   mutable std::mutex ref_mutex_;
   mutable std::unique_ptr<Reference> ref_;
 };
@@ -445,6 +400,24 @@ std::string validate(const Case& c) {
 std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<ReplayProblem>(c); }
 
 }  // namespace
+
+ReplaySpec replay_spec(const Case& c) { return make_spec(c); }
+
+uint64_t tensor_digest(uint64_t key, const float* v, uint64_t n) {
+  return tile_digest(key, v, static_cast<uint32_t>(n));
+}
+
+uint64_t params_digest(const TensorSet& p) {
+  uint64_t d = 0;
+  for (size_t i = 0; i < p.tensors.size(); ++i) d += tensor_digest(i, p.tensors[i].data.data(), p.tensors[i].size());
+  return d;
+}
+
+const Reference& problem_reference(const Problem& p) {
+  const auto* r = dynamic_cast<const ReplayProblem*>(&p);
+  if (!r) throw std::logic_error("train_step_f32: the device replay needs the host's train_step_f32 problem");
+  return r->reference();
+}
 
 Family family() {
   return {"train_step_f32",
