@@ -424,7 +424,7 @@ Family family() {
           "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, one "
           "step with parameter sync, free-running steps",
           {Mode::exact},
-          {"cpu"},
+          {"cpu", "cuda"},
           {"preset", "level", "steps", "optimizer", "replicas"},
           validate,
           prepare};

@@ -26,8 +26,25 @@
 namespace sdc::cuda {
 namespace {
 
+// A problem measured against an in-process reference (the training-step replay) gets it computed by this
+// host thread and checked against the golden before the GPU runs anything: a reference this CPU computed
+// wrong would make a healthy GPU fail, so the test is an error that names the CPU instead.
+void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc) {
+  dc.problem->compute_reference(nullptr);
+  const uint32_t te = dc.problem->tile_elements();
+  std::vector<float> tile(te);
+  dc.problem->reference_tile(0, tile.data());
+  const auto golden = sh.patterns.golden.find(c.id);
+  if (has_cpu_golden(c.mode) && golden != sh.patterns.golden.end() && !golden->second.tile_digests.empty() &&
+      tile_digest(0, tile.data(), te) != golden->second.tile_digests[0])
+    throw std::runtime_error(
+        "this host's CPU computed the replay's reference wrong (its digest is not the golden's), so the GPU "
+        "cannot be judged by it: screen this node's CPUs (--backend cpu)");
+  dc.device->use_reference(*dc.problem);
+}
+
 // Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
-bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
+bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
   const Family& f = *find_family(c.family);
   dc.problem = f.prepare(c);
   std::string cannot;
@@ -44,6 +61,7 @@ bool prepare_case(Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, Te
     r.reason = fmt::format("not applicable on {} ({}): {}", g.info.label(), g.info.architecture(), why);
     return true;
   }
+  if (dc.problem->has_reference()) use_checked_reference(sh, c, dc);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
@@ -130,14 +148,17 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
     *g.hang_release = 0;
     rt.launch_hang(g.hang_release, s);
   } else {
-    rt.compute_begin(s);
+    // A device that samples blocks (the emulated one) may do so only where the kernels say which tiles they
+    // computed; a problem whose tiles span the whole device (the replay) runs every block.
+    const bool sample = dc.device->records_sm();
+    if (sample) rt.compute_begin(s);
     try {
       dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
     } catch (...) {
-      rt.compute_end(s);
+      if (sample) rt.compute_end(s);
       throw;
     }
-    rt.compute_end(s);
+    if (sample) rt.compute_end(s);
   }
   for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
   rt.digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
@@ -201,7 +222,7 @@ class GpuExecutor final : public Executor {
   bool prepare(const Case& c, TestResult& r) override {
     dc_ = std::make_unique<DeviceCase>();
     expected_cache_.clear();
-    if (!prepare_case(g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
+    if (!prepare_case(sh_, g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
       g_.stuck = true;
       return false;
     }

@@ -16,6 +16,10 @@
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 
+namespace sdc {
+class Problem;  // src/core/family.h
+}
+
 namespace sdc::cuda {
 
 // Where a case's output lies in the runner's output buffer. By default tile t's Problem::tile_elements()
@@ -66,6 +70,10 @@ class DeviceProblem {
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
+  // For a problem with an in-process reference (Problem::has_reference, the training-step replay): the host's
+  // problem, whose reference the runner has computed and checked against the golden. Called once, after
+  // prepare and before scratch_bytes (the reference may take device memory).
+  virtual void use_reference(const Problem& /*host*/) {}
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.
   virtual void generate(size_t tensor, void* dst, cudaStream_t stream) const = 0;
   // Enqueues the computation of every tile. out holds tile t's Problem::tile_elements() elements at
