@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""Random output-fault drills on a GPU: each drill runs one battery case with one --inject and checks that
+"""Random output-fault drills on a GPU, then drills inside the training-step replay.
+
+Output drills: each runs one battery case with one --inject and checks that
 the fault was detected (exit 1) and localized: an element drill must be the only miscompare, at the injected
 element, with the injected xor mask, on the SM the injection fired on; an SM drill (unit=SM) must fail on
 that SM alone, every listed miscompare with the injected mask. Input faults are not drilled here: a flipped
 input can be masked legitimately (an exp that underflows either way), so "every drill detected" would not
 be a property of a correct screen.
 
-  scripts/gpu-drills.py --sdcscreen build/sdcscreen [--count 120] [--seed N] [--device 0] [--json FILE]
+Replay drills (--replay-drills N): a bit flipped inside one submodule's output of the training-step replay
+(--inject ...,submodule=NAME,device=D): the run must fail, replica 0 alone, and the first failing slot must be
+that submodule's level-1 digest (the computation sync puts the reference's output in its place, so nothing
+before it may fail).
+
+  scripts/gpu-drills.py --sdcscreen build/sdcscreen [--count 120] [--replay-drills 12] [--seed N] [--device 0]
+                        [--json FILE]
 """
 import argparse
 import json
@@ -23,8 +31,22 @@ import tempfile
 DRILLED_MODES = {"exact", "exact-integer"}
 
 
+# The replay (train_step_f32) is drilled apart: its tiles are whole replays by the whole GPU, so no SM is
+# named either; its drills flip a submodule's output inside the step.
+REPLAY = "train_step_f32"
+REPLAY_CASE = "train_step_f32.l12_tiny"
+# Submodules every preset has (layer 0 exists in every model), with the output drilled: forward and backward,
+# matmuls, norms, attention, the loss, the embedding's scatter-add.
+REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.attn.wq.forward", 0),
+                ("layer0.attn.rope_k.forward", 0), ("layer0.attn.core.forward", 0), ("layer0.mlp.swiglu.forward", 0),
+                ("final_norm.forward", 0), ("loss.forward", 0), ("lm_head.backward", 1), ("layer0.mlp.down.backward", 0),
+                ("layer0.attn.core.backward", 2), ("layer0.attn_norm.backward", 1), ("embed.backward", 0)]
+
+
 def drilled(family):
-    return "cuda" in family["backends"] and not family["id"].endswith("_cublaslt")
+    # The emulated device (tests) runs the project's kernels in any build, which lists no "cuda" without CUDA.
+    on_gpu = "cuda" in family["backends"] or (BACKEND != "cuda" and family["device_side"] == "kernel")
+    return on_gpu and not family["id"].endswith("_cublaslt") and family["id"] != REPLAY
 
 
 def listing(binary, patterns):
@@ -35,10 +57,13 @@ def listing(binary, patterns):
     return json.loads(p.stdout)
 
 
+BACKEND = "cuda"  # --backend: the tests run this script on the emulated device
+
+
 def run(binary, args):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
-        p = subprocess.run([binary, "run", "--backend", "cuda", "--force", "-q", "--output-format", "json", "-o", out, *args],
+        p = subprocess.run([binary, "run", "--backend", BACKEND, "--force", "-q", "--output-format", "json", "-o", out, *args],
                            capture_output=True, text=True, timeout=600)
         rep = json.load(open(out)) if os.path.exists(out) else None
         return p.returncode, rep, p.stderr
@@ -50,9 +75,13 @@ def main():
     ap.add_argument("--patterns", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "patterns"))
     ap.add_argument("--count", type=int, default=120)
     ap.add_argument("--seed", type=int, default=20261121)
+    ap.add_argument("--replay-drills", type=int, default=len(REPLAY_SITES))
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--backend", default="cuda", help=argparse.SUPPRESS)  # tests: emulated:SPEC
     a = ap.parse_args()
+    global BACKEND
+    BACKEND = a.backend
     rnd = random.Random(a.seed)
     listed = listing(a.sdcscreen, a.patterns)
     on_gpu = {f["id"] for f in listed["families"] if drilled(f)}
@@ -109,11 +138,38 @@ def main():
         print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
         if why:
             bad.append(spec)
+    replay = []
+    if a.replay_drills and any(c["id"] == REPLAY_CASE for c in listed["cases"]):
+        for i in range(a.replay_drills):
+            sub, out = REPLAY_SITES[i % len(REPLAY_SITES)]
+            element, bit = rnd.randrange(32), rnd.randrange(18, 23)  # every output has 32 elements or more
+            spec = f"case={REPLAY_CASE},submodule={sub},output={out},element={element},bit={bit},device={a.device}"
+            code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", REPLAY_CASE, "--inject", spec])
+            why = []
+            if code != 1:
+                why.append(f"exit {code} ({err.strip()[:200]})")
+            if rep:
+                t = rep["tests"][0]
+                ms = t["miscompares"]
+                if not rep["injections"][0]["fired"]:
+                    why.append("did not fire")
+                if t["failed_tiles"] != 1:
+                    why.append(f"{t['failed_tiles']} failed tiles, want replica 0 alone")
+                want = f"replica 0: L1 {sub} mb 0 out {out} digest."
+                if not ms or not ms[0]["element_name"].startswith(want):
+                    why.append(f"first failing slot {ms[0]['element_name'] if ms else None}, want {want}*")
+            else:
+                why.append("no report")
+            replay.append({"spec": spec, "ok": not why, "why": why})
+            print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
+            if why:
+                bad.append(spec)
     if a.json:
-        json.dump({"drills": results, "sm_count": sms}, open(a.json, "w"), indent=1)
+        json.dump({"drills": results, "replay_drills": replay, "sm_count": sms}, open(a.json, "w"), indent=1)
     n_sm = sum(r["by_sm"] for r in results)
-    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families: "
-          f"{len(results) - len(bad)} detected and localized, {len(bad)} not")
+    n_ok = len(results) + len(replay) - len(bad)
+    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families and {len(replay)} replay drills: "
+          f"{n_ok} detected and localized, {len(bad)} not")
     sys.exit(1 if bad else 0)
 
 

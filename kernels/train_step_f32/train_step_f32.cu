@@ -17,12 +17,14 @@
 // distance are computed by one thread per tensor in the host's order, so a faulty GPU's report shows the
 // numbers the CPU computes for the same tensors.
 #include <algorithm>
+#include <bit>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/core/inject.h"
 #include "../../src/spec/digest.h"
 #include "train_step_f32_replay.h"
 #include "train_step_f32_step.h"
@@ -35,7 +37,7 @@ using cuda::launch;
 
 constexpr unsigned THREADS = 256;
 
-#define SDC_FOR_EACH(i, n)                                                                    \
+#define SDC_FOR_EACH(i, n)                                                                 \
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
 
@@ -85,8 +87,8 @@ __global__ void rmsnorm_back_rows_kernel(const float* x, const float* w, const f
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
     const float iv = inv[r];
-    const float dot = pairwise_sum([&](uint32_t j) { return (dyr[j] * w[j]) * (xr[j] * iv); },
-                                   static_cast<uint32_t>(cols));
+    const float dot =
+        pairwise_sum([&](uint32_t j) { return (dyr[j] * w[j]) * (xr[j] * iv); }, static_cast<uint32_t>(cols));
     const float c = dot / static_cast<float>(cols);
     for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = rmsnorm_dx(dyr[j] * w[j], xr[j] * iv, c, iv);
   }
@@ -222,9 +224,7 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) 
   SDC_FOR_EACH(i, static_cast<uint64_t>(n)) y[i] = a[i] + b[i];
 }
 
-__global__ void fill_kernel(float* x, uint64_t n, float v) {
-  SDC_FOR_EACH(i, n) x[i] = v;
-}
+__global__ void fill_kernel(float* x, uint64_t n, float v) { SDC_FOR_EACH(i, n) x[i] = v; }
 
 // ---- loss ------------------------------------------------------------------------------------------------
 // m and s of one logits row (cross_entropy_f32's order).
@@ -408,9 +408,7 @@ class Arena {
     entries_[entry].freed = true;
     while (!entries_.empty() && entries_.back().freed) entries_.pop_back();
   }
-  float* ptr(size_t entry) const {
-    return base_ ? reinterpret_cast<float*>(base_ + entries_[entry].begin) : nullptr;
-  }
+  float* ptr(size_t entry) const { return base_ ? reinterpret_cast<float*>(base_ + entries_[entry].begin) : nullptr; }
   uint64_t peak() const { return peak_; }
 
  private:
@@ -508,8 +506,8 @@ class DeviceDev {
   void rmsnorm(const std::string&, const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
     go("rmsnorm_kernel", rmsnorm_kernel, rows, x, w, rows, cols, y, inv);
   }
-  void rmsnorm_back(const std::string&, const float* x, const float* w, const float* inv, const float* dy,
-                    int64_t rows, int64_t cols, float* dx, float* dw) {
+  void rmsnorm_back(const std::string&, const float* x, const float* w, const float* inv, const float* dy, int64_t rows,
+                    int64_t cols, float* dx, float* dw) {
     go("rmsnorm_back_rows_kernel", rmsnorm_back_rows_kernel, rows, x, w, inv, dy, rows, cols, dx);
     go("rmsnorm_back_cols_kernel", rmsnorm_back_cols_kernel, cols, x, inv, dy, rows, cols, dw);
   }
@@ -653,10 +651,19 @@ class DeviceReplay final : public cuda::DeviceProblem {
     ref_ = &problem_reference(host);
     l1_bytes_ = 0;
     if (sp_.level != 12) return;
-    if (ref_->outputs.size() != sp_.sites.size()) throw std::logic_error("train_step_f32: the L1 layout is not the step's");
+    if (ref_->outputs.size() != sp_.sites.size())
+      throw std::logic_error("train_step_f32: the L1 layout is not the step's");
     for (const std::vector<float>& o : ref_->outputs) l1_bytes_ += aligned(o.size() * 4);
   }
-  void use_fault(const BitFlip* flip) { flip_ = flip; }
+  // A drill's flip in replica 0 (in L1 and in L2, as on the CPU; level 3: once in the period).
+  bool set_replay_fault(const Injection* inj) override {
+    fault_.reset();
+    if (inj)
+      fault_ = std::make_unique<BitFlip>(BitFlip{inj->submodule, inj->output, inj->step, inj->microbatch,
+                                                 static_cast<int64_t>(inj->element), std::countr_zero(inj->mask)});
+    return true;
+  }
+  bool replay_fault_fired() const override { return fired_; }
 
   void compute(const void* const*, float* out, uint32_t*, void* scratch, cudaStream_t stream) const override {
     if (!ref_) throw std::logic_error("train_step_f32: the device replay has no reference");
@@ -664,7 +671,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
     State st = state(base);
     upload(st, base, stream);
     const uint32_t te = static_cast<uint32_t>(sp_.names.size());
-    for (uint64_t r = 0; r < sp_.replicas; ++r) replay(st, base, out + r * te, stream);
+    fired_ = false;
+    for (uint64_t r = 0; r < sp_.replicas; ++r)
+      fired_ = replay(st, out + r * te, r == 0 ? fault_.get() : nullptr, stream) || fired_;
   }
 
  private:
@@ -718,8 +727,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
     pair_table_.clear();
     for (size_t i = 0; i < ts.size(); ++i)
       pair_table_.push_back({st.t.params[i], st.ref_params[i], static_cast<uint64_t>(ts[i].data.size())});
-    SDC_CUDA_CHECK(
-        cudaMemcpyAsync(st.pairs, pair_table_.data(), pair_table_.size() * sizeof(TensorPair), cudaMemcpyHostToDevice, s));
+    SDC_CUDA_CHECK(cudaMemcpyAsync(st.pairs, pair_table_.data(), pair_table_.size() * sizeof(TensorPair),
+                                   cudaMemcpyHostToDevice, s));
     if (sp_.level != 12) return;
     for (size_t i = 0; i < ref_->grads.tensors.size(); ++i) put(st.ref_grads[i], ref_->grads.tensors[i].data);
     for (size_t k = 0; k < ref_->outputs.size(); ++k) put(st.ref_outputs[k], ref_->outputs[k]);
@@ -731,8 +740,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       const auto n = static_cast<uint64_t>(t.size());
-      launch("train_step_f32 init_param_kernel", init_param_kernel, grid_for(n, THREADS), THREADS, s, st.t.params[i],
-             n, tensor_key(sp_.seed, static_cast<uint32_t>(i)), t.name == "embed" ? 0 : init_scale_exponent(t.rows),
+      launch("train_step_f32 init_param_kernel", init_param_kernel, grid_for(n, THREADS), THREADS, s, st.t.params[i], n,
+             tensor_key(sp_.seed, static_cast<uint32_t>(i)), t.name == "embed" ? 0 : init_scale_exponent(t.rows),
              !t.decay);
       for (float* p : {st.t.m[i], st.t.v[i]})
         launch("train_step_f32 fill_kernel", fill_kernel, grid_for(n, THREADS), THREADS, s, p, n, 0.0f);
@@ -741,8 +750,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
 
   void step(const State& st, int64_t index, DeviceDev& dev, cudaStream_t s) const {
     launch("train_step_f32 step_data_kernel", step_data_kernel, 1, 32, s,
-           tensor_key(sp_.seed, DATA_TENSOR + static_cast<uint32_t>(index)), sp_.cfg.batch, sp_.cfg.seq,
-           sp_.cfg.vocab, st.tokens, st.targets);
+           tensor_key(sp_.seed, DATA_TENSOR + static_cast<uint32_t>(index)), sp_.cfg.batch, sp_.cfg.seq, sp_.cfg.vocab,
+           st.tokens, st.targets);
     run_train_step(dev, sp_.cfg, sp_.shapes, sp_.subs, index, st.t, st.sgrads, st.partials, st.loss, sp_.optimizer);
   }
 
@@ -754,26 +763,30 @@ class DeviceReplay final : public cuda::DeviceProblem {
     launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc), slots);
   }
 
-  void replay(const State& st, char*, float* out, cudaStream_t s) const {
+  // One replay into out; returns whether the flip (if any) was applied.
+  bool replay(const State& st, float* out, const BitFlip* flip, cudaStream_t s) const {
     const auto& tensors = sp_.shapes.tensors;
     const uint64_t arena_bytes = arena_;
+    bool fired = false;
     if (sp_.level == 12) {
       {  // L1: computation sync
         Arena arena(st.arena, arena_bytes);
         DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
         Sync sync{ref_, &st.ref_outputs, &sp_.sites, out, st.acc, st.differs, 0};
         dev.sync = &sync;
-        dev.flip = flip_;
+        dev.flip = flip;
         init(st, s);
         step(st, 0, dev, s);
         if (sync.k != sp_.sites.size()) throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
+        fired = dev.flipped;
       }
       // L2: parameter sync, free-running from the initial parameters.
       Arena arena(st.arena, arena_bytes);
       DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
-      dev.flip = flip_;
+      dev.flip = flip;
       init(st, s);
       step(st, 0, dev, s);
+      fired = fired || dev.flipped;
       float* o = out + DIGEST_SLOTS * sp_.sites.size();
       for (size_t i = 0; i < tensors.size(); ++i, o += 6) {
         const auto n = static_cast<uint64_t>(tensors[i].size());
@@ -787,12 +800,12 @@ class DeviceReplay final : public cuda::DeviceProblem {
         launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, static_cast<const float*>(st.t.params[i]),
                static_cast<const float*>(st.ref_params[i]), n, false, o + 3);
       }
-      return;
+      return fired;
     }
     // Level 3: free-running steps.
     Arena arena(st.arena, arena_bytes);
     DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
-    dev.flip = flip_;
+    dev.flip = flip;
     init(st, s);
     launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
     for (int64_t k = 0; k < sp_.steps; ++k) {
@@ -808,6 +821,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     }
     launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
            static_cast<int>(tensors.size()), static_cast<const int*>(st.spike), out + 4 * sp_.steps);
+    return dev.flipped;
   }
 
   ReplaySpec sp_;
@@ -815,7 +829,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
   uint64_t partials_ = 0, loss_ = 0, tokens_ = 0, targets_ = 0, acc_ = 0, differs_ = 0, spike_ = 0, pairs_ = 0;
   uint64_t fixed_ = 0, l1_bytes_ = 0, arena_ = 0;
   const Reference* ref_ = nullptr;
-  const BitFlip* flip_ = nullptr;
+  std::unique_ptr<BitFlip> fault_;
+  mutable bool fired_ = false;
   mutable std::vector<TensorPair> pair_table_;  // the host side of L3's table (upload)
 };
 

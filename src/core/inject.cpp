@@ -146,7 +146,6 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
   if (!c) return fmt::format("unknown case '{}'", inj.case_id);
   const auto problem = find_family(c->family)->prepare(*c);
   if (!inj.submodule.empty()) {
-    if (gpus) return "submodule= is a CPU drill: the training-step replay runs on CPUs only";
     if (c->family != "train_step_f32")
       return fmt::format("submodule= applies to train_step_f32 cases only; {} is a {} case", c->id, c->family);
     if (std::string e = problem->check_replay_fault(inj); !e.empty()) return fmt::format("case {}: {}", c->id, e);
@@ -180,6 +179,8 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
     if (!gpu) return fmt::format("device {} is not among the selected GPUs", inj.device);
     if (inj.input && inj.unit >= 0)
       return "target=input cannot be pinned to an SM: every SM of the GPU reads the same input";
+    if (!inj.submodule.empty() && inj.unit >= 0)
+      return "submodule= cannot be pinned to an SM: a replay's kernels span the GPU (give device=, not unit=)";
     if (inj.unit >= gpu->sm_count)
       return fmt::format("unit {} is not an SM of cuda:{} ({} SMs)", inj.unit, gpu->index, gpu->sm_count);
     return "";

@@ -79,6 +79,7 @@ struct TestResult {
   int iterations_planned = 0;
   int iterations_done = 0;
   uint64_t tiles = 0;  // per iteration
+  bool tiles_without_sm = false;  // GPU: its kernels do not say which SM computed a tile (a library's, a replay's)
   double duration_s = 0;
   double gflops = 0;
   double time_to_fail_s = -1;  // since the run started; -1: did not fail

@@ -108,7 +108,8 @@ std::string retest_text(const UnitRetest& u) {
 
 // Where a miscompare's unit is, in words: a logical CPU with its core and package, or an SM of a GPU.
 std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
-  if (t.device_index >= 0) return fmt::format("{} SM {}", t.device, unit);
+  if (t.device_index >= 0)
+    return unit >= 0 ? fmt::format("{} SM {}", t.device, unit) : fmt::format("{} (its kernels span the GPU)", t.device);
   for (const UnitResult& u : r.units)
     if (!u.is_sm() && u.cpu.cpu == unit)
       return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
@@ -201,8 +202,17 @@ std::string units_text(const RunResult& r) {
       else
         (u.tiles ? passing : idle).push_back(u.sm);
     }
-    s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}\n", r.devices[d].label(), used, tiles, failed,
-                     failed ? " -- failing SMs:" : "");
+    // Tiles of kernels that do not say which SM computed them are the whole GPU's, not any SM's.
+    uint64_t whole = 0, whole_failed = 0;
+    for (const TestResult& t : r.tests)
+      if (t.device_index == static_cast<int>(d) && t.tiles_without_sm) {
+        whole += t.tiles * static_cast<uint64_t>(t.iterations_done);
+        whole_failed += t.failed_tiles;
+      }
+    const std::string spanning =
+        whole ? fmt::format("; {} tiles ({} failed) by kernels that span the GPU", whole, whole_failed) : "";
+    s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}{}\n", r.devices[d].label(), used, tiles, failed,
+                     spanning, failed ? " -- failing SMs:" : "");
     s += failing;
     // A big GPU also says which SMs passed and which computed nothing, as ranges of SM ids.
     if (sms > FOLD_UNITS) {

@@ -141,14 +141,18 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   // bounded labels: the model's submodules and tensors, its steps.
   gauge(s, "sdcscreen_replay_failed",
         "1 for a device whose training-step replay failed, by level and its first failing site (present only then).");
-  std::set<int> replay_units;
+  std::set<std::string> replay_devices;  // a CPU, or a GPU (its replay's kernels span it: no SM)
   for (const TestResult& t : r.tests)
     if (is_replay_family(t.family))
-      for (const Miscompare& m : t.miscompares)
+      for (const Miscompare& m : t.miscompares) {
+        const std::string dev = t.device_index >= 0
+                                    ? fmt::format("gpu{}", r.devices[static_cast<size_t>(t.device_index)].index)
+                                    : fmt::format("cpu{}", m.unit);
         if (const std::string site = replay_site(m.element_name);
-            !site.empty() && m.unit >= 0 && replay_units.insert(m.unit).second)
-          s += fmt::format("sdcscreen_replay_failed{{device=\"cpu{}\",level=\"{}\",site=\"{}\"}} 1\n", m.unit,
+            !site.empty() && (t.device_index >= 0 || m.unit >= 0) && replay_devices.insert(dev).second)
+          s += fmt::format("sdcscreen_replay_failed{{device=\"{}\",level=\"{}\",site=\"{}\"}} 1\n", dev,
                            site.substr(1, 1), site.substr(3));
+      }
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);

@@ -7,6 +7,8 @@ GPU can, is in docs/gpu.md.
   test_emulated.py battery   every exact and exact-integer battery case matches its goldens bit for bit
   test_emulated.py runner    drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
                              consensus, the watchdog and interruption, on one to four emulated GPUs
+  test_emulated.py replay    the training-step replay's device side: drills inside a submodule found and
+                             localized as on a CPU, with the CPU's own numbers; level 3's divergence step
 """
 import json
 import os
@@ -35,6 +37,10 @@ def battery():
     # replay), in every build: a build without CUDA lists no "cuda" backend, yet the emulated device runs them.
     kernel_families = {f["id"] for f in LISTING["families"] if f["device_side"] == "kernel"}
     exact = {cid: c for cid, c in CASES.items() if c["mode"] in EXACT_MODES and c["family"] in kernel_families}
+    # The training-step replay's small model runs for many minutes on the emulated device (every output one
+    # CPU-emulated thread, 8 replicas of a step of about 10 GFLOP); its tiny cases run the same kernels.
+    exact = {cid: c for cid, c in exact.items()
+             if not (c["family"] == "train_step_f32" and c["shape"]["preset"] > 0)}
     if not F.check(len(exact) >= 40, f"only {len(exact)} exact cases in the battery"):
         F.finish()  # an empty list would run the whole boot profile: nothing to learn from that
     boot = [cid for cid, c in exact.items() if "boot" in c["iterations"]]
@@ -230,5 +236,70 @@ def runner():
     F.finish()
 
 
+def replay():
+    """The training-step replay on an emulated GPU (its battery cases pass in `battery`): a bit flipped inside a
+    submodule's output (--inject ...,submodule=) fails replica 0 alone, the report names that submodule at
+    level 1 and its gradient at level 2, with the same slots, values and metrics the CPU replay reports for the
+    same drill; at level 3 the trajectory matches up to the drilled step and diverges from it."""
+    F = Failures("e2e_emu_replay")
+    l12, l3 = "train_step_f32.l12_tiny", "train_step_f32.l3_tiny_20"
+    spec = f"case={l12},submodule=layer1.mlp.down.backward,output=1,element=7,bit=20"
+    code, report, err = run_json("--backend", "emulated:2", "--profile", "boot", "--enable", l12, "--inject",
+                                 f"{spec},device=1")
+    t = by_device(report, l12)
+    F.check(code == 1, f"L12 drill: exit {code}, want 1: {err[-300:]}")
+    F.check(t.get("cuda:0", {}).get("result") == "pass", f"L12 drill: GPU 0 {t.get('cuda:0', {}).get('result')}")
+    gpu = t.get("cuda:1", {})
+    F.check(gpu.get("result") == "fail" and gpu.get("failed_tiles") == 1,
+            f"L12 drill: GPU 1 {gpu.get('result')} with {gpu.get('failed_tiles')} failed tiles, want replica 0 alone")
+    names = [m.get("element_name", "") for m in gpu.get("miscompares", [])]
+    F.check(any("L1 layer1.mlp.down.backward mb 0 out 1" in n for n in names)
+            and any("L2 grad layer1.mlp.down" in n for n in names), f"L12 drill: slots {names}")
+    F.check(report and all(i.get("fired") for i in report.get("injections", [])), "L12 drill: did not fire")
+    # The same drill on one CPU: replica 0's slots, values and metrics are the GPU's bit for bit.
+    code, cpu_report, err = run_json("--cpuset", "0", "--profile", "boot", "--enable", l12, "--inject", spec)
+    cpu_t = by_device(cpu_report, l12).get("cpu", {})
+    on_cpu = {(m["element"], m["actual"]) for m in cpu_t.get("miscompares", []) if m.get("tile") == 0}
+    on_gpu = {(m["element"], m["actual"]) for m in gpu.get("miscompares", [])}
+    F.check(code == 1 and on_gpu and on_gpu == on_cpu,
+            f"L12 drill: the GPU's slots {sorted(on_gpu)[:4]} are not the CPU's {sorted(on_cpu)[:4]}")
+    # The text report's replay view, Prometheus and the node-problem-detector line name the GPU, not an SM.
+    with tempfile.TemporaryDirectory() as d:
+        prom = os.path.join(d, "s.prom")
+        p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
+                                                   l12, "--inject", spec, "--prometheus", prom])],
+                           capture_output=True, text=True, timeout=600)
+        F.check(p.returncode == 1 and "replay on cuda:0 (its kernels span the GPU): first L1 layer1.mlp.down.backward;"
+                in p.stdout and " SM -1" not in p.stdout, f"L12 drill: text:\n{p.stdout[-1500:]}")
+        want = 'sdcscreen_replay_failed{device="gpu0",level="1",site="layer1.mlp.down.backward"} 1'
+        F.check(os.path.exists(prom) and want in open(prom).read(), f"L12 drill: no '{want}' in the Prometheus file")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
+                                               l12, "--inject", spec, "--npd"])], capture_output=True, text=True,
+                       timeout=600)
+    F.check(p.stdout.strip() == "SDC: gpu0 replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
+    # Level 3: steps 0..4 match, step 5 on differ (its loss or parameter digest), the final distance too.
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",
+                                 "--enable", l3, "--inject",
+                                 f"case={l3},submodule=layer0.attn.wo.backward,step=5,element=3,bit=20",
+                                 timeout=1800)
+    t = by_device(report, l3).get("cuda:0", {})
+    names = [m.get("element_name", "") for m in t.get("miscompares", [])]
+    steps = sorted({int(n.split("L3 step ")[1].split()[0]) for n in names if "L3 step " in n})
+    F.check(code == 1 and t.get("failed_tiles") == 1 and steps and steps[0] == 5,
+            f"L3 drill: exit {code}, {t.get('failed_tiles')} failed tiles, diverging steps {steps}, want from 5")
+    # Refused: a replay's kernels span the GPU, so a replay drill cannot name an SM.
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--enable", l12, "--inject",
+                                               f"{spec},unit=3", "-q"])], capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 64 and "cannot be pinned to an SM" in p.stderr,
+            f"unit= with submodule= on a GPU: exit {p.returncode}, {p.stderr.strip()[:300]}")
+    # The GPU runbook's drill script, on the emulated device: a few output drills and replay drills.
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu-drills.py")
+    p = subprocess.run([sys.executable, script, "--sdcscreen", SDCSCREEN, "--backend", "emulated:sm_90x8", "--count", "2",
+                        "--replay-drills", "3"], capture_output=True, text=True, timeout=1800)
+    F.check(p.returncode == 0 and "and 3 replay drills: 5 detected and localized, 0 not" in p.stdout,
+            f"gpu-drills.py: exit {p.returncode}\n{p.stdout[-1500:]}{p.stderr[-500:]}")
+    F.finish()
+
+
 if __name__ == "__main__":
-    {"battery": battery, "runner": runner}[sys.argv[1]]()
+    {"battery": battery, "runner": runner, "replay": replay}[sys.argv[1]]()

@@ -103,7 +103,11 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
     if (inj.case_id != c.id || inj.iteration != it || inj.device != g.info.index) continue;
     if (inj.hang)
       f.hang = &inj;
-    else if (inj.input) {
+    else if (!inj.submodule.empty()) {
+      if (!dc.device->set_replay_fault(nullptr))
+        throw std::runtime_error(fmt::format("--inject '{}': {} takes no submodule= fault", inj.spec, c.id));
+      f.replay = &inj;
+    } else if (inj.input) {
       // The flip is a 32-bit xor: a tensor the device stores narrower (bf16, fp16, fp8) cannot take it.
       if (dc.device->input_bytes(inj.tensor_index) != p.inputs()[inj.tensor_index].elements * 4)
         throw std::runtime_error(
@@ -153,12 +157,20 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
     const bool sample = dc.device->records_sm();
     if (sample) rt.compute_begin(s);
     try {
+      dc.device->set_replay_fault(f.replay);
       dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+      dc.device->set_replay_fault(nullptr);
     } catch (...) {
+      dc.device->set_replay_fault(nullptr);
       if (sample) rt.compute_end(s);
       throw;
     }
     if (sample) rt.compute_end(s);
+    if (f.replay && dc.device->replay_fault_fired()) {  // enqueued: it flips with the kernels it follows
+      f.replay->fired = true;
+      f.replay->fired_unit = -1;
+      f.replay->fired_tile = 0;
+    }
   }
   for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
   rt.digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
@@ -230,6 +242,7 @@ class GpuExecutor final : public Executor {
     if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
     const uint64_t tiles = dc_->problem->tile_count();
     r.tiles = tiles;
+    r.tiles_without_sm = !dc_->device->records_sm();
     const Engine engine = dc_->device->engine();
     r.library = engine.library;
     r.algorithm = engine.algorithm;

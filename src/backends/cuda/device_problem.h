@@ -17,8 +17,9 @@ typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 
 namespace sdc {
-class Problem;  // src/core/family.h
-}
+class Problem;     // src/core/family.h
+struct Injection;  // src/core/inject.h
+}  // namespace sdc
 
 namespace sdc::cuda {
 
@@ -74,6 +75,11 @@ class DeviceProblem {
   // problem, whose reference the runner has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).
   virtual void use_reference(const Problem& /*host*/) {}
+  // A fault inside the computation (--inject submodule=: the training-step replay) that the next compute()
+  // applies, or null for none; false when the problem takes no such fault. replay_fault_fired: whether the
+  // last compute() applied it.
+  virtual bool set_replay_fault(const Injection* /*fault*/) { return false; }
+  virtual bool replay_fault_fired() const { return false; }
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.
   virtual void generate(size_t tensor, void* dst, cudaStream_t stream) const = 0;
   // Enqueues the computation of every tile. out holds tile t's Problem::tile_elements() elements at

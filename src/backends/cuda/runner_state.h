@@ -98,6 +98,7 @@ struct IterationFaults {
   std::vector<Injection*> input;
   Injection* output = nullptr;
   Injection* hang = nullptr;
+  Injection* replay = nullptr;  // submodule=: inside the training-step replay
   DeviceFault fault;
 };
 
