@@ -42,30 +42,19 @@ constexpr unsigned THREADS = 256;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
 
 // ---- matmuls: one chain per output ---------------------------------------------------------------------
-__global__ void matmul_kernel(const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
-  SDC_FOR_EACH(o, static_cast<uint64_t>(t * n)) {
-    const int64_t i = static_cast<int64_t>(o) / n, j = static_cast<int64_t>(o) % n;
-    float acc = +0.0f;
-    for (int64_t kk = 0; kk < k; ++kk) acc = fmaf(x[i * k + kk], w[kk * n + j], acc);
-    y[o] = acc;
-  }
-}
+// out[r][c] (rows x cols) = chain_{q=0..len-1} A[r * ar + q * aq] * B[q * bq + c * bc], q ascending: Y = X W,
+// dX = dY W^T and dW = X^T dY are this with their strides (train_step_f32.h's chains, operands in its order).
+struct Chain {
+  int64_t rows, cols, len;
+  int64_t ar, aq, bq, bc;
+};
 
-__global__ void matmul_dx_kernel(const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
-  SDC_FOR_EACH(o, static_cast<uint64_t>(t * k)) {
-    const int64_t i = static_cast<int64_t>(o) / k, kk = static_cast<int64_t>(o) % k;
+__global__ void chain_kernel(const float* a, const float* b, Chain m, float* out) {
+  SDC_FOR_EACH(o, static_cast<uint64_t>(m.rows * m.cols)) {
+    const int64_t r = static_cast<int64_t>(o) / m.cols, c = static_cast<int64_t>(o) % m.cols;
     float acc = +0.0f;
-    for (int64_t j = 0; j < n; ++j) acc = fmaf(dy[i * n + j], w[kk * n + j], acc);
-    dx[o] = acc;
-  }
-}
-
-__global__ void matmul_dw_kernel(const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
-  SDC_FOR_EACH(o, static_cast<uint64_t>(k * n)) {
-    const int64_t kk = static_cast<int64_t>(o) / n, j = static_cast<int64_t>(o) % n;
-    float acc = +0.0f;
-    for (int64_t i = 0; i < t; ++i) acc = fmaf(x[i * k + kk], dy[i * n + j], acc);
-    dw[o] = acc;
+    for (int64_t q = 0; q < m.len; ++q) acc = fmaf(a[r * m.ar + q * m.aq], b[q * m.bq + c * m.bc], acc);
+    out[o] = acc;
   }
 }
 
@@ -119,19 +108,6 @@ __global__ void rope_kernel(const float* x, int64_t t, int64_t heads, int64_t se
 }
 
 // ---- causal attention: a query row per thread; the backward's key columns a (key, column) per thread -----
-// Scores, max, exponentials and sum of query row i (n = i + 1 keys) into p, attention_f32's order.
-__device__ float score_row(const float* q, const float* k, int64_t i, int64_t ld, int64_t dh, float scale, float* p) {
-  const int64_t n = i + 1;
-  for (int64_t j = 0; j < n; ++j) {
-    float acc = +0.0f;
-    for (int64_t e = 0; e < dh; ++e) acc = fmaf(q[i * ld + e], k[j * ld + e], acc);
-    p[j] = acc * scale;
-  }
-  const float m = fold_max([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
-  for (int64_t j = 0; j < n; ++j) p[j] = sdc_expf(p[j] - m);
-  return pairwise_sum([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
-}
-
 struct AttnShape {
   int64_t seqs, s, heads, dh;
   __device__ int64_t ld() const { return heads * dh; }
@@ -150,7 +126,7 @@ __global__ void attention_kernel(const float* q, const float* k, const float* v,
     a.split(static_cast<int64_t>(row), off, i, sh);
     float* p = p_all + row * a.s;
     const int64_t ld = a.ld();
-    const float l = score_row(q + off, k + off, i, ld, a.dh, scale, p);
+    const float l = attention_score_row(q + off, k + off, i, ld, a.dh, scale, p);
     for (int64_t e = 0; e < a.dh; ++e) {
       float acc = +0.0f;
       for (int64_t j = 0; j <= i; ++j) acc = fmaf(p[j], v[off + j * ld + e], acc);
@@ -170,7 +146,7 @@ __global__ void attention_back_rows_kernel(const float* q, const float* k, const
     float* pr = pm + row * a.s;
     float* dsr = ds + row * a.s;
     float* dp = dp_all + row * a.s;
-    const float l = score_row(q + off, k + off, i, ld, a.dh, scale, pr);
+    const float l = attention_score_row(q + off, k + off, i, ld, a.dh, scale, pr);
     for (int64_t j = 0; j < n; ++j) pr[j] = pr[j] / l;
     for (int64_t j = 0; j < n; ++j) {
       float acc = +0.0f;
@@ -347,7 +323,24 @@ __global__ void substitute_kernel(const int* differs, const float* ref, uint64_t
 
 __global__ void put_digest_kernel(const uint64_t* acc, float* slots) { put_digest(*acc, slots); }
 
-__global__ void metrics_kernel(const float* a, const float* b, uint64_t n, bool ratio, float* slots) {
+// Mismatched elements of a against b, added to *count (many threads: an integer count is order-free).
+__global__ void count_mismatch_kernel(const float* a, const float* b, uint64_t n, unsigned* count) {
+  unsigned c = 0;
+  SDC_FOR_EACH(i, n) c += float_bits(a[i]) != float_bits(b[i]);
+  if (c) atomicAdd(count, c);
+}
+
+__global__ void zero_count_kernel(unsigned* count) { *count = 0; }
+
+// The metrics in the host's order by one thread, only where count_mismatch_kernel found a mismatch (a
+// healthy GPU's are 0 without reading the tensor again, as the host's are).
+__global__ void metrics_kernel(const float* a, const float* b, uint64_t n, bool ratio, const unsigned* count,
+                               float* slots) {
+  if (*count == 0) {
+    slots[0] = slots[1] = 0;
+    if (ratio) slots[2] = 0;
+    return;
+  }
   const Metrics m = tensor_metrics(a, b, n);
   slots[0] = m.frequency;
   slots[1] = m.severity;
@@ -369,7 +362,13 @@ struct TensorPair {
 
 // L3's final slots: the relative distance of all parameters from the reference's, elements in the host's
 // order, and the spike flag.
-__global__ void distance_kernel(const TensorPair* t, int tensors, const int* spike, float* slots) {
+__global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned* count, const int* spike,
+                                float* slots) {
+  slots[1] = *spike ? 1.0f : 0.0f;
+  if (*count == 0) {  // no parameter differs: the distance is 0 (the host's sqrt(0 / ref2))
+    slots[0] = 0;
+    return;
+  }
   double diff2 = 0, ref2 = 0;
   for (int k = 0; k < tensors; ++k)
     for (uint64_t e = 0; e < t[k].n; ++e) {
@@ -378,7 +377,6 @@ __global__ void distance_kernel(const TensorPair* t, int tensors, const int* spi
       ref2 += b * b;
     }
   slots[0] = static_cast<float>(sqrt(diff2 / ref2));
-  slots[1] = *spike ? 1.0f : 0.0f;
 }
 
 __global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {
@@ -494,14 +492,17 @@ class DeviceDev {
            digest_key(key), acc);
   }
 
+  // Y (T x N) = X (T x K) W (K x N): chains over k
   void matmul(const std::string&, const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
-    go("matmul_kernel", matmul_kernel, t * n, x, w, t, k, n, y);
+    go("chain_kernel (matmul)", chain_kernel, t * n, x, w, Chain{t, n, k, k, 1, n, 1}, y);
   }
+  // dX (T x K) = dY W^T: chains over j
   void matmul_dx(const std::string&, const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
-    go("matmul_dx_kernel", matmul_dx_kernel, t * k, dy, w, t, k, n, dx);
+    go("chain_kernel (matmul_dx)", chain_kernel, t * k, dy, w, Chain{t, k, n, n, 1, 1, n}, dx);
   }
+  // dW (K x N) = X^T dY: chains over tokens
   void matmul_dw(const std::string&, const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
-    go("matmul_dw_kernel", matmul_dw_kernel, k * n, x, dy, t, k, n, dw);
+    go("chain_kernel (matmul_dw)", chain_kernel, k * n, x, dy, Chain{k, n, t, 1, k, n, 1}, dw);
   }
   void rmsnorm(const std::string&, const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
     go("rmsnorm_kernel", rmsnorm_kernel, rows, x, w, rows, cols, y, inv);
@@ -619,6 +620,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     targets_ = l.take(static_cast<uint64_t>(sp_.cfg.batch * sp_.cfg.seq) * 4);
     acc_ = l.take(8);
     differs_ = l.take(4);
+    mismatches_ = l.take(4);
     spike_ = l.take(4);
     pairs_ = l.take(tensors.size() * sizeof(TensorPair));
     // The reference's copies: L1's outputs, L2's gradients and parameters (L3: the final parameters).
@@ -684,6 +686,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     int32_t *tokens, *targets;
     uint64_t* acc;
     int *differs, *spike;
+    unsigned* mismatches;
     TensorPair* pairs;
     char* arena;
   };
@@ -705,6 +708,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     st.acc = reinterpret_cast<uint64_t*>(base + acc_);
     st.differs = reinterpret_cast<int*>(base + differs_);
     st.spike = reinterpret_cast<int*>(base + spike_);
+    st.mismatches = reinterpret_cast<unsigned*>(base + mismatches_);
     st.pairs = reinterpret_cast<TensorPair*>(base + pairs_);
     uint64_t at = fixed_;
     if (sp_.level == 12)
@@ -763,6 +767,20 @@ class DeviceReplay final : public cuda::DeviceProblem {
     launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc), slots);
   }
 
+  void count_mismatches(const State& st, const float* a, const float* b, int64_t n, cudaStream_t s) const {
+    const auto count = static_cast<uint64_t>(n);
+    launch("train_step_f32 count_mismatch_kernel", count_mismatch_kernel, grid_for(count, THREADS), THREADS, s, a, b,
+           count, st.mismatches);
+  }
+  // The seed paper's metrics of tensor a against the reference's b into slots (ratio: the third too).
+  void metrics(const State& st, const float* a, const float* b, int64_t n, bool ratio, float* slots,
+               cudaStream_t s) const {
+    launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
+    count_mismatches(st, a, b, n, s);
+    launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, a, b, static_cast<uint64_t>(n), ratio,
+           static_cast<const unsigned*>(st.mismatches), slots);
+  }
+
   // One replay into out; returns whether the flip (if any) was applied.
   bool replay(const State& st, float* out, const BitFlip* flip, cudaStream_t s) const {
     const auto& tensors = sp_.shapes.tensors;
@@ -791,14 +809,12 @@ class DeviceReplay final : public cuda::DeviceProblem {
       for (size_t i = 0; i < tensors.size(); ++i, o += 6) {
         const auto n = static_cast<uint64_t>(tensors[i].size());
         digest_slots(dev, st, st.t.grads[i], n, i, o, s);
-        launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, static_cast<const float*>(st.t.grads[i]),
-               static_cast<const float*>(st.ref_grads[i]), n, true, o + 3);
+        metrics(st, st.t.grads[i], st.ref_grads[i], n, true, o + 3, s);
       }
       for (size_t i = 0; i < tensors.size(); ++i, o += 5) {
         const auto n = static_cast<uint64_t>(tensors[i].size());
         digest_slots(dev, st, st.t.params[i], n, i, o, s);
-        launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, static_cast<const float*>(st.t.params[i]),
-               static_cast<const float*>(st.ref_params[i]), n, false, o + 3);
+        metrics(st, st.t.params[i], st.ref_params[i], n, false, o + 3, s);
       }
       return fired;
     }
@@ -819,14 +835,19 @@ class DeviceReplay final : public cuda::DeviceProblem {
       launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc),
              o + 1);
     }
+    launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
+    for (size_t i = 0; i < tensors.size(); ++i)
+      count_mismatches(st, st.t.params[i], st.ref_params[i], tensors[i].size(), s);
     launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
-           static_cast<int>(tensors.size()), static_cast<const int*>(st.spike), out + 4 * sp_.steps);
+           static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches),
+           static_cast<const int*>(st.spike), out + 4 * sp_.steps);
     return dev.flipped;
   }
 
   ReplaySpec sp_;
   std::vector<uint64_t> params_, grads_, m_, v_, sgrads_, ref_grads_, ref_params_;
-  uint64_t partials_ = 0, loss_ = 0, tokens_ = 0, targets_ = 0, acc_ = 0, differs_ = 0, spike_ = 0, pairs_ = 0;
+  uint64_t partials_ = 0, loss_ = 0, tokens_ = 0, targets_ = 0, acc_ = 0, differs_ = 0, mismatches_ = 0, spike_ = 0,
+           pairs_ = 0;
   uint64_t fixed_ = 0, l1_bytes_ = 0, arena_ = 0;
   const Reference* ref_ = nullptr;
   std::unique_ptr<BitFlip> fault_;

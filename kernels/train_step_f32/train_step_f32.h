@@ -306,6 +306,23 @@ SDC_HD float lamb_trust(float w_norm, float u_norm) {
 
 SDC_HD float lamb_apply(float w, float u, float lr_trust) { return fmaf(-lr_trust, u, w); }
 
+// ---- attention ---------------------------------------------------------------------------------------------
+// Scores, max, exponentials and sum of query row i (n = i + 1 keys) of one head, attention_f32's order:
+// p[j] = chain_e q[i][e] * k[j][e] * scale, m = fold_max(p), p[j] = sdc_expf(p[j] - m); returns
+// pairwise_sum(p). q and k are that head's columns, rows `ld` apart, dh of them.
+SDC_HD float attention_score_row(const float* q, const float* k, int64_t i, int64_t ld, int64_t dh, float scale,
+                                 float* p) {
+  const int64_t n = i + 1;
+  for (int64_t j = 0; j < n; ++j) {
+    float acc = +0.0f;
+    for (int64_t e = 0; e < dh; ++e) acc = fmaf(q[i * ld + e], k[j * ld + e], acc);
+    p[j] = acc * scale;
+  }
+  const float m = fold_max([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
+  for (int64_t j = 0; j < n; ++j) p[j] = sdc_expf(p[j] - m);
+  return pairwise_sum([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
+}
+
 // ---- the replay's tiles ------------------------------------------------------------------------------
 // A 64-bit digest takes three slots of 22, 21 and 21 bits, each an integer held exactly by a float (a
 // digest's raw halves would often be NaN bit patterns, which the golden generator refuses).

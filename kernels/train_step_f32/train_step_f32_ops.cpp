@@ -123,19 +123,6 @@ SDC_PLAIN void rope(const float* x, int64_t t, int64_t heads, const RopeTables& 
   }
 }
 
-// Scores, max, exponentials and sum of query row i (n = i + 1 keys), attention_f32's order.
-SDC_PLAIN float score_row(const float* q, const float* k, int64_t i, int64_t ld, int64_t dh, float scale, float* p) {
-  const int64_t n = i + 1;
-  for (int64_t j = 0; j < n; ++j) {
-    float acc = +0.0f;
-    for (int64_t e = 0; e < dh; ++e) acc = std::fma(q[i * ld + e], k[j * ld + e], acc);
-    p[j] = acc * scale;
-  }
-  const float m = fold_max([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
-  for (int64_t j = 0; j < n; ++j) p[j] = sdc_expf(p[j] - m);
-  return pairwise_sum([p](uint32_t j) { return p[j]; }, static_cast<uint32_t>(n));
-}
-
 SDC_PLAIN void attention(const float* q, const float* k, const float* v, int64_t seqs, int64_t s, int64_t heads,
                          int64_t dh, float* o, Workspace& ws) {
   const int64_t ld = heads * dh;
@@ -145,7 +132,7 @@ SDC_PLAIN void attention(const float* q, const float* k, const float* v, int64_t
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t off = b * s * ld + h * dh;
       for (int64_t i = 0; i < s; ++i) {
-        const float l = score_row(q + off, k + off, i, ld, dh, scale, p);
+        const float l = attention_score_row(q + off, k + off, i, ld, dh, scale, p);
         for (int64_t e = 0; e < dh; ++e) {
           float acc = +0.0f;
           for (int64_t j = 0; j <= i; ++j) acc = std::fma(p[j], v[off + j * ld + e], acc);
@@ -167,7 +154,7 @@ SDC_PLAIN void attention_back(const float* q, const float* k, const float* v, co
       const int64_t off = b * s * ld + h * dh;
       for (int64_t i = 0; i < s; ++i) {
         float* pr = pm + i * s;
-        const float l = score_row(q + off, k + off, i, ld, dh, scale, pr);
+        const float l = attention_score_row(q + off, k + off, i, ld, dh, scale, pr);
         const int64_t n = i + 1;
         for (int64_t j = 0; j < n; ++j) pr[j] = pr[j] / l;
         for (int64_t j = 0; j < n; ++j) {

@@ -1,6 +1,6 @@
 // train_step_f32 as a family of the screen (its device side: train_step_f32.cu): every tile is one complete
-// training-step replay by the unit that computes it, so all tiles of a case hold the same values, and a unit that computes wrong
-// shows as its tiles miscomparing. A tile is a vector of slots, each of which means one thing
+// training-step replay by the unit that computes it, so all tiles of a case hold the same values, and a unit that
+// computes wrong shows as its tiles miscomparing. A tile is a vector of slots, each of which means one thing
 // (element_name says which), at the seed paper's levels:
 //   level 12  L1: every submodule output of step 0 (each micro-batch and output, in execution order) as its
 //             digest, with computation sync: an output whose digest is not the reference's is replaced by
