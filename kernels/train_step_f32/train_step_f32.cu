@@ -60,36 +60,18 @@ __global__ void chain_kernel(const float* a, const float* b, Chain m, float* out
 
 // ---- RMSNorm: a row per thread (its tree), the weight gradient a column per thread -----------------------
 __global__ void rmsnorm_kernel(const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
-  SDC_FOR_EACH(r, static_cast<uint64_t>(rows)) {
-    const float* xr = x + r * cols;
-    const float ss = pairwise_sum([xr](uint32_t j) { return xr[j] * xr[j]; }, static_cast<uint32_t>(cols));
-    const float ms = ss / static_cast<float>(cols);
-    const float iv = 1.0f / sqrtf(ms + RMS_EPS);
-    inv[r] = iv;
-    for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = (xr[j] * iv) * w[j];
-  }
+  SDC_FOR_EACH(r, static_cast<uint64_t>(rows)) inv[r] = rmsnorm_row(x + r * cols, w, cols, y + r * cols);
 }
 
 __global__ void rmsnorm_back_rows_kernel(const float* x, const float* w, const float* inv, const float* dy,
                                          int64_t rows, int64_t cols, float* dx) {
-  SDC_FOR_EACH(r, static_cast<uint64_t>(rows)) {
-    const float* xr = x + r * cols;
-    const float* dyr = dy + r * cols;
-    const float iv = inv[r];
-    const float dot =
-        pairwise_sum([&](uint32_t j) { return (dyr[j] * w[j]) * (xr[j] * iv); }, static_cast<uint32_t>(cols));
-    const float c = dot / static_cast<float>(cols);
-    for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = rmsnorm_dx(dyr[j] * w[j], xr[j] * iv, c, iv);
-  }
+  SDC_FOR_EACH(r, static_cast<uint64_t>(rows))
+  rmsnorm_back_row(x + r * cols, dy + r * cols, w, inv[r], cols, dx + r * cols);
 }
 
 __global__ void rmsnorm_back_cols_kernel(const float* x, const float* inv, const float* dy, int64_t rows, int64_t cols,
                                          float* dw) {
-  SDC_FOR_EACH(j, static_cast<uint64_t>(cols)) {
-    float acc = +0.0f;
-    for (int64_t r = 0; r < rows; ++r) acc = fmaf(dy[r * cols + j], x[r * cols + j] * inv[r], acc);
-    dw[j] = acc;
-  }
+  SDC_FOR_EACH(j, static_cast<uint64_t>(cols)) dw[j] = rmsnorm_dw(x, inv, dy, rows, cols, static_cast<int64_t>(j));
 }
 
 // ---- rotary embedding: a pair per thread, its angle's sine and cosine computed in place ------------------
@@ -203,26 +185,18 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) 
 __global__ void fill_kernel(float* x, uint64_t n, float v) { SDC_FOR_EACH(i, n) x[i] = v; }
 
 // ---- loss ------------------------------------------------------------------------------------------------
-// m and s of one logits row (cross_entropy_f32's order).
-__device__ void softmax_stats(const float* x, int64_t vocab, float& m, float& s) {
-  const auto n = static_cast<uint32_t>(vocab);
-  m = fold_max([x](uint32_t j) { return x[j]; }, n);
-  const float mm = m;
-  s = pairwise_sum([x, mm](uint32_t j) { return sdc_expf(x[j] - mm); }, n);
-}
-
 __global__ void cross_entropy_kernel(const float* logits, const int32_t* targets, int64_t t, int64_t vocab,
                                      float* loss) {
   SDC_FOR_EACH(i, static_cast<uint64_t>(t)) {
     const float* x = logits + i * vocab;
     float m, s;
-    softmax_stats(x, vocab, m, s);
+    softmax_row_stats(x, vocab, m, s);
     loss[i] = (m + sdc_logf(s)) - x[targets[i]];
   }
 }
 
 __global__ void softmax_stats_kernel(const float* logits, int64_t t, int64_t vocab, float* ms) {
-  SDC_FOR_EACH(i, static_cast<uint64_t>(t)) softmax_stats(logits + i * vocab, vocab, ms[2 * i], ms[2 * i + 1]);
+  SDC_FOR_EACH(i, static_cast<uint64_t>(t)) softmax_row_stats(logits + i * vocab, vocab, ms[2 * i], ms[2 * i + 1]);
 }
 
 __global__ void cross_entropy_back_kernel(const float* logits, const int32_t* targets, int64_t t, int64_t vocab,

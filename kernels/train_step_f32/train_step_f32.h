@@ -252,8 +252,41 @@ SDC_HD Pair swiglu_back(float g, float u, float dz) {  // {dg, du}
   return {(dz * u) * silu_grad(g), dz * silu(g)};
 }
 
-// ---- RMSNorm backward element --------------------------------------------------------------------------
+// ---- RMSNorm ------------------------------------------------------------------------------------------
 SDC_HD float rmsnorm_dx(float gw, float xh, float c, float inv) { return fmaf(-xh, c, gw) * inv; }
+
+// One row of the forward (rmsnorm_f32's formula): y = (x * inv) * w; returns inv.
+SDC_HD float rmsnorm_row(const float* x, const float* w, int64_t cols, float* y) {
+  const float ss = pairwise_sum([x](uint32_t j) { return x[j] * x[j]; }, static_cast<uint32_t>(cols));
+  const float ms = ss / static_cast<float>(cols);
+  const float inv = 1.0f / sqrtf(ms + RMS_EPS);
+  for (int64_t j = 0; j < cols; ++j) y[j] = (x[j] * inv) * w[j];
+  return inv;
+}
+
+// One row of the backward's dx (RMSNORM BACKWARD above), from the row's x, dy and the forward's inv.
+SDC_HD void rmsnorm_back_row(const float* x, const float* dy, const float* w, float inv, int64_t cols, float* dx) {
+  const float dot =
+      pairwise_sum([&](uint32_t j) { return (dy[j] * w[j]) * (x[j] * inv); }, static_cast<uint32_t>(cols));
+  const float c = dot / static_cast<float>(cols);
+  for (int64_t j = 0; j < cols; ++j) dx[j] = rmsnorm_dx(dy[j] * w[j], x[j] * inv, c, inv);
+}
+
+// dw[j]: the chain over rows of dy[r][j] * xh[r][j].
+SDC_HD float rmsnorm_dw(const float* x, const float* inv, const float* dy, int64_t rows, int64_t cols, int64_t j) {
+  float acc = +0.0f;
+  for (int64_t r = 0; r < rows; ++r) acc = fmaf(dy[r * cols + j], x[r * cols + j] * inv[r], acc);
+  return acc;
+}
+
+// ---- cross-entropy ------------------------------------------------------------------------------------
+// m and s of one logits row (cross_entropy_f32's order): m = fold_max(x), s = pairwise_sum(sdc_expf(x - m)).
+SDC_HD void softmax_row_stats(const float* x, int64_t vocab, float& m, float& s) {
+  const auto n = static_cast<uint32_t>(vocab);
+  m = fold_max([x](uint32_t j) { return x[j]; }, n);
+  const float mm = m;
+  s = pairwise_sum([x, mm](uint32_t j) { return sdc_expf(x[j] - mm); }, n);
+}
 
 // ---- optimizers ----------------------------------------------------------------------------------------
 // beta^t by the left fold of multiplications (t >= 1).

@@ -80,32 +80,13 @@ SDC_PLAIN void matmul_dw(const float* x, const float* dy, int64_t t, int64_t k, 
 }
 
 SDC_PLAIN void rmsnorm(const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float ss = pairwise_sum([xr](uint32_t j) { return xr[j] * xr[j]; }, static_cast<uint32_t>(cols));
-    const float ms = ss / static_cast<float>(cols);
-    const float iv = 1.0f / std::sqrt(ms + RMS_EPS);
-    inv[r] = iv;
-    for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = (xr[j] * iv) * w[j];
-  }
+  for (int64_t r = 0; r < rows; ++r) inv[r] = rmsnorm_row(x + r * cols, w, cols, y + r * cols);
 }
 
 SDC_PLAIN void rmsnorm_back(const float* x, const float* w, const float* inv, const float* dy, int64_t rows,
                             int64_t cols, float* dx, float* dw) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float* dyr = dy + r * cols;
-    const float iv = inv[r];
-    const float dot =
-        pairwise_sum([&](uint32_t j) { return (dyr[j] * w[j]) * (xr[j] * iv); }, static_cast<uint32_t>(cols));
-    const float c = dot / static_cast<float>(cols);
-    for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = rmsnorm_dx(dyr[j] * w[j], xr[j] * iv, c, iv);
-  }
-  for (int64_t j = 0; j < cols; ++j) {
-    float acc = +0.0f;
-    for (int64_t r = 0; r < rows; ++r) acc = std::fma(dy[r * cols + j], x[r * cols + j] * inv[r], acc);
-    dw[j] = acc;
-  }
+  for (int64_t r = 0; r < rows; ++r) rmsnorm_back_row(x + r * cols, dy + r * cols, w, inv[r], cols, dx + r * cols);
+  for (int64_t j = 0; j < cols; ++j) dw[j] = rmsnorm_dw(x, inv, dy, rows, cols, j);
 }
 
 SDC_PLAIN void rope(const float* x, int64_t t, int64_t heads, const RopeTables& tab, float* y, bool back) {
@@ -196,19 +177,11 @@ SDC_PLAIN void swiglu_back(const float* g, const float* u, const float* dz, int6
   }
 }
 
-// m and s of one logits row (cross_entropy_f32's order)
-SDC_PLAIN void softmax_stats(const float* x, int64_t vocab, float& m, float& s) {
-  const auto n = static_cast<uint32_t>(vocab);
-  m = fold_max([x](uint32_t j) { return x[j]; }, n);
-  const float mm = m;
-  s = pairwise_sum([x, mm](uint32_t j) { return sdc_expf(x[j] - mm); }, n);
-}
-
 SDC_PLAIN void cross_entropy(const float* logits, const int32_t* targets, int64_t t, int64_t vocab, float* loss) {
   for (int64_t i = 0; i < t; ++i) {
     const float* x = logits + i * vocab;
     float m, s;
-    softmax_stats(x, vocab, m, s);
+    softmax_row_stats(x, vocab, m, s);
     loss[i] = (m + sdc_logf(s)) - x[targets[i]];
   }
 }
@@ -218,7 +191,7 @@ SDC_PLAIN void cross_entropy_back(const float* logits, const int32_t* targets, i
   for (int64_t i = 0; i < t; ++i) {
     const float* x = logits + i * vocab;
     float m, s;
-    softmax_stats(x, vocab, m, s);
+    softmax_row_stats(x, vocab, m, s);
     for (int64_t j = 0; j < vocab; ++j) {
       float p = sdc_expf(x[j] - m) / s;
       if (j == targets[i]) p = p - 1.0f;
