@@ -109,9 +109,9 @@ int main(int argc, char** argv) {
   run->add_option(
       "--inject", ra.inject,
       "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I]"
-      "[,persist=once|always|input|1/K] (repeatable); persist= makes a CPU fault repeat (always; input: only on "
-      "the case's own inputs; 1/K: every K-th computation) for --retest-on-failure; on a GPU, unit=SM flips the "
-      "element's offset in every tile that SM computes; a "
+      "[,persist=once|always|input|1/K] (repeatable); persist= makes a fault repeat (always; input: only on "
+      "the case's own inputs; 1/K: every K-th computation) for --retest-on-failure (on a GPU with unit=SM); on a "
+      "GPU, unit=SM flips the element's offset in every tile that SM computes; a "
       "training-step replay (train_step_f32) also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the "
       "flip of element N of that submodule's output, inside the replay, on the unit; the run is marked as "
       "injected in every output");
@@ -131,7 +131,9 @@ int main(int argc, char** argv) {
                   "after a test fails on a unit, compute its failing tiles again N times on that unit and on its "
                   "neighbours (same core, same package), with the same inputs and with fresh seeds, and classify "
                   "the unit: persistent, intermittent (a rate) or not reproduced, input-dependent or not. Default: 0 "
-                  "in boot, 3 in the profiles that fill their budget (standard, burnin). CPUs only for now")
+                  "in boot, 3 in the profiles that fill their budget (standard, burnin). On a GPU the unit is an SM: "
+                  "the whole case runs again N times (the other SMs are its neighbours) and N times with fresh "
+                  "seeds, checked against the host CPU; a case whose kernels span the GPU is not retested")
       ->check(CLI::Range(0, 100));
   run->add_flag("--digests", ra.digests,
                 "keep every tile's digest of each test's last complete iteration in the JSON report (for 'diff')");

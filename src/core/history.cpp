@@ -206,6 +206,13 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
       f.sms = t.units_failed;
       std::sort(f.sms.begin(), f.sms.end());
       f.signatures = signatures(t, -1, true);
+      // The GPU's classification: the worst of its SMs' retests.
+      auto rank = [](const std::string& c) {
+        return c == "persistent" ? 3 : c == "intermittent" ? 2 : c.empty() ? 0 : 1;
+      };
+      for (const UnitRetest& u : t.retests)
+        if (u.same_seed_runs > 0 && rank(u.classification()) > rank(f.classification))
+          f.classification = u.classification();
       rec.failures.push_back(f);
       screened.insert(f.unit);
       if (!rec.units.count(f.unit)) rec.units[f.unit] = f.result;

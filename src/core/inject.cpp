@@ -168,8 +168,8 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
                        problem->output_elements());
   }
   if (gpus) {
-    if (inj.persist_every > 0)
-      return "persist= is a CPU drill: the CUDA backend does not retest a failure yet (docs/fleet.md)";
+    if (inj.persist_every > 0 && (inj.input || !inj.submodule.empty()))
+      return "persist= on a GPU repeats an output drill on an SM (target=output, unit=SM)";
     if (inj.crash) return "action=crash is a CPU drill (a GPU whose context is lost is drilled by the emulated device)";
     if (gpus->empty()) return "no GPU is selected";
     if (inj.device < 0) inj.device = gpus->front().index;

@@ -12,7 +12,8 @@
 //                      on a GPU, the SM: every tile that SM computes gets the flip at the element's offset
 //   device=N           on a GPU (--backend cuda), the device (default: the first selected)
 //   iteration=N        the iteration at which it happens (default 0)
-//   persist=P          how the fault repeats, for the retest of a failure (--retest-on-failure; CPUs):
+//   persist=P          how the fault repeats, for the retest of a failure (--retest-on-failure; CPUs, and on a
+//                      GPU an output drill on an SM):
 //                        once     at iteration N only, never again (default): a retest does not reproduce it
 //                        always   every computation of the case by its unit from iteration N on, every
 //                                 retest too, whatever the inputs: a stuck fault (needs unit=)

@@ -46,18 +46,24 @@ struct UnitSpeed {
 // wrong, computed again N times by it with the case's own inputs, N times by each sibling (the other
 // logical CPUs of its core, or another core of its package), and N times with fresh seeds by it and by a
 // unit that did not fail, compared with each other. A test's retests come from its first failing round.
+// On a GPU (device >= 0) the unit is an SM: every retest run recomputes the whole case, the SM's failing
+// tiles are those it computed in that run, its sibling is the rest of the GPU (unit -1, "other SMs of the
+// GPU"), and fresh seeds are compared with the host CPU's computation of its tiles (fresh_reference -1,
+// fresh_on_host).
 struct SiblingRetest {
   int unit = -1;
-  std::string relation;  // "same core", "same package"
+  std::string relation;  // "same core", "same package"; on a GPU "other SMs of the GPU"
   int runs = 0, failed = 0;
 };
 struct UnitRetest {
-  int unit = -1;       // logical CPU
+  int device = -1;     // the GPU (its CUDA index, cuda:N) whose SM `unit` is; -1: a CPU
+  int unit = -1;       // logical CPU, or SM
   uint64_t tiles = 0;  // the failing tiles it computed again, each run (at most RETEST_TILES)
   int same_seed_runs = 0, same_seed_failed = 0;
   int same_bits = 0;  // same-seed runs whose every tile came out wrong exactly as in the failure
   int fresh_seed_runs = 0, fresh_seed_failed = 0;
-  int fresh_reference = -1;  // the unit whose results the fresh seeds were compared with; -1: none (one CPU)
+  int fresh_reference = -1;    // the unit whose results the fresh seeds were compared with; -1: none (one CPU)
+  bool fresh_on_host = false;  // a GPU's: compared with the host CPU's computation of the same tiles
   std::vector<SiblingRetest> siblings;
   bool complete = true;  // false: a stop, the time budget or the watchdog cut it short
   // persistent: failed every same-seed run with the same bits; intermittent: failed some (rate);
@@ -68,6 +74,10 @@ struct UnitRetest {
   int input_dependent() const;
 };
 constexpr uint64_t RETEST_TILES = 8;
+// The data seed of a retest's k-th fresh run (k from 0), the same on every backend.
+inline uint64_t fresh_retest_seed(uint64_t data_seed, int k) {
+  return mix64(data_seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)));
+}
 
 struct TestResult {
   std::string id, family, mode, distribution;
@@ -78,7 +88,7 @@ struct TestResult {
   bool not_applicable = false;  // skip: the device lacks what the case needs (does not make the run inconclusive)
   int iterations_planned = 0;
   int iterations_done = 0;
-  uint64_t tiles = 0;  // per iteration
+  uint64_t tiles = 0;             // per iteration
   bool tiles_without_sm = false;  // GPU: its kernels do not say which SM computed a tile (a library's, a replay's)
   double duration_s = 0;
   double gflops = 0;

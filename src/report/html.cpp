@@ -32,6 +32,7 @@ std::string runs_failed(const json& j) {
 std::string retest_unit(const json& u) {
   if (!u.is_object()) return u.is_null() ? "-" : text_of(u);
   if (str(u, "kind") == "sm") return fmt::format("cuda:{} sm {}", text_of(field(u, "device")), text_of(field(u, "sm")));
+  if (str(u, "kind") == "gpu") return fmt::format("cuda:{}", text_of(field(u, "device")));
   return "cpu " + text_of(field(u, "cpu"));
 }
 

@@ -83,8 +83,10 @@ namespace {
 // A failing unit's retest, for people: its classification, what it rests on, and its neighbours.
 std::string retest_text(const UnitRetest& u) {
   const char* cls = u.classification();
-  std::string s = fmt::format("  retest on cpu {} ({} failing tile(s), {} run(s) each way): {}", u.unit, u.tiles,
-                              u.same_seed_runs, cls);
+  const std::string who =
+      u.device >= 0 ? fmt::format("cuda:{} SM {}", u.device, u.unit) : fmt::format("cpu {}", u.unit);
+  std::string s =
+      fmt::format("  retest on {} ({} failing tile(s), {} run(s) each way): {}", who, u.tiles, u.same_seed_runs, cls);
   if (u.same_seed_runs > 0) {
     if (std::string(cls) == "intermittent") s += fmt::format(", rate {:.2f}", u.rate());
     s += fmt::format(" ({} of {} failed again, {} with the same bits)", u.same_seed_failed, u.same_seed_runs,
@@ -92,17 +94,19 @@ std::string retest_text(const UnitRetest& u) {
   }
   const int dep = u.input_dependent();
   if (u.fresh_seed_runs > 0)
-    s += fmt::format("; fresh seeds: {} of {} failed against cpu {}{}", u.fresh_seed_failed, u.fresh_seed_runs,
-                     u.fresh_reference,
+    s += fmt::format("; fresh seeds: {} of {} failed against {}{}", u.fresh_seed_failed, u.fresh_seed_runs,
+                     u.fresh_on_host ? std::string("the host CPU") : fmt::format("cpu {}", u.fresh_reference),
                      dep == 1   ? ": input-dependent"
                      : dep == 0 ? ": not input-dependent"
                                 : "");
-  else if (u.fresh_reference < 0 && u.complete)
-    s += "; fresh seeds not run (no unit that passed to compare with, or --max-memory)";
+  else if (u.fresh_reference < 0 && !u.fresh_on_host && u.complete)
+    s += u.device >= 0 ? "; fresh seeds not run (no room on the GPU for a second copy, or --max-memory)"
+                       : "; fresh seeds not run (no unit that passed to compare with, or --max-memory)";
   if (!u.complete) s += "; cut short (a stop, the time budget or the watchdog)";
   s += "\n";
   for (const SiblingRetest& x : u.siblings)
-    s += fmt::format("    neighbour cpu {} ({}): {} of {} failed\n", x.unit, x.relation, x.failed, x.runs);
+    s += x.unit < 0 ? fmt::format("    neighbours ({}): {} of {} runs failed\n", x.relation, x.failed, x.runs)
+                    : fmt::format("    neighbour cpu {} ({}): {} of {} failed\n", x.unit, x.relation, x.failed, x.runs);
   return s;
 }
 
@@ -416,20 +420,22 @@ nlohmann::json retest_json(const UnitRetest& u) {
   using json = nlohmann::json;
   json sib = json::array();
   for (const SiblingRetest& x : u.siblings)
-    sib.push_back({{"unit", {{"kind", "cpu"}, {"cpu", x.unit}}},
-                   {"relation", x.relation},
-                   {"runs", x.runs},
-                   {"failed", x.failed}});
+    sib.push_back(
+        {{"unit", x.unit < 0 ? json{{"kind", "gpu"}, {"device", u.device}} : json{{"kind", "cpu"}, {"cpu", x.unit}}},
+         {"relation", x.relation},
+         {"runs", x.runs},
+         {"failed", x.failed}});
   const int dep = u.input_dependent();
-  return {{"unit", {{"kind", "cpu"}, {"cpu", u.unit}}},
+  const json compared = u.fresh_on_host          ? json{{"kind", "host"}}
+                        : u.fresh_reference >= 0 ? json{{"kind", "cpu"}, {"cpu", u.fresh_reference}}
+                                                 : json();
+  return {{"unit", u.device >= 0 ? json{{"kind", "sm"}, {"device", u.device}, {"sm", u.unit}}
+                                 : json{{"kind", "cpu"}, {"cpu", u.unit}}},
           {"classification", u.classification()},
           {"rate", u.rate()},
           {"tiles", u.tiles},
           {"same_seed", {{"runs", u.same_seed_runs}, {"failed", u.same_seed_failed}, {"same_bits", u.same_bits}}},
-          {"fresh_seeds",
-           {{"runs", u.fresh_seed_runs},
-            {"failed", u.fresh_seed_failed},
-            {"compared_with", u.fresh_reference >= 0 ? json{{"kind", "cpu"}, {"cpu", u.fresh_reference}} : json()}}},
+          {"fresh_seeds", {{"runs", u.fresh_seed_runs}, {"failed", u.fresh_seed_failed}, {"compared_with", compared}}},
           {"input_dependent", dep < 0 ? json() : json(dep == 1)},
           {"siblings", sib},
           {"complete", u.complete}};

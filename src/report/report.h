@@ -10,7 +10,7 @@ namespace sdc {
 // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures;
 // 6: per-tile digests (run --digests)
 // 7: throughput; 8: retest (--retest-on-failure) and the drills' persist
-constexpr int REPORT_SCHEMA_VERSION = 8;
+constexpr int REPORT_SCHEMA_VERSION = 9;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

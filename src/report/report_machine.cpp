@@ -67,7 +67,7 @@ std::map<std::string, UnitClass> unit_classes(const RunResult& r) {
   for (const TestResult& t : r.tests)
     for (const UnitRetest& u : t.retests) {
       if (u.same_seed_runs == 0) continue;  // not retested after all (cut short before its first run)
-      UnitClass& c = out[fmt::format("cpu{}", u.unit)];
+      UnitClass& c = out[u.device >= 0 ? fmt::format("gpu{}/sm{}", u.device, u.unit) : fmt::format("cpu{}", u.unit)];
       if (c.cls.empty() || class_rank(u.classification()) > class_rank(c.cls)) c.cls = u.classification();
       c.rate = std::max(c.rate, u.rate());
     }

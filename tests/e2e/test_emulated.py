@@ -7,6 +7,8 @@ GPU can, is in docs/gpu.md.
   test_emulated.py battery   every exact and exact-integer battery case matches its goldens bit for bit
   test_emulated.py runner    drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
                              consensus, the watchdog and interruption, on one to four emulated GPUs
+  test_emulated.py retest    --retest-on-failure on a GPU: persistent, input-dependent, one-off and intermittent
+                             SM faults (persist= drills) classified, in JSON, text, Prometheus and NPD
   test_emulated.py replay    the training-step replay's device side: drills inside a submodule found and
                              localized as on a CPU, with the CPU's own numbers; level 3's divergence step
 """
@@ -301,5 +303,67 @@ def replay():
     F.finish()
 
 
+def retest():
+    """--retest-on-failure on an emulated GPU: an SM drill that repeats (persist=) is classified as the drill
+    makes it, the rest of the GPU is its sibling and the fresh seeds are checked against the host; the report
+    validates against the schema and the NPD line and Prometheus carry the classification."""
+    F = Failures("e2e_emu_retest")
+    gemm = "gemm_bf16_exactint.uniform_256x192x512"  # 12 tiles, block b on SM b % 4: SM 1 computes tiles 1, 5, 9
+    with open(SCHEMA) as f:
+        validator = jsonschema.Draft202012Validator(json.load(f))
+    want = {  # persist= -> classification, same-seed failures, fresh-seed failures, input_dependent
+        "always": ("persistent", 3, 3, False),
+        "input": ("persistent", 3, 0, True),
+        "once": ("not reproduced", 0, 0, None),
+        "1/2": ("intermittent", 2, 1, False),  # fires at iterations 0, retests 2 and 4 (counted 0, 1, 2, ...)
+    }
+    for persist, (cls, same_failed, fresh_failed, dep) in want.items():
+        spec = f"case={gemm},element=5,bit=3,unit=1,device=1,persist={persist}"
+        code, report, err = run_json("--backend", "emulated:sm_90x4,sm_90x4", "--profile", "boot", "--enable", gemm,
+                                     "--inject", spec, "--retest-on-failure", "3")
+        errs = list(validator.iter_errors(report or {}))
+        F.check(code == 1 and not errs, f"{persist}: exit {code}, schema {[e.message for e in errs[:3]]}: {err[-300:]}")
+        t = by_device(report, gemm)
+        F.check(t.get("cuda:0", {}).get("result") == "pass" and "retest" not in t.get("cuda:0", {}),
+                f"{persist}: GPU 0 {t.get('cuda:0', {}).get('result')}")
+        rt = t.get("cuda:1", {}).get("retest") or [{}]
+        x = rt[0]
+        F.check(len(rt) == 1 and x.get("unit") == {"kind": "sm", "device": 1, "sm": 1} and x.get("tiles") == 3,
+                f"{persist}: retest {rt}")
+        F.check(x.get("classification") == cls and x.get("same_seed", {}).get("runs") == 3
+                and x.get("same_seed", {}).get("failed") == same_failed
+                and x.get("same_seed", {}).get("same_bits") == same_failed,
+                f"{persist}: {x.get('classification')} {x.get('same_seed')}, want {cls} with {same_failed} of 3")
+        fs = x.get("fresh_seeds", {})
+        F.check(fs.get("runs") == 3 and fs.get("failed") == fresh_failed and fs.get("compared_with") == {"kind": "host"}
+                and x.get("input_dependent") == dep, f"{persist}: fresh seeds {fs}, input_dependent "
+                f"{x.get('input_dependent')}, want {fresh_failed} failed, {dep}")
+        F.check(x.get("siblings") == [{"unit": {"kind": "gpu", "device": 1}, "relation": "other SMs of the GPU",
+                                       "runs": 3, "failed": 0}] and x.get("complete") is True,
+                f"{persist}: siblings {x.get('siblings')}")
+    # The other outputs of a persistent SM fault.
+    spec = f"case={gemm},element=5,bit=3,unit=1,persist=always"
+    with tempfile.TemporaryDirectory() as d:
+        prom = os.path.join(d, "s.prom")
+        p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot",
+                                                   "--enable", gemm, "--inject", spec, "--retest-on-failure", "2",
+                                                   "--prometheus", prom])], capture_output=True, text=True, timeout=600)
+        F.check(p.returncode == 1 and "retest on cuda:0 SM 1 (3 failing tile(s), 2 run(s) each way): persistent" in p.stdout
+                and "against the host CPU: not input-dependent" in p.stdout
+                and "neighbours (other SMs of the GPU): 0 of 2 runs failed" in p.stdout, f"text:\n{p.stdout[-1500:]}")
+        line = 'sdcscreen_device_fault_class{device="gpu0/sm1",class="persistent"} 1'
+        F.check(os.path.exists(prom) and line in open(prom).read(), f"no '{line}' in the Prometheus file")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot", "--enable",
+                                               gemm, "--inject", spec, "--retest-on-failure", "2", "--npd"])],
+                       capture_output=True, text=True, timeout=600)
+    F.check(p.stdout.strip() == f"SDC: gpu0/sm1 persistent gemm_bf16_exactint [drill]", f"npd: {p.stdout.strip()!r}")
+    # Refused: a GPU input drill cannot repeat on one SM.
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--enable", gemm, "--inject",
+                                               f"case={gemm},target=input,tensor=a,element=0,bit=3,unit=1,persist=always",
+                                               "-q"])], capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 64 and p.stderr.strip(), f"persist= on a GPU input drill: exit {p.returncode}, {p.stderr.strip()[:300]}")
+    F.finish()
+
+
 if __name__ == "__main__":
-    {"battery": battery, "runner": runner, "replay": replay}[sys.argv[1]]()
+    {"battery": battery, "runner": runner, "replay": replay, "retest": retest}[sys.argv[1]]()

@@ -98,7 +98,7 @@ class Retester {
     for (int k = 0; k < n; ++k) {
       if (!time_left()) return false;
       Case fresh = c;
-      fresh.data_seed = mix64(c.data_seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)));
+      fresh.data_seed = fresh_retest_seed(c.data_seed, k);
       auto st = std::make_unique<CaseState>();
       st->problem = find_family(c.family)->prepare(fresh);
       const JobEnd gen = generate_inputs(env_.pool, env_.stop, *st);

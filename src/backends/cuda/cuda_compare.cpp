@@ -126,6 +126,7 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
     if (u) ++u->failed_tiles;
     if (u && std::find(r.units_failed.begin(), r.units_failed.end(), sm) == r.units_failed.end())
       r.units_failed.push_back(sm);
+    if (u && ref.kind == Reference::golden) dc.wrong[sm].emplace(t, dc.host_digests[t]);
     if (r.time_to_fail_s < 0) r.time_to_fail_s = sh.run->elapsed_s();
     if (ref.kind != Reference::golden) {
       std::vector<float>& expected = expected_cache[t];

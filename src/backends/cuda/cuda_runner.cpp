@@ -17,8 +17,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "../../core/inject.h"
 #include "../../spec/digest.h"
 #include "cuda_backend.h"
 #include "runner_state.h"
@@ -96,11 +98,16 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   return false;
 }
 
-IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it) {
+// The faults of iteration `it`, or (retest) of a retest run with the case's own inputs or fresh ones: an output
+// drill that repeats (persist=) fires as fires_now says; every other drill at its iteration only.
+IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it, bool retest = false,
+                           bool fresh = false) {
   const Problem& p = *dc.problem;
   IterationFaults f;
   for (Injection& inj : sh.run->result.injections) {
-    if (inj.case_id != c.id || inj.iteration != it || inj.device != g.info.index) continue;
+    if (inj.case_id != c.id || inj.device != g.info.index) continue;
+    const bool output = !inj.hang && !inj.input && inj.submodule.empty();
+    if (output ? (f.output || !fires_now(inj, it, retest, fresh)) : (retest || inj.iteration != it)) continue;
     if (inj.hang)
       f.hang = &inj;
     else if (!inj.submodule.empty()) {
@@ -266,6 +273,15 @@ class GpuExecutor final : public Executor {
     return ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
   }
 
+  // One retest run of dc (the case's own buffers, or a fresh seed's) with the faults a retest fires; false
+  // when the watchdog gave up (the GPU is then stuck).
+  bool retest_run(const Case& c, DeviceCase& dc, bool fresh) {
+    const IterationFaults f = faults_for(sh_, g_, c, dc, -1, true, fresh);
+    if (run_device_iteration(g_, dc, f, deadline_after(work_, g_.rt->slowness()))) return true;
+    g_.stuck = true;
+    return false;
+  }
+
   bool run_iteration(const Case& c, int it, TestResult& r) override {
     faults_ = faults_for(sh_, g_, c, *dc_, it);
     const auto it_start = Clock::now();
@@ -284,6 +300,108 @@ class GpuExecutor final : public Executor {
   void compare(const Case&, int it, TestResult& r) override {
     compare_iteration(sh_, g_, *dc_, faults_, it, ref_, expected_cache_, ws_, r);
   }
+  // --retest-on-failure N on a GPU: the whole case N more times with its own inputs (every SM computes again,
+  // so one batch of runs retests every failing SM and counts the rest of the GPU as its sibling), then N times
+  // with fresh seeds, each failing SM's tiles of that run checked against the host CPU's computation of them.
+  // A tile may land on another SM in another run: an SM's tiles are those it computed in that run, and its
+  // same bits are judged on the failing tiles it computed again.
+  void retest(const Case& c, TestResult& r) override {
+    const int n = sh_.run->opt.retest;
+    if (ref_.kind != Reference::golden) {
+      r.notes.push_back(fmt::format("not retested: judged by {}, not by a golden", r.judged_by));
+      return;
+    }
+    std::map<int, UnitRetest> us;
+    for (const auto& [sm, tiles] : dc_->wrong) {
+      if (std::any_of(r.retests.begin(), r.retests.end(), [sm](const UnitRetest& x) { return x.unit == sm; })) continue;
+      UnitRetest& u = us[sm];
+      u.device = g_.info.index;
+      u.unit = sm;
+      u.tiles = std::min<uint64_t>(tiles.size(), RETEST_TILES);
+      u.siblings.push_back({-1, "other SMs of the GPU", 0, 0});
+    }
+    if (us.empty()) return;
+    const std::vector<uint64_t>& golden = *ref_.digests;
+    const uint64_t tiles = dc_->problem->tile_count();
+    const auto time_left = [&] { return !sh_.run->stopping() && !g_.stuck && Clock::now() < sh_.run->deadline; };
+    bool complete = true;
+    for (int k = 0; k < n && complete; ++k) {  // the case's own inputs
+      if (!time_left() || !retest_run(c, *dc_, false)) {
+        complete = false;
+        break;
+      }
+      std::set<int> failed;
+      for (uint64_t t = 0; t < tiles; ++t)
+        if (dc_->host_digests[t] != golden[t]) failed.insert(static_cast<int>(dc_->host_sm[t]));
+      for (auto& [sm, u] : us) {
+        const bool fails = failed.count(sm) > 0;
+        bool same = fails;
+        int checked = 0;
+        for (const auto& [t, digest] : dc_->wrong.at(sm))
+          if (checked++ < static_cast<int>(RETEST_TILES) && dc_->host_sm[t] == static_cast<uint32_t>(sm))
+            same = same && dc_->host_digests[t] == digest;
+        ++u.same_seed_runs;
+        u.same_seed_failed += fails;
+        u.same_bits += same;
+        ++u.siblings[0].runs;
+        u.siblings[0].failed += failed.size() > (fails ? 1u : 0u);
+      }
+    }
+    for (int k = 0; k < n && complete; ++k) {  // fresh seeds, against the host
+      if (!time_left()) {
+        complete = false;
+        break;
+      }
+      Case fresh = c;
+      fresh.data_seed = fresh_retest_seed(c.data_seed, k);
+      auto fc = std::make_unique<DeviceCase>();
+      TestResult scratch;
+      try {
+        if (!prepare_case(sh_, g_, fresh, *fc, sh_.run->opt.max_memory_bytes, scratch)) {
+          g_.stuck = true;
+          (void)fc.release();  // the watchdog gave up on it: a kernel may still write its buffers
+          complete = false;
+          break;
+        }
+      } catch (const std::runtime_error&) {
+        break;  // no room for a second copy: fresh seeds not run (the text says so)
+      }
+      if (!retest_run(fresh, *fc, true)) {
+        if (g_.stuck) fc->leak(), (void)fc.release();
+        complete = false;
+        break;
+      }
+      const auto tensors = fc->problem->inputs();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        fc->host_inputs.emplace_back(tensors[i].elements);
+        fc->problem->generate_input(i, 0, tensors[i].elements, fc->host_inputs[i].data());
+      }
+      std::vector<const float*> in;
+      for (const auto& v : fc->host_inputs) in.push_back(v.data());
+      const uint32_t te = fc->problem->tile_elements();
+      std::vector<float> expect(te);
+      for (auto& [sm, u] : us) {
+        bool fails = false;
+        uint64_t checked = 0;
+        for (uint64_t t = 0; t < tiles && checked < RETEST_TILES; ++t) {
+          if (fc->host_sm[t] != static_cast<uint32_t>(sm)) continue;
+          ++checked;
+          fc->problem->compute_tile(in.data(), t, expect.data(), ws_);
+          fails = fails || tile_digest(t, expect.data(), te) != fc->host_digests[t];
+        }
+        ++u.fresh_seed_runs;
+        u.fresh_seed_failed += fails;
+        u.fresh_on_host = true;
+      }
+    }
+    for (auto& [sm, u] : us) {
+      u.complete = complete;
+      r.retests.push_back(u);
+    }
+    std::sort(r.retests.begin(), r.retests.end(),
+              [](const UnitRetest& a, const UnitRetest& b) { return a.unit < b.unit; });
+  }
+
   void release_case() override {
     if (dc_ && (g_.stuck || !g_.dead.empty())) {
       dc_->leak();  // a kernel may still be running on them, or the context cannot free them

@@ -81,6 +81,8 @@ struct DeviceCase {
   std::vector<uint32_t> host_sm;
   uint64_t tiles_computed = 0;  // tiles whose SM the kernels recorded (all of them, unless the device samples)
   std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
+  // Per SM, the tiles it got wrong against the golden and their first wrong digests (for a retest).
+  std::map<int, std::map<uint64_t, uint64_t>> wrong;
   void leak() {
     for (DeviceBuffer& b : inputs) b.release();
     out.release();
