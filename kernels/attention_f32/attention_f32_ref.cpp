@@ -44,6 +44,10 @@ class AttentionProblem final : public Problem {
     fill_pattern(dist_, input_window(t, dist_), tensor_key(seed_, t), begin, end, dst);
   }
   uint64_t tile_count() const override { return static_cast<uint64_t>(h_ * (s_ / TILE_ROWS)); }
+  TileGrid tile_grid() const override {
+    return {static_cast<uint64_t>(h_), static_cast<uint64_t>(s_ / TILE_ROWS),
+            fmt::format("heads down, query rows across in blocks of {}", TILE_ROWS)};
+  }
   uint32_t tile_elements() const override { return static_cast<uint32_t>(TILE_ROWS * d_); }
 
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {

@@ -35,6 +35,10 @@ class AttentionGeometry : public Problem {
     return {{"q", n}, {"k", n}, {"v", n}};
   }
   uint64_t tile_count() const override { return static_cast<uint64_t>(h_ * (s_ / TILE_ROWS)); }
+  TileGrid tile_grid() const override {
+    return {static_cast<uint64_t>(h_), static_cast<uint64_t>(s_ / TILE_ROWS),
+            fmt::format("heads down, query rows across in blocks of {}", TILE_ROWS)};
+  }
   uint32_t tile_elements() const override { return static_cast<uint32_t>(TILE_ROWS * d_); }
   uint64_t output_elements() const override { return static_cast<uint64_t>(h_ * s_ * d_); }
   void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {

@@ -105,6 +105,7 @@ class ReplayProblem final : public Problem {
     std::fill(dst, dst + (end - begin), 0.0f);
   }
   uint64_t tile_count() const override { return replicas_; }
+  TileGrid tile_grid() const override { return {1, replicas_, "replicas (each a whole replay)"}; }
   uint32_t tile_elements() const override { return static_cast<uint32_t>(names_.size()); }
   void compute_tile(const float* const*, uint64_t, float* out, sdc::Workspace&) const override {
     replay(out, Path::fast, nullptr);

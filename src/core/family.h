@@ -49,6 +49,13 @@ struct Workspace {
   std::vector<float> h;
 };
 
+// Where the tiles lie over the output, for a picture of the failing ones: tile t at row t / cols, column
+// t % cols of a rows x cols grid, and what the two directions are.
+struct TileGrid {
+  uint64_t rows = 0, cols = 0;
+  std::string axes;
+};
+
 // A case prepared for computation: dimensions checked, tile geometry known.
 class Problem {
  public:
@@ -68,6 +75,8 @@ class Problem {
   virtual uint64_t logical_element(uint64_t tile, uint32_t offset) const = 0;
   virtual std::string element_name(uint64_t element) const = 0;
   virtual std::string tile_name(uint64_t tile) const = 0;
+  // The tiles over the output (default: one row, in index order).
+  virtual TileGrid tile_grid() const { return {1, tile_count(), "tiles in index order"}; }
   // Multiply-adds (or comparable operations) per tile, for throughput figures.
   virtual double tile_flops() const = 0;
   // A fault injected inside the computation of a tile (--inject submodule=...: the training-step replay),

@@ -37,6 +37,10 @@ class GemmTiles : public Problem {
     return fmt::format("C[{}:{}][{}:{}]", r0, r0 + T, c0, c0 + T);
   }
   double tile_flops() const override { return 2.0 * T * T * static_cast<double>(k_); }
+  TileGrid tile_grid() const override {
+    return {static_cast<uint64_t>(m_ / T), static_cast<uint64_t>(n_ / T),
+            "C in 64 x 64 blocks: rows of C down, columns across"};
+  }
 
  protected:
   int64_t row0(uint64_t tile) const { return row_block(tile) * T; }

@@ -90,6 +90,7 @@ struct TestResult {
   int iterations_done = 0;
   uint64_t tiles = 0;             // per iteration
   bool tiles_without_sm = false;  // GPU: its kernels do not say which SM computed a tile (a library's, a replay's)
+  TileGrid tile_grid;             // where the tiles lie over the output (rows 0: the test did not run)
   double duration_s = 0;
   double gflops = 0;
   double time_to_fail_s = -1;  // since the run started; -1: did not fail

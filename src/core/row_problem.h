@@ -12,6 +12,9 @@ namespace sdc {
 class RowTiledProblem : public Problem {
  public:
   uint64_t tile_count() const override { return static_cast<uint64_t>(rows_ / rows_per_tile_); }
+  TileGrid tile_grid() const override {
+    return {tile_count(), 1, fmt::format("the input's rows in blocks of {}, top to bottom", rows_per_tile_)};
+  }
   uint32_t tile_elements() const override { return static_cast<uint32_t>(rows_per_tile_ * per_row_ + extra_); }
   uint64_t output_elements() const override {
     return static_cast<uint64_t>(rows_ * per_row_) + tile_count() * static_cast<uint64_t>(extra_);

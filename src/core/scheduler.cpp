@@ -43,6 +43,7 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
     if (ex.prepare(c, r)) {
       prepared = true;
       r.tiles = ex.tiles();
+      r.tile_grid = ex.tile_grid();
       if (first_round) iterations = std::max(iterations, ex.coverage_iterations(r.tiles));
       iterations = std::max(iterations, ex.minimum_iterations(r));
       const int first = r.iterations_done;

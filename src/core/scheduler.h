@@ -112,6 +112,7 @@ class Executor {
   // The prepared case: tiles per iteration and operations per tile.
   virtual uint64_t tiles() const = 0;
   virtual double tile_flops() const = 0;
+  virtual TileGrid tile_grid() const { return {1, tiles(), "tiles in index order"}; }
   // Iterations after which every unit has computed a tile of a case with `tiles` tiles.
   virtual int coverage_iterations(uint64_t tiles) const = 0;
   // At least this many iterations when a case starts (a GPU's consensus needs two runs).

@@ -24,43 +24,45 @@ std::string miscompare_unit(const json& m) {
                                 : fmt::format("cpu {}", num(u, "cpu"));
 }
 
-// The failing tiles over the output: tiles in index order, row by row (the family's own tile order; docs/
-// families.md says how a tile maps to rows and columns). A case with very many tiles folds them into at
-// most MAX_CELLS cells, each covering a run of consecutive tiles.
+// The failing tiles over the output, where the report's tile_grid puts them (tile t at row t / cols, column
+// t % cols: the output's own rows and columns, or heads and query blocks), else in index order row by row. A
+// large grid folds blocks of fr x fc tiles into one cell, at most MAX_SIDE cells each way.
 std::string tile_map(const json& t) {
-  constexpr int64_t MAX_CELLS = 4096, MAX_COLUMNS = 64, WIDTH = 512;
+  constexpr int64_t MAX_SIDE = 64, WIDTH = 512;
   std::map<int64_t, int64_t> failing;  // listed tile -> differing elements listed
   for (const json& m : arr(t, "miscompares"))
     if (num(m, "tile", -1) >= 0) ++failing[num(m, "tile")];
   int64_t tiles = num(t, "tiles");
   if (!failing.empty()) tiles = std::max(tiles, failing.rbegin()->first + 1);
   if (tiles <= 0) return "";
-  const int64_t per_cell = (tiles + MAX_CELLS - 1) / MAX_CELLS;
-  const int64_t cells = (tiles + per_cell - 1) / per_cell;
-  const int64_t columns = std::min<int64_t>(
-      MAX_COLUMNS, std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(cells))))));
-  const int64_t rows = (cells + columns - 1) / columns;
-  const int64_t size = std::clamp<int64_t>(WIDTH / columns, 4, 24);
+  const json& g = field(t, "tile_grid");
+  int64_t grid_rows = num(g, "rows", 0), grid_cols = num(g, "cols", 0);
+  std::string axes = str(g, "axes");
+  if (grid_rows <= 0 || grid_cols <= 0 || grid_rows * grid_cols < tiles) {  // no grid: index order, near square
+    grid_cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(tiles)))));
+    grid_rows = (tiles + grid_cols - 1) / grid_cols;
+    axes = "tiles in index order, row by row";
+  }
+  const int64_t fr = (grid_rows + MAX_SIDE - 1) / MAX_SIDE, fc = (grid_cols + MAX_SIDE - 1) / MAX_SIDE;
+  const int64_t rows = (grid_rows + fr - 1) / fr, columns = (grid_cols + fc - 1) / fc;
+  const int64_t size = std::clamp<int64_t>(WIDTH / std::max(rows, columns), 4, 24);
   const int64_t w = columns * size, h = rows * size;
-  std::string s = fmt::format(R"(<figure class="tiles"><figcaption>failing tiles of {} per iteration{}, in index )"
-                              R"(order, {} per row</figcaption>)",
-                              tiles, per_cell > 1 ? fmt::format(" (a cell is {} consecutive tiles)", per_cell) : "",
-                              columns * per_cell);
-  s +=
-      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w, h);
-  // The tiles that passed: full rows, then the last partial row.
-  const int64_t full = cells / columns, rest = cells % columns;
-  if (full) s += fmt::format(R"(<rect width="{}" height="{}" fill="#eeeeee"/>)", w, full * size);
-  if (rest) s += fmt::format(R"(<rect y="{}" width="{}" height="{}" fill="#eeeeee"/>)", full * size, rest * size, size);
-  if (size >= 6) {  // grid lines where they stay readable
+  std::string s = fmt::format(
+      R"(<figure class="tiles"><figcaption>failing tiles of {} per iteration: {} ({} x {}){}</figcaption>)", tiles,
+      esc(axes), grid_rows, grid_cols, fr * fc > 1 ? fmt::format(", a cell is {} x {} tiles", fr, fc) : "");
+  s += fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" data-rows="{}" data-cols="{}">)",
+      w, h, w, h, rows, columns);
+  s += fmt::format(R"(<rect width="{}" height="{}" fill="#eeeeee"/>)", w, h);  // the tiles that passed
+  if (size >= 6) {                                                             // grid lines where they stay readable
     for (int64_t c = 1; c < columns; ++c)
       s += fmt::format(R"(<line x1="{0}" y1="0" x2="{0}" y2="{1}" stroke="#ffffff"/>)", c * size, h);
     for (int64_t r = 1; r < rows; ++r)
       s += fmt::format(R"(<line x1="0" y1="{0}" x2="{1}" y2="{0}" stroke="#ffffff"/>)", r * size, w);
   }
-  std::map<int64_t, std::pair<std::vector<int64_t>, int64_t>> marked;  // cell -> tiles, elements
+  std::map<std::pair<int64_t, int64_t>, std::pair<std::vector<int64_t>, int64_t>> marked;  // cell -> tiles, elements
   for (const auto& [tile, n] : failing) {
-    auto& [list, elements] = marked[tile / per_cell];
+    auto& [list, elements] = marked[{tile / grid_cols / fr, tile % grid_cols / fc}];
     list.push_back(tile);
     elements += n;
   }
@@ -71,9 +73,10 @@ std::string tile_map(const json& t) {
       if (!ids.empty()) ids += ' ';
       ids += std::to_string(x);
     }
-    s += fmt::format(R"(<rect class="tile failed" data-tile="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
-                     R"(<title>tile {}: {} differing element(s) listed</title></rect>)",
-                     ids, (cell % columns) * size, (cell / columns) * size, size, size, TILE_COLOUR, ids, elements);
+    s += fmt::format(
+        R"(<rect class="tile failed" data-tile="{}" data-row="{}" data-col="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
+        R"(<title>tile {}: {} differing element(s) listed</title></rect>)",
+        ids, cell.first, cell.second, cell.second * size, cell.first * size, size, size, TILE_COLOUR, ids, elements);
   }
   return s + "</svg></figure>";
 }

@@ -574,6 +574,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                   (static_cast<double>(t.tiles) * t.iterations_done) / u.busy_s
                             : 0.0}});
     }
+    if (t.tile_grid.rows > 0)
+      jt["tile_grid"] = {{"rows", t.tile_grid.rows}, {"cols", t.tile_grid.cols}, {"axes", t.tile_grid.axes}};
     if (!t.retests.empty()) {
       jt["retest"] = json::array();
       for (const UnitRetest& u : t.retests) jt["retest"].push_back(retest_json(u));

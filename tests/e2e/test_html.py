@@ -165,6 +165,16 @@ def check_case(dom, report, case, device, name):
     marked = {int(x) for a in dom.having("tile", "failed") for x in a.get("data-tile", "").split()}
     F.check(marked == {m["tile"] for m in t.get("miscompares", [])},
             f"{name}: failing tiles on the page {sorted(marked)}, JSON {[m['tile'] for m in t.get('miscompares', [])]}")
+    # Each failing tile where the report's tile_grid puts it over the output (row t / cols, column t % cols,
+    # folded into cells of fr x fc tiles on a grid larger than 64 either way).
+    g = t.get("tile_grid")
+    F.check(g and g["rows"] * g["cols"] == t.get("tiles"), f"{name}: tile_grid {g} for {t.get('tiles')} tiles")
+    if g:
+        fr, fc = -(-g["rows"] // 64), -(-g["cols"] // 64)
+        for a in dom.having("tile", "failed"):
+            first = int(a.get("data-tile", "0").split()[0])
+            F.check((a.get("data-row"), a.get("data-col")) == (str(first // g["cols"] // fr), str(first % g["cols"] // fc)),
+                    f"{name}: tile {first} drawn at row {a.get('data-row')}, column {a.get('data-col')} of {g}")
     flips = [0] * 32
     for g in t.get("signatures", []):
         for b in range(32):

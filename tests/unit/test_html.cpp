@@ -137,6 +137,13 @@ TEST_CASE("html: 192 CPUs in two packages, each drawn once, grouped by package a
   CHECK(count(page, "id=\"units\" data-units=\"192\" data-failing-units=\"1\" data-failed-tiles=\"1\"") == 1);
   // The failing case: its tile, bit 20, the iteration it failed in.
   CHECK(count(page, "class=\"tile failed\" data-tile=\"17\"") == 1);
+  // Over the output: tile 17 of a 4 x 8 grid is at row 2, column 1; without a grid, in index order.
+  CHECK(count(page, "data-tile=\"17\" data-row=\"") == 1);
+  r["tests"].back()["tiles"] = 32;
+  r["tests"].back()["tile_grid"] = {{"rows", 4}, {"cols", 8}, {"axes", "C in 64 x 64 blocks"}};
+  const std::string gridded = sdc::render_html(r);
+  CHECK(count(gridded, "data-tile=\"17\" data-row=\"2\" data-col=\"1\"") == 1);
+  CHECK(count(gridded, "C in 64 x 64 blocks (4 x 8)") == 1);
   CHECK(count(page, "data-bit=\"20\" data-flips=\"1\"") == 1);
   CHECK(count(page, "data-flips=\"0\"") == 31);
   CHECK(count(page, "class=\"iteration\" data-iteration=\"1\" data-elements=\"1\"") == 1);

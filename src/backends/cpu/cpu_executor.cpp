@@ -368,6 +368,7 @@ class CpuExecutor final : public Executor {
     return JobEnd::finished;
   }
   uint64_t tiles() const override { return s_->problem->tile_count(); }
+  TileGrid tile_grid() const override { return s_->problem->tile_grid(); }
   double tile_flops() const override { return s_->problem->tile_flops(); }
   int coverage_iterations(uint64_t tiles) const override { return iterations_to_cover(pool_->size(), tiles); }
 

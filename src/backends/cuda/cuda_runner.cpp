@@ -266,6 +266,7 @@ class GpuExecutor final : public Executor {
     return true;
   }
   uint64_t tiles() const override { return dc_->problem->tile_count(); }
+  TileGrid tile_grid() const override { return dc_->problem->tile_grid(); }
   double tile_flops() const override { return dc_->problem->tile_flops(); }
   int coverage_iterations(uint64_t) const override { return 1; }  // every tile on the SMs the GPU chose
   // Consensus compares runs with each other: at least two, until a first run is kept.
