@@ -359,6 +359,25 @@ __global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {
 
 __global__ void zero_int_kernel(int* x) { *x = 0; }
 
+// ---- pacing ----------------------------------------------------------------------------------------------
+// Every launch of a computation goes through one Ticker: it stops launching once the runner's pacer says the
+// deadline passed, and calls the pacer every CHUNK launches (DeviceProblem::set_pacer says why).
+struct Ticker {
+  static constexpr int CHUNK = 256;
+  cuda::DeviceProblem::Pace pace = nullptr;
+  void* context = nullptr;
+  int queued = 0;
+  bool stopped = false;
+  template <class... P, class... A>
+  void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
+    if (stopped) return;
+    cuda::launch(what, kernel, grid, block, s, std::forward<A>(args)...);
+    if (++queued < CHUNK) return;
+    queued = 0;
+    if (pace && !pace(context)) stopped = true;
+  }
+};
+
 // ---- device memory of one replay ------------------------------------------------------------------------
 constexpr uint64_t ALIGN = 256;
 uint64_t aligned(uint64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
@@ -427,8 +446,9 @@ class DeviceDev {
  public:
   using Buf = DevBuf;
 
-  DeviceDev(const Config& c, Arena& arena, cudaStream_t s, bool run, const int32_t* tokens, const int32_t* targets)
-      : c_(c), arena_(arena), s_(s), run_(run), tokens_(tokens), targets_(targets) {}
+  DeviceDev(const Config& c, Arena& arena, Ticker& ticker, cudaStream_t s, bool run, const int32_t* tokens,
+            const int32_t* targets)
+      : c_(c), arena_(arena), ticker_(ticker), s_(s), run_(run), tokens_(tokens), targets_(targets) {}
 
   Sync* sync = nullptr;
   const BitFlip* flip = nullptr;
@@ -444,7 +464,7 @@ class DeviceDev {
     const auto count = static_cast<uint64_t>(n);
     if (flip && !flipped && sub.name == flip->submodule && at.output == flip->output && at.step == flip->step &&
         at.microbatch == flip->microbatch && flip->element >= 0 && flip->element < n) {
-      launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, flip->element, 1u << (flip->bit & 31));
+      ticker_.launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, flip->element, 1u << (flip->bit & 31));
       flipped = true;
     }
     if (!sync) return;
@@ -453,17 +473,17 @@ class DeviceDev {
     if (!site || site->sub != sub.index || site->microbatch != at.microbatch || site->output != at.output ||
         y.ref->outputs[y.k].size() != count)
       throw std::logic_error("train_step_f32: the device's L1 layout is not the step's at " + sub.name);
-    launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s_, y.acc);
+    ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s_, y.acc);
     digest(data, count, y.k, y.acc);
-    launch("train_step_f32 sync_check_kernel", sync_check_kernel, 1, 1, s_, static_cast<const uint64_t*>(y.acc),
-           y.ref->digests[y.k], y.slots + DIGEST_SLOTS * y.k, y.differs);
-    launch("train_step_f32 substitute_kernel", substitute_kernel, grid_for(count, THREADS), THREADS, s_,
-           static_cast<const int*>(y.differs), static_cast<const float*>((*y.ref_outputs)[y.k]), count, data);
+    ticker_.launch("train_step_f32 sync_check_kernel", sync_check_kernel, 1, 1, s_, static_cast<const uint64_t*>(y.acc),
+                   y.ref->digests[y.k], y.slots + DIGEST_SLOTS * y.k, y.differs);
+    ticker_.launch("train_step_f32 substitute_kernel", substitute_kernel, grid_for(count, THREADS), THREADS, s_,
+                   static_cast<const int*>(y.differs), static_cast<const float*>((*y.ref_outputs)[y.k]), count, data);
     ++y.k;
   }
   void digest(const float* x, uint64_t n, uint64_t key, uint64_t* acc) {
-    launch("train_step_f32 digest_add_kernel", digest_add_kernel, grid_for(n, THREADS), THREADS, s_, x, n,
-           digest_key(key), acc);
+    ticker_.launch("train_step_f32 digest_add_kernel", digest_add_kernel, grid_for(n, THREADS), THREADS, s_, x, n,
+                   digest_key(key), acc);
   }
 
   // Y (T x N) = X (T x K) W (K x N): chains over k
@@ -555,12 +575,13 @@ class DeviceDev {
   void go(const char* what, void (*kernel)(P...), int64_t items, A&&... args) {
     if (!run_) return;
     const auto n = static_cast<uint64_t>(items);
-    launch(what, kernel, grid_for(n, THREADS), n < THREADS ? static_cast<unsigned>(n ? n : 1) : THREADS, s_,
-           std::forward<A>(args)...);
+    ticker_.launch(what, kernel, grid_for(n, THREADS), n < THREADS ? static_cast<unsigned>(n ? n : 1) : THREADS, s_,
+                   std::forward<A>(args)...);
   }
 
   const Config& c_;
   Arena& arena_;
+  Ticker& ticker_;
   cudaStream_t s_;
   bool run_;
   const int32_t* tokens_;
@@ -604,7 +625,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
     fixed_ = l.size();
     // The arena's peak: one step measured with no memory.
     Arena measure(nullptr, 0);
-    DeviceDev dev(sp_.cfg, measure, nullptr, false, nullptr, nullptr);
+    Ticker none_ticker;
+    DeviceDev dev(sp_.cfg, measure, none_ticker, nullptr, false, nullptr, nullptr);
     std::vector<float*> none(tensors.size(), nullptr);
     std::vector<float> unused(static_cast<size_t>(sp_.cfg.micro_batches()) + 1);
     run_train_step(dev, sp_.cfg, sp_.shapes, sp_.subs, 0, StepTensors{none, none, none, none}, none, unused.data(),
@@ -640,6 +662,10 @@ class DeviceReplay final : public cuda::DeviceProblem {
     return true;
   }
   bool replay_fault_fired() const override { return fired_; }
+  void set_pacer(Pace pace, void* context) override {
+    ticker_.pace = pace;
+    ticker_.context = context;
+  }
 
   void compute(const void* const*, float* out, uint32_t*, void* scratch, cudaStream_t stream) const override {
     if (!ref_) throw std::logic_error("train_step_f32: the device replay has no reference");
@@ -648,6 +674,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
     upload(st, base, stream);
     const uint32_t te = static_cast<uint32_t>(sp_.names.size());
     fired_ = false;
+    ticker_.queued = 0;
+    ticker_.stopped = false;
     for (uint64_t r = 0; r < sp_.replicas; ++r)
       fired_ = replay(st, out + r * te, r == 0 ? fault_.get() : nullptr, stream) || fired_;
   }
@@ -718,41 +746,42 @@ class DeviceReplay final : public cuda::DeviceProblem {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       const auto n = static_cast<uint64_t>(t.size());
-      launch("train_step_f32 init_param_kernel", init_param_kernel, grid_for(n, THREADS), THREADS, s, st.t.params[i], n,
-             tensor_key(sp_.seed, static_cast<uint32_t>(i)), t.name == "embed" ? 0 : init_scale_exponent(t.rows),
-             !t.decay);
+      ticker_.launch("train_step_f32 init_param_kernel", init_param_kernel, grid_for(n, THREADS), THREADS, s,
+                     st.t.params[i], n, tensor_key(sp_.seed, static_cast<uint32_t>(i)),
+                     t.name == "embed" ? 0 : init_scale_exponent(t.rows), !t.decay);
       for (float* p : {st.t.m[i], st.t.v[i]})
-        launch("train_step_f32 fill_kernel", fill_kernel, grid_for(n, THREADS), THREADS, s, p, n, 0.0f);
+        ticker_.launch("train_step_f32 fill_kernel", fill_kernel, grid_for(n, THREADS), THREADS, s, p, n, 0.0f);
     }
   }
 
   void step(const State& st, int64_t index, DeviceDev& dev, cudaStream_t s) const {
-    launch("train_step_f32 step_data_kernel", step_data_kernel, 1, 32, s,
-           tensor_key(sp_.seed, DATA_TENSOR + static_cast<uint32_t>(index)), sp_.cfg.batch, sp_.cfg.seq, sp_.cfg.vocab,
-           st.tokens, st.targets);
+    ticker_.launch("train_step_f32 step_data_kernel", step_data_kernel, 1, 32, s,
+                   tensor_key(sp_.seed, DATA_TENSOR + static_cast<uint32_t>(index)), sp_.cfg.batch, sp_.cfg.seq,
+                   sp_.cfg.vocab, st.tokens, st.targets);
     run_train_step(dev, sp_.cfg, sp_.shapes, sp_.subs, index, st.t, st.sgrads, st.partials, st.loss, sp_.optimizer);
   }
 
   // The digest of tensor i (its key i) into three slots.
   void digest_slots(DeviceDev& dev, const State& st, const float* x, uint64_t n, uint64_t key, float* slots,
                     cudaStream_t s) const {
-    launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
+    ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
     dev.digest(x, n, key, st.acc);
-    launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc), slots);
+    ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc),
+                   slots);
   }
 
   void count_mismatches(const State& st, const float* a, const float* b, int64_t n, cudaStream_t s) const {
     const auto count = static_cast<uint64_t>(n);
-    launch("train_step_f32 count_mismatch_kernel", count_mismatch_kernel, grid_for(count, THREADS), THREADS, s, a, b,
-           count, st.mismatches);
+    ticker_.launch("train_step_f32 count_mismatch_kernel", count_mismatch_kernel, grid_for(count, THREADS), THREADS, s,
+                   a, b, count, st.mismatches);
   }
   // The seed paper's metrics of tensor a against the reference's b into slots (ratio: the third too).
   void metrics(const State& st, const float* a, const float* b, int64_t n, bool ratio, float* slots,
                cudaStream_t s) const {
-    launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
+    ticker_.launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
     count_mismatches(st, a, b, n, s);
-    launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, a, b, static_cast<uint64_t>(n), ratio,
-           static_cast<const unsigned*>(st.mismatches), slots);
+    ticker_.launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, a, b, static_cast<uint64_t>(n), ratio,
+                   static_cast<const unsigned*>(st.mismatches), slots);
   }
 
   // One replay into out; returns whether the flip (if any) was applied.
@@ -763,7 +792,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     if (sp_.level == 12) {
       {  // L1: computation sync
         Arena arena(st.arena, arena_bytes);
-        DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
+        DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
         Sync sync{ref_, &st.ref_outputs, &sp_.sites, out, st.acc, st.differs, 0};
         dev.sync = &sync;
         dev.flip = flip;
@@ -774,7 +803,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
       }
       // L2: parameter sync, free-running from the initial parameters.
       Arena arena(st.arena, arena_bytes);
-      DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
+      DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
       dev.flip = flip;
       init(st, s);
       step(st, 0, dev, s);
@@ -794,27 +823,27 @@ class DeviceReplay final : public cuda::DeviceProblem {
     }
     // Level 3: free-running steps.
     Arena arena(st.arena, arena_bytes);
-    DeviceDev dev(sp_.cfg, arena, s, true, st.tokens, st.targets);
+    DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
     dev.flip = flip;
     init(st, s);
-    launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
+    ticker_.launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
     for (int64_t k = 0; k < sp_.steps; ++k) {
       step(st, k, dev, s);
       float* o = out + 4 * k;
-      launch("train_step_f32 loss_slot_kernel", loss_slot_kernel, 1, 1, s, static_cast<const float*>(st.loss),
-             static_cast<double>(ref_->losses[static_cast<size_t>(k)]), o, st.spike);
-      launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
+      ticker_.launch("train_step_f32 loss_slot_kernel", loss_slot_kernel, 1, 1, s, static_cast<const float*>(st.loss),
+                     static_cast<double>(ref_->losses[static_cast<size_t>(k)]), o, st.spike);
+      ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
       for (size_t i = 0; i < tensors.size(); ++i)
         dev.digest(st.t.params[i], static_cast<uint64_t>(tensors[i].size()), i, st.acc);
-      launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc),
-             o + 1);
+      ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
+                     static_cast<const uint64_t*>(st.acc), o + 1);
     }
-    launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
+    ticker_.launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
     for (size_t i = 0; i < tensors.size(); ++i)
       count_mismatches(st, st.t.params[i], st.ref_params[i], tensors[i].size(), s);
-    launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
-           static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches),
-           static_cast<const int*>(st.spike), out + 4 * sp_.steps);
+    ticker_.launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
+                   static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches),
+                   static_cast<const int*>(st.spike), out + 4 * sp_.steps);
     return dev.flipped;
   }
 
@@ -826,6 +855,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
   const Reference* ref_ = nullptr;
   std::unique_ptr<BitFlip> fault_;
   mutable bool fired_ = false;
+  mutable Ticker ticker_;
   mutable std::vector<TensorPair> pair_table_;  // the host side of L3's table (upload)
 };
 

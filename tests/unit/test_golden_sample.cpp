@@ -51,3 +51,23 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
   REQUIRE(with_golden >= 1);
   REQUIRE(checked >= 3 * with_golden - 2 * replays);
 }
+
+// The small-preset replays' goldens against the plain path: minutes of single-threaded work, so hidden from the
+// default run (`unit_tests "[replay-small]"`); the GPU's kernels follow the plain path, and the GPU runbook
+// runs the small cases, so this says beforehand that a healthy GPU can match them.
+TEST_CASE("the small training-step replays' goldens recompute with the plain path", "[.][replay-small]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  size_t checked = 0;
+  for (const Case& c : ps.battery.cases) {
+    if (c.family != "train_step_f32" || c.shape.dims.at("preset") == 0) continue;
+    const auto p = find_family(c.family)->prepare(c);
+    std::vector<float> unused(1);
+    const float* ptrs[] = {unused.data()};
+    std::vector<float> out(p->tile_elements());
+    INFO(c.id);
+    p->compute_tile_scalar(ptrs, 0, out.data());
+    CHECK(tile_digest(0, out.data(), p->tile_elements()) == ps.golden.at(c.id).tile_digests[0]);
+    ++checked;
+  }
+  REQUIRE(checked >= 2);
+}

@@ -31,14 +31,14 @@ namespace {
 // A problem measured against an in-process reference (the training-step replay) gets it computed by this
 // host thread and checked against the golden before the GPU runs anything: a reference this CPU computed
 // wrong would make a healthy GPU fail, so the test is an error that names the CPU instead.
-void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc) {
+void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc, bool fresh_seed) {
   dc.problem->compute_reference(nullptr);
   const uint32_t te = dc.problem->tile_elements();
   std::vector<float> tile(te);
   dc.problem->reference_tile(0, tile.data());
   const auto golden = sh.patterns.golden.find(c.id);
-  if (has_cpu_golden(c.mode) && golden != sh.patterns.golden.end() && !golden->second.tile_digests.empty() &&
-      tile_digest(0, tile.data(), te) != golden->second.tile_digests[0])
+  if (!fresh_seed && has_cpu_golden(c.mode) && golden != sh.patterns.golden.end() &&
+      !golden->second.tile_digests.empty() && tile_digest(0, tile.data(), te) != golden->second.tile_digests[0])
     throw std::runtime_error(
         "this host's CPU computed the replay's reference wrong (its digest is not the golden's), so the GPU "
         "cannot be judged by it: screen this node's CPUs (--backend cpu)");
@@ -46,7 +46,9 @@ void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc) {
 }
 
 // Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
-bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r) {
+// fresh_seed: a retest's copy of the case with another data seed (no golden; its reference is not checked).
+bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r,
+                  bool fresh_seed = false) {
   const Family& f = *find_family(c.family);
   dc.problem = f.prepare(c);
   std::string cannot;
@@ -63,11 +65,12 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
     r.reason = fmt::format("not applicable on {} ({}): {}", g.info.label(), g.info.architecture(), why);
     return true;
   }
-  if (dc.problem->has_reference()) use_checked_reference(sh, c, dc);
+  if (dc.problem->has_reference()) use_checked_reference(sh, c, dc, fresh_seed);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
   for (size_t t = 0; t < tensors.size(); ++t) need += dc.device->input_bytes(t);
+  dc.bytes = need;
   uint64_t free_b = 0, total_b = 0;
   g.rt->mem_info(free_b, total_b);
   if (max_memory && need > max_memory)
@@ -143,6 +146,24 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
   return f;
 }
 
+// The pacing of a long computation (DeviceProblem::set_pacer): records an event and waits for the one
+// recorded two calls before, so at most two chunks of launches are queued; false when the deadline passed.
+struct Pacer {
+  Gpu& g;
+  cudaStream_t s;
+  Clock::time_point deadline;
+  int calls = 0;
+  bool in_time = true;
+  static bool pace(void* context) {
+    Pacer& p = *static_cast<Pacer*>(context);
+    if (!p.in_time) return false;
+    p.g.rt->record(p.g.pace[p.calls % 2]->get(), p.s);
+    ++p.calls;
+    if (p.calls >= 2) p.in_time = wait_until(*p.g.rt, p.g.pace[p.calls % 2]->get(), p.deadline);
+    return p.in_time;
+  }
+};
+
 // Enqueues one iteration and waits for it; false when the watchdog gave up.
 // The copies back go to pinned buffers: a copy to pageable memory would return only when the kernel
 // before it is done, and a hung kernel would hang this thread past the watchdog.
@@ -163,16 +184,21 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
     // computed; a problem whose tiles span the whole device (the replay) runs every block.
     const bool sample = dc.device->records_sm();
     if (sample) rt.compute_begin(s);
+    Pacer pacer{g, s, deadline};
     try {
       dc.device->set_replay_fault(f.replay);
+      dc.device->set_pacer(&Pacer::pace, &pacer);
       dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+      dc.device->set_pacer(nullptr, nullptr);
       dc.device->set_replay_fault(nullptr);
     } catch (...) {
+      dc.device->set_pacer(nullptr, nullptr);
       dc.device->set_replay_fault(nullptr);
       if (sample) rt.compute_end(s);
       throw;
     }
     if (sample) rt.compute_end(s);
+    if (!pacer.in_time) return false;                   // the queued work did not finish by the deadline: the watchdog
     if (f.replay && dc.device->replay_fault_fired()) {  // enqueued: it flips with the kernels it follows
       f.replay->fired = true;
       f.replay->fired_unit = -1;
@@ -216,6 +242,7 @@ class GpuExecutor final : public Executor {
         g_.rt->make_current();
         g_.stream = std::make_unique<Stream>(*g_.rt);
         g_.event = std::make_unique<Event>(*g_.rt);
+        for (auto& e : g_.pace) e = std::make_unique<Event>(*g_.rt);
         g_.hang_flag = PinnedBuffer(*g_.rt, sizeof(int));
         g_.hang_release = g_.hang_flag.as<volatile int>();
       } catch (const CudaError& e) {
@@ -308,6 +335,7 @@ class GpuExecutor final : public Executor {
   // same bits are judged on the failing tiles it computed again.
   void retest(const Case& c, TestResult& r) override {
     const int n = sh_.run->opt.retest;
+    int n_fresh = n;
     if (ref_.kind != Reference::golden) {
       r.notes.push_back(fmt::format("not retested: judged by {}, not by a golden", r.judged_by));
       return;
@@ -327,13 +355,19 @@ class GpuExecutor final : public Executor {
     const auto time_left = [&] { return !sh_.run->stopping() && !g_.stuck && Clock::now() < sh_.run->deadline; };
     bool complete = true;
     for (int k = 0; k < n && complete; ++k) {  // the case's own inputs
-      if (!time_left() || !retest_run(c, *dc_, false)) {
+      if (!time_left()) {
+        complete = false;
+        break;
+      }
+      if (!retest_run(c, *dc_, false)) {
+        r.notes.push_back(fmt::format("watchdog: retest run {} with the case's own inputs did not finish", k + 1));
         complete = false;
         break;
       }
       std::set<int> failed;
-      for (uint64_t t = 0; t < tiles; ++t)
-        if (dc_->host_digests[t] != golden[t]) failed.insert(static_cast<int>(dc_->host_sm[t]));
+      for (uint64_t t = 0; t < tiles; ++t)  // a tile a sampling (emulated) device did not compute has no SM
+        if (dc_->host_sm[t] != NO_SM && dc_->host_digests[t] != golden[t])
+          failed.insert(static_cast<int>(dc_->host_sm[t]));
       for (auto& [sm, u] : us) {
         const bool fails = failed.count(sm) > 0;
         bool same = fails;
@@ -348,7 +382,13 @@ class GpuExecutor final : public Executor {
         u.siblings[0].failed += failed.size() > (fails ? 1u : 0u);
       }
     }
-    for (int k = 0; k < n && complete; ++k) {  // fresh seeds, against the host
+    // Fresh seeds need a second copy of the case beside the first (which stays allocated).
+    const uint64_t max_memory = sh_.run->opt.max_memory_bytes;
+    if (max_memory && 2 * dc_->bytes > max_memory) {
+      r.notes.push_back("retest: fresh seeds not run: a second copy of the case would pass --max-memory");
+      n_fresh = 0;
+    }
+    for (int k = 0; k < n_fresh && complete; ++k) {  // fresh seeds, against the host
       if (!time_left()) {
         complete = false;
         break;
@@ -358,17 +398,24 @@ class GpuExecutor final : public Executor {
       auto fc = std::make_unique<DeviceCase>();
       TestResult scratch;
       try {
-        if (!prepare_case(sh_, g_, fresh, *fc, sh_.run->opt.max_memory_bytes, scratch)) {
+        if (!prepare_case(sh_, g_, fresh, *fc, max_memory ? max_memory - dc_->bytes : 0, scratch, true)) {
           g_.stuck = true;
           (void)fc.release();  // the watchdog gave up on it: a kernel may still write its buffers
+          r.notes.push_back("watchdog: a retest's fresh-seed inputs were not generated in time");
           complete = false;
           break;
         }
-      } catch (const std::runtime_error&) {
-        break;  // no room for a second copy: fresh seeds not run (the text says so)
+      } catch (const CudaError& e) {
+        if (e.sticky()) throw;  // the context is lost: the test's error, as in any iteration
+        r.notes.push_back(fmt::format("retest: fresh seeds not run: {}", e.what()));
+        break;
+      } catch (const std::runtime_error& e) {  // no room for a second copy
+        r.notes.push_back(fmt::format("retest: fresh seeds not run: {}", e.what()));
+        break;
       }
       if (!retest_run(fresh, *fc, true)) {
         if (g_.stuck) fc->leak(), (void)fc.release();
+        r.notes.push_back(fmt::format("watchdog: retest run {} with a fresh seed did not finish", k + 1));
         complete = false;
         break;
       }
@@ -441,6 +488,7 @@ class GpuExecutor final : public Executor {
   void abandon() override {  // a kernel may still run: its stream, event, flag and device stay
     (void)g_.stream.release();
     (void)g_.event.release();
+    for (auto& e : g_.pace) (void)e.release();
     g_.hang_flag.release();
     (void)g_.rt.release();
   }

@@ -75,6 +75,13 @@ class DeviceProblem {
   // problem, whose reference the runner has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).
   virtual void use_reference(const Problem& /*host*/) {}
+  // A computation of many thousands of launches (the training-step replay) calls `pace` every few hundred:
+  // a GPU's launch queue holds about a thousand, and a launch into a full queue behind a hung kernel would
+  // block the host thread past the watchdog. pace waits (until the watchdog's deadline) for the work queued
+  // two calls before; false: the deadline passed, stop queueing (the runner then reports the watchdog).
+  // Null: no pacing (the runner sets it around each compute()).
+  using Pace = bool (*)(void* context);
+  virtual void set_pacer(Pace /*pace*/, void* /*context*/) {}
   // A fault inside the computation (--inject submodule=: the training-step replay) that the next compute()
   // applies, or null for none; false when the problem takes no such fault. replay_fault_fired: whether the
   // last compute() applied it.

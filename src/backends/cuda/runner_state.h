@@ -65,7 +65,8 @@ struct Gpu {
   std::map<std::string, FirstRun> first_runs;
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> event;
-  PinnedBuffer hang_flag;  // mapped host flag that ends the hang drill's kernel
+  std::unique_ptr<Event> pace[2];  // a long computation's pacing (DeviceProblem::set_pacer)
+  PinnedBuffer hang_flag;          // mapped host flag that ends the hang drill's kernel
   volatile int* hang_release = nullptr;
 };
 
@@ -80,6 +81,7 @@ struct DeviceCase {
   std::vector<uint64_t> host_digests;      // their values once the iteration is done
   std::vector<uint32_t> host_sm;
   uint64_t tiles_computed = 0;  // tiles whose SM the kernels recorded (all of them, unless the device samples)
+  uint64_t bytes = 0;           // device memory the case takes
   std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
   // Per SM, the tiles it got wrong against the golden and their first wrong digests (for a retest).
   std::map<int, std::map<uint64_t, uint64_t>> wrong;
