@@ -669,9 +669,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
 
   void compute(const void* const*, float* out, uint32_t*, void* scratch, cudaStream_t stream) const override {
     if (!ref_) throw std::logic_error("train_step_f32: the device replay has no reference");
-    char* base = static_cast<char*>(scratch);
+    char* const base = static_cast<char*>(scratch);
     State st = state(base);
-    upload(st, base, stream);
+    upload(st, stream);
     const uint32_t te = static_cast<uint32_t>(sp_.names.size());
     fired_ = false;
     ticker_.queued = 0;
@@ -723,7 +723,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
   }
 
   // The host's reference into device memory (the copies read host memory that lives as long as the problem).
-  void upload(const State& st, char*, cudaStream_t s) const {
+  void upload(const State& st, cudaStream_t s) const {
     auto put = [s](float* dst, const std::vector<float>& src) {
       SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * 4, cudaMemcpyHostToDevice, s));
     };

@@ -49,7 +49,9 @@ Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
   return tensor_metrics(a.data(), b.data(), a.size());
 }
 
-ReplaySpec make_spec(const Case& c) {
+}  // namespace
+
+ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
   sp.cfg = config_of(dim(c, "preset"));
   sp.level = static_cast<int>(dim(c, "level"));
@@ -95,9 +97,11 @@ ReplaySpec make_spec(const Case& c) {
   return sp;
 }
 
+namespace {
+
 class ReplayProblem final : public Problem {
  public:
-  explicit ReplayProblem(const Case& c) : sp_(make_spec(c)) {}
+  explicit ReplayProblem(const Case& c) : sp_(replay_spec(c)) {}
 
   // The executor wants an input: one element, which the replay does not read (it generates its own).
   std::vector<TensorInfo> inputs() const override { return {{"unused", 1}}; }
@@ -401,8 +405,6 @@ std::string validate(const Case& c) {
 std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<ReplayProblem>(c); }
 
 }  // namespace
-
-ReplaySpec replay_spec(const Case& c) { return make_spec(c); }
 
 uint64_t tensor_digest(uint64_t key, const float* v, uint64_t n) {
   return tile_digest(key, v, static_cast<uint32_t>(n));

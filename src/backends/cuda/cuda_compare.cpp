@@ -144,15 +144,9 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       }
       continue;
     }
-    if (dc.host_inputs.empty()) {  // the CPU's own copy of the inputs, for the recomputation
-      const auto tensors = dc.problem->inputs();
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        dc.host_inputs.emplace_back(tensors[i].elements);
-        dc.problem->generate_input(i, 0, tensors[i].elements, dc.host_inputs[i].data());
-      }
-    }
     copy_tile(*g.rt, *dc.device, dc.out.as<float>(), t, te, actual.data());
-    analyse_tile(*dc.problem, dc.host_inputs, expect[t], t, actual.data(), it, sm, ws, expected_cache[t], r);
+    analyse_tile(*dc.problem, dc.generated_host_inputs(), expect[t], t, actual.data(), it, sm, ws, expected_cache[t],
+                 r);
   }
 }
 

@@ -335,7 +335,6 @@ class GpuExecutor final : public Executor {
   // same bits are judged on the failing tiles it computed again.
   void retest(const Case& c, TestResult& r) override {
     const int n = sh_.run->opt.retest;
-    int n_fresh = n;
     if (ref_.kind != Reference::golden) {
       r.notes.push_back(fmt::format("not retested: judged by {}, not by a golden", r.judged_by));
       return;
@@ -384,10 +383,10 @@ class GpuExecutor final : public Executor {
     }
     // Fresh seeds need a second copy of the case beside the first (which stays allocated).
     const uint64_t max_memory = sh_.run->opt.max_memory_bytes;
-    if (max_memory && 2 * dc_->bytes > max_memory) {
+    const bool fresh_fits = !max_memory || 2 * dc_->bytes <= max_memory;
+    if (!fresh_fits)
       r.notes.push_back("retest: fresh seeds not run: a second copy of the case would pass --max-memory");
-      n_fresh = 0;
-    }
+    const int n_fresh = fresh_fits ? n : 0;
     for (int k = 0; k < n_fresh && complete; ++k) {  // fresh seeds, against the host
       if (!time_left()) {
         complete = false;
@@ -419,13 +418,8 @@ class GpuExecutor final : public Executor {
         complete = false;
         break;
       }
-      const auto tensors = fc->problem->inputs();
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        fc->host_inputs.emplace_back(tensors[i].elements);
-        fc->problem->generate_input(i, 0, tensors[i].elements, fc->host_inputs[i].data());
-      }
       std::vector<const float*> in;
-      for (const auto& v : fc->host_inputs) in.push_back(v.data());
+      for (const auto& v : fc->generated_host_inputs()) in.push_back(v.data());
       const uint32_t te = fc->problem->tile_elements();
       std::vector<float> expect(te);
       for (auto& [sm, u] : us) {

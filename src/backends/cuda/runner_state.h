@@ -82,9 +82,20 @@ struct DeviceCase {
   std::vector<uint32_t> host_sm;
   uint64_t tiles_computed = 0;  // tiles whose SM the kernels recorded (all of them, unless the device samples)
   uint64_t bytes = 0;           // device memory the case takes
-  std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when a tile fails
+  std::vector<std::vector<float>> host_inputs;  // generated on the CPU only when needed (generated_host_inputs)
   // Per SM, the tiles it got wrong against the golden and their first wrong digests (for a retest).
   std::map<int, std::map<uint64_t, uint64_t>> wrong;
+  // The CPU's own copy of the inputs (generated the first time), for recomputing tiles on the host.
+  const std::vector<std::vector<float>>& generated_host_inputs() {
+    if (host_inputs.empty()) {
+      const auto tensors = problem->inputs();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        host_inputs.emplace_back(tensors[i].elements);
+        problem->generate_input(i, 0, tensors[i].elements, host_inputs[i].data());
+      }
+    }
+    return host_inputs;
+  }
   void leak() {
     for (DeviceBuffer& b : inputs) b.release();
     out.release();
