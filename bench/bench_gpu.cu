@@ -39,11 +39,8 @@
 #include "src/backends/cuda/device_problem.h"
 #include "src/core/family.h"
 #include "src/core/patterns.h"
+#include "src/core/patterns_location.h"
 #include "src/util/atomic_file.h"
-
-#ifndef SDCSCREEN_SOURCE_PATTERNS
-#define SDCSCREEN_SOURCE_PATTERNS "patterns"
-#endif
 
 namespace {
 
@@ -208,7 +205,7 @@ void usage(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string patterns = SDCSCREEN_SOURCE_PATTERNS, json_path;
+  std::string patterns, json_path;  // patterns: --patterns, else the lookup of patterns_location.h
   int reps = 10, device = 0;
   std::vector<Shape> shapes;
   for (int a = 1; a < argc; ++a) {
@@ -253,6 +250,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gpu: %s\n", e.what());
     return 64;
   }
+  const sdc::PatternsLocation located = sdc::locate_patterns();
+  if (patterns.empty() && located.dir.empty()) {
+    std::fprintf(stderr, "bench_gpu: %s\n", located.not_found_message().c_str());
+    return 78;
+  }
+  if (patterns.empty()) patterns = located.dir;
   try {
     ps = sdc::load_patterns(patterns);
   } catch (const std::exception& e) {
@@ -359,8 +362,9 @@ int main(int argc, char** argv) {
           std::printf("%-44s %8llu %10s %10.4f %9.3f\n", c.id.c_str(), static_cast<unsigned long long>(dc.tiles),
                       golden != ps.golden.end() ? "0" : "no golden", ms, tflops);
         }
-      } catch (const sdc::cuda::CudaError& e) {
-        if (e.sticky()) throw;  // the context is gone: nothing more can run on this device
+      } catch (const std::exception& e) {  // a CUDA error, a cuBLASLt error (LtError), a case it cannot prepare
+        if (const auto* ce = dynamic_cast<const sdc::cuda::CudaError*>(&e); ce && ce->sticky())
+          throw;  // the context is gone: nothing more can run on this device
         failed = true;
         row["error"] = e.what();
         std::printf("%-44s ERROR: %s\n", c.id.c_str(), e.what());

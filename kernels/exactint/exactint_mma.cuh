@@ -161,11 +161,17 @@ template <class Traits>
 class MmaDevice final : public cuda::DeviceProblem {
  public:
   // refusal: why the current device cannot run the kernel ("" when it can); compute() throws it.
-  MmaDevice(const Case& c, typename Traits::Pattern pattern, std::string refusal)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), pat_(pattern), refusal_(std::move(refusal)) {}
+  // algorithm: the engine's text on the current device (fp8 on sm_90 says that ptxas emulates the instruction).
+  MmaDevice(const Case& c, typename Traits::Pattern pattern, std::string refusal, std::string algorithm)
+      : m_(dim(c, "m")),
+        n_(dim(c, "n")),
+        k_(dim(c, "k")),
+        pat_(pattern),
+        refusal_(std::move(refusal)),
+        algorithm_(std::move(algorithm)) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(typename Traits::Storage); }
-  cuda::Engine engine() const override { return {cuda::OWN_KERNELS, Traits::ALGORITHM}; }
+  cuda::Engine engine() const override { return {cuda::OWN_KERNELS, algorithm_}; }
   std::string unsupported(int cc_major, int cc_minor) const override {
     return Traits::fp8 && cc_major * 10 + cc_minor < 89 ? FP8_NEEDS : "";
   }
@@ -188,6 +194,7 @@ class MmaDevice final : public cuda::DeviceProblem {
   int64_t m_, n_, k_;
   typename Traits::Pattern pat_;
   std::string refusal_;
+  std::string algorithm_;
 };
 
 // The fp8 instruction exists from compute capability 8.9 on, and only in code compiled for such a target.
@@ -195,11 +202,7 @@ class MmaDevice final : public cuda::DeviceProblem {
 // runs), and compute() throws if called all the same. A capable GPU that this build has no such code for:
 // an error of the build, thrown at once. Either way the trap in the kernel is never reached.
 template <class Traits>
-std::string fp8_refusal() {
-  int dev = 0, major = 0, minor = 0;
-  SDC_CUDA_CHECK(cudaGetDevice(&dev));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+std::string fp8_refusal(int major, int minor) {
   if (major * 10 + minor < 89) return FP8_NEEDS;
   cudaFuncAttributes attr{};
   SDC_CUDA_CHECK(cudaFuncGetAttributes(&attr, mma_kernel<Traits>));
@@ -212,9 +215,16 @@ std::string fp8_refusal() {
 // c is a validated case of an M x N x K GEMM family; `pattern` generates its inputs.
 template <class Traits>
 std::unique_ptr<cuda::DeviceProblem> make_device(const Case& c, typename Traits::Pattern pattern) {
-  std::string refusal;
-  if constexpr (Traits::fp8) refusal = fp8_refusal<Traits>();
-  return std::make_unique<MmaDevice<Traits>>(c, pattern, std::move(refusal));
+  std::string refusal, algorithm = Traits::ALGORITHM;
+  if constexpr (Traits::fp8) {
+    int dev = 0, major = 0, minor = 0;
+    SDC_CUDA_CHECK(cudaGetDevice(&dev));
+    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    refusal = fp8_refusal<Traits>(major, minor);
+    if (major == 9) algorithm += std::string(" (") + (FP8_MMA_SYNC_NOTE + 2) + ")";  // without its leading "; "
+  }
+  return std::make_unique<MmaDevice<Traits>>(c, pattern, std::move(refusal), std::move(algorithm));
 }
 
 }  // namespace sdc::exactint

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "../core/patterns_location.h"
+
 namespace sdc {
 
 struct RunArgs {
@@ -72,12 +74,6 @@ struct ConsensusArgs {
 int usage_error(const std::string& msg);
 int config_error(const std::string& msg);
 
-// The installed patterns (<prefix>/share/sdcscreen/patterns beside <prefix>/bin), or the source tree's
-// when the binary runs from its build tree.
-std::string default_patterns_dir();
-// Whether dir is the installed pattern directory (<prefix>/share/sdcscreen/patterns beside <prefix>/bin),
-// which the package owns.
-bool installed_patterns_dir(const std::string& dir);
 
 // The CPUs to screen: --cpuset (given), checked against what this process may use, or all of those.
 // Returns "" or what is wrong with --cpuset (src/cli/run.cpp).

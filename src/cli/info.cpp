@@ -1,5 +1,6 @@
 // sdcscreen info: host, CPUs, GPUs and versions.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "../../kernels/gemm_f32/gemm_f32_cpu.h"
 #include "../backends/cpu/cpu_topology.h"
@@ -30,7 +31,11 @@ int cmd_info() {
           d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
           d.driver_cuda, d.runtime);
   }
-  say("patterns: {}\n", default_patterns_dir());
+  const PatternsLocation patterns = locate_patterns();
+  if (patterns.dir.empty())
+    say("patterns: none found (looked in {})\n", fmt::join(patterns.looked_in, ", "));
+  else
+    say("patterns: {} ({})\n", patterns.dir, patterns.how);
   say("compiler: {}\n", __VERSION__);
   return 0;
 }

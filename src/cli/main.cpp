@@ -26,9 +26,13 @@ int main(int argc, char** argv) {
       "sdcscreen"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("sdcscreen {} ({})", tool_version(), tool_git()));
-  std::string patterns_dir = default_patterns_dir();
-  const std::string patterns_help =
-      fmt::format("pattern directory (battery, goldens, manifest); default {}", patterns_dir);
+  // Without --patterns: $SDCSCREEN_PATTERNS, next to the executable, installed (patterns_location.h).
+  const PatternsLocation located = locate_patterns();
+  std::string patterns_dir = located.dir;
+  const std::string patterns_help = fmt::format(
+      "pattern directory (battery, goldens, manifest); without it: ${}, else patterns/ or "
+      "../share/sdcscreen/patterns next to the executable, else the installed one; here: {}",
+      PATTERNS_ENV, located.dir.empty() ? "none found" : located.dir + " (" + located.how + ")");
 
   // An option given with an empty value is a mistake, never "use the default".
   const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); },
@@ -279,6 +283,9 @@ int main(int argc, char** argv) {
     say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
     return EXIT_USAGE;
   }
+  // Every subcommand but info, history and diff reads the patterns: none found is a configuration error.
+  if (patterns_dir.empty() && !info->parsed() && !hist->parsed() && !diff->parsed())
+    return config_error(located.not_found_message());
   try {
     if (run->parsed()) {
       ra.seed_given = run->count("--seed") > 0;

@@ -73,6 +73,19 @@ def battery():
         if any(n.startswith("emulated device: ") and "tiles computed and compared" in n for n in t.get("notes", [])):
             sampled += 1
     F.check(sampled > 0, "no case reported a sample of its tiles (the large cases must be sampled)")
+    # fp8's mma.sync on Hopper is emulated by ptxas, not the fp8 tensor cores: the engine says so on sm_90 (the
+    # emulated device's default), and not on sm_89, where the instruction is native.
+    emulated_note = "the mma.sync e4m3 instruction is emulated"
+    fp8 = [t for cid, t in seen.items() if exact[cid]["family"] == "gemm_fp8_exactint"]
+    F.check(fp8 and all(emulated_note in t.get("algorithm", "") for t in fp8),
+            f"fp8 on sm_90: the engine does not say the instruction is emulated: {[t.get('algorithm') for t in fp8]}")
+    F.check(not any(emulated_note in t.get("algorithm", "") for t in seen.values()
+                    if exact[t["id"]]["family"] != "gemm_fp8_exactint"), "an engine other than fp8's says it is emulated")
+    small_fp8 = "gemm_fp8_exactint.mantissa_walk_128x192x64"
+    code, report, err = run_json("--backend", "emulated:sm_89x8", "--profile", "boot", "--enable", small_fp8)
+    t = by_device(report, small_fp8).get("cuda:0", {})
+    F.check(code == 0 and t.get("algorithm", "").startswith("mma.sync m16n8k32") and
+            emulated_note not in t.get("algorithm", ""), f"fp8 on sm_89: exit {code}, engine {t.get('algorithm')}")
     # Library families (cuBLASLt) run only on a real GPU: skipped as not applicable, with the reason.
     lt = "gemm_bf16_exactint_cublaslt.mantissa_walk_128x64x96"
     code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--enable", lt, "--enable",

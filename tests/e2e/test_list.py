@@ -36,6 +36,13 @@ for f in doc["families"]:
     F.check(set(f["backends"]) <= {"cpu", "cuda"} and len(set(f["backends"])) == len(f["backends"]),
             f"family {f['id']}: backends {f['backends']}")
     F.check(bool(f["shape_keys"]), f"family {f['id']}: no shape keys")
+# fp8's own kernel is emulated on Hopper (docs/gpu.md): its description says so and names the family that does
+# exercise the fp8 tensor cores there; no other family says it.
+fp8_desc = fams.get("gemm_fp8_exactint", {}).get("description", "")
+F.check("sm_90" in fp8_desc and "emulated" in fp8_desc and "gemm_fp8_exactint_cublaslt" in fp8_desc,
+        f"list json: gemm_fp8_exactint's description does not say its mma.sync is emulated on sm_90: {fp8_desc}")
+F.check(not any("emulated" in f["description"] for f in doc["families"] if f["id"] != "gemm_fp8_exactint"),
+        "list json: a family other than gemm_fp8_exactint says it is emulated")
 F.check({f["id"]: f["device_side"] for f in doc["families"]} == common.table_device_sides(),
         f"list json: device sides {[(f['id'], f['device_side']) for f in doc['families']]}")
 F.check(any("cpu" in f["backends"] for f in doc["families"]), "list json: no family runs on CPUs")

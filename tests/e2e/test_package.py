@@ -116,7 +116,7 @@ def check_installed_tree(label, prefix, lock):
         return
     info = sh([exe, "info"], timeout=60)
     want = os.path.realpath(os.path.join(prefix, "share", "sdcscreen", "patterns"))
-    m = re.search(r"^patterns: (.*)$", info.stdout, re.M)
+    m = re.search(r"^patterns: (.*) \(next to the executable\)$", info.stdout, re.M)  # patterns_location.h
     F.check(info.returncode == 0 and m and os.path.realpath(m.group(1)) == want,
             f"{label}: `sdcscreen info` names patterns {m.group(1) if m else None!r}, expected {want} ({tail(info)})")
     p = sh([exe, "verify-patterns"], timeout=120)

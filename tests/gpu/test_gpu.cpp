@@ -1,6 +1,8 @@
 // GPU tests (CTest label `gpu`): on a machine without a usable GPU they print SKIP and exit 77, which
-// CTest reports as skipped. With a GPU, on device 0 (or SDC_TEST_DEVICE), for every battery case whose
-// family has a CUDA kernel:
+// CTest reports as skipped. `gpu_tests [--patterns DIR]`: the patterns as sdcscreen finds them
+// (src/core/patterns_location.h) unless given. With a GPU, on device 0 (or SDC_TEST_DEVICE), for every
+// battery case whose family has a CUDA side (what is done with each case is gpu_plan.h's, which a unit test
+// walks on the CPU):
 //   - the inputs generated on the device are bit-identical to the host generator's;
 //   - every tile digest computed on the device equals the golden digest (bit identity with the CPU),
 //     the digests read in the layout the family writes (a cuBLASLt family: a row-major matrix); a
@@ -15,9 +17,11 @@
 // and then the whole runner: a clean run passes, an injected output fault and an injected input fault
 // are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
 // case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,8 +35,10 @@
 #include "src/backends/cuda/device_runtime.h"
 #include "src/backends/cuda/lt_gemm_device.h"
 #include "src/core/patterns.h"
+#include "src/core/patterns_location.h"
 #include "src/core/shape.h"
 #include "src/spec/digest.h"
+#include "tests/gpu/gpu_plan.h"
 
 namespace {
 
@@ -132,8 +138,9 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   return pc.digest(fault);
 }
 
-void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
-  for (const Case& c : ps.battery.cases) {
+void test_cases(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
+  for (const gpu_tests::CasePlan& cp : plan) {
+    const Case& c = *cp.c;
     if (!find_family(c.family)->prepare_cuda) continue;
     if (const std::string why = find_family(c.family)->prepare_cuda(c)->unsupported(gpu.cc_major, gpu.cc_minor);
         !why.empty()) {
@@ -142,7 +149,7 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
     }
     const Ran clean = run_case(c, {}, true);
     const bool records_sm = find_family(c.family)->prepare_cuda(c)->records_sm();
-    if (!has_cpu_golden(c.mode)) {
+    if (!cp.golden) {
       // recorded and consensus: no CPU golden; two runs on one GPU must agree bit for bit, every tile on an SM
       // (where the kernel records SMs: a library's does not).
       const Ran again = run_case(c, {}, false);
@@ -158,7 +165,7 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
         }
       std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
     }
-    if (!has_cpu_golden(c.mode)) continue;
+    if (!cp.golden) continue;
     const GoldenCase& g = ps.golden.at(c.id);
     uint64_t bad = 0, first_bad = ~0ull;
     for (uint64_t t = 0; t < clean.digests.size(); ++t)
@@ -172,12 +179,12 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
         break;
       }
     std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), bad ? "MISMATCH" : "bit-identical");
-    if (&c != &ps.battery.cases.front() && c.family == (&c - 1)->family) continue;  // hooks: once per family
+    if (!cp.hooks) continue;  // once per family
     // The fault hook: one tile, then every tile of one SM; the rest must stay untouched.
     const uint64_t tile = clean.digests.size() / 2;
     cuda::DeviceFault f;
     f.mask = 1u << 7;
-    f.offset = find_family(c.family)->prepare(c)->tile_elements() - 1;
+    f.offset = cp.tile_elements - 1;
     f.tile = tile;
     const Ran one = run_case(c, f, false);
     for (uint64_t t = 0; t < one.digests.size(); ++t)
@@ -197,17 +204,12 @@ void test_cases(const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
 // each must give the golden digests. On the small recorded cuBLASLt cases (random data, no golden), each
 // algorithm must repeat its own bits, and the count of distinct results says how much the pinned algorithm
 // matters to a recording. Prints a line per case and total lines gpu-validate.sh records.
-void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
-  constexpr double kRecordedFlopLimit = 1e10;  // recorded cases checked algorithm by algorithm: the small ones
+void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& ps, const DeviceInfo& gpu) {
   size_t total = 0, cases = 0, mismatched = 0, rec_total = 0, rec_cases = 0, rec_unstable = 0;
-  for (const Case& c : ps.battery.cases) {
-    const Family* fam = find_family(c.family);
-    if (!fam->prepare_cuda) continue;
-    const bool exact = c.mode == Mode::exact_integer;
-    if (!exact && (has_cpu_golden(c.mode) || 2.0 * static_cast<double>(dim(c, "m")) * static_cast<double>(dim(c, "n")) *
-                                                     static_cast<double>(dim(c, "k")) >
-                                                 kRecordedFlopLimit))
-      continue;
+  for (const gpu_tests::CasePlan& cp : plan) {
+    const Case& c = *cp.c;
+    if (cp.lt == gpu_tests::LtCheck::none || !find_family(c.family)->prepare_cuda) continue;
+    const bool exact = cp.lt == gpu_tests::LtCheck::golden;
     Prepared pc(c);
     const auto* lt = dynamic_cast<const cuda::LtGemmDevice*>(pc.d.get());
     if (!lt) continue;
@@ -218,11 +220,17 @@ void test_lt_algorithms(const PatternSet& ps, const DeviceInfo& gpu) {
     EXPECT(lt->plan() != nullptr, "%s: a supported GPU got no cuBLASLt plan", c.id.c_str());
     if (!lt->plan()) continue;
     const auto& algos = lt->plan()->algorithms();
-    // Recordings are keyed on the description: two algorithms offered for one case must never share one.
-    std::set<std::string> descriptions;
-    for (const cuda::LtAlgorithm& a : algos)
-      EXPECT(descriptions.insert(a.description).second, "%s: two cuBLASLt algorithms are both described as '%s'",
+    // Recordings are keyed on the description: two different configurations (their bytes) offered for one
+    // case must never share one. The same configuration offered twice may.
+    std::map<std::string, std::array<uint64_t, 8>> configs;
+    for (const cuda::LtAlgorithm& a : algos) {
+      std::array<uint64_t, 8> bytes{};
+      static_assert(sizeof bytes == sizeof a.algo.data, "cublasLtMatmulAlgo_t is 8 words");
+      std::memcpy(bytes.data(), a.algo.data, sizeof bytes);
+      const auto [it, added] = configs.emplace(a.description, bytes);
+      EXPECT(added || it->second == bytes, "%s: two different cuBLASLt configurations are both described as '%s'",
              c.id.c_str(), a.description.c_str());
+    }
     auto run_algo = [&](size_t i) {
       pc.poison();
       lt->plan()->run(pc.ptrs[0], pc.ptrs[1], pc.out.as<float>(), pc.scratch.get(), pc.stream.get(), i);
@@ -349,7 +357,34 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string patterns;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--patterns" && i + 1 < argc && *argv[i + 1]) {
+      patterns = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: gpu_tests [--patterns DIR]\n");
+      return 64;
+    }
+  }
+  if (patterns.empty()) {
+    const PatternsLocation located = locate_patterns();
+    if (located.dir.empty()) {
+      std::fprintf(stderr, "gpu_tests: %s\n", located.not_found_message().c_str());
+      return 78;
+    }
+    patterns = located.dir;
+  }
+  PatternSet ps;
+  std::vector<gpu_tests::CasePlan> plan;
+  try {
+    ps = load_patterns(patterns);
+    plan = gpu_tests::plan(ps);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_tests: %s\n", e.what());
+    return 78;
+  }
   const cuda::Availability a = cuda::probe();
   if (!a.usable) {
     std::printf("SKIP: no usable GPU: %s\n", a.reason.c_str());
@@ -362,9 +397,9 @@ int main() {
     SDC_CUDA_CHECK(cudaSetDevice(gpu.index));
     std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(),
                 gpu.sm_count);
-    const PatternSet ps = load_patterns(SDC_SOURCE_DIR "/patterns");
-    test_cases(ps, gpu, std::max(gpu.sm_count, cuda::gpu::sm_id_limit()));
-    test_lt_algorithms(ps, gpu);
+    std::printf("patterns %s: %zu cases on the device\n", patterns.c_str(), plan.size());
+    test_cases(plan, ps, gpu, std::max(gpu.sm_count, cuda::gpu::sm_id_limit()));
+    test_lt_algorithms(plan, ps, gpu);
     test_runner(ps, gpu);
     test_runner_cublaslt(ps, gpu);
   } catch (const std::exception& e) {

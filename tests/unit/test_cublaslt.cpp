@@ -16,6 +16,7 @@
 
 #if SDC_HAVE_CUDA
 #include "src/backends/cuda/cublaslt.h"
+#include "src/backends/cuda/cuda_check.h"
 #endif
 
 using namespace sdc;
@@ -269,6 +270,28 @@ TEST_CASE("cublaslt: fp8 is not applicable before compute capability 8.9; widths
   CHECK(cuda::lt_element_bytes(cuda::LtDtype::fp16) == 2);
   CHECK(cuda::lt_element_bytes(cuda::LtDtype::tf32) == 4);
   CHECK(cuda::lt_element_bytes(cuda::LtDtype::fp8_e4m3) == 1);
+}
+
+TEST_CASE("cublaslt: a failed library call that lost the context is the device's failure", "[cublaslt]") {
+  const std::string what = "cublasLtMatmul: CUBLAS_STATUS_EXECUTION_FAILED";
+  // The stream healthy or still running, or an error that leaves the context usable: the library's own error.
+  for (cudaError_t e : {cudaSuccess, cudaErrorNotReady, cudaErrorInvalidValue, cudaErrorMemoryAllocation})
+    CHECK_NOTHROW(cuda::check_library_failure(what, e));
+  // A sticky error on the stream (a kernel fault, a contained error, an uncorrectable ECC error): the context
+  // is gone, so the GPU is marked dead (CudaError::sticky), with both messages.
+  for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorContained, cudaErrorECCUncorrectable, cudaErrorLaunchFailure}) {
+    bool sticky = false;
+    std::string text;
+    try {
+      cuda::check_library_failure(what, e);
+    } catch (const cuda::CudaError& ce) {
+      sticky = ce.sticky();
+      text = ce.what();
+    }
+    CHECK(sticky);
+    CHECK(text.find(what) != std::string::npos);
+    CHECK(text.find(cudaGetErrorName(e)) != std::string::npos);
+  }
 }
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "catch.h"
 #include "src/core/patterns.h"
+#include "src/core/patterns_location.h"
 #include "src/util/atomic_file.h"
 
 using namespace sdc;
@@ -123,4 +124,44 @@ TEST_CASE("a twin's golden follows the twin's case: without it the case has no g
   for (Case& c : b.cases)
     if (c.id == "gemm_bf16_exactint.square_1024") c.data_seed ^= 1;
   REQUIRE(golden_twin_case(b, *b.find_case("gemm_bf16_exactint_cublaslt.square_1024")) == nullptr);
+}
+
+TEST_CASE("the pattern lookup: environment, next to the executable, installed; nothing built in", "[patterns]") {
+  const fs::path root = fs::temp_directory_path() / ("sdc_locate_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const fs::path bin = root / "prefix" / "bin", share = root / "prefix" / "share" / "sdcscreen" / "patterns",
+                 beside = bin / "patterns", installed = root / "installed";
+  for (const fs::path& d : {bin, share, installed}) fs::create_directories(d);
+  const auto manifest = [](const fs::path& d) {
+    fs::create_directories(d);
+    std::ofstream(d / "manifest.json") << "{}";
+  };
+
+  // Nothing has a manifest: none found, and the message names every place looked in.
+  PatternsLocation none = locate_patterns(nullptr, bin.string(), installed.string());
+  CHECK(none.dir.empty());
+  CHECK(none.looked_in.size() == 3);
+  CHECK(none.not_found_message().find(installed.string()) != std::string::npos);
+  CHECK(none.not_found_message().find("SDCSCREEN_PATTERNS") != std::string::npos);
+
+  manifest(installed);
+  CHECK(locate_patterns(nullptr, bin.string(), installed.string()).dir == installed.string());
+  CHECK(locate_patterns(nullptr, bin.string(), installed.string()).how == "installed");
+  CHECK(locate_patterns(nullptr, bin.string(), "").dir.empty());  // no installed location configured
+
+  manifest(share);  // an install prefix, wherever it was moved
+  const PatternsLocation prefix = locate_patterns(nullptr, bin.string(), installed.string());
+  CHECK(fs::equivalent(prefix.dir, share));
+  CHECK(prefix.how == "next to the executable");
+
+  manifest(beside);  // a bundle, or a build tree's link
+  CHECK(locate_patterns(nullptr, bin.string(), installed.string()).dir == (bin / "patterns").string());
+
+  // The environment wins, taken as given even where nothing is (a wrong value must fail on load, never fall back
+  // to other data); an empty value counts as unset.
+  const PatternsLocation env = locate_patterns("/nonexistent/patterns", bin.string(), installed.string());
+  CHECK(env.dir == "/nonexistent/patterns");
+  CHECK(env.how == "SDCSCREEN_PATTERNS");
+  CHECK(locate_patterns("", bin.string(), installed.string()).dir == (bin / "patterns").string());
+  fs::remove_all(root);
 }

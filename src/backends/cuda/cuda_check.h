@@ -41,6 +41,18 @@ inline void check(cudaError_t e, const char* expr, const char* file, int line) {
   if (e != cudaSuccess) throw_cuda_error(e, expr, file, line);
 }
 
+// A vendor library's call on the device (cuBLASLt) failed with `what`. The library's status does not say
+// whether the context went with it; the stream's state does: a lost context (a sticky error) is the device's
+// failure as any kernel fault is, so this throws CudaError context_lost (the runner then ends that GPU's run,
+// a crash); otherwise it returns and the caller rethrows the library's error, one test's `error`.
+inline void check_library_failure(const std::string& what, cudaError_t stream_state) {
+  if (stream_state == cudaSuccess || stream_state == cudaErrorNotReady) return;
+  if (error_kind(stream_state) != CudaError::Kind::context_lost) return;
+  throw CudaError(what + "; the stream then reports " + cudaGetErrorName(stream_state) + " (" +
+                      cudaGetErrorString(stream_state) + ")",
+                  CudaError::Kind::context_lost);
+}
+
 }  // namespace sdc::cuda
 
 #define SDC_CUDA_CHECK(expr) ::sdc::cuda::check((expr), #expr, __FILE__, __LINE__)

@@ -7,17 +7,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../../core/node_consensus.h"
 #include "../../core/scheduler.h"
 #include "device_memory.h"
 #include "device_runtime.h"
+#include "watchdog.h"
 
 namespace sdc::cuda {
 
-using Clock = std::chrono::steady_clock;
 constexpr uint32_t NO_SM = 0xffffffffu;  // the poison of tile_sm: no kernel recorded this tile
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -30,17 +29,10 @@ inline Clock::time_point deadline_after(double work_seconds, double slowness = 1
                             std::chrono::duration<double>(10.0 + 20.0 * work_seconds * slowness));
 }
 
-// Waits for the event; false when the deadline passed first. Polls (with short sleeps) so that the
-// host thread stays in control: a blocking synchronize could never time out. Throws the device's error.
+// Waits for the event; false when the deadline passed first (watchdog.h: polling, never a blocking
+// synchronize). Throws the device's error.
 inline bool wait_until(DeviceRuntime& rt, cudaEvent_t ev, Clock::time_point deadline) {
-  for (int spin = 0;; ++spin) {
-    if (rt.done(ev)) return true;
-    if (Clock::now() >= deadline) return false;
-    if (spin < 64)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  return poll_until([&] { return rt.done(ev); }, deadline);
 }
 
 // What the GPU executors share: the patterns, and the run they take part in (the scheduler's). Each

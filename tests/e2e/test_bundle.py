@@ -1,0 +1,132 @@
+"""The GPU bundle (scripts/gpu-bundle.sh) runs from anywhere, on a machine without the source or the build.
+
+The bundle is written from the test's build tree (SDC_BUILD_DIR, a CUDA build), copied to a fresh temporary
+directory, and run there with the source tree and the build directory hidden (an empty tmpfs mounted over each
+in a private mount namespace, where `unshare -m` is allowed; otherwise they stay visible and the test says so):
+- `sdcscreen info` finds the bundle's own patterns, next to the executable;
+- a CPU boot screen passes (exit 0) and its JSON report says so;
+- `gpu_tests` walks the battery's plan and then skips, with no GPU (exit 77); `bench_gpu` says no usable device
+  (exit 2); `gpu-validate.sh --help` exits 0, and without a GPU the script exits 2 without building anything;
+- the lookup refuses what it cannot use: SDCSCREEN_PATTERNS naming nothing is exit 78 naming it; with patterns/
+  moved away, exit 78 naming where it looked;
+- every bundled binary resolves its libraries from lib/ or the system's C library, driver and CUDA; the bundle
+  is under 64 MiB and SHA256SUMS checks.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+F = common.Failures("test_bundle")
+SRC = os.path.realpath(common.SOURCE_DIR)
+BUILD = os.path.realpath(os.environ.get("SDC_BUILD_DIR") or os.path.dirname(os.path.abspath(common.SDCSCREEN)))
+
+
+def can_hide():
+    p = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
+    return p.returncode == 0
+
+
+HIDE = can_hide()
+
+
+def hidden(cmd, cwd, env=None, timeout=600):
+    """Runs cmd in cwd with the source tree and the build directory hidden (when the namespace is allowed)."""
+    if HIDE:
+        mounts = " && ".join(f"mount -t tmpfs sdcscreen-hidden {d}" for d in (BUILD, SRC) if os.path.isdir(d))
+        cmd = ["unshare", "-m", "sh", "-c", f'{mounts} && exec "$@"', "sh", *cmd]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def main():
+    if not os.path.exists(os.path.join(BUILD, "gpu_tests")):
+        print(f"SKIP: {BUILD} is not a CUDA build (no gpu_tests): there is no GPU bundle to make")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory(prefix="sdc-bundle-") as tmp:
+        stage = os.path.join(tmp, "stage", "gpu-bundle")
+        p = subprocess.run(["bash", os.path.join(SRC, "scripts", "gpu-bundle.sh"), "--no-build", "--build-dir", BUILD,
+                            "--out", stage], capture_output=True, text=True, timeout=600)
+        F.check(p.returncode == 0 and p.stdout.strip() == stage, f"gpu-bundle.sh: exit {p.returncode}: {p.stderr[-800:]}")
+        if p.returncode != 0:
+            F.finish()
+        print(p.stderr.strip().splitlines()[-1])
+        # Relocated: a copy elsewhere, the staging folder gone.
+        root = os.path.join(tmp, "elsewhere", "gpu-bundle")
+        shutil.copytree(stage, root, symlinks=True)
+        shutil.rmtree(os.path.join(tmp, "stage"))
+        if not HIDE:
+            print("NOTE: unshare -m is not allowed here: the source tree and the build directory stay visible")
+
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
+        F.check(size < 64 << 20, f"the bundle is {size >> 20} MiB, over 64 MiB")
+        for f in ("sdcscreen", "gpu_tests", "bench_gpu", "scripts/gpu-validate.sh", "scripts/gpu-drills.py",
+                  "patterns/battery.json", "patterns/manifest.json", "docs/gpu-validation/README.md", "BUNDLE.txt"):
+            F.check(os.path.isfile(os.path.join(root, f)), f"the bundle lacks {f}")
+        F.check(not any(os.path.islink(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs),
+                "the bundle holds a symbolic link (to the build or source tree?)")
+        p = subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=root, capture_output=True, text=True)
+        F.check(p.returncode == 0, f"SHA256SUMS does not check: {p.stdout[-300:]} {p.stderr[-300:]}")
+        bundle_txt = open(os.path.join(root, "BUNDLE.txt")).read()
+        F.check("libfmt" in bundle_txt and "GLIBC" in bundle_txt, f"BUNDLE.txt: {bundle_txt}")
+
+        env = dict(os.environ, SDCSCREEN_HISTORY="none")
+        env.pop("SDCSCREEN_PATTERNS", None)
+        patterns = os.path.join(root, "patterns")
+
+        # Every library resolved: from lib/, or what the machine provides (C library, driver, CUDA's cuBLAS).
+        for b in ("sdcscreen", "gpu_tests", "bench_gpu"):
+            p = hidden(["ldd", os.path.join(root, b)], root, env)
+            missing = [line.strip() for line in p.stdout.splitlines() if "not found" in line]
+            F.check(p.returncode == 0 and not missing, f"ldd {b}: exit {p.returncode}, missing {missing}")
+            fmt = [line for line in p.stdout.splitlines() if "libfmt" in line]
+            F.check(fmt and all(os.path.join(root, "lib") in line for line in fmt),
+                    f"{b}: libfmt is not the bundle's own: {fmt}")
+
+        p = hidden(["./sdcscreen", "info"], root, env)
+        F.check(p.returncode == 0 and f"patterns: {patterns} (next to the executable)" in p.stdout,
+                f"info: exit {p.returncode}: {p.stdout[-600:]} {p.stderr[-300:]}")
+
+        report = os.path.join(tmp, "boot.json")
+        p = hidden(["./sdcscreen", "run", "--backend", "cpu", "--profile", "boot", "--force", "-q", "--output-format",
+                    "json", "-o", report], root, env)
+        verdict = json.load(open(report))["exit"] if os.path.exists(report) else None
+        F.check(p.returncode == 0 and verdict == {"code": 0, "verdict": "pass"},
+                f"CPU boot screen from the bundle: exit {p.returncode}, report {verdict}: {p.stderr[-600:]}")
+
+        p = hidden(["./gpu_tests"], root, env)
+        F.check(p.returncode == 77 and "SKIP: no usable GPU" in p.stdout,
+                f"gpu_tests without a GPU: exit {p.returncode}: {p.stdout[-300:]} {p.stderr[-300:]}")
+        p = hidden(["./gpu_tests", "--patterns", os.path.join(tmp, "nowhere")], root, env)
+        F.check(p.returncode == 78 and "nowhere" in p.stderr, f"gpu_tests --patterns nowhere: exit {p.returncode}")
+        p = hidden(["./bench_gpu"], root, env)
+        F.check(p.returncode == 2 and "no usable CUDA device" in p.stdout,
+                f"bench_gpu without a GPU: exit {p.returncode}: {p.stdout[-300:]} {p.stderr[-300:]}")
+
+        p = hidden(["bash", "scripts/gpu-validate.sh", "--help"], root, env)
+        F.check(p.returncode == 0 and "gpu-validate" in p.stdout, f"gpu-validate.sh --help: exit {p.returncode}")
+        out = os.path.join(tmp, "validation")
+        p = hidden(["bash", "scripts/gpu-validate.sh", "--out", out], root, env, timeout=300)
+        F.check(p.returncode == 2 and "cmake" not in (p.stdout + p.stderr).lower(),
+                f"gpu-validate.sh without a GPU: exit {p.returncode} (2 expected, nothing built): {p.stderr[-600:]}")
+
+        # The lookup's refusals.
+        p = hidden(["./sdcscreen", "list"], root, dict(env, SDCSCREEN_PATTERNS=os.path.join(tmp, "no-such-patterns")))
+        F.check(p.returncode == 78 and "no-such-patterns" in p.stderr,
+                f"SDCSCREEN_PATTERNS naming nothing: exit {p.returncode}: {p.stderr[-300:]}")
+        p = hidden(["./sdcscreen", "list"], root, dict(env, SDCSCREEN_PATTERNS=patterns))
+        F.check(p.returncode == 0, f"SDCSCREEN_PATTERNS naming the bundle's patterns: exit {p.returncode}")
+        os.rename(patterns, os.path.join(tmp, "patterns-moved"))
+        p = hidden(["./sdcscreen", "list"], root, env)
+        F.check(p.returncode == 78 and "no pattern directory found" in p.stderr and patterns in p.stderr,
+                f"no patterns anywhere: exit {p.returncode}: {p.stderr[-400:]}")
+        p = hidden(["./sdcscreen", "list", "--patterns", os.path.join(tmp, "patterns-moved")], root, env)
+        F.check(p.returncode == 0, f"--patterns with patterns/ moved away: exit {p.returncode}: {p.stderr[-300:]}")
+    F.finish()
+
+
+main()
