@@ -4,7 +4,9 @@
 Output drills: each runs one battery case with one --inject and checks that
 the fault was detected (exit 1) and localized: an element drill must be the only miscompare, at the injected
 element, with the injected xor mask, on the SM the injection fired on; an SM drill (unit=SM) must fail on
-that SM alone, every listed miscompare with the injected mask. Input faults are not drilled here: a flipped
+that SM alone, every listed miscompare with the injected mask. SM drills name only SM ids the device really
+uses: those that computed tiles in a clean run of the drilled case with the most tiles (the report's units[];
+a GPU's SM ids need not be 0..SMs-1, %smid may skip ids and run up to %nsmid). Input faults are not drilled here: a flipped
 input can be masked legitimately (an exp that underflows either way), so "every drill detected" would not
 be a property of a correct screen.
 
@@ -60,6 +62,26 @@ def listing(binary, patterns):
 BACKEND = "cuda"  # --backend: the tests run this script on the emulated device
 
 
+def device_sm_ids(report, device):
+    """The SM ids that computed tiles on CUDA device `device` in a run's JSON report (units[] of kind sm with
+    tiles): the ids the device really uses, in increasing order. units[] lists every id below %nsmid, idle
+    ones (no tiles) too, so the count of SMs says nothing about which ids exist."""
+    return sorted({u["sm"] for u in report.get("units", [])
+                   if u.get("kind") == "sm" and u.get("device") == device and u.get("tiles", 0) > 0})
+
+
+def id_ranges(ids):
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8'."""
+    out, start = [], None
+    for i, x in enumerate(ids):
+        if start is None:
+            start = x
+        if i + 1 == len(ids) or ids[i + 1] != x + 1:
+            out.append(str(start) if start == x else f"{start}-{x}")
+            start = None
+    return ",".join(out)
+
+
 def run(binary, args):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
@@ -88,10 +110,20 @@ def main():
     cases = [c for c in listed["cases"] if c["family"] in on_gpu and c["mode"] in DRILLED_MODES and "boot" in c["iterations"]]
     if not cases:
         sys.exit("gpu-drills: no boot case of an exact or exact-integer family runs on GPUs in this build")
-    code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", cases[0]["id"]])
+    # A clean run of the case with the most tiles (the first of them): it must pass, and the SMs that computed
+    # its tiles are the ids SM drills choose from.
+    widest = max(cases, key=lambda c: c["geometry"]["tile_count"])
+    code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", widest["id"]])
     if not rep or not rep["devices"]:
         sys.exit(f"gpu-drills: cannot run on cuda:{a.device}: exit {code} {err.strip()}")
-    sms = rep["devices"][0]["sm_count"]
+    if code != 0:
+        sys.exit(f"gpu-drills: the clean run of {widest['id']} on cuda:{a.device} did not pass: exit {code} {err.strip()[:300]}")
+    sm_ids = device_sm_ids(rep, a.device)
+    if not sm_ids:
+        sys.exit(f"gpu-drills: the clean run of {widest['id']} on cuda:{a.device} names no SM that computed a tile")
+    sm_count = rep["devices"][0].get("sm_count")
+    print(f"cuda:{a.device}: {len(sm_ids)} SM ids computed tiles of {widest['id']} ({sm_count} SMs): "
+          f"{id_ranges(sm_ids)}", flush=True)
     families = sorted({c["family"] for c in cases})
     results, bad = [], []
     for i in range(a.count):
@@ -103,10 +135,10 @@ def main():
         sample = rnd.choice(g["elements"]) if rnd.random() < 0.5 else None
         element = sample["element"] if sample else rnd.randrange(outputs)
         bit = rnd.randrange(32)
-        by_sm = tiles >= 4 * sms and rnd.random() < 0.3  # every SM surely gets tiles
+        by_sm = tiles >= 4 * len(sm_ids) and rnd.random() < 0.3  # every SM surely gets tiles
         spec = f"case={c['id']},element={element},bit={bit},device={a.device}"
         if by_sm:
-            spec += f",unit={rnd.randrange(sms)}"
+            spec += f",unit={rnd.choice(sm_ids)}"
         code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", c["id"], "--inject", spec])
         why = []
         if code != 1:
@@ -165,7 +197,8 @@ def main():
             if why:
                 bad.append(spec)
     if a.json:
-        json.dump({"drills": results, "replay_drills": replay, "sm_count": sms}, open(a.json, "w"), indent=1)
+        with open(a.json, "w") as f:
+            json.dump({"drills": results, "replay_drills": replay, "sm_count": sm_count, "sm_ids": sm_ids}, f, indent=1)
     n_sm = sum(r["by_sm"] for r in results)
     n_ok = len(results) + len(replay) - len(bad)
     print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families and {len(replay)} replay drills: "
