@@ -222,7 +222,7 @@ std::unique_ptr<cuda::DeviceProblem> make_device(const Case& c, typename Traits:
     SDC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     SDC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     refusal = fp8_refusal<Traits>(major, minor);
-    if (major == 9) algorithm += std::string(" (") + (FP8_MMA_SYNC_NOTE + 2) + ")";  // without its leading "; "
+    if (major == 9) algorithm += std::string(" (") + FP8_MMA_SYNC_NOTE + ")";
   }
   return std::make_unique<MmaDevice<Traits>>(c, pattern, std::move(refusal), std::move(algorithm));
 }

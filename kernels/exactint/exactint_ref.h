@@ -37,7 +37,7 @@ std::unique_ptr<Problem> prepare_case(const Case& c) {
 // sm_89: conversions and f16 tensor-core instructions), so there it does not exercise the fp8 tensor cores;
 // gemm_fp8_exactint_cublaslt does (cuBLASLt's Hopper kernels). `list`, the docs and each test's engine say so.
 inline constexpr const char* FP8_MMA_SYNC_NOTE =
-    "; on sm_90 the mma.sync e4m3 instruction is emulated, not Hopper's fp8 tensor cores: "
+    "on sm_90 the mma.sync e4m3 instruction is emulated, not Hopper's fp8 tensor cores: "
     "gemm_fp8_exactint_cublaslt exercises those";
 
 template <class F>
@@ -45,7 +45,7 @@ Family mma_family() {
   static_assert(format_ok<F>(), "the header's proof and the compiler agree");
   static const std::string description =
       std::string(F::NAME) + " tensor-core matrix product on inputs whose every partial sum is exact (" +
-      std::to_string(F::FORMAT.bound_bits) + "-bit bound)" + (F::TYPE == Narrow::e4m3 ? FP8_MMA_SYNC_NOTE : "");
+      std::to_string(F::FORMAT.bound_bits) + "-bit bound)" + (F::TYPE == Narrow::e4m3 ? std::string("; ") + FP8_MMA_SYNC_NOTE : "");
   return {F::ID,           description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"},
           {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
 }
