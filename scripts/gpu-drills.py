@@ -82,6 +82,19 @@ def id_ranges(ids):
     return ",".join(out)
 
 
+def not_applicable(rep):
+    """Whether the GPU cannot run the report's one test at all (fp8 before compute capability 8.9)."""
+    return bool(rep and rep["tests"] and rep["tests"][0]["result"] == "skip"
+                and "not applicable" in rep["tests"][0].get("reason", ""))
+
+
+def drop_family(cases, family, rep, device, inapplicable):
+    """A family this GPU cannot run is no drill: its cases leave the draw, and the JSON names it."""
+    inapplicable.append(family)
+    print(f"n/a {family} on cuda:{device}: {rep['tests'][0]['reason']}", flush=True)
+    return [c for c in cases if c["family"] != family]
+
+
 def run(binary, args):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
@@ -112,10 +125,18 @@ def main():
         sys.exit("gpu-drills: no boot case of an exact or exact-integer family runs on GPUs in this build")
     # A clean run of the case with the most tiles (the first of them): it must pass, and the SMs that computed
     # its tiles are the ids SM drills choose from.
-    widest = max(cases, key=lambda c: c["geometry"]["tile_count"])
-    code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", widest["id"]])
-    if not rep or not rep["devices"]:
-        sys.exit(f"gpu-drills: cannot run on cuda:{a.device}: exit {code} {err.strip()}")
+    inapplicable = []
+    while True:
+        if not cases:
+            sys.exit(f"gpu-drills: no drilled family runs on cuda:{a.device} (not applicable: {', '.join(inapplicable)})")
+        widest = max(cases, key=lambda c: c["geometry"]["tile_count"])
+        code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", widest["id"]])
+        if not rep or not rep["devices"]:
+            sys.exit(f"gpu-drills: cannot run on cuda:{a.device}: exit {code} {err.strip()}")
+        if not_applicable(rep):
+            cases = drop_family(cases, widest["family"], rep, a.device, inapplicable)
+            continue
+        break
     if code != 0:
         sys.exit(f"gpu-drills: the clean run of {widest['id']} on cuda:{a.device} did not pass: exit {code} {err.strip()[:300]}")
     sm_ids = device_sm_ids(rep, a.device)
@@ -124,9 +145,9 @@ def main():
     sm_count = rep["devices"][0].get("sm_count")
     print(f"cuda:{a.device}: {len(sm_ids)} SM ids computed tiles of {widest['id']} ({sm_count} SMs): "
           f"{id_ranges(sm_ids)}", flush=True)
-    families = sorted({c["family"] for c in cases})
     results, bad = [], []
-    for i in range(a.count):
+    i = 0
+    while i < a.count and cases:
         c = cases[i % len(cases)] if i < len(cases) else rnd.choice(cases)
         g = c["geometry"]
         outputs, tiles = g["output_elements"], g["tile_count"]
@@ -140,6 +161,10 @@ def main():
         if by_sm:
             spec += f",unit={rnd.choice(sm_ids)}"
         code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", c["id"], "--inject", spec])
+        if not_applicable(rep):
+            cases = drop_family(cases, c["family"], rep, a.device, inapplicable)
+            continue
+        i += 1
         why = []
         if code != 1:
             why.append(f"exit {code} ({err.strip()[:200]})")
@@ -196,9 +221,14 @@ def main():
             print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
             if why:
                 bad.append(spec)
+    if len(results) < a.count:  # every family left was not applicable: fewer drills ran than asked, never a pass
+        print(f"BAD only {len(results)} of {a.count} drills could run on cuda:{a.device}", flush=True)
+        bad.append(f"{a.count - len(results)} drills not run")
+    families = sorted({r["family"] for r in results})
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"drills": results, "replay_drills": replay, "sm_count": sm_count, "sm_ids": sm_ids}, f, indent=1)
+            json.dump({"drills": results, "replay_drills": replay, "sm_count": sm_count, "sm_ids": sm_ids,
+                       "not_applicable": sorted(set(inapplicable))}, f, indent=1)
     n_sm = sum(r["by_sm"] for r in results)
     n_ok = len(results) + len(replay) - len(bad)
     print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families and {len(replay)} replay drills: "

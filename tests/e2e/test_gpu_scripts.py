@@ -74,11 +74,21 @@ if cmd == "info":
     print("sdcscreen 9.9.9 (stubgit)\nhost:     stubhost\ncpu:      stub cpu")
     print(f"gpu:      cuda:0 {GPU}  {UUID}  00000000:19:00.0  cc 9.0  8 SMs  81559 MiB  ECC on  driver 580.65 (CUDA 13.0)  runtime 13.0")
     print("patterns: /stub/patterns"); sys.exit(0)
+# STUB_FAMILIES: the families listed, in order (default gemm_f32); gemm_fp8_exactint is not applicable on this
+# GPU (as on one before compute capability 8.9): its runs are skipped with the runner's reason.
+FAMILIES = E.get("STUB_FAMILIES", "gemm_f32").split(",")
 if cmd == "list":
-    case = {"id": "gemm_f32.stub_512", "family": "gemm_f32", "mode": "exact", "iterations": {"boot": 2},
-            "geometry": {"output_elements": 65536, "tile_count": 64, "elements": [{"element": 5, "tile": 0}]}}
-    print(json.dumps({"families": [{"id": "gemm_f32", "backends": ["cpu", "cuda"], "device_side": "kernel"}],
-                      "cases": [case]})); sys.exit(0)
+    cases = [{"id": f"{f}.stub_512", "family": f, "mode": "exact", "iterations": {"boot": 2},
+              "geometry": {"output_elements": 65536, "tile_count": 64, "elements": [{"element": 5, "tile": 0}]}}
+             for f in FAMILIES]
+    print(json.dumps({"families": [{"id": f, "backends": ["cpu", "cuda"], "device_side": "kernel"} for f in FAMILIES],
+                      "cases": cases})); sys.exit(0)
+if cmd == "run" and opt("--enable", "").startswith("gemm_fp8_exactint."):
+    with open(opt("-o"), "w") as f:
+        json.dump({"devices": [{"index": 0}], "units": [], "injections": [{"fired": False}],
+                   "tests": [{"id": opt("--enable"), "result": "skip",
+                              "reason": "not applicable: fp8 tensor cores need compute capability 8.9 or newer"}]}, f)
+    sys.exit(0)
 if cmd == "run":
     time.sleep(float(E.get("STUB_RUN_SLEEP", "0")))
     spec = dict(kv.split("=", 1) for kv in opt("--inject").split(",")) if "--inject" in args else None
@@ -408,6 +418,23 @@ try:
     F.check(mod.device_sm_ids(report, 0) == [0, 2, 5, 130], f"device_sm_ids(device 0): {mod.device_sm_ids(report, 0)}")
     F.check(mod.device_sm_ids(report, 1) == [7], f"device_sm_ids(device 1): {mod.device_sm_ids(report, 1)}")
     F.check(mod.device_sm_ids({"units": []}, 0) == [], "device_sm_ids of a report without units")
+
+    # A family this GPU cannot run (fp8 before 8.9) leaves the draw, is named in the JSON and costs no drill; with
+    # nothing else to drill, no drill runs: a failure, never a pass.
+    print("-- gpu-drills.py: a family not applicable on the GPU", flush=True)
+    drills_env = dict(os.environ, STUB_LOG=os.path.join(TMP, "calls.log"))
+    dj = os.path.join(TMP, "na-drills.json")
+    p = runp([sys.executable, DRILLS, "--sdcscreen", os.path.join(build, "sdcscreen"), "--count", "4",
+              "--replay-drills", "0", "--json", dj], env=dict(drills_env, STUB_FAMILIES="gemm_fp8_exactint,gemm_f32"))
+    na = json.loads(read(dj)) if os.path.exists(dj) else {}
+    F.check(p.returncode == 0 and "4 detected and localized, 0 not" in p.stdout and
+            na.get("not_applicable") == ["gemm_fp8_exactint"] and
+            [d["family"] for d in na.get("drills", [])] == ["gemm_f32"] * 4,
+            f"drills with fp8 not applicable: exit {p.returncode}, {na.get('not_applicable')}: {p.stdout[-400:]} {p.stderr[-400:]}")
+    p = runp([sys.executable, DRILLS, "--sdcscreen", os.path.join(build, "sdcscreen"), "--count", "3",
+              "--replay-drills", "0"], env=dict(drills_env, STUB_FAMILIES="gemm_fp8_exactint"))
+    F.check(p.returncode == 1 and "no drilled family runs on cuda:0" in p.stderr,
+            f"drills with every family not applicable: exit {p.returncode} (want 1): {p.stdout[-300:]} {p.stderr[-300:]}")
 finally:
     shutil.rmtree(TMP, ignore_errors=True)
 F.finish()
