@@ -8,6 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from failures import Failures  # noqa: E402,F401  (the tests use common.Failures)
+
 SDCSCREEN = os.environ.get("SDCSCREEN", "")
 SOURCE_DIR = os.environ.get("SDC_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 PATTERNS = os.path.join(SOURCE_DIR, "patterns")
@@ -110,26 +113,6 @@ def gpu_only_skip(test):
 def battery():
     with open(os.path.join(PATTERNS, "battery.json")) as f:
         return json.load(f)
-
-
-class Failures:
-    """Collects failed checks so a test reports all of them, then exits non-zero if any."""
-
-    def __init__(self, name):
-        self.name = name
-        self.items = []
-        self.checks = 0
-
-    def check(self, cond, msg):
-        self.checks += 1
-        if not cond:
-            self.items.append(msg)
-            print("FAIL:", msg, flush=True)
-        return cond
-
-    def finish(self):
-        print(f"{self.name}: {self.checks} checks, {len(self.items)} failed", flush=True)
-        sys.exit(1 if self.items else 0)
 
 
 class XXH128(ctypes.Structure):

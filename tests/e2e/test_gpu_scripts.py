@@ -21,6 +21,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from failures import Failures  # noqa: E402  (common.py needs the built binary; these stubs stand in for it)
 import time
 
 SOURCE_DIR = os.environ.get("SDC_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -33,24 +36,6 @@ H100 = "NVIDIA H100 80GB HBM3"
 H100_UUID = "GPU-8f3c2a1e-0b7d-4c55-9e21-3f6a7d8c9b01"
 # The stub GPU's SMs: 8 compute tiles, with ids that are not 0..7 (%nsmid 12, ids 4..7 unused).
 SM_IDS = [0, 1, 2, 3, 8, 9, 10, 11]
-
-
-class Failures:
-    """Collects failed checks and reports all of them (as common.Failures, which needs the built binary)."""
-
-    def __init__(self, name):
-        self.name, self.items, self.checks = name, [], 0
-
-    def check(self, cond, msg):
-        self.checks += 1
-        if not cond:
-            self.items.append(msg)
-            print("FAIL:", msg, flush=True)
-        return cond
-
-    def finish(self):
-        print(f"{self.name}: {self.checks} checks, {len(self.items)} failed", flush=True)
-        sys.exit(1 if self.items else 0)
 
 
 F = Failures("test_gpu_scripts")
