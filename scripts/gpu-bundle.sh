@@ -21,8 +21,9 @@
 # Exit: 0 written (its path on stdout), 1 the build or the bundle failed (no CUDA build, a library not found,
 #   over 64 MiB), 64 a bad argument.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build}
+abs() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$repo" && abs "${BUILD_DIR:-build}")  # as scripts/build.sh: relative to the repository
 out=""
 do_build=1
 limit_bytes=$((64 << 20))
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir|--out)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "gpu-bundle: $1 needs a directory" >&2; exit 64; }
-      if [ "$1" = --build-dir ]; then build=$2; else out=$2; fi
+      if [ "$1" = --build-dir ]; then build=$(abs "$2"); else out=$(abs "$2"); fi
       shift 2 ;;
     --no-build) do_build=0; shift ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
@@ -40,6 +41,11 @@ while [ $# -gt 0 ]; do
 done
 out=${out:-$build/gpu-bundle}
 binaries=(sdcscreen gpu_tests bench_gpu)
+cd "$repo"
+# --out is replaced: only ever a bundle written before, never a tree that holds other things.
+if [ -e "$out" ] && [ ! -f "$out/BUNDLE.txt" ]; then
+  echo "gpu-bundle: $out exists and is not a bundle (no BUNDLE.txt): give a new folder" >&2; exit 64
+fi
 
 if [ $do_build = 1 ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >&2 || die "configure failed"
@@ -48,6 +54,7 @@ fi
 [ -f "$build/CMakeCache.txt" ] || die "$build is not a build directory"
 cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 [ -z "$(cache_value SDC_SANITIZE)" ] || die "$build is a sanitizer build; the bundle needs a release build"
+[ "$(cache_value CMAKE_BUILD_TYPE)" = Release ] || die "$build is a $(cache_value CMAKE_BUILD_TYPE) build; the bundle needs a release build"
 for b in "${binaries[@]}"; do
   [ -x "$build/$b" ] || die "no $build/$b: the bundle needs a build with the CUDA backend (nvcc and cuBLAS found)"
   readelf -d "$build/$b" | grep -q 'R.*PATH.*\$ORIGIN/lib' || die "$build/$b has no RUNPATH \$ORIGIN/lib (reconfigure the build)"
@@ -56,7 +63,8 @@ done
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/scripts" "$out/docs/gpu-validation"
 for b in "${binaries[@]}"; do cp "$build/$b" "$out/"; done
-cp -R patterns "$out/patterns"
+# The build's own patterns (its link to the source tree it was built from), so binaries and goldens match.
+cp -RL "$build/patterns" "$out/patterns" || die "no $build/patterns (reconfigure the build)"
 cp scripts/gpu-validate.sh scripts/gpu-drills.py "$out/scripts/"
 [ -f scripts/gpu-merge-records.py ] && cp scripts/gpu-merge-records.py "$out/scripts/"
 cp docs/gpu-validation/README.md "$out/docs/gpu-validation/"

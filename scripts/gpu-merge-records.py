@@ -125,9 +125,10 @@ def main():
             fail(64, f"{out} is the only input")
         first = recs[0]
 
-    # Each step from the record that ran it (pass or FAIL); never from one that did not run it.
+    # Each step from the record that ran it (pass or FAIL); never from one that did not run it. With
+    # --prefer-last, "last" is the record written last (its metadata's time), whatever the order given.
     source, superseded = {}, []
-    for r in recs:
+    for r in (sorted(recs, key=lambda r: str(r["meta"].get("written", ""))) if a.prefer_last else recs):
         for name, (status, _, _) in r["steps"].items():
             if status == "not-run":
                 continue
@@ -137,17 +138,6 @@ def main():
                              f"(give --prefer-last to take the later one)")
                 superseded.append((name, source[name]["path"]))
             source[name] = r
-
-    ran = [s for s in STEPS if s in source]
-    not_run = [s for s in STEPS if s not in source]
-    failed = [s for s in ran if source[s]["steps"][s][0] == "FAIL"]
-    if failed:
-        overall, line = "FAIL", f"Overall: FAIL (failed: {', '.join(failed)}" + \
-            (f"; not run: {', '.join(not_run)})" if not_run else ")")
-    elif not_run:
-        overall, line = "incomplete", f"Overall: incomplete (not run: {', '.join(not_run)}; the steps run passed)"
-    else:
-        overall, line = "pass", "Overall: pass"
 
     def rel(path):
         return os.path.relpath(path, out_dir)
@@ -159,6 +149,27 @@ def main():
             shown = rel(p) + ("/" if f.endswith("/") else "")
             if shown not in [x for x, _ in files]:
                 files.append((shown, os.path.exists(p)))
+
+    ran = [s for s in STEPS if s in source]
+    not_run = [s for s in STEPS if s not in source]
+    failed = [s for s in ran if source[s]["steps"][s][0] == "FAIL"]
+    used = [r for r in recs if any(source.get(s) is r for s in STEPS)]
+    # A record that failed outside its steps (a companion it could not copy, an interruption between steps), a
+    # companion missing now, or a step of a --quick run (boot profile, 20 drills) keeps the merge from a pass.
+    outside = [rel(os.path.abspath(r["path"])) for r in used
+               if r["meta"].get("overall") == "FAIL" and not any(st[0] == "FAIL" for st in r["steps"].values())]
+    missing = [x for x, ok in files if not ok]
+    quick = [s for s in ran if "--quick" in str(source[s]["meta"].get("command", ""))]
+    problems = failed + [f"{x} (outside its steps)" for x in outside] + [f"{x} missing" for x in missing]
+    if problems:
+        overall, line = "FAIL", f"Overall: FAIL (failed: {', '.join(problems)}" + \
+            (f"; not run: {', '.join(not_run)})" if not_run else ")")
+    elif not_run or quick:
+        why = ([f"not run: {', '.join(not_run)}"] if not_run else []) + \
+              ([f"from a --quick run: {', '.join(quick)}"] if quick else [])
+        overall, line = "incomplete", f"Overall: incomplete ({'; '.join(why)}; the steps run passed)"
+    else:
+        overall, line = "pass", "Overall: pass"
     meta = {"format": FORMAT, "version": 1, "date": date, "gpu": first["meta"]["gpu"], "uuids": first["meta"]["uuids"],
             "slug": slug, "tool": first["meta"]["tool"], "command": "scripts/gpu-merge-records.py",
             "merged_from": [rel(os.path.abspath(r["path"])) for r in recs], "profile": source["profile"]["meta"].get("profile") if "profile" in source else None,

@@ -26,8 +26,9 @@
 #   (`consensus --write`; provisional while they come from one device) for committing with its
 #   manifest.json (docs/recordings.md).
 # Exit: 0 when every check run passed, 1 when any failed or the record could not be written (the record
-#   says which), 2 when no GPU is usable (no record), 64 on a bad argument, 128+N when interrupted by
-#   signal N (the record is still written: the interrupted step FAIL, the steps after it not run).
+#   says which) or sdcscreen does not start, 2 when no GPU is usable (no record), 64 on a bad argument,
+#   128+N when interrupted by signal N (the record is still written: the interrupted step FAIL, the steps
+#   after it not run).
 set -uo pipefail
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 ALL_STEPS="tests profile boot record drills bench"
@@ -115,8 +116,13 @@ VERSION=${VERSION%%$'\n'*}
 INFO=$("$BIN" info 2>&1)
 INFO_RC=$?
 GPU_LINES=$(printf '%s\n' "$INFO" | grep '^gpu:')
-if [ $INFO_RC != 0 ] || [ -z "$GPU_LINES" ]; then
-  printf '%s\n' "$INFO" | grep '^gpus:' >&2 || echo "gpu-validate: $BIN info: exit $INFO_RC, no GPU listed" >&2
+if [ $INFO_RC != 0 ]; then  # a binary that does not start (a library missing from the bundle): broken, not "no GPU"
+  printf '%s\n' "$INFO" | tail -n 5 >&2
+  echo "gpu-validate: $BIN info: exit $INFO_RC" >&2
+  exit 1
+fi
+if [ -z "$GPU_LINES" ]; then
+  printf '%s\n' "$INFO" | grep '^gpus:' >&2 || echo "gpu-validate: $BIN info lists no GPU" >&2
   exit 2
 fi
 # "gpu:      cuda:0 NVIDIA H100 80GB HBM3  GPU-...  00000000:19:00.0  cc 9.0  ...": the fields are separated by

@@ -36,6 +36,7 @@ struct RunArgs {
   bool fail_slow = false;          // a slow unit makes a passing run exit 3
   bool digests = false;            // keep per-tile digests in the report
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
+  std::string patterns_not_found;  // no pattern directory was found: why (PatternsLocation::not_found_message)
 };
 struct ListArgs {
   std::string profile;

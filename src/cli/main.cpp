@@ -283,8 +283,10 @@ int main(int argc, char** argv) {
     say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
     return EXIT_USAGE;
   }
-  // Every subcommand but info, history and diff reads the patterns: none found is a configuration error.
-  if (patterns_dir.empty() && !info->parsed() && !hist->parsed() && !diff->parsed())
+  // Every subcommand but info, history and diff reads the patterns: none found is a configuration error (run
+  // says so after its argument checks, and on its --npd line too).
+  if (patterns_dir.empty() && run->parsed()) ra.patterns_not_found = located.not_found_message();
+  if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed())
     return config_error(located.not_found_message());
   try {
     if (run->parsed()) {

@@ -164,6 +164,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   const bool report_to_stdout = a.output == "-";
   const std::string output = report_to_stdout ? "" : a.output;
   if (report_to_stdout && a.npd) return fail(EXIT_USAGE, "-o - and --npd both write stdout: choose one");
+  if (patterns_dir.empty()) return fail(EXIT_CONFIG, a.patterns_not_found);
   for (const auto& [flag, path] :
        {std::pair{"-o", output}, std::pair{"--prometheus", a.prometheus}, std::pair{"--html", a.html}}) {
     if (path.empty()) continue;

@@ -124,6 +124,12 @@ def main():
         p = hidden(["./sdcscreen", "list"], root, env)
         F.check(p.returncode == 78 and "no pattern directory found" in p.stderr and patterns in p.stderr,
                 f"no patterns anywhere: exit {p.returncode}: {p.stderr[-400:]}")
+        p = hidden(["./sdcscreen", "run", "--backend", "cpu", "--force", "--npd"], root, env)
+        F.check(p.returncode == 78 and "no pattern directory found" in p.stderr and "Unknown" in p.stdout
+                and "no pattern directory found" in p.stdout,
+                f"run --npd with no patterns: exit {p.returncode}, stdout {p.stdout[-300:]!r}")
+        p = hidden(["./sdcscreen", "run", "--inject", "nonsense", "--force"], root, env)
+        F.check(p.returncode == 64, f"a bad --inject with no patterns: exit {p.returncode} (the usage error first)")
         p = hidden(["./sdcscreen", "list", "--patterns", os.path.join(tmp, "patterns-moved")], root, env)
         F.check(p.returncode == 0, f"--patterns with patterns/ moved away: exit {p.returncode}: {p.stderr[-300:]}")
     F.finish()

@@ -357,6 +357,38 @@ try:
     F.check(p.returncode == 1 and overall(text).startswith("FAIL") and step_status(text, "record") == "FAIL",
             f"merge with a failed record step: exit {p.returncode}, {overall(text)!r}")
 
+    # A partial that failed outside its steps (its overall FAIL, every step passed: a companion not copied), and a
+    # companion missing now: the merge is no pass. The same records untouched: pass (the checks can fail).
+    every = [*parts, *records(out_d)]
+    bad_meta = os.path.join(TMP, "outside", os.path.basename(every[0]))
+    os.makedirs(os.path.dirname(bad_meta))
+    with open(bad_meta, "w") as f:
+        f.write(re.sub(r'"overall": "[a-z]+"', '"overall": "FAIL"', read(every[0]), count=1))
+    for comp in json.loads(re.search(r"<!-- gpu-validate: (.*) -->", read(every[0])).group(1))["files"]:
+        src = os.path.join(os.path.dirname(every[0]), comp)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(TMP, "outside", comp.rstrip("/")))
+    p = merge("--out", os.path.join(TMP, "m-outside"), bad_meta, *every[1:])
+    text = read(records(os.path.join(TMP, "m-outside"))[0]) if records(os.path.join(TMP, "m-outside")) else ""
+    F.check(p.returncode == 1 and overall(text).startswith("FAIL") and "outside its steps" in overall(text),
+            f"merge with a record failed outside its steps: exit {p.returncode}, {overall(text)!r}")
+    gone = next(os.path.join(out_d, f) for f in os.listdir(out_d) if f.endswith("-drills.json"))
+    os.rename(gone, gone + ".away")
+    p = merge("--out", os.path.join(TMP, "m-missing"), *every)
+    text = read(records(os.path.join(TMP, "m-missing"))[0]) if records(os.path.join(TMP, "m-missing")) else ""
+    F.check(p.returncode == 1 and overall(text).startswith("FAIL") and "missing" in overall(text),
+            f"merge with a companion missing: exit {p.returncode}, {overall(text)!r}")
+    os.rename(gone + ".away", gone)
+    # A --quick run's step (boot profile instead of standard) never makes a merged pass.
+    out_q = os.path.join(TMP, "out-quick")
+    validate(build, out_q, "--steps", "profile", "--quick")
+    out_b = os.path.join(TMP, "out-bench")
+    validate(build, out_b, "--steps", "bench")
+    p = merge("--out", os.path.join(TMP, "m-quick"), *[r for r in every if not r.endswith("-profile-bench.md")],
+              *records(out_q), *records(out_b))
+    text = read(records(os.path.join(TMP, "m-quick"))[0]) if records(os.path.join(TMP, "m-quick")) else ""
+    F.check(p.returncode == 1 and overall(text).startswith("incomplete") and "--quick run: profile" in overall(text),
+            f"merge with a --quick profile step: exit {p.returncode}, {overall(text)!r}")
+
     # --- the merge refuses ----------------------------------------------------------------------------
     print("-- the merge refuses", flush=True)
     out_a = os.path.join(TMP, "out-a100")
