@@ -250,12 +250,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gpu: %s\n", e.what());
     return 64;
   }
-  const sdc::PatternsLocation located = sdc::locate_patterns();
-  if (patterns.empty() && located.dir.empty()) {
-    std::fprintf(stderr, "bench_gpu: %s\n", located.not_found_message().c_str());
-    return 78;
+  if (patterns.empty()) {
+    const sdc::PatternsLocation located = sdc::locate_patterns();
+    if (located.dir.empty()) {
+      std::fprintf(stderr, "bench_gpu: %s\n", located.not_found_message().c_str());
+      return 78;
+    }
+    patterns = located.dir;
   }
-  if (patterns.empty()) patterns = located.dir;
   try {
     ps = sdc::load_patterns(patterns);
   } catch (const std::exception& e) {

@@ -11,7 +11,7 @@
 
 namespace sdc {
 
-int cmd_info() {
+int cmd_info(const PatternsLocation& patterns) {
   const HostInfo h = host_info();
   say("sdcscreen {} ({})\n", tool_version(), tool_git());
   say("host:     {}\nos:       {}\nkernel:   {}\n", h.hostname, h.os, h.kernel);
@@ -31,7 +31,6 @@ int cmd_info() {
           d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
           d.driver_cuda, d.runtime);
   }
-  const PatternsLocation patterns = locate_patterns();
   if (patterns.dir.empty())
     say("patterns: none found (looked in {})\n", fmt::join(patterns.looked_in, ", "));
   else

@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
       return cmd_run(ra, args, patterns_dir);
     }
     if (list->parsed()) return cmd_list(la, patterns_dir);
-    if (info->parsed()) return cmd_info();
+    if (info->parsed()) return cmd_info(located);
     if (golden->parsed()) {
       std::vector<int> cpus;
       if (const std::string err = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus); !err.empty())
