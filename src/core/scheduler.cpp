@@ -120,13 +120,17 @@ void DeviceLoop::run() {
                                 : ex.stuck()    ? ex.watchdog_skip_reason()
                                 : out_of_time() ? "time budget exhausted before it started"
                                                 : nullptr;
+      // A case this device cannot run says so whatever the time or a stop: on a CPU node, a budget that ran
+      // out must not turn the GPU-only cases into rows of tests that did not start.
       if (!unusable.empty()) {
         r.verdict = Verdict::error;
         r.reason = unusable;
+      } else if (!ex.applicable(c, r)) {
+        // not applicable: applicable() gave the verdict and the reason
       } else if (not_started) {
         r.verdict = Verdict::skip;
         r.reason = not_started;
-      } else if (ex.applicable(c, r)) {
+      } else {
         run_case(c, sel.iterations[ci], ci, true, r);
         if (r.iterations_done > 0 && r.judged_by.empty()) r.judged_by = mode_name(c.mode);
         settle(r);

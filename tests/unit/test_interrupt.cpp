@@ -104,3 +104,47 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
   REQUIRE(last.verdict == Verdict::skip);
   REQUIRE(last.reason == "interrupted before it started");
 }
+
+// A GPU-only case on a CPU is not applicable whether or not there was time or a stop: it must never become
+// a row of a test that did not start (on a CPU node they would bury the ones that did not run).
+TEST_CASE("a stop or a spent budget leaves GPU-only cases not applicable, not unstarted", "[interrupt]") {
+  Fixture f;
+  const std::string gpu_only = "gemm_bf16.uniform_1024x1024x1024";
+  REQUIRE(select_cases(f.ps.battery, "boot", {CASES[0], CASES[1], gpu_only}, {}, f.sel).empty());
+  REQUIRE(f.sel.cases.size() == 3);
+  const bool budget_spent = GENERATE(false, true);
+  if (budget_spent)
+    f.opt.time_budget_s = 1e-9;  // over before the first test starts
+  else
+    f.opt.on_test_done = [&f](const TestResult& t, size_t, size_t) {
+      if (t.id == CASES[0]) f.stop.store(SIGTERM);
+    };
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.tests.size() == 3);
+  const auto find = [&r](const std::string& id) -> const TestResult& {
+    const auto it = std::find_if(r.tests.begin(), r.tests.end(), [&](const TestResult& t) { return t.id == id; });
+    REQUIRE(it != r.tests.end());
+    return *it;
+  };
+  const std::string not_started =
+      budget_spent ? "time budget exhausted before it started" : "interrupted before it started";
+  const TestResult& first = find(CASES[0]);
+  if (budget_spent) {
+    REQUIRE(first.verdict == Verdict::skip);
+    REQUIRE(first.reason == not_started);
+    REQUIRE(r.exit_code() == EXIT_INCONCLUSIVE);
+  } else {
+    REQUIRE(first.verdict == Verdict::pass);
+    REQUIRE(r.exit_code() == 128 + SIGTERM);
+  }
+  const TestResult& unstarted = find(CASES[1]);
+  REQUIRE(unstarted.verdict == Verdict::skip);
+  REQUIRE(unstarted.reason == not_started);
+  REQUIRE_FALSE(unstarted.not_applicable);
+  const TestResult& g = find(gpu_only);
+  REQUIRE(g.verdict == Verdict::skip);
+  REQUIRE(g.not_applicable);
+  REQUIRE(g.reason == "family gemm_bf16 runs on GPUs only");
+  REQUIRE(g.iterations_done == 0);
+}
