@@ -31,6 +31,7 @@ int cmd_info(const PatternsLocation& patterns) {
           d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
           d.driver_cuda, d.runtime);
   }
+  say("cublaslt: {}\n", cuda::cublaslt_summary());
   if (patterns.dir.empty())
     say("patterns: none found (looked in {})\n", fmt::join(patterns.looked_in, ", "));
   else

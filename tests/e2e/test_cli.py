@@ -188,6 +188,14 @@ F.check(len(second) == 1 and min(second) > 2 + longest,
 p = common.run("info")
 F.check(p.returncode == 0, f"info: exit {p.returncode} ({p.stderr.strip()[:300]})")
 F.check(p.stdout.startswith("sdcscreen ") and "cpu" in p.stdout, f"info: unexpected output {p.stdout[:300]!r}")
+# Where cuBLASLt comes from: a CUDA build finds the toolkit's own (it was built with one, whatever the loader's
+# path says); a build without CUDA says it has none.
+lt = [line for line in p.stdout.splitlines() if line.startswith("cublaslt: ")]
+if "no CUDA backend" in p.stdout:
+    F.check(lt == ["cublaslt: none: this build of sdcscreen has no CUDA backend"], f"info without CUDA: {lt}")
+else:
+    F.check(len(lt) == 1 and lt[0].startswith("cublaslt: cublasLt 13.") and " from /" in lt[0]
+            and os.path.isfile(lt[0].split(" from ", 1)[1]), f"info: cuBLASLt line {lt}")
 
 p = common.run("verify-patterns")
 F.check(p.returncode == 0, f"verify-patterns on the source patterns: exit {p.returncode} ({p.stderr.strip()[:300]})")

@@ -3,7 +3,11 @@
 // reference, hence the same goldens; the recorded ones have no CPU reference) but for GPUs only; and, in a
 // CUDA build, the run-time loader fails with one line naming the library, and algorithm descriptions are
 // complete and distinct.
+#include <limits.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -16,6 +20,7 @@
 
 #if SDC_HAVE_CUDA
 #include "src/backends/cuda/cublaslt.h"
+#include "src/backends/cuda/cuda_backend.h"
 #include "src/backends/cuda/cuda_check.h"
 #endif
 
@@ -169,6 +174,41 @@ TEST_CASE("cublaslt: a library that does not load is one line naming it, not an 
   CHECK(what.find("cublasLtCreate") != std::string::npos);
 }
 
+TEST_CASE("cublaslt: looked for by the loader first, then in the toolkit's and the usual CUDA directories", "[cublaslt]") {
+  using V = std::vector<std::string>;
+  const V loader{"libcublasLt.so.13", "libcublasLt.so"};
+  const std::string usual = "/usr/local/cuda/lib64/libcublasLt.so.13";
+  CHECK(cuda::cublaslt_candidates("/opt/cuda-13.0/lib64") ==
+        V{loader[0], loader[1], "/opt/cuda-13.0/lib64/libcublasLt.so.13", usual});
+  CHECK(cuda::cublaslt_candidates("/opt/cuda/lib//") == V{loader[0], loader[1], "/opt/cuda/lib/libcublasLt.so.13", usual});
+  CHECK(cuda::cublaslt_candidates("") == V{loader[0], loader[1], usual});
+  CHECK(cuda::cublaslt_candidates("/usr/local/cuda/lib64/") == V{loader[0], loader[1], usual});
+  // This build's: the toolkit it was compiled with comes before the usual place.
+  const V built = cuda::cublaslt_candidates(cuda::built_toolkit_libdir());
+  REQUIRE(built.size() >= 3);
+  CHECK(built.back() == usual);
+  // A candidate given as a path loads from that path, whatever the loader's search path holds; one that is
+  // not there is refused naming it.
+  size_t loaded = 0;
+  for (const std::string& name : built) {
+    if (name.find('/') == std::string::npos) continue;
+    struct stat st {};
+    if (stat(name.c_str(), &st) != 0) {
+      CHECK_THROWS_WITH(cuda::LtLibrary(name), Catch::Contains(name));
+      continue;
+    }
+    const cuda::LtLibrary lib(name);
+    char want[PATH_MAX], got[PATH_MAX];
+    REQUIRE(realpath(name.c_str(), want));
+    REQUIRE(realpath(lib.path().c_str(), got));
+    CHECK(std::string(got) == want);
+    CHECK(lib.version_text().rfind("cublasLt 13.", 0) == 0);
+    ++loaded;
+  }
+  // The toolkit this was built with has the library (it is part of the toolkit).
+  CHECK(loaded >= 1);
+}
+
 TEST_CASE("cublaslt: the system library, where present, has every entry point and says its version", "[cublaslt]") {
   // Both outcomes are checked: a machine without the library must get the one-line error naming both
   // names tried; with it, the table is complete and the status names come from the library itself.
@@ -181,11 +221,17 @@ TEST_CASE("cublaslt: the system library, where present, has every entry point an
   }
   if (!lib) {
     CHECK(what.find('\n') == std::string::npos);
-    CHECK(what.find("libcublasLt.so.13") != std::string::npos);
-    CHECK(what.find("libcublasLt.so ") != std::string::npos);
+    for (const std::string& name : cuda::cublaslt_candidates(cuda::built_toolkit_libdir()))
+      CHECK(what.find(name + (name == "libcublasLt.so.13" ? ")" : "")) != std::string::npos);
+    CHECK(cuda::cublaslt_summary() == "not loaded: " + what);
     return;
   }
   CHECK(&cuda::system_cublaslt() == lib);  // loaded once
+  // The file it came from, for `info`: an absolute path that exists.
+  const std::string path = lib->path();
+  struct stat st {};
+  CHECK((path.rfind('/', 0) == 0 && stat(path.c_str(), &st) == 0));
+  CHECK(cuda::cublaslt_summary() == lib->version_text() + " from " + path);
   const cuda::LtApi& f = lib->api();
   CHECK((f.create && f.destroy && f.get_version && f.get_status_name && f.matmul_desc_create && f.matmul_desc_destroy &&
          f.matmul_desc_set_attribute && f.matrix_layout_create && f.matrix_layout_destroy && f.preference_create &&

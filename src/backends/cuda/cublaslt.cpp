@@ -9,6 +9,12 @@
 #include <mutex>
 #include <type_traits>
 
+#include "cuda_backend.h"
+
+#ifndef SDC_CUDA_TOOLKIT_LIBDIR
+#define SDC_CUDA_TOOLKIT_LIBDIR ""
+#endif
+
 namespace sdc::cuda {
 namespace {
 
@@ -112,14 +118,34 @@ void LtLibrary::check(cublasStatus_t st, const char* call) const {
   throw LtError(fmt::format("{}: {}", call, name ? name : fmt::format("status {}", static_cast<int>(st))));
 }
 
+std::string LtLibrary::path() const {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(api_.create), &info) && info.dli_fname && *info.dli_fname) return info.dli_fname;
+  return name_;
+}
+
+std::vector<std::string> cublaslt_candidates(const std::string& toolkit_libdir) {
+  std::vector<std::string> names{"libcublasLt.so.13", "libcublasLt.so"};
+  for (std::string dir : {toolkit_libdir, std::string("/usr/local/cuda/lib64")}) {
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    if (dir.empty()) continue;
+    const std::string file = dir + "/libcublasLt.so.13";
+    if (std::find(names.begin(), names.end(), file) == names.end()) names.push_back(file);
+  }
+  return names;
+}
+
+const char* built_toolkit_libdir() { return SDC_CUDA_TOOLKIT_LIBDIR; }
+
 const LtLibrary& system_cublaslt() {
   // Built once; a failed load leaves nothing behind, so a later call tries again.
   static std::mutex mutex;
   static std::unique_ptr<LtLibrary> lib;
   std::lock_guard<std::mutex> lock(mutex);
   if (lib) return *lib;
+  const std::vector<std::string> names = cublaslt_candidates(built_toolkit_libdir());
   std::string first_error;
-  for (const char* name : {"libcublasLt.so.13", "libcublasLt.so"}) {
+  for (const std::string& name : names) {
     try {
       lib = std::make_unique<LtLibrary>(name);
       return *lib;
@@ -127,7 +153,18 @@ const LtLibrary& system_cublaslt() {
       if (first_error.empty()) first_error = e.what();
     }
   }
-  throw LtError(first_error + "; libcublasLt.so did not load either");
+  std::string others;
+  for (size_t i = 1; i < names.size(); ++i) others += (i > 1 ? ", " : "") + names[i];
+  throw LtError(first_error + "; none of " + others + " loaded either");
+}
+
+std::string cublaslt_summary() {
+  try {
+    const LtLibrary& lib = system_cublaslt();
+    return lib.version_text() + " from " + lib.path();
+  } catch (const std::exception& e) {
+    return std::string("not loaded: ") + e.what();
+  }
 }
 
 const char* lt_dtype_name(LtDtype d) {

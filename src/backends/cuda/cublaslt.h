@@ -62,6 +62,8 @@ class LtLibrary {
 
   const LtApi& api() const { return api_; }
   const std::string& name() const { return name_; }
+  // The file the loader opened for `name` (its path, from an entry point's address); `name` if unknown.
+  std::string path() const;
   // "cublasLt 13.1.0", from the loaded library (cublasLtGetVersion), not from the header built against.
   std::string version_text() const;
   // Throws LtError "<call>: <status name>" unless st is CUBLAS_STATUS_SUCCESS.
@@ -73,9 +75,18 @@ class LtLibrary {
   LtApi api_;
 };
 
-// The system's cuBLASLt, shared by the whole process: libcublasLt.so.13, else libcublasLt.so. Loaded on
-// the first call (thread-safe) and kept; when neither loads it throws LtError naming both, and the next
-// call tries again.
+// Where system_cublaslt() looks, in order: libcublasLt.so.13, then libcublasLt.so, as the loader finds
+// them (LD_LIBRARY_PATH, its cache); then libcublasLt.so.13 in `toolkit_libdir` (the library directory of
+// the CUDA toolkit this binary was built with) and in /usr/local/cuda/lib64, so that a node whose loader
+// was never told where CUDA is still finds it. An empty or repeated directory is left out.
+std::vector<std::string> cublaslt_candidates(const std::string& toolkit_libdir);
+
+// The library directory of the CUDA toolkit this binary was built with ("" if the build did not say).
+const char* built_toolkit_libdir();
+
+// The system's cuBLASLt, shared by the whole process: the first of cublaslt_candidates() that loads.
+// Loaded on the first call (thread-safe) and kept; when none loads it throws LtError naming every one
+// tried, and the next call tries again.
 const LtLibrary& system_cublaslt();
 
 // RAII for one cuBLASLt object (handle, descriptor, layout, preference) and its destroy function.

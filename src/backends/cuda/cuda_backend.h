@@ -24,6 +24,10 @@ Availability probe();
 // Identity of every visible device (call after probe() said usable). Throws CudaError.
 std::vector<DeviceInfo> list_devices();
 
+// For `info`: "cublasLt 13.0.2 from /path/libcublasLt.so.13", or why it did not load (cublaslt.h: where it
+// looks). Never throws.
+std::string cublaslt_summary();
+
 // Runs the selected cases on every GPU in `gpus` at once (one host thread and stream per GPU) and fills
 // result: one test per case and GPU, one unit per SM. Never throws for a per-device failure: that
 // device's tests become `error` and the other GPUs finish. The node's GPUs judge their consensus tests

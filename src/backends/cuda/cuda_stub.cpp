@@ -9,6 +9,8 @@ Availability probe() { return {false, "this build of sdcscreen has no CUDA backe
 
 std::vector<DeviceInfo> list_devices() { return {}; }
 
+std::string cublaslt_summary() { return "none: this build of sdcscreen has no CUDA backend"; }
+
 std::unique_ptr<DeviceRuntime> open_cuda_runtime(const DeviceInfo&) {
   throw CudaError("this build of sdcscreen has no CUDA backend", CudaError::Kind::other);
 }
