@@ -33,6 +33,7 @@ def main():
     stats = {"case_runs": 0, "false_positives": 0, "invocations": 0, "extra_rounds": 0}
     fills = {name: p.get("fill", False) for name, p in common.battery()["profiles"].items()}
     t_start = time.time()
+    sanitized = bool(os.environ.get("SDC_SANITIZED"))
 
     def cpus_of(cpuset):
         if cpuset is None:
@@ -133,14 +134,13 @@ def main():
     # run in the release build) would add many minutes: their code is the tiny replays' code, which runs here
     # and in test_replay.py under the sanitizer too; the release suite runs them all.
     big = [c for c in others if cases[c]["family"] == "train_step_f32" and cases[c]["shape"].get("preset", 0) > 0]
-    if os.environ.get("SDC_SANITIZED"):
+    if sanitized:
         others = [c for c in others if c not in big]
         print(f"  sanitizer build: {len(big)} replays of the small model left to the release suite", flush=True)
     fails.check(len(others) > 0, "the battery has no case outside the boot profile")
     # Under a sanitizer each case runs on one CPU selection (in turn: 0, 1, 0-1), with a budget that lets its
     # iterations finish: ten 2048^3 GEMMs on one CPU take over a minute there, past the boot profile's 45 s,
     # and all three selections pushed this test past its CTest limit. The release suite runs all three.
-    sanitized = bool(os.environ.get("SDC_SANITIZED"))
     selections = ["0", "1", "0-1"]
     t0 = time.time()
     for i, cid in enumerate(others):

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
@@ -153,9 +154,7 @@ const LtLibrary& system_cublaslt() {
       if (first_error.empty()) first_error = e.what();
     }
   }
-  std::string others;
-  for (size_t i = 1; i < names.size(); ++i) others += (i > 1 ? ", " : "") + names[i];
-  throw LtError(first_error + "; none of " + others + " loaded either");
+  throw LtError(fmt::format("{}; none of {} loaded either", first_error, fmt::join(names.begin() + 1, names.end(), ", ")));
 }
 
 std::string cublaslt_summary() {
