@@ -121,7 +121,10 @@ int main(int argc, char** argv) {
       "injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
-                  "output; the exit code changes only with --fail-slow)")
+                  "output; the exit code changes only with --fail-slow). Throughput is measured after the battery "
+                  "by a probe of its own: every CPU (or GPU) runs the same fixed work item at once, in 7 rounds "
+                  "sized by time; slow means below R in at least two thirds of the rounds and in their median, "
+                  "and a unit that failed is reported failed, not slow")
       ->check(CLI::Range(0.01, 0.99))
       ->capture_default_str();
   run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");

@@ -65,45 +65,59 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void assess_throughput(RunResult& r) {
-  constexpr double MIN_BUSY_S = 0.005;
-  constexpr int MIN_CASES = 3;
-  std::map<std::string, std::vector<double>> rel;  // unit -> its relative rate, per comparable case
-  const auto compare = [&rel](const std::vector<std::pair<std::string, double>>& rates) {
-    if (rates.size() < 2) return;  // no peer
-    for (size_t i = 0; i < rates.size(); ++i) {
-      std::vector<double> peers;
-      for (size_t j = 0; j < rates.size(); ++j)
-        if (j != i) peers.push_back(rates[j].second);
-      const double m = median(peers);
-      if (m > 0) rel[rates[i].first].push_back(rates[i].second / m);
-    }
-  };
-  std::map<std::string, std::vector<std::pair<std::string, double>>> gpu_rates;  // case -> (gpu, GFLOP/s)
-  for (const TestResult& t : r.tests) {
-    if (t.verdict != Verdict::pass && t.verdict != Verdict::fail) continue;
-    if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
-      if (t.gflops > 0 && t.duration_s >= MIN_BUSY_S)
-        gpu_rates[t.id].push_back(
-            {fmt::format("gpu {}", r.devices[static_cast<size_t>(t.device_index)].index), t.gflops});
-      continue;
-    }
-    std::vector<std::pair<std::string, double>> rates;
-    bool enough = !t.unit_speed.empty();
-    for (const UnitSpeed& u : t.unit_speed) {
-      enough = enough && u.busy_s >= MIN_BUSY_S && u.tiles > 0;
-      if (u.busy_s > 0) rates.push_back({fmt::format("cpu {}", u.unit), static_cast<double>(u.tiles) / u.busy_s});
-    }
-    if (enough) compare(rates);
+namespace {
+
+// Whether the unit the probe calls `name` ("cpu 3", "gpu 1") failed in this run: a miscompare, a crash or
+// a hang on that CPU, or on any SM of that GPU.
+bool unit_failed(const RunResult& r, const std::string& name) {
+  const auto bad = [](const UnitResult& u) { return u.failed_tiles > 0 || u.crash_signal != 0 || u.hung; };
+  for (const UnitResult& u : r.units) {
+    if (!bad(u)) continue;
+    const std::string n = u.is_sm() && static_cast<size_t>(u.device) < r.devices.size()
+                              ? fmt::format("gpu {}", r.devices[static_cast<size_t>(u.device)].index)
+                              : u.is_sm() ? "" : fmt::format("cpu {}", u.cpu.cpu);
+    if (n == name) return true;
   }
-  for (const auto& [id, rates] : gpu_rates) compare(rates);
+  return false;
+}
+
+}  // namespace
+
+void assess_throughput(RunResult& r) {
   r.throughput.clear();
-  for (const auto& [unit, v] : rel) {
+  const ProbeRun& p = r.probe;
+  const size_t n = p.units.size();
+  if (n < 2 || p.reps == 0) return;  // no peer to compare with
+  std::vector<std::vector<double>> rel(n);  // per unit, its relative rate in each round
+  std::vector<std::vector<double>> rate(n);
+  for (const std::vector<double>& round : p.seconds) {
+    if (round.size() != n) continue;
+    std::vector<double> rates(n);
+    for (size_t i = 0; i < n; ++i) rates[i] = round[i] > 0 ? static_cast<double>(p.reps) / round[i] : 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<double> peers;
+      for (size_t j = 0; j < n; ++j)
+        if (j != i) peers.push_back(rates[j]);
+      const double m = median(peers);
+      if (m <= 0 || rates[i] <= 0) continue;
+      rel[i].push_back(rates[i] / m);
+      rate[i].push_back(rates[i]);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (rel[i].empty()) continue;
     UnitThroughput u;
-    u.unit = unit;
-    u.relative = median(v);
-    u.cases = static_cast<int>(v.size());
-    u.slow = u.cases >= MIN_CASES && u.relative < r.throughput_floor;
+    u.unit = p.units[i];
+    u.rate = median(rate[i]);
+    u.relative = median(rel[i]);
+    u.low = *std::min_element(rel[i].begin(), rel[i].end());
+    u.high = *std::max_element(rel[i].begin(), rel[i].end());
+    u.rounds = static_cast<int>(rel[i].size());
+    u.below_floor =
+        static_cast<int>(std::count_if(rel[i].begin(), rel[i].end(), [&r](double x) { return x < r.throughput_floor; }));
+    u.failed = unit_failed(r, u.unit);
+    u.slow = !u.failed && u.rounds >= PROBE_MIN_ROUNDS && u.relative < r.throughput_floor &&
+             3 * u.below_floor >= 2 * u.rounds;
     r.throughput.push_back(u);
   }
   const auto number = [](const std::string& u) { return std::stol(u.substr(u.rfind(' ') + 1)); };

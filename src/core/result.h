@@ -127,13 +127,31 @@ struct UnitResult {
   bool is_sm() const { return device >= 0; }
 };
 
-// A unit's throughput relative to its peers on the node (assess_throughput).
-struct UnitThroughput {
-  std::string unit;     // "cpu 3", "gpu 1"
-  double relative = 0;  // median over its cases of its rate / the median rate of its peers
-  int cases = 0;        // cases that had enough work on every unit to compare
-  bool slow = false;    // relative below the floor, over at least MIN_CASES cases
+// The throughput probe's measurements (src/core/probe.h): one fixed work item, `reps` times per round, on
+// every unit at once; seconds[round][unit] is what a unit's reps took (a CPU: its worker thread's CPU time,
+// so that other processes on the node do not make it look slow; a GPU: wall time of its stream).
+struct ProbeRun {
+  std::string work;                       // what one work item is
+  uint64_t reps = 0;                      // work items per unit and round, calibrated to the target time
+  double target_s = 0;                    // the time a round was sized to take on the median unit
+  std::vector<std::string> units;         // "cpu 3", "gpu 1"
+  std::vector<std::vector<double>> seconds;  // [round][unit]
+  std::string not_run;                    // why no probe ran (one unit, an interruption, the watchdog...); "" when it ran
 };
+
+// A unit's throughput relative to its peers on the node, from the probe alone (assess_throughput).
+struct UnitThroughput {
+  std::string unit;       // "cpu 3", "gpu 1"
+  double rate = 0;        // work items per second, median over the rounds
+  double relative = 0;    // median over the rounds of its rate / the median rate of its peers in that round
+  double low = 0, high = 0;  // the least and greatest of those per-round figures (the spread)
+  int rounds = 0;         // rounds measured
+  int below_floor = 0;    // rounds in which it was below the floor
+  bool failed = false;    // it failed (miscompare, crash, hang): not judged for speed
+  bool slow = false;      // not failed, relative below the floor, and below it in at least 2/3 of the rounds
+};
+// The fewest probe rounds from which a unit is judged slow.
+constexpr int PROBE_MIN_ROUNDS = 5;
 
 struct RunResult {
   std::string backend = "cpu";
@@ -155,7 +173,8 @@ struct RunResult {
   std::vector<std::string> errors;         // run-level problems (set-up failures)
   double throughput_floor = 0.85;          // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;                  // --fail-slow: a slow unit makes a passing run exit 3
-  std::vector<UnitThroughput> throughput;  // every unit that could be compared (assess_throughput)
+  ProbeRun probe;                          // the throughput probe's measurements
+  std::vector<UnitThroughput> throughput;  // every unit the probe measured (assess_throughput)
   int retest = 0;                          // --retest-on-failure N in effect
   int exit_code() const;
   bool any_slow() const;
@@ -167,11 +186,12 @@ struct RunResult {
   const char* exit_word() const;
 };
 
-// Slow units: per case, each unit's rate (tiles per second of its worker's busy time, CPUs; the test's
-// GFLOP/s, GPUs) against the median rate of its peers (the node's other units of the same kind); a unit's
-// relative throughput is the median of that over the cases where every unit had at least 5 ms of work,
-// and it is slow below r.throughput_floor over at least 3 such cases. Slowness never changes the exit code
-// by itself (--fail-slow makes it 3 when everything passed).
+// Slow units, from the probe (r.probe): per round, each unit's rate against the median rate of its peers
+// (the node's other measured units); a unit's relative throughput is the median of that over the rounds.
+// It is slow when it did not fail, was measured in at least PROBE_MIN_ROUNDS rounds, its median is below
+// r.throughput_floor and at least two thirds of its rounds were: one noisy round cannot flag a unit, and a
+// unit that failed is reported as failed, not also as slow. Slowness never changes the exit code by itself
+// (--fail-slow makes it 3 when everything passed).
 void assess_throughput(RunResult& r);
 
 }  // namespace sdc

@@ -8,6 +8,8 @@
 #include <new>
 #include <thread>
 
+#include "probe.h"
+
 namespace sdc {
 namespace {
 
@@ -217,6 +219,14 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
     std::vector<std::thread> threads;
     for (DeviceLoop& l : loops) threads.emplace_back([&l] { l.run(); });
     for (std::thread& t : threads) t.join();
+  }
+  if (opt.probe) {
+    if (opt.stop.stop_requested())
+      result.probe.not_run = "interrupted";
+    else if (std::any_of(devices.begin(), devices.end(), [](Executor* ex) { return ex->stuck(); }))
+      result.probe.not_run = "the watchdog ended the run";
+    else
+      run_probe(devices, opt.stop, result.probe);
   }
   for (Executor* ex : devices)
     if (ex->stuck()) {

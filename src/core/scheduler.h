@@ -57,7 +57,8 @@ struct RunOptions {
   bool keep_digests = false;
   // --retest-on-failure N: after a test fails on a unit, the failing tiles again, N times each way (UnitRetest).
   int retest = 0;
-  StopToken stop;  // the run stops at the next tile when it asks
+  bool probe = false;  // after the battery, the throughput probe (src/core/probe.h), for slow units
+  StopToken stop;      // the run stops at the next tile when it asks
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
 };
@@ -139,6 +140,17 @@ class Executor {
   virtual bool settle(TestResult&) const { return false; }
   // After the run, on a stuck device: let go of what a job may still use.
   virtual void abandon() {}
+  // The throughput probe (src/core/probe.h): the units it measures on this device ("cpu 3"; a GPU as a
+  // whole, "gpu 1"), none when the device has no probe or cannot run one now.
+  virtual std::vector<std::string> probe_units() const { return {}; }
+  // What one work item of the probe is, for the report.
+  virtual std::string probe_work() const { return ""; }
+  // Runs the probe's fixed work item `reps` times on every probe unit at once and gives each unit's
+  // seconds, in probe_units() order. Returns "" when it did, else why not (the watchdog at `deadline`, a
+  // stop, a device error; the device is then stuck if a job may still run).
+  virtual std::string probe(uint64_t /*reps*/, Clock::time_point /*deadline*/, std::vector<double>& /*seconds*/) {
+    return "this device has no probe";
+  }
 };
 
 // Runs the selection on every executor at once and fills result: one test per case and executor (test

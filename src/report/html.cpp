@@ -93,10 +93,10 @@ std::string telemetry_section(const json& r) {
       const bool is_slow = flag(u, "slow");
       if (is_slow) slow += (slow.empty() ? "" : ", ") + fmt::format("{} at {:.2f}x", str(u, "unit"), rel);
       s += fmt::format(R"(<rect class="throughput{}" data-unit="{}" data-relative="{:.4f}" x="{}" y="{}" width="{}" )"
-                       R"(height="{}" fill="{}"><title>{}: {:.2f}x over {} case(s){}</title></rect>)",
+                       R"(height="{}" fill="{}"><title>{}: {:.2f}x, median of {} probe rounds{}</title></rect>)",
                        is_slow ? " slow" : "", esc(str(u, "unit")), rel, LEFT + i * bw, y_of(rel), std::max(1, bw - 1),
                        TOP + PLOT_H - y_of(rel), is_slow ? SLOW_COLOUR : THROUGHPUT_COLOUR, esc(str(u, "unit")), rel,
-                       num(u, "cases"), is_slow ? ", slow" : "");
+                       num(u, "rounds"), is_slow ? ", slow" : flag(u, "failed") ? ", failed: not judged" : "");
     }
     s += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#333333" stroke-dasharray="4 3"/>)", LEFT,
                      y_of(floor), LEFT + n * bw);

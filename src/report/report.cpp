@@ -398,11 +398,15 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                          ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
                          : fmt::format("fired on cpu {}", i.fired_unit));
   if (r.any_slow()) {
-    s += fmt::format("slow units (throughput below {:.2f}x the median of their peers; not a miscompare{}):\n",
+    s += fmt::format("slow units (probe throughput below {:.2f}x the median of their peers; not a miscompare{}):\n",
                      r.throughput_floor, r.fail_slow ? ", but --fail-slow" : "");
     for (const UnitThroughput& u : r.throughput)
-      if (u.slow) s += fmt::format("  {} at {:.2f}x over {} cases: SLOW\n", u.unit, u.relative, u.cases);
+      if (u.slow)
+        s += fmt::format("  {} at {:.2f}x (rounds {:.2f}x to {:.2f}x, {} of {} below the floor): SLOW\n", u.unit,
+                         u.relative, u.low, u.high, u.below_floor, u.rounds);
   }
+  if (!r.probe.not_run.empty() && r.probe.not_run != "interrupted")
+    s += fmt::format("throughput probe not run: {}\n", r.probe.not_run);
   int counts[5] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
@@ -604,10 +608,28 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     j["injections"].push_back(ji);
   }
   j["retest_on_failure"] = r.retest;
-  j["throughput"] = {{"floor", r.throughput_floor}, {"fail_slow", r.fail_slow}, {"units", json::array()}};
+  j["throughput"] = {{"floor", r.throughput_floor},
+                     {"fail_slow", r.fail_slow},
+                     {"probe",
+                      {{"ran", r.probe.not_run.empty() && !r.probe.seconds.empty()},
+                       {"not_run", r.probe.not_run.empty() ? json(nullptr) : json(r.probe.not_run)},
+                       {"work", r.probe.work},
+                       {"reps", r.probe.reps},
+                       {"target_s", r.probe.target_s},
+                       {"rounds", r.probe.seconds.size()},
+                       {"units", r.probe.units},
+                       {"seconds", r.probe.seconds}}},
+                     {"units", json::array()}};
   for (const UnitThroughput& u : r.throughput)
-    j["throughput"]["units"].push_back(
-        {{"unit", u.unit}, {"relative", u.relative}, {"cases", u.cases}, {"slow", u.slow}});
+    j["throughput"]["units"].push_back({{"unit", u.unit},
+                                        {"rate", u.rate},
+                                        {"relative", u.relative},
+                                        {"low", u.low},
+                                        {"high", u.high},
+                                        {"rounds", u.rounds},
+                                        {"below_floor", u.below_floor},
+                                        {"failed", u.failed},
+                                        {"slow", u.slow}});
   j["errors"] = r.errors;
   j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]},
                   {"error", counts[2]},      {"skip", counts[3]}, {"crash", counts[4]}};

@@ -9,8 +9,9 @@ namespace sdc {
 
 // 2: GPUs (devices, SM units, injection device); 3: judged_by, engine; 4: crash; 5: per-unit bit signatures;
 // 6: per-tile digests (run --digests)
-// 7: throughput; 8: retest (--retest-on-failure) and the drills' persist
-constexpr int REPORT_SCHEMA_VERSION = 9;
+// 7: throughput; 8: retest (--retest-on-failure) and the drills' persist; 9: GPU retests, tile_grid;
+// 10: throughput from the probe (throughput.probe, each unit's rate, spread, rounds, failed)
+constexpr int REPORT_SCHEMA_VERSION = 10;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -16,6 +16,7 @@
 #include "../../core/miscompare.h"
 #include "../../spec/digest.h"
 #include "cpu_case.h"
+#include "cpu_probe.h"
 #include "cpu_retest.h"
 #include "worker_pool.h"
 
@@ -29,17 +30,6 @@ uint64_t string_hash(const std::string& s) {
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The drill for slow-unit detection: SDCSCREEN_DRILL_SLOW_CPU=N makes the worker on logical CPU N take ten
-// times as long for every tile (it waits nine times its tile's time after computing it). Compiled in, off
-// unless asked, like the other drills; -1 when not asked.
-int slow_drill_cpu() {
-  const char* v = std::getenv("SDCSCREEN_DRILL_SLOW_CPU");
-  if (!v || !*v) return -1;
-  char* end = nullptr;
-  const long cpu = std::strtol(v, &end, 10);
-  return *end == 0 && cpu >= 0 && cpu < (1 << 20) ? static_cast<int>(cpu) : -1;
-}
 
 // When a job must end: its deadline (the watchdog) and the stop signal.
 struct Watch {
@@ -149,7 +139,6 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   std::fill(s.computed_by.begin(), s.computed_by.end(), 0);
   std::fill(s.busy_s.begin(), s.busy_s.end(), 0.0);
   std::fill(s.done.begin(), s.done.end(), 0);
-  static const int slow_cpu = slow_drill_cpu();
   const double work = s.problem->tile_flops() * 1e-9 *
                       (only_tiles ? static_cast<double>(only_tiles->size())
                                   : static_cast<double>(tiles) / static_cast<double>(workers));
@@ -172,7 +161,6 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             reads_fault = true;
           }
         bool computed = false;
-        const bool slow = pool.cpu(w).cpu == slow_cpu;
         for (uint64_t t = 0; t < tiles; ++t) {
           if (s.worker_of[t] != w) continue;
           if (stop.stop_requested()) return;
@@ -209,7 +197,6 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             f.inj->fired_tile = t;
           }
           s.digest[t] = tile_digest(t, out, te);
-          if (slow) std::this_thread::sleep_for(9 * (Clock::now() - tile_start));
           s.busy_s[w] += seconds_since(tile_start);
           ++s.done[w];
         }
@@ -495,6 +482,38 @@ class CpuExecutor final : public Executor {
     expected_cache_.clear();
   }
 
+  std::vector<std::string> probe_units() const override {
+    std::vector<std::string> out;
+    if (stuck_) return out;
+    for (size_t w = 0; w < pool_->size(); ++w) out.push_back(fmt::format("cpu {}", pool_->cpu(w).cpu));
+    return out;
+  }
+  std::string probe_work() const override { return ProbeWork::description(); }
+  std::string probe(uint64_t reps, Clock::time_point deadline, std::vector<double>& seconds) override {
+    if (stuck_) return "the watchdog ended the run";
+    if (!probe_) probe_ = std::make_unique<ProbeWork>(pool_->size());
+    static const int slow_cpu = slow_drill_cpu();
+    static const uint64_t slow_node = slow_drill_node();
+    auto secs = std::make_shared<std::vector<double>>(pool_->size(), 0.0);
+    const JobEnd end = run_watched(*pool_, Watch{deadline, ctx_->opt.stop},
+                                   [work = probe_.get(), secs, reps, pool = pool_.get()](size_t w) {
+                                     const uint64_t n = reps * slow_node * (pool->cpu(w).cpu == slow_cpu ? 10 : 1);
+                                     (*secs)[w] = work->run(w, n);
+                                   });
+    if (end == JobEnd::finished) {
+      seconds = *secs;
+      return "";
+    }
+    if (end == JobEnd::stopped) return "interrupted";
+    const std::vector<int> busy = pool_->busy_cpus();
+    stuck_ = true;  // a worker may still be inside the probe: keep what it uses
+    (void)probe_.release();
+    for (size_t w = 0; w < pool_->size(); ++w)
+      if (std::find(busy.begin(), busy.end(), pool_->cpu(w).cpu) != busy.end())
+        ctx_->result.units[unit_base_ + w].hung = true;
+    return fmt::format("watchdog: the probe did not finish on cpu {}", format_cpu_list(busy));
+  }
+
   void abandon() override {
     pool_->abandon();
     (void)pool_.release();
@@ -517,6 +536,7 @@ class CpuExecutor final : public Executor {
   std::map<uint64_t, std::vector<float>> expected_cache_;
   uint64_t rotation0_ = 0;
   std::map<uint32_t, std::map<uint64_t, uint64_t>> wrong_;  // per worker that failed: tile -> first wrong digest
+  std::unique_ptr<ProbeWork> probe_;                        // the throughput probe's buffers, made when it runs
 };
 
 }  // namespace

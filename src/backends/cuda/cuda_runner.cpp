@@ -479,6 +479,72 @@ class GpuExecutor final : public Executor {
     r.reason = CONSENSUS_ONE_RUN;
     return true;
   }
+  // The throughput probe (src/core/probe.h) on a GPU: the GPU as one unit, its work item one exact fp32
+  // GEMM over the whole device (gemm_f32, 2048 x 2048 x 2048; 128 cubed on the emulated device), timed by
+  // this host thread from the first launch to the stream's event (the emulated device: by its stream
+  // thread's CPU time, DeviceRuntime::stream_cpu_seconds). Launches are paced as the replay's are,
+  // so that a hung kernel cannot block this thread in a full launch queue past the deadline.
+  std::vector<std::string> probe_units() const override {
+    if (!g_.dead.empty() || g_.stuck) return {};
+    return {fmt::format("gpu {}", g_.info.index)};
+  }
+  std::string probe_work() const override {
+    return g_.info.emulated ? "gemm_f32 128x128x128 on the whole emulated GPU, CPU time of its stream's thread"
+                            : "gemm_f32 2048x2048x2048 on the whole GPU, wall time of its stream";
+  }
+  std::string probe(uint64_t reps, Clock::time_point deadline, std::vector<double>& seconds) override {
+    if (!g_.dead.empty() || g_.stuck) return fmt::format("{} cannot run the probe", g_.info.label());
+    try {
+      g_.rt->make_current();  // the probe may run on another host thread than the screen did
+      if (!probe_case_) {
+        Case c;
+        c.id = "probe.gemm_f32";
+        c.family = "gemm_f32";
+        c.data_seed = 0x70726f6265ull;
+        const int64_t n = g_.info.emulated ? 128 : 2048;
+        c.shape.dims = {{"m", n}, {"n", n}, {"k", n}};
+        auto dc = std::make_unique<DeviceCase>();
+        TestResult scratch;
+        const bool in_time = prepare_case(sh_, g_, c, *dc, sh_.run->opt.max_memory_bytes, scratch, true);
+        if (!in_time) {
+          g_.stuck = true;
+          dc->leak(), (void)dc.release();
+          return fmt::format("watchdog: the probe's inputs on {} were not generated in time", g_.info.label());
+        }
+        if (scratch.not_applicable) return scratch.reason;
+        probe_case_ = std::move(dc);
+      }
+      DeviceCase& dc = *probe_case_;
+      cudaStream_t s = g_.stream->get();
+      std::vector<const void*> in;
+      for (const DeviceBuffer& b : dc.inputs) in.push_back(b.get());
+      Pacer pacer{g_, s, deadline};
+      const auto start = Clock::now();
+      const double cpu_start = g_.rt->stream_cpu_seconds(s);
+      for (uint64_t i = 0; i < reps && pacer.in_time; ++i) {
+        dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+        if (i % 64 == 63) Pacer::pace(&pacer);
+      }
+      if (pacer.in_time) {
+        g_.rt->record(g_.event->get(), s);
+        pacer.in_time = wait_until(*g_.rt, g_.event->get(), deadline);
+      }
+      if (!pacer.in_time) {
+        g_.stuck = true;
+        probe_case_->leak(), (void)probe_case_.release();
+        return fmt::format("watchdog: the probe did not finish on {}", g_.info.label());
+      }
+      const double cpu_end = cpu_start >= 0 ? g_.rt->stream_cpu_seconds(s) : -1;
+      seconds = {cpu_end >= cpu_start && cpu_start >= 0 ? cpu_end - cpu_start : seconds_since(start)};
+      return "";
+    } catch (const CudaError& e) {
+      if (e.sticky()) g_.dead = e.what();
+      return fmt::format("{}: {}", g_.info.label(), e.what());
+    } catch (const std::exception& e) {
+      return fmt::format("{}: {}", g_.info.label(), e.what());
+    }
+  }
+
   void abandon() override {  // a kernel may still run: its stream, event, flag and device stay
     (void)g_.stream.release();
     (void)g_.event.release();
@@ -497,6 +563,7 @@ class GpuExecutor final : public Executor {
   std::map<uint64_t, std::vector<float>> expected_cache_;
   Workspace ws_;
   double work_ = 0;
+  std::unique_ptr<DeviceCase> probe_case_;  // the throughput probe's case, prepared when it first runs
 };
 
 }  // namespace

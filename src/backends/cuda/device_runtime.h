@@ -72,6 +72,10 @@ class DeviceRuntime {
   // How many times slower than the watchdog's reference GPU (1 TFLOP/s) this device may be: the emulated
   // device computes on the CPU, and its deadlines stretch by this factor (deadline_after).
   virtual double slowness() const { return 1.0; }
+  // The host CPU seconds stream s has used so far, where the device is emulated on the host (the
+  // throughput probe then times it by that, as it times a CPU, not by wall time that other processes
+  // share); negative on a GPU, which the probe times by wall time.
+  virtual double stream_cpu_seconds(cudaStream_t) { return -1; }
   // A note for a test's report that says what ran on this device in a way a GPU would not, or "".
   virtual std::string test_note(const Family&) const { return ""; }
 };

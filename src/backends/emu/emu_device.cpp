@@ -16,6 +16,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <pthread.h>
+#include <time.h>
+
 #include "../cuda/device_passes.h"
 #include "../cuda/device_runtime.h"
 #define SDC_EMU 1
@@ -71,6 +74,13 @@ class Stream {
   bool idle() {
     std::lock_guard<std::mutex> l(m_);
     return completed_ == enqueued_;
+  }
+  // The CPU time this stream's thread has used.
+  double cpu_seconds() {
+    clockid_t id;
+    timespec t{};
+    if (pthread_getcpuclockid(worker_.native_handle(), &id) != 0 || clock_gettime(id, &t) != 0) return -1;
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
   }
   Device& dev;
   bool sampling = false;  // host side: a launch enqueued now is a family's compute kernel
@@ -289,6 +299,12 @@ std::vector<unsigned> blocks_to_run(const Launch& l, const Spec& spec) {
   return all;
 }
 
+double this_thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 void run_launch(Device& dev, const Launch& l) {
   if (dev.lost()) return;  // nothing runs after the context is lost
   const uint64_t n = dev.next_launch();
@@ -300,6 +316,7 @@ void run_launch(Device& dev, const Launch& l) {
     return;
   }
   thread_local BlockRunner runner;
+  const double cpu_start = dev.spec.slow > 1 ? this_thread_cpu_seconds() : 0;
   t_launch_spec = &dev.spec;
   t_kernel = l.what.c_str();
   const unsigned sms = static_cast<unsigned>(dev.spec.sms);
@@ -314,6 +331,11 @@ void run_launch(Device& dev, const Launch& l) {
   }
   t_launch_spec = nullptr;
   t_kernel = "";
+  if (dev.spec.slow > 1) {  // a slower GPU: this thread busy for (slow - 1) times what the launch took
+    const double until = cpu_start + dev.spec.slow * (this_thread_cpu_seconds() - cpu_start);
+    while (this_thread_cpu_seconds() < until) {
+    }
+  }
 }
 
 class EmuRuntime final : public cuda::DeviceRuntime {
@@ -388,6 +410,7 @@ class EmuRuntime final : public cuda::DeviceRuntime {
   }
   int sm_id_limit() override { return cuda::emu::sm_id_limit(); }
   void launch_hang(const volatile int* release, cudaStream_t s) override { cuda::emu::launch_hang(release, s); }
+  double stream_cpu_seconds(cudaStream_t s) override { return stream_of(s)->cpu_seconds(); }
   void compute_begin(cudaStream_t s) override { stream_of(s)->sampling = true; }
   void compute_end(cudaStream_t s) override { stream_of(s)->sampling = false; }
   bool samples_blocks() const override { return d_.spec.sample_blocks != 0; }
@@ -447,6 +470,8 @@ std::string parse_specs(const std::string& text, std::vector<Spec>& out) {
         s.memory_bytes = v << 20;
       } else if (key == "sample" && parse_uint(value, v) && v <= 65536) {
         s.sample_blocks = static_cast<unsigned>(v);
+      } else if (key == "slow" && parse_uint(value, v) && v >= 2 && v <= 100) {
+        s.slow = static_cast<unsigned>(v);
       } else if (key == "fail-launch" && parse_uint(value, v) && v >= 1) {
         s.fail_launch = v;
       } else if (key == "mma-fault") {
@@ -462,7 +487,7 @@ std::string parse_specs(const std::string& text, std::vector<Spec>& out) {
       } else {
         return fmt::format(
             "'{}': unknown or malformed option of an emulated device (mem=<MiB>, sample=<blocks>, "
-            "fail-launch=<n>, mma-fault=<sm>/<lane>/<bit>)",
+            "fail-launch=<n>, mma-fault=<sm>/<lane>/<bit>, slow=<2..100>)",
             opt);
       }
     }

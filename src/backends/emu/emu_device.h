@@ -33,11 +33,12 @@ struct Spec {
   uint64_t fail_launch = 0;  // the n-th kernel launch on this device faults and loses the context (0: none)
   int mma_sm = -1;           // every mma.sync on this SM has bit mma_bit of lane mma_lane's d[0] flipped
   int mma_lane = 0, mma_bit = 0;
+  unsigned slow = 1;  // every launch takes this many times its CPU time: a GPU that slow (the probe's drill)
 };
 
 // Parses a device list: "N" (N devices of the default Spec) or specs separated by ',', each
 // "sm_<cc>x<sms>" followed by ":key=value" options: mem=<MiB>, sample=<blocks>, fail-launch=<n>,
-// mma-fault=<sm>/<lane>/<bit>. Returns "" or what is wrong.
+// mma-fault=<sm>/<lane>/<bit>, slow=<k> (2..100). Returns "" or what is wrong.
 std::string parse_specs(const std::string& text, std::vector<Spec>& out);
 
 // Creates the devices (they live until the process ends) and returns their identities, ordinals from 0.

@@ -1,0 +1,105 @@
+#include "probe.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+namespace sdc {
+namespace {
+
+// One round: every device runs reps items on its units at once. Returns "" or why a device did not finish.
+std::string probe_round(const std::vector<Executor*>& devices, uint64_t reps, Clock::time_point deadline,
+                        std::vector<double>& seconds) {
+  std::vector<std::vector<double>> per(devices.size());
+  std::vector<std::string> why(devices.size());
+  const auto one = [&](size_t d) { why[d] = devices[d]->probe(reps, deadline, per[d]); };
+  if (devices.size() == 1) {
+    one(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t d = 0; d < devices.size(); ++d) threads.emplace_back(one, d);
+    for (std::thread& t : threads) t.join();
+  }
+  seconds.clear();
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (!why[d].empty()) return why[d];
+    if (per[d].size() != devices[d]->probe_units().size())
+      return fmt::format("{} measured {} units of {}", devices[d]->device(), per[d].size(),
+                         devices[d]->probe_units().size());
+    seconds.insert(seconds.end(), per[d].begin(), per[d].end());
+  }
+  return "";
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRun& out) {
+  out = ProbeRun{};
+  out.target_s = PROBE_TARGET_S;
+  std::vector<Executor*> devices;
+  for (Executor* ex : all) {
+    if (ex->stuck() || !ex->unusable().empty()) continue;  // nothing more can run there
+    const std::vector<std::string> units = ex->probe_units();
+    if (units.empty()) continue;
+    devices.push_back(ex);
+    out.units.insert(out.units.end(), units.begin(), units.end());
+    if (out.work.empty()) out.work = ex->probe_work();
+  }
+  if (out.units.size() < 2) {
+    out.not_run = out.units.empty() ? "no unit of this backend can run the probe" : "one unit: no peer to compare with";
+    out.units.clear();
+    return;
+  }
+  // A round's watchdog: generous against a unit far slower than the median (a slow unit is what the probe
+  // is for), plus 10 s.
+  const auto deadline_for = [](double expected_s) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(10.0 + 100.0 * std::max(expected_s, PROBE_TARGET_S)));
+  };
+  std::vector<double> seconds;
+  uint64_t reps = 1;
+  double expected = PROBE_TARGET_S;
+  // Calibration: grow reps until the median unit's round takes the target time (at most 40 tries: from one
+  // item of a microsecond to 2^40 items is far more than any machine needs).
+  for (int attempt = 0;; ++attempt) {
+    if (stop.stop_requested()) {
+      out.not_run = "interrupted";
+      return;
+    }
+    if (const std::string why = probe_round(devices, reps, deadline_for(expected), seconds); !why.empty()) {
+      out.not_run = stop.stop_requested() ? "interrupted" : why;
+      return;
+    }
+    const double m = median_of(seconds);
+    if (m >= PROBE_TARGET_S) break;
+    if (attempt >= 40) {
+      out.not_run = fmt::format("calibration did not reach {:.0f} ms a round", PROBE_TARGET_S * 1e3);
+      return;
+    }
+    // Aim a little past the target, at most 1000 times more a step (a first item timed at 0 s).
+    const double grow = m > 0 ? std::ceil(1.25 * PROBE_TARGET_S / m) : 1000.0;
+    reps *= static_cast<uint64_t>(std::clamp(grow, 2.0, 1000.0));
+    expected = m * std::clamp(grow, 2.0, 1000.0);
+  }
+  out.reps = reps;
+  for (int round = 0; round < PROBE_ROUNDS; ++round) {
+    const std::string why = stop.stop_requested() ? "" : probe_round(devices, reps, deadline_for(expected), seconds);
+    if (stop.stop_requested() || !why.empty()) {
+      out.not_run = stop.stop_requested() ? "interrupted" : why;
+      out.seconds.clear();
+      out.reps = 0;
+      return;
+    }
+    out.seconds.push_back(seconds);
+    expected = median_of(seconds);
+  }
+}
+
+}  // namespace sdc

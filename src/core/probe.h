@@ -1,0 +1,23 @@
+// The throughput probe: slowness measured by a phase of its own, never read off the battery's incidental
+// timings. After the battery, every unit of the node (each logical CPU; each GPU as a whole) runs the same
+// fixed work item at the same time, `reps` times a round. `reps` is calibrated first, so that a round takes
+// about PROBE_TARGET_S on the median unit whatever the machine's speed: a fast CPU and a slow one both get
+// a measurement far above the clock's resolution and the scheduler's noise. Then PROBE_ROUNDS rounds are
+// measured; src/core/result.h (assess_throughput) judges them on the median and spread per unit.
+#pragma once
+
+#include <vector>
+
+#include "scheduler.h"
+
+namespace sdc {
+
+constexpr double PROBE_TARGET_S = 0.025;
+constexpr int PROBE_ROUNDS = 7;
+
+// Calibrates and measures the probe on every device at once (each device's rounds on a thread of its
+// own when there are several) and fills out; out.not_run says why when it could not (fewer than two
+// units, a stop, the watchdog, the deadline).
+void run_probe(const std::vector<Executor*>& devices, const StopToken& stop, ProbeRun& out);
+
+}  // namespace sdc
