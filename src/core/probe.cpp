@@ -83,10 +83,10 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
       out.not_run = fmt::format("calibration did not reach {:.0f} ms a round", PROBE_TARGET_S * 1e3);
       return;
     }
-    // Aim a little past the target, at most 1000 times more a step (a first item timed at 0 s).
-    const double grow = m > 0 ? std::ceil(1.25 * PROBE_TARGET_S / m) : 1000.0;
-    reps *= static_cast<uint64_t>(std::clamp(grow, 2.0, 1000.0));
-    expected = m * std::clamp(grow, 2.0, 1000.0);
+    // Aim a fifth past the target, at most 1000 times more a step (a first item timed at 0 s).
+    const double grow = std::min(m > 0 ? 1.2 * PROBE_TARGET_S / m : 1000.0, 1000.0);
+    reps = std::max(reps + 1, static_cast<uint64_t>(std::ceil(static_cast<double>(reps) * grow)));
+    expected = m * grow;
   }
   out.reps = reps;
   for (int round = 0; round < PROBE_ROUNDS; ++round) {
