@@ -40,8 +40,8 @@
 #   Libraries: the bundle's lib/, then CUDA's (${CUDA_HOME:-/usr/local/cuda}/lib64). Tools (nvidia-smi,
 #   cuobjdump, compute-sanitizer): PATH, then ${CUDA_HOME:-/usr/local/cuda}/bin.
 # --emulated SPEC (tests only): the screen runs on GPUs emulated on the CPU (--backend emulated:SPEC); the
-#   steps that need a real GPU (gpu_tests, sanitizer, bench, the GPU's process list) say n/a; every line says
-#   "emulated".
+#   steps that need a real GPU (gpu_tests, sanitizer, bench, the GPU's process list, cuBLASLt) say n/a or not
+#   available; the boot profile runs its first 10 s; every line says "emulated".
 #
 # Exit: 0 every step asked for ran and passed; 1 a step failed (or sdcscreen does not start); 2 no usable GPU;
 #   3 nothing failed, but a step was n/a, incomplete or skipped; 4 nothing failed, but the deadline left a step
@@ -294,6 +294,7 @@ step0() {
   else bad "glibc $have, the binaries need $need"; fi
   missing=""
   for b in sdcscreen gpu_tests bench_gpu; do
+    if [ ! -f "$BUILD/$b" ] && [ -n "$EMULATED" ] && [ $b != sdcscreen ]; then part "$b (a build without CUDA)"; continue; fi
     [ -f "$BUILD/$b" ] || { missing="$missing $b(absent)"; continue; }
     ldd "$BUILD/$b" >"$d/ldd-$b.txt" 2>&1
     missing="$missing$(grep 'not found' "$d/ldd-$b.txt" | awk -v b="$b" '{printf " %s:%s", b, $1}')"
@@ -366,15 +367,21 @@ step1() {
 step2() {
   step_begin 2
   local s e rc wall counts
+  local budget=()
+  # The emulated device runs the kernels on the CPU: the profile's first 10 s, the cases left skipped (incomplete).
+  [ -n "$EMULATED" ] && budget=(--time-budget 10s)
   s=$(date +%s.%N)
-  screen "$CUR_DIR/boot.txt" --profile boot --output-format json -o "$CUR_DIR/boot.json"
+  screen "$CUR_DIR/boot.txt" --profile boot --output-format json -o "$CUR_DIR/boot.json" "${budget[@]}"
   rc=$?
   e=$(date +%s.%N)
   wall=$(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.1f", e - s }')
   counts=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]
 print("%(tests)d tests: %(pass)d pass, %(fail)d fail, %(error)d error, %(skip)d skip, %(crash)d crash" % s)' \
     "$CUR_DIR/boot.json" 2>/dev/null || echo "no report")
-  if [ $rc = 0 ]; then ok "exit 0, $counts"; else bad "exit $rc, $counts"; fi
+  if [ $rc = 0 ]; then ok "exit 0, $counts"
+  elif [ -n "$EMULATED" ] && [ $rc = 2 ] && [[ $counts == *" 0 fail, 0 error, "*", 0 crash" ]]; then
+    part "exit 2, $counts (on the emulated device: GPU-only families and the cases past its budget)"
+  else bad "exit $rc, $counts"; fi
   if [ -n "$EMULATED" ]; then ok "wall ${wall} s (emulated: no GPU figure)"
   elif awk -v w="$wall" 'BEGIN { exit !(w <= 45) }'; then ok "wall ${wall} s with CUDA start-up (target 45 s)"
   else bad "wall ${wall} s with CUDA start-up, over the 45 s target"; fi
