@@ -457,7 +457,7 @@ step5() {
        f ~ /mma|exactint/ && match($0, /[A-Z]*MMA[.A-Z0-9]*/) { n[f "  " substr($0, RSTART, RLENGTH)]++ }
        END { for (k in n) print n[k] "  " k }' "$CUR_DIR/sass-$arch.txt" | sort -k2 >"$CUR_DIR/sass-summary.txt"
   if [ -s "$CUR_DIR/sass-summary.txt" ]; then
-    ok "$arch: $(awk '{ t = $2; if (match(t, /[A-Z][0-9a-z]*Traits/)) t = substr(t, RSTART, RLENGTH - 6); else t = substr(t, 1, 40)
+    ok "$arch: $(awk '{ t = $2; if (match(t, /[a-z]+_[a-z0-9]+_exactint|attention_[a-z0-9_]*mma/)) t = substr(t, RSTART, RLENGTH); else t = substr(t, 1, 40)
                          s[t] = s[t] (s[t] ? "," : "") $3 } END { for (k in s) printf "%s: %s; ", k, s[k] }' \
                  "$CUR_DIR/sass-summary.txt" | sed 's/; $//')"
     gzip -f "$CUR_DIR/sass-$arch.txt"

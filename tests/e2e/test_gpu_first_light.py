@@ -105,7 +105,7 @@ TOOLS = {
                   '*query-gpu*) echo "name, driver_version"; echo "NVIDIA H100 80GB HBM3, 580.65" ;;\n'
                   '*) echo "NVIDIA-SMI 580.65" ;; esac\n',
     "cuobjdump": '#!/bin/sh\necho "	code for sm_90"\n'
-                 'echo "		Function : _ZN3sdc8exactint10mma_kernelINS0_10Bf16TraitsEEEvv"\n'
+                 'echo "		Function : _ZN3sdc8exactint10mma_kernelINS0_12DeviceTraitsINS_18gemm_bf16_exactint10Bf16FormatEEEEEvv"\n'
                  'echo "        /*0100*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;"\n'
                  'echo "		Function : _ZN3sdc8gemm_f3211gemm_kernelEv"\n'
                  'echo "        /*0100*/                   FFMA R4, R8, R12, R4 ;"\n',
@@ -204,7 +204,7 @@ def stubs_mode():
             F.check(f in files, f"passing run: {f} not in results.tgz")
         F.check("glibc" in st.get(0, ("", ""))[1] and "cuBLASLt: cublasLt 13.0.2" in st.get(0, ("", ""))[1],
                 f"passing run: step 0 says {st.get(0)}")
-        F.check("Bf16: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
+        F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
         F.check("exit 2 after" in st.get(4, ("", ""))[1] and "no process left on the GPU" in st.get(4, ("", ""))[1],
                 f"passing run: step 4 says {st.get(4)}")
         F.check(end_line(out).startswith("# end: exit 0 after"), f"passing run: end line {end_line(out)!r}")
