@@ -9,7 +9,7 @@
 #                                   all but the C library, the NVIDIA driver and cuBLAS/cuBLASLt, which come
 #                                   from the machine's driver and CUDA
 #   patterns/                       battery, goldens, manifest
-#   scripts/                        gpu-validate.sh and what it calls
+#   scripts/                        gpu-first-light.sh, gpu-validate.sh and what they call
 #   docs/                           the runbook and the report schema
 #   BUNDLE.txt, SHA256SUMS          what it is (version, git, build, the C library it needs) and every file's hash
 #
@@ -65,7 +65,7 @@ mkdir -p "$out/lib" "$out/scripts" "$out/docs/gpu-validation"
 for b in "${binaries[@]}"; do cp "$build/$b" "$out/"; done
 # The build's own patterns (its link to the source tree it was built from), so binaries and goldens match.
 cp -RL "$build/patterns" "$out/patterns" || die "no $build/patterns (reconfigure the build)"
-cp scripts/gpu-validate.sh scripts/gpu-drills.py "$out/scripts/"
+cp scripts/gpu-first-light.sh scripts/gpu-validate.sh scripts/gpu-drills.py "$out/scripts/"
 [ -f scripts/gpu-merge-records.py ] && cp scripts/gpu-merge-records.py "$out/scripts/"
 cp docs/gpu-validation/README.md "$out/docs/gpu-validation/"
 cp docs/report.schema.json "$out/docs/"

@@ -34,9 +34,25 @@ STEP_RE = re.compile(r"^<!-- step: ([a-z]+) status: (pass|FAIL|not-run)(?: secon
 SECTION_RE = re.compile(r"^<!-- section: ([a-z]+) begin -->\n.*?^<!-- section: \1 end -->\n", re.M | re.S)
 
 
+PROG = "gpu-merge-records"  # the name messages start with (scripts/gpu-first-light-record.py sets its own)
+
+
 def fail(code, msg):
-    print(f"gpu-merge-records: {msg}", file=sys.stderr)
+    print(f"{PROG}: {msg}", file=sys.stderr)
     sys.exit(code)
+
+
+def write_atomic(path, text):
+    """Writes text to path through a temporary file in the same folder (a reader never sees half a record);
+    exit 1 when it cannot."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".merge-", suffix=".md")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        os.unlink(tmp)
+        fail(1, f"cannot write {path}: {e}")
 
 
 class Parser(argparse.ArgumentParser):
@@ -205,14 +221,7 @@ def main():
             o += [sec.rstrip("\n") + "\n" for sec in source[s]["sections"].get(s, [])]
     o += [line, f"<!-- overall: {overall} -->", ""]
 
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".merge-", suffix=".md")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(o))
-        os.replace(tmp, out)
-    except OSError as e:
-        os.unlink(tmp)
-        fail(1, f"cannot write {out}: {e}")
+    write_atomic(out, "\n".join(o))
     print(f"gpu-merge-records: {out} written from {len(recs)} record(s) (overall: {overall})", file=sys.stderr)
     sys.exit(0 if overall == "pass" else 1)
 

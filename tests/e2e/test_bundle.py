@@ -65,6 +65,7 @@ def main():
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
         F.check(size < 64 << 20, f"the bundle is {size >> 20} MiB, over 64 MiB")
         for f in ("sdcscreen", "gpu_tests", "bench_gpu", "scripts/gpu-validate.sh", "scripts/gpu-drills.py",
+                  "scripts/gpu-first-light.sh",
                   "patterns/battery.json", "patterns/manifest.json", "docs/gpu-validation/README.md", "BUNDLE.txt"):
             F.check(os.path.isfile(os.path.join(root, f)), f"the bundle lacks {f}")
         F.check(not any(os.path.islink(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs),
@@ -113,6 +114,15 @@ def main():
         p = hidden(["bash", "scripts/gpu-validate.sh", "--out", out], root, env, timeout=300)
         F.check(p.returncode == 2 and "cmake" not in (p.stdout + p.stderr).lower(),
                 f"gpu-validate.sh without a GPU: exit {p.returncode} (2 expected, nothing built): {p.stderr[-600:]}")
+
+        # The first-light script from the bundle without a GPU: step 0 checks the bundle (SHA256SUMS) and stops, exit 2,
+        # with its two files.
+        fl_out = os.path.join(tmp, "first-light")
+        p = hidden(["bash", "scripts/gpu-first-light.sh", fl_out], root, env, timeout=300)
+        summary = open(os.path.join(fl_out, "summary.txt")).read() if os.path.exists(os.path.join(fl_out, "summary.txt")) else ""
+        F.check(p.returncode == 2 and "sha256sum -c: every bundle file intact" in summary
+                and sorted(os.listdir(fl_out)) == ["results.tgz", "summary.txt"],
+                f"gpu-first-light.sh without a GPU: exit {p.returncode} (want 2): {summary[-800:]} {p.stderr[-400:]}")
 
         # The lookup's refusals.
         p = hidden(["./sdcscreen", "list"], root, dict(env, SDCSCREEN_PATTERNS=os.path.join(tmp, "no-such-patterns")))
