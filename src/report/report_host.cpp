@@ -144,7 +144,7 @@ std::string host_telemetry_text(const host::HostTelemetry& t) {
   if (!t.after.taken) {
     s += "host telemetry: not read after the run\n";
   } else if (t.events.empty()) {
-    s += "host telemetry: no error counter or throttle count changed during the run\n";
+    s += "host telemetry: no counter that could be read changed during the run\n";
   }
   // What was not read is said, so that "nothing changed" is never read as "no errors" where nothing counts them.
   std::set<std::string> missing;

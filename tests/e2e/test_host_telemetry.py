@@ -127,7 +127,7 @@ with tempfile.TemporaryDirectory() as d:
         valid("unchanged tree", rep)
         F.check(rep["host"]["telemetry"]["events"] == [] and rep["host"]["telemetry"]["drill"] is None,
                 f"unchanged tree: {rep['host']['telemetry']['events']}")
-    F.check("host telemetry: no error counter or throttle count changed" in text, "unchanged tree: text")
+    F.check("host telemetry: no counter that could be read changed" in text, "unchanged tree: text")
 
 # --- 4. this machine's own /proc and /sys: well-formed, and what is missing is listed, never 0 --------
 env = {k: v for k, v in os.environ.items() if k not in ("SDCSCREEN_HOST_ROOT", "SDCSCREEN_SYSFS_ROOT")}
