@@ -82,7 +82,7 @@ std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>&
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // run.cpp
 int cmd_list(const ListArgs& a, const std::string& patterns_dir);
-int cmd_info(const PatternsLocation& patterns);  // the lookup main made (patterns_location.h)
+int cmd_info(const PatternsLocation& patterns, bool json);  // the lookup main made (patterns_location.h)
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp

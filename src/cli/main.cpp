@@ -168,6 +168,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   CLI::App* info = app.add_subcommand("info", "show host, CPUs, devices and versions");
+  std::string info_format = "text";
+  info->add_option("--output-format", info_format, "text or json (host identity, telemetry now, devices, versions)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   GoldenArgs ga;
   CLI::App* golden =
       app.add_subcommand("golden", "recompute every golden digest on this machine's CPUs and rewrite the manifest");
@@ -299,7 +303,7 @@ int main(int argc, char** argv) {
       return cmd_run(ra, args, patterns_dir);
     }
     if (list->parsed()) return cmd_list(la, patterns_dir);
-    if (info->parsed()) return cmd_info(located);
+    if (info->parsed()) return cmd_info(located, info_format == "json");
     if (golden->parsed()) {
       std::vector<int> cpus;
       if (const std::string err = choose_cpus(golden->count("--cpuset") > 0, ga.cpuset, cpus); !err.empty())

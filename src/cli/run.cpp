@@ -15,6 +15,7 @@
 #include "../backends/cpu/cpu_topology.h"
 #include "../core/activity.h"
 #include "../core/history.h"
+#include "../host/host_readers.h"
 #include "../report/html.h"
 #include "../report/progress.h"
 #include "../report/report.h"
@@ -120,6 +121,19 @@ void add_crashes(const std::vector<Crash>& crashes, Screen& s) {
   }
 }
 
+// The telemetry after the run, and what changed. Drill (SDCSCREEN_DRILL_TELEMETRY_AFTER=DIR): the after
+// reading comes from the host tree under DIR (DIR/proc, DIR/sys, DIR/dev) instead, so that a test can show
+// an uncorrected error failing the run; compiled in, off unless asked, and said in every output.
+void read_host_after(const host::HostRoot& root, host::HostTelemetry& t) {
+  host::HostRoot after = root;
+  if (const char* d = std::getenv("SDCSCREEN_DRILL_TELEMETRY_AFTER"); d && *d) {
+    after = host::HostRoot::under(d);
+    t.drill = fmt::format("the after-run telemetry was read from {} (SDCSCREEN_DRILL_TELEMETRY_AFTER)", d);
+  }
+  t.after = host::read_telemetry(after);
+  t.events = host::compare_telemetry(t.before, t.after);
+}
+
 }  // namespace
 
 // The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
@@ -191,6 +205,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
   // Crash supervision (supervisor.h): the parent waits here for the screens it forks; a child goes on, without
   // the CPUs that crashed in earlier children, whose crash drills have then fired.
+  // The host's identity and telemetry before the run, read once here: every screen the supervisor forks
+  // below inherits them, so a rescreen after a crash compares with the state before the first screen.
+  const host::HostRoot host_root = host::HostRoot::from_env();
+  host::HostTelemetry telemetry;
+  telemetry.identity = host::read_identity(host_root);
+  telemetry.identity_read = true;
+  telemetry.before = host::read_telemetry(host_root);
   std::vector<Crash> crashes;
   if (const std::optional<int> code = supervise(crashes)) return *code;
   for (const Crash& c : crashes) {
@@ -242,6 +263,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   Screen screen;
   if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) return fail(f.code, f.message);
   RunResult& result = screen.result;
+  result.host = telemetry;
   RunOptions& opt = screen.opt;
   opt.cpus = cpus;
   opt.injections = injections;
@@ -280,6 +302,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     execute_screen(screen);
   }
   add_crashes(crashes, screen);
+  read_host_after(host_root, result.host);
   result.throughput_floor = a.throughput_floor;
   result.fail_slow = a.fail_slow;
   assess_throughput(result);

@@ -32,10 +32,13 @@ int UnitRetest::input_dependent() const {
 // Fail closed: a miscompare anywhere is 1; otherwise anything that did not run (an error, a skip, an
 // injection that never fired, nothing selected) is 2; 0 only when every selected test ran and passed.
 // A miscompare wins over an interruption too: a signal after a unit computed wrong bits must not turn a
-// failing node into an interrupted one (the report still says it was interrupted).
+// failing node into an interrupted one (the report still says it was interrupted). An uncorrected hardware
+// error during the run (an EDAC memory controller's ue_count, a machine-check exception) is a failure of the
+// node as well, even when every test passed: the hardware said itself that it lost data.
 int RunResult::exit_code() const {
   for (const TestResult& t : tests)
     if (t.verdict == Verdict::fail || t.verdict == Verdict::crash) return EXIT_FAIL;
+  if (host.any_fatal()) return EXIT_FAIL;
   if (interrupted_by > 0) return 128 + interrupted_by;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
   bool any_pass = false;

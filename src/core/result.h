@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../host/host_state.h"
 #include "device_info.h"
 #include "inject.h"
 #include "signature.h"
@@ -176,6 +177,9 @@ struct RunResult {
   ProbeRun probe;                          // the throughput probe's measurements
   std::vector<UnitThroughput> throughput;  // every unit the probe measured (assess_throughput)
   int retest = 0;                          // --retest-on-failure N in effect
+  // The host's identity and its telemetry before and after the run (src/host): an uncorrected error during
+  // the run (EDAC, machine check) fails the run like a miscompare; corrected errors and throttling are said.
+  host::HostTelemetry host;
   int exit_code() const;
   bool any_slow() const;
   // A drill that fired but changed no output (an input flip the computation absorbed): no test of its case

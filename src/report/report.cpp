@@ -12,6 +12,7 @@
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../util/iso_time.h"
+#include "report_host.h"
 
 #ifndef SDCSCREEN_VERSION
 #define SDCSCREEN_VERSION "0.0.0"
@@ -321,6 +322,8 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(),
                      host.cpu_model);
   }
+  if (r.host.identity_read) s += host_identity_text(r.host.identity);
+  s += host_telemetry_text(r.host);
   if (!r.injections.empty())
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
                      r.injections.size());
@@ -410,6 +413,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   int counts[5] = {};
   for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
+  if (r.host.any_fatal())
+    s += fmt::format("fail: uncorrected hardware error during the run ({}){}\n", host_fatal_units(r.host),
+                     r.host.drill.empty() ? "" : " [telemetry drill]");
   s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip{}; {:.2f} s\n", r.tests.size(), counts[0],
                    counts[1], counts[2], counts[3], counts[4] ? fmt::format(", {} crash", counts[4]) : "",
                    r.end_unix - r.start_unix);
@@ -493,6 +499,9 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                {"kernel", host.kernel},
                {"cpu", host.cpu_model},
                {"cpus_online", host.cpus_online}};
+  // identity and telemetry: null only in a result that never read them (not a run's).
+  j["host"]["identity"] = r.host.identity_read ? host_identity_json(r.host.identity) : json(nullptr);
+  j["host"]["telemetry"] = r.host.before.taken ? host_telemetry_json(r.host) : json(nullptr);
   j["backend"] = r.backend;
   if (!r.backend_reason.empty()) j["backend_reason"] = r.backend_reason;
   j["devices"] = json::array();

@@ -11,7 +11,8 @@ namespace sdc {
 // 6: per-tile digests (run --digests)
 // 7: throughput; 8: retest (--retest-on-failure) and the drills' persist; 9: GPU retests, tile_grid;
 // 10: throughput from the probe (throughput.probe, each unit's rate, spread, rounds, failed)
-constexpr int REPORT_SCHEMA_VERSION = 10;
+// 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
+constexpr int REPORT_SCHEMA_VERSION = 11;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "report.h"
+#include "report_host.h"
 
 namespace sdc {
 namespace {
@@ -168,6 +169,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_tests", "Tests of the last screen by result.");
   for (const char* v : {"pass", "fail", "error", "skip", "crash"})
     s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
+  s += host_prometheus(r.host);
   return s;
 }
 
@@ -220,6 +222,13 @@ std::string render_npd_line(const RunResult& r) {
       std::string cls;
       for (const auto& [dev, c] : unit_classes(r)) cls = cls.empty() || cls == c.cls ? c.cls : "mixed";
       line = fmt::format("SDC: {} {}{}{}", where, cls.empty() ? "" : cls + " ", families, drill);
+      // An uncorrected hardware error during the run (EDAC, machine check) names its unit: first when no test
+      // failed, after the tests' units otherwise.
+      if (const std::string hw = host_fatal_units(r.host); !hw.empty()) {
+        const std::string hw_drill = r.host.drill.empty() ? "" : " [drill]";
+        line = where.empty() ? fmt::format("HW: {} during the screen{}{}", hw, drill, hw_drill)
+                             : fmt::format("{}; HW: {}{}", line, hw, hw_drill);
+      }
       break;
     }
     default: {

@@ -178,7 +178,35 @@ if base:
     mutant("schema_version is 4 (before signatures)", setp(["schema_version"], 4))
     mutant("schema_version is 5 (before tile digests)", setp(["schema_version"], 5))
     mutant("schema_version is 6 (before throughput)", setp(["schema_version"], 6))
+    mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
     mutant("throughput is missing", delp(["throughput"]))
+    # host identity and telemetry (schema_version 11)
+    mutant("no host.identity", delp(["host", "identity"]))
+    mutant("no host.telemetry", delp(["host", "telemetry"]))
+    mutant("identity cpu family is a string", setp(["host", "identity", "cpu", "family"], "6"))
+    mutant("identity without not_available", delp(["host", "identity", "not_available"]))
+    mutant("identity ppin not hex", setp(["host", "identity", "cpu", "ppin"], [{"package": 0, "ppin": "zz"}]))
+    mutant("telemetry before without not_available", delp(["host", "telemetry", "before", "not_available"]))
+    mutant("EDAC count negative", setp(["host", "telemetry", "before", "edac"],
+                                       [{"controller": "mc0", "corrected": -1, "uncorrected": 0}]))
+    mutant("EDAC controller 'dimm0'", setp(["host", "telemetry", "before", "edac"],
+                                           [{"controller": "dimm0", "corrected": 0, "uncorrected": 0}]))
+    mutant("an unavailable source with no reason", setp(["host", "telemetry", "before", "not_available"],
+                                                        [{"what": "/sys/devices/system/edac/mc", "why": ""}]))
+    fatal = {"kind": "edac_uncorrected", "unit": "mc0", "before": 0, "after": 1, "fatal": True,
+             "description": "uncorrected memory error during the run: EDAC memory controller mc0 ue_count 0 -> 1"}
+    mutant("uncorrected_errors true without a fatal event", setp(["host", "telemetry", "uncorrected_errors"], True))
+    mutant("an uncorrected EDAC event that is not fatal", setp(["host", "telemetry", "events"], [dict(fatal, fatal=False)]))
+    mutant("a corrected EDAC event that is fatal", setp(["host", "telemetry", "events"],
+                                                        [dict(fatal, kind="edac_corrected")]))
+    if clean:
+        def fatal_event(r):
+            r["host"]["telemetry"]["events"] = [fatal]
+            r["host"]["telemetry"]["uncorrected_errors"] = True
+        mutant("a fatal host event with exit 0", fatal_event, on=clean)
+        ok = copy.deepcopy(inj)
+        fatal_event(ok)
+        F.check(not errors_of(ok), f"a fatal host event in a failing run does not validate: {errors_of(ok)[:1]}")
     mutant("throughput floor is 1", setp(["throughput", "floor"], 1))
     mutant("exit 3 with the verdict pass", setp(["exit"], {"code": 3, "verdict": "pass"}))
     mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
@@ -280,7 +308,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 10, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 11, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

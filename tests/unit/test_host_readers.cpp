@@ -1,0 +1,307 @@
+// The host readers (src/host) on fake /proc and /sys trees: parsing, what is not available, and the
+// arithmetic of counters that change during a run.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "catch.h"
+#include "src/core/result.h"
+#include "src/host/host_readers.h"
+#include "src/report/report.h"
+#include "src/report/report_host.h"
+
+using namespace sdc;
+using namespace sdc::host;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under the system's temporary directory, removed at the end of the test.
+struct FakeTree {
+  fs::path dir;
+  FakeTree() {
+    std::random_device rd;
+    dir = fs::temp_directory_path() / ("sdc_host_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    fs::create_directories(dir);
+  }
+  ~FakeTree() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    const fs::path p = dir / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  HostRoot root() const { return HostRoot::under(dir.string()); }
+};
+
+const char* CPUINFO =
+    "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+    "model name\t: Intel(R) Xeon(R) Platinum 8480+\nstepping\t: 8\nmicrocode\t: 0x2b000181\n"
+    "cpu MHz\t\t: 2000.000\nphysical id\t: 0\ncore id\t\t: 0\n\n"
+    "processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nstepping\t: 8\n"
+    "cpu MHz\t\t: 3800.500\nphysical id\t: 0\ncore id\t\t: 0\n\n"
+    "processor\t: 2\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nstepping\t: 8\n"
+    "cpu MHz\t\t: 2100.000\nphysical id\t: 1\ncore id\t\t: 0\n\n";
+
+bool lists(const std::vector<Unavailable>& v, const std::string& what) {
+  for (const Unavailable& u : v)
+    if (u.what.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// A bare-metal-like tree: two memory controllers, throttle counters, coretemp, DMI.
+void populate(const FakeTree& t, int ue0, int ce1, int throttle1) {
+  t.write("proc/cpuinfo", CPUINFO);
+  t.write("proc/sys/kernel/osrelease", "6.8.0-45-generic\n");
+  t.write("proc/interrupts",
+          "           CPU0       CPU1       CPU2\n  0:         40          0          0   IO-APIC    2-edge      timer\n"
+          "MCE:          0          0          0   Machine check exceptions\n"
+          "MCP:         12         12         12   Machine check polls\n");
+  t.write("sys/devices/system/edac/mc/mc0/ce_count", "0\n");
+  t.write("sys/devices/system/edac/mc/mc0/ue_count", std::to_string(ue0) + "\n");
+  t.write("sys/devices/system/edac/mc/mc1/ce_count", std::to_string(ce1) + "\n");
+  t.write("sys/devices/system/edac/mc/mc1/ue_count", "0\n");
+  for (int c = 0; c < 3; ++c) {
+    const std::string cpu = "sys/devices/system/cpu/cpu" + std::to_string(c);
+    t.write(cpu + "/thermal_throttle/core_throttle_count", c == 1 ? std::to_string(throttle1) + "\n" : "0\n");
+    t.write(cpu + "/thermal_throttle/package_throttle_count", "0\n");
+    t.write(cpu + "/cpufreq/scaling_cur_freq", std::to_string(2000000 + c * 100000) + "\n");
+  }
+  t.write("sys/class/hwmon/hwmon0/name", "nvme\n");
+  t.write("sys/class/hwmon/hwmon0/temp1_input", "40000\n");
+  t.write("sys/class/hwmon/hwmon1/name", "coretemp\n");
+  t.write("sys/class/hwmon/hwmon1/temp1_input", "61000\n");
+  t.write("sys/class/hwmon/hwmon1/temp1_label", "Package id 0\n");
+  t.write("sys/class/hwmon/hwmon1/temp1_max", "90000\n");
+  t.write("sys/class/hwmon/hwmon1/temp1_crit", "100000\n");
+  t.write("sys/class/hwmon/hwmon1/temp2_input", "58000\n");
+  t.write("sys/class/hwmon/hwmon1/temp2_label", "Core 0\n");
+  for (const char* f : {"bios_vendor", "bios_version", "bios_date", "board_vendor", "board_name", "sys_vendor",
+                        "product_name", "board_serial", "product_serial"})
+    t.write(std::string("sys/class/dmi/id/") + f, std::string("v-") + f + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("host: cpuinfo gives vendor, family/model/stepping, microcode and topology", "[host]") {
+  std::vector<Unavailable> na;
+  const CpuIdentity c = parse_cpuinfo(CPUINFO, na);
+  CHECK(c.vendor == "GenuineIntel");
+  CHECK(c.model_name == "Intel(R) Xeon(R) Platinum 8480+");
+  CHECK(c.family == 6);
+  CHECK(c.model == 143);
+  CHECK(c.stepping == 8);
+  CHECK(c.microcode == "0x2b000181");
+  CHECK(c.sockets == 2);
+  CHECK(c.cores == 2);
+  CHECK(c.threads == 3);
+  CHECK(na.empty());
+}
+
+TEST_CASE("host: cpuinfo without topology or microcode says so, never 0", "[host]") {
+  std::vector<Unavailable> na;
+  const CpuIdentity c = parse_cpuinfo("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n", na);
+  CHECK(c.threads == 1);
+  CHECK(c.sockets == 0);  // 0 is "not available" in CpuIdentity, rendered as null
+  CHECK(c.family == -1);
+  CHECK(lists(na, "physical id"));
+  CHECK(lists(na, "microcode"));
+  CHECK(lists(na, "cpu family"));
+}
+
+TEST_CASE("host: machine-check exceptions per CPU from /proc/interrupts", "[host]") {
+  const auto m = parse_machine_checks(
+      "           CPU0       CPU2\n  0:  1 2 IO-APIC timer\nMCE:          3          0   Machine check exceptions\n");
+  REQUIRE(m);
+  REQUIRE(m->size() == 2);
+  CHECK((*m)[0].cpu == 0);
+  CHECK((*m)[0].count == 3);
+  CHECK((*m)[1].cpu == 2);  // an offline CPU has no column: the header names them
+  CHECK_FALSE(parse_machine_checks("           CPU0\n  0:  1 IO-APIC timer\n"));
+  CHECK_FALSE(parse_machine_checks("           CPU0       CPU1\nMCE:   x   y\n"));
+  CHECK_FALSE(parse_machine_checks(""));
+}
+
+TEST_CASE("host: counts and reasons", "[host]") {
+  CHECK(parse_count(" 17\n") == std::optional<uint64_t>(17));
+  CHECK_FALSE(parse_count("-1"));
+  CHECK_FALSE(parse_count(""));
+  CHECK_FALSE(parse_count("12 apples"));
+  CHECK(unreadable_reason(ENOENT) == "missing");
+  CHECK(unreadable_reason(EACCES) == "not readable (needs root)");
+  CHECK(unreadable_reason(EIO).rfind("not readable:", 0) == 0);
+  CHECK(parse_cpuinfo_mhz(CPUINFO).size() == 3);
+  CHECK(parse_cpuinfo_mhz(CPUINFO)[1].mhz == 3800.5);
+}
+
+TEST_CASE("host: a full fake tree is read", "[host]") {
+  FakeTree t;
+  populate(t, 0, 5, 0);
+  const HostIdentity id = read_identity(t.root());
+  CHECK(id.cpu.family == 6);
+  CHECK(id.kernel == "6.8.0-45-generic");
+  CHECK(id.dmi.bios_version == "v-bios_version");
+  CHECK(id.dmi.board_serial == "v-board_serial");
+  CHECK(id.dmi.system_serial == "v-product_serial");
+  CHECK(lists(id.not_available, "PPIN"));  // neither topology/ppin nor an msr device in the tree
+  const TelemetrySnapshot s = read_telemetry(t.root());
+  REQUIRE(s.edac.size() == 2);
+  CHECK(s.edac[1].controller == "mc1");
+  CHECK(s.edac[1].corrected == std::optional<uint64_t>(5));
+  CHECK(s.machine_checks.size() == 3);
+  CHECK(s.throttle.size() == 3);
+  REQUIRE(s.temperatures.size() == 2);  // the nvme sensor is not a CPU's
+  CHECK(s.temperatures[0].label == "Package id 0");
+  CHECK(s.temperatures[0].celsius == 61.0);
+  CHECK(s.temperatures[0].max_c == std::optional<double>(90.0));
+  REQUIRE(s.frequency.size() == 3);
+  CHECK(s.frequency[2].mhz == 2200.0);
+  CHECK(s.not_available.empty());
+}
+
+TEST_CASE("host: a PPIN is read from topology/ppin", "[host]") {
+  FakeTree t;
+  populate(t, 0, 0, 0);
+  t.write("sys/devices/system/cpu/cpu0/topology/ppin", "0x1234abcd5678ef90\n");
+  t.write("sys/devices/system/cpu/cpu2/topology/ppin", "0x0000000000000002\n");
+  const HostIdentity id = read_identity(t.root());
+  REQUIRE(id.cpu.ppin.size() == 2);
+  CHECK(id.cpu.ppin[0].package == 0);
+  CHECK(id.cpu.ppin[0].ppin == "0x1234abcd5678ef90");
+  CHECK(id.cpu.ppin[1].package == 1);
+  CHECK_FALSE(lists(id.not_available, "PPIN"));
+}
+
+TEST_CASE("host: a VM with nothing: every reader says what was not available", "[host]") {
+  FakeTree t;
+  const HostIdentity id = read_identity(t.root());
+  CHECK(id.cpu.vendor.empty());
+  CHECK(id.cpu.threads == 0);
+  CHECK(lists(id.not_available, "/proc/cpuinfo"));
+  CHECK(lists(id.not_available, "/sys/class/dmi/id"));
+  CHECK(lists(id.not_available, "osrelease"));
+  const TelemetrySnapshot s = read_telemetry(t.root());
+  CHECK(s.taken);
+  CHECK(s.edac.empty());
+  CHECK(s.machine_checks.empty());
+  CHECK(lists(s.not_available, "/sys/devices/system/edac/mc"));
+  CHECK(lists(s.not_available, "/proc/interrupts"));
+  CHECK(lists(s.not_available, "thermal_throttle"));
+  CHECK(lists(s.not_available, "hwmon"));
+  CHECK(lists(s.not_available, "frequency"));
+  CHECK(compare_telemetry(s, s).empty());
+}
+
+TEST_CASE("host: a counter that cannot be parsed is not available, not 0", "[host]") {
+  FakeTree t;
+  t.write("sys/devices/system/edac/mc/mc0/ce_count", "garbage\n");
+  const TelemetrySnapshot s = read_telemetry(t.root());
+  REQUIRE(s.edac.size() == 1);
+  CHECK_FALSE(s.edac[0].corrected);
+  CHECK_FALSE(s.edac[0].uncorrected);  // missing file
+  CHECK(lists(s.not_available, "mc0/ce_count"));
+  CHECK(lists(s.not_available, "mc0/ue_count"));
+}
+
+TEST_CASE("host: counters that increase during the run", "[host]") {
+  FakeTree before, after;
+  populate(before, 0, 5, 2);
+  populate(after, 1, 9, 7);
+  HostTelemetry h;
+  h.before = read_telemetry(before.root());
+  h.after = read_telemetry(after.root());
+  h.events = compare_telemetry(h.before, h.after);
+  REQUIRE(h.events.size() == 3);
+  CHECK(h.events[0].kind == "edac_uncorrected");
+  CHECK(h.events[0].unit == "mc0");
+  CHECK(h.events[0].fatal);
+  CHECK(h.events[0].describe().find("mc0 ue_count 0 -> 1") != std::string::npos);
+  CHECK(h.events[1].kind == "edac_corrected");
+  CHECK(h.events[1].unit == "mc1");
+  CHECK(h.events[1].after - h.events[1].before == 4);
+  CHECK_FALSE(h.events[1].fatal);
+  CHECK(h.events[2].kind == "core_throttle");
+  CHECK(h.events[2].unit == "cpu 1");
+  CHECK_FALSE(h.events[2].fatal);
+  CHECK(h.any_fatal());
+  CHECK(host_fatal_units(h) == "mc0 uncorrected memory error");
+
+  // The run fails on it, though every test passed, and every output says why.
+  RunResult r;
+  TestResult pass;
+  pass.verdict = Verdict::pass;
+  r.tests.push_back(pass);
+  CHECK(r.exit_code() == EXIT_PASS);
+  r.host = h;
+  r.host.identity_read = true;
+  CHECK(r.exit_code() == EXIT_FAIL);
+  const std::string text = render_text(r, HostInfo{});
+  CHECK(text.find("HOST ERROR: uncorrected memory error during the run: EDAC memory controller mc0") != std::string::npos);
+  CHECK(text.find("host: corrected memory errors during the run") != std::string::npos);
+  CHECK(text.find("exit: fail") != std::string::npos);
+  const std::string prom = render_prometheus(r, "");
+  CHECK(prom.find("sdcscreen_edac_errors_during_run{controller=\"mc0\",type=\"uncorrected\"} 1") != std::string::npos);
+  CHECK(prom.find("sdcscreen_edac_errors_during_run{controller=\"mc1\",type=\"corrected\"} 4") != std::string::npos);
+  CHECK(prom.find("sdcscreen_cpu_thermal_throttle_count{cpu=\"1\",scope=\"core\"} 7") != std::string::npos);
+  CHECK(prom.find("sdcscreen_cpu_temperature_celsius{sensor=\"coretemp\",label=\"Package id 0\"} 61.0") != std::string::npos);
+  CHECK(prom.find("sdcscreen_host_uncorrected_errors 1") != std::string::npos);
+  CHECK(render_npd_line(r).rfind("HW: mc0 uncorrected memory error", 0) == 0);
+}
+
+TEST_CASE("host: corrected errors and throttling alone do not fail the run", "[host]") {
+  FakeTree before, after;
+  populate(before, 3, 5, 2);
+  populate(after, 3, 6, 3);
+  HostTelemetry h;
+  h.before = read_telemetry(before.root());
+  h.after = read_telemetry(after.root());
+  h.events = compare_telemetry(h.before, h.after);
+  CHECK(h.events.size() == 2);
+  CHECK_FALSE(h.any_fatal());
+  RunResult r;
+  TestResult pass;
+  pass.verdict = Verdict::pass;
+  r.tests.push_back(pass);
+  r.host = h;
+  CHECK(r.exit_code() == EXIT_PASS);
+}
+
+TEST_CASE("host: a counter that went down was reset, and a temperature at its limit is said", "[host]") {
+  TelemetrySnapshot b, a;
+  b.taken = a.taken = true;
+  b.edac.push_back({"mc0", 4, 2});
+  a.edac.push_back({"mc0", 4, 0});
+  a.temperatures.push_back({"k10temp", "Tctl", 95.5, 95.0, std::nullopt});
+  a.temperatures.push_back({"k10temp", "Tccd1", 60.0, std::nullopt, std::nullopt});
+  const auto ev = compare_telemetry(b, a);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].kind == "counter_reset");
+  CHECK(ev[0].unit == "mc0 ue_count");
+  CHECK_FALSE(ev[0].fatal);
+  CHECK(ev[1].kind == "temperature_limit");
+  CHECK(ev[1].describe().find("k10temp Tctl at 95.5 C") != std::string::npos);
+  // A controller that could not be read after the run makes no event, and no reading is taken as 0.
+  TelemetrySnapshot gone = a;
+  gone.edac[0].uncorrected.reset();
+  CHECK(compare_telemetry(b, gone).size() == 1);
+}
+
+TEST_CASE("host: text report prints the identity block and what was not available", "[host]") {
+  FakeTree t;
+  t.write("proc/cpuinfo", CPUINFO);
+  RunResult r;
+  r.host.identity = read_identity(t.root());
+  r.host.identity_read = true;
+  r.host.before = r.host.after = read_telemetry(t.root());
+  const std::string s = render_text(r, HostInfo{});
+  CHECK(s.find("host identity:\n  cpu       Intel(R) Xeon(R) Platinum 8480+ (GenuineIntel, family 6 model 143 stepping 8, "
+               "microcode 0x2b000181)") != std::string::npos);
+  CHECK(s.find("board     not available  not available  serial not available") != std::string::npos);
+  CHECK(s.find("not available: /sys/class/dmi/id: missing") != std::string::npos);
+  CHECK(s.find("host telemetry: no counter that could be read changed") != std::string::npos);
+  CHECK(s.find("not available: /sys/devices/system/edac/mc") != std::string::npos);
+}
