@@ -66,8 +66,8 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
   std::vector<double> seconds;
   uint64_t reps = 1;
   double expected = PROBE_TARGET_S;
-  // Calibration: grow reps until the median unit's round takes the target time (at most 40 tries: from one
-  // item of a microsecond to 2^40 items is far more than any machine needs).
+  // Calibration: grow reps until the median unit's round takes the target time (at most 40 tries: 100^40
+  // items is far more than any machine needs).
   for (int attempt = 0;; ++attempt) {
     if (stop.stop_requested()) {
       out.not_run = "interrupted";
@@ -83,8 +83,9 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
       out.not_run = fmt::format("calibration did not reach {:.0f} ms a round", PROBE_TARGET_S * 1e3);
       return;
     }
-    // Aim a fifth past the target, at most 1000 times more a step (a first item timed at 0 s).
-    const double grow = std::min(m > 0 ? 1.2 * PROBE_TARGET_S / m : 1000.0, 1000.0);
+    // Aim a fifth past the target, at most 100 times more a step (a first item timed at 0 s; a step that
+    // overshoots wastes at most that step).
+    const double grow = std::min(m > 0 ? 1.2 * PROBE_TARGET_S / m : 100.0, 100.0);
     reps = std::max(reps + 1, static_cast<uint64_t>(std::ceil(static_cast<double>(reps) * grow)));
     expected = m * grow;
   }

@@ -2,7 +2,8 @@
 // timings. After the battery, every unit of the node (each logical CPU; each GPU as a whole) runs the same
 // fixed work item at the same time, `reps` times a round. `reps` is calibrated first, so that a round takes
 // about PROBE_TARGET_S on the median unit whatever the machine's speed: a fast CPU and a slow one both get
-// a measurement far above the clock's resolution and the scheduler's noise. Then PROBE_ROUNDS rounds are
+// a measurement far above the clock's resolution (a thread's CPU time counts in nanoseconds), while the
+// whole probe stays near a tenth of a second a run. Then PROBE_ROUNDS rounds are
 // measured; src/core/result.h (assess_throughput) judges them on the median and spread per unit.
 #pragma once
 
@@ -12,7 +13,7 @@
 
 namespace sdc {
 
-constexpr double PROBE_TARGET_S = 0.025;
+constexpr double PROBE_TARGET_S = 0.010;
 constexpr int PROBE_ROUNDS = 7;
 
 // Calibrates and measures the probe on every device at once (each device's rounds on a thread of its

@@ -179,7 +179,7 @@ TEST_CASE("probe: calibration sizes a round by time on a fast and on a slow mach
     REQUIRE(p.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
     REQUIRE(p.units.size() == 4);
     CHECK(p.work == "fake");
-    // The median unit's round takes at least the target, and not much more (a step grows reps at most 1000
+    // The median unit's round takes at least the target, and not much more (a step grows reps at most 100
     // times, aiming a fifth past the target).
     const double median_round = static_cast<double>(p.reps) * cost;
     CHECK(median_round >= PROBE_TARGET_S);
