@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev libbenchmark-dev
   clang libclang-rt-dev util-linux prometheus-node-exporter slurm-wlm munge
   python3-yaml dpkg-dev
+  prometheus  # promtool: tests/e2e/test_alert_rules.py checks deploy/prometheus/sdcscreen.rules.yml
 )
 # Headless Chromium, the real browser tests/e2e/test_html.py opens the HTML report in. Debian packages it as
 # chromium; Ubuntu ships only a wrapper that installs a snap, which containers cannot run: there the test says

@@ -82,12 +82,12 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   std::string s;
   gauge(s, "sdcscreen_last_run_timestamp_seconds", "Unix time the last screen ended.");
   s += fmt::format("sdcscreen_last_run_timestamp_seconds {:.3f}\n", r.end_unix);
-  const double last_success =
-      passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds", r.end_unix);
-  if (last_success >= 0) {
-    gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed.");
-    s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
-  }
+  // 0 until a screen passes (no previous success carried over): a staleness alert then fires for a node that
+  // never passed, where an absent series would raise nothing.
+  const double last_success = std::max(
+      0.0, passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds", r.end_unix));
+  gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed; 0: none has passed.");
+  s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
   gauge(s, "sdcscreen_run_duration_seconds", "Wall time of the last screen.");
   s += fmt::format("sdcscreen_run_duration_seconds {:.3f}\n", r.end_unix - r.start_unix);
   gauge(s, "sdcscreen_exit_code",

@@ -47,6 +47,7 @@ REQUIRED = [
     f"lib/systemd/system/{UNIT}",
     "share/sdcscreen/k8s/npd-sdcscreen.json",
     "share/sdcscreen/k8s/sdcscreen-daemonset.yaml",
+    "share/sdcscreen/prometheus/sdcscreen.rules.yml",
     "share/doc/sdcscreen/report.schema.json",
     "share/doc/sdcscreen/fleet.md",
     "share/doc/sdcscreen/reliability.md",
