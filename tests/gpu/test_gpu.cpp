@@ -92,6 +92,12 @@ struct Prepared {
     scratch = cuda::DeviceBuffer(gpu_rt(), d->scratch_bytes());
     SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   }
+  // A synchronous copy on this case's stream (cudaMemcpy would go to the legacy default stream, which the
+  // non-blocking stream's work is not ordered with).
+  void copy_to_host(void* dst, const void* src, size_t bytes) {
+    SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream.get()));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  }
   // Poisons the output and SM ids (a tile nobody writes can never match), then enqueues the computation.
   void poison() {
     SDC_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, tiles * te * 4, stream.get()));
@@ -120,7 +126,7 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
       std::vector<float> host(tensors[t].elements);
       std::vector<uint16_t> dev(tensors[t].elements);
       pc.p->generate_input(t, 0, host.size(), host.data());
-      SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), dev.size() * 2, cudaMemcpyDeviceToHost));
+      pc.copy_to_host(dev.data(), pc.in[t].get(), dev.size() * 2);
       size_t differ = 0;
       for (size_t i = 0; i < host.size(); ++i) differ += float_bits(host[i]) != static_cast<uint32_t>(dev[i]) << 16;
       EXPECT(differ == 0, "%s: input %s: %zu bf16 elements generated differently on the device", c.id.c_str(),
@@ -129,7 +135,7 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
     if (pc.d->input_bytes(t) != tensors[t].elements * 4) continue;  // other narrow dtypes: their unit tests
     std::vector<float> host(tensors[t].elements), dev(tensors[t].elements);
     pc.p->generate_input(t, 0, host.size(), host.data());
-    SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
+    pc.copy_to_host(dev.data(), pc.in[t].get(), host.size() * 4);
     EXPECT(std::memcmp(host.data(), dev.data(), host.size() * 4) == 0,
            "%s: input %s generated differently on the device", c.id.c_str(), tensors[t].name.c_str());
   }

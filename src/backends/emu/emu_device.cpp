@@ -369,15 +369,29 @@ class EmuRuntime final : public cuda::DeviceRuntime {
     d_.copy_async(*stream_of(s), dst, src, bytes);
     d_.check_lost();
   }
-  void copy(void* dst, const void* src, uint64_t bytes) override {
-    d_.synchronize();
-    std::memcpy(dst, src, bytes);
+  // As the CUDA runtime's (cudaMemcpyAsync on s, then cudaStreamSynchronize(s)): the copy runs on the stream's
+  // thread after what was enqueued on s before it, and only that.
+  void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
+    d_.check_lost();
+    Device& d = d_;
+    Stream& st = *stream_of(s);
+    st.wait(st.enqueue([&d, dst, src, bytes] {
+      if (!d.lost()) std::memcpy(dst, src, bytes);
+    }));
+    d_.check_lost();
   }
   void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
-               uint64_t rows) override {
-    d_.synchronize();
-    for (uint64_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width_bytes);
+               uint64_t rows, cudaStream_t s) override {
+    d_.check_lost();
+    Device& d = d_;
+    Stream& st = *stream_of(s);
+    st.wait(st.enqueue([&d, dst, dst_pitch, src, src_pitch, width_bytes, rows] {
+      if (d.lost()) return;
+      for (uint64_t r = 0; r < rows; ++r)
+        std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch,
+                    width_bytes);
+    }));
+    d_.check_lost();
   }
   void digest_tiles(float* out, const cuda::OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
                     const uint32_t* tile_sm, cuda::DeviceFault fault, uint64_t* digests, cudaStream_t s) override {
