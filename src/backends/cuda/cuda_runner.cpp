@@ -538,6 +538,12 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   }
   apply_node_consensus(result, firsts, seconds_since(start));
   if (first_runs) *first_runs = std::move(firsts);
+  // A kernel the watchdog gave up on may still run (a real hang, which nothing releases): no executor is
+  // destroyed, on any GPU. Their destructors would free device memory, and cudaFree waits for the device,
+  // which may be the stuck one (this thread's current device may be any of them). The caller writes its
+  // outputs and ends the process without unwinding (workers_abandoned), skipping the runtime's teardown too.
+  if (result.workers_abandoned)
+    for (auto& ex : run) (void)ex.release();
 }
 
 }  // namespace sdc::cuda
