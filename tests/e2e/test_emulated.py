@@ -409,9 +409,9 @@ def hung():
             report = json.load(open(out)) if os.path.exists(out) else None
             return code, took, report, err
 
-    # Launch 1 is the SM-id query; 2 and 3 generate the inputs (a watchdog of their own); 4 is the case's first
-    # computation; 6 is past the first iteration (compute and digest), in the second.
-    for launch in (2, 4, 6):
+    # Launch 1 is the SM-id query (before any test: a watchdog of its own); 2 and 3 generate the inputs; 4 is the
+    # case's first computation; 6 is past the first iteration (compute and digest), in the second.
+    for launch in (1, 2, 4, 6):
         code, took, report, err = run_hung(f"emulated:sm_90x8:hang-launch={launch}")
         t = next((x for x in tests_of(report) if x["id"] == small), {})
         F.check(code == 2, f"launch {launch} hung: exit {code} after {took:.0f} s (2 expected): {err[-400:]}")

@@ -516,6 +516,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   for (size_t i = 0; i < gpus.size(); ++i) {
     int sm_ids = gpus[i].sm_count;
     std::string dead;
+    bool hung = false;
     std::unique_ptr<DeviceRuntime> rt;
     try {
       rt = open_runtime(gpus[i]);
@@ -523,8 +524,10 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
       sm_ids = std::max(sm_ids, rt->sm_id_limit());
     } catch (const CudaError& e) {
       dead = e.what();
+      hung = e.kind() == CudaError::Kind::hung;  // its first kernel may still run: as after the watchdog
     }
     run.push_back(std::make_unique<GpuExecutor>(sh, result.devices[i], i, sm_ids));
+    run.back()->gpu().stuck = hung;
     run.back()->gpu().rt = std::move(rt);
     run.back()->gpu().dead = dead.empty() && !run.back()->gpu().rt ? "the device could not be opened" : dead;
     executors.push_back(run.back().get());

@@ -664,6 +664,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   st->drain();
   return st->dev.lost() ? cudaErrorLaunchFailure : cudaSuccess;
 }
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  auto* st = sdc::emu::stream_of(s);
+  if (st->dev.lost()) return cudaErrorLaunchFailure;
+  return st->idle() ? cudaSuccess : cudaErrorNotReady;
+}
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, sdc_emu_cudaMemcpyKind, cudaStream_t s) {
   auto* st = sdc::emu::stream_of(s);
   return st->dev.copy_async(*st, dst, src, bytes) ? cudaSuccess : cudaErrorLaunchFailure;
