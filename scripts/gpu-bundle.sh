@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --build-dir ]; then build=$(abs "$2"); else out=$(abs "$2"); fi
       shift 2 ;;
     --no-build) do_build=0; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-bundle: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
