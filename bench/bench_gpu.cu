@@ -16,7 +16,6 @@
 // pattern data.
 // Targets are reported (text and JSON), never turned into an exit status: timings belong to the
 // validation record, not to a pass/fail test.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/cublas_loader.h"
 #include "kernels/gemm_f32/gemm_f32.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_memory.h"
@@ -47,12 +47,14 @@ namespace {
 using namespace sdc::bench;
 constexpr double kGemmTarget = 0.85;    // exact GEMM / cuBLAS SGEMM
 constexpr double kDigestTarget = 0.03;  // digest + copy + compare / GEMM kernel
+// cuBLAS, loaded at run time by main() before any call (cublas_loader.h).
+CublasApi blas_api;
 
 #define BENCH_CUBLAS(expr)                                                              \
   do {                                                                                  \
     const cublasStatus_t st_ = (expr);                                                  \
     if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
-      throw std::runtime_error(std::string(#expr) + ": " + cublasGetStatusString(st_)); \
+      throw std::runtime_error(std::string(#expr) + ": " + blas_api.status_string(st_));  \
   } while (0)
 
 struct Shape {
@@ -98,12 +100,12 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
   const auto* b = static_cast<const float*>(dc.ptrs[1]);
   // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T, i.e. (n x k)(k x m).
   auto blas = [&] {
-    BENCH_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c_blas.as<float>(), n));
+    BENCH_CUBLAS(blas_api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c_blas.as<float>(), n));
   };
   auto ours = [&] { dc.compute(s); };
 
   for (int r = 0; r < kWarmup; ++r) ours(), blas();
-  BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+  BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_PEDANTIC_MATH));
   for (int r = 0; r < kWarmup; ++r) blas();
   dc.digest(s);
   const std::vector<uint64_t> first = dc.host_digests(s);
@@ -114,24 +116,26 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
     SDC_CUDA_CHECK(cudaEventRecord(e1.a.get(), s));
     ours();
     SDC_CUDA_CHECK(cudaEventRecord(e1.b.get(), s));
-    BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
     SDC_CUDA_CHECK(cudaEventRecord(e2.a.get(), s));
     blas();
     SDC_CUDA_CHECK(cudaEventRecord(e2.b.get(), s));
     t_ours.push_back(e1.ms());
     t_default.push_back(e2.ms());
-    BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+    BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_PEDANTIC_MATH));
     SDC_CUDA_CHECK(cudaEventRecord(e2.a.get(), s));
     blas();
     SDC_CUDA_CHECK(cudaEventRecord(e2.b.get(), s));
     t_pedantic.push_back(e2.ms());
   }
-  BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
 
   // Sanity: cuBLAS sums in another order, so only closeness is expected (|C| ~ sqrt(K) here).
   std::vector<float> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
-  SDC_CUDA_CHECK(cudaMemcpy(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  SDC_CUDA_CHECK(cudaMemcpy(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  // On the stream both ran on (not the legacy default stream, which a non-blocking stream is not ordered with).
+  SDC_CUDA_CHECK(cudaMemcpyAsync(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaMemcpyAsync(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaStreamSynchronize(s));
   double max_diff = 0.0;
   const int64_t tn = sh.n / sdc::gemm_f32::TILE;
   for (int64_t i = 0; i < sh.m; ++i)
@@ -279,14 +283,16 @@ int main(int argc, char** argv) {
     const sdc::cuda::Stream stream{sdc::bench::gpu()};
     const cudaStream_t s = stream.get();
     cublasHandle_t h{};
-    BENCH_CUBLAS(cublasCreate(&h));
-    std::unique_ptr<cublasContext, decltype(&cublasDestroy)> h_owner(h, &cublasDestroy);
-    BENCH_CUBLAS(cublasSetStream(h, s));
-    BENCH_CUBLAS(cublasGetVersion(h, &blas_version));
+    blas_api = load_cublas();
+    BENCH_CUBLAS(blas_api.create(&h));
+    std::unique_ptr<cublasContext, decltype(blas_api.destroy)> h_owner(h, blas_api.destroy);
+    BENCH_CUBLAS(blas_api.set_stream(h, s));
+    BENCH_CUBLAS(blas_api.get_version(h, &blas_version));
 
-    std::printf("bench_gpu: device %d %s, sm_%d%d, %d SMs, %.1f GiB; runtime %d, driver %d, cuBLAS %d\n", device,
-                prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-                static_cast<double>(prop.totalGlobalMem) / (1ull << 30), runtime, driver, blas_version);
+    std::printf("bench_gpu: device %d %s, sm_%d%d, %d SMs, %.1f GiB; runtime %d, driver %d, cuBLAS %d (%s)\n",
+                device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                static_cast<double>(prop.totalGlobalMem) / (1ull << 30), runtime, driver, blas_version,
+                blas_api.file.c_str());
     std::printf("median of %d timed runs after %d warm-up runs\n\n", reps, kWarmup);
     doc["device"] = {{"index", device},
                      {"name", prop.name},
@@ -295,7 +301,8 @@ int main(int argc, char** argv) {
                      {"memory_bytes", prop.totalGlobalMem},
                      {"cuda_runtime", runtime},
                      {"cuda_driver", driver},
-                     {"cublas", blas_version}};
+                     {"cublas", blas_version},
+                     {"cublas_library", blas_api.file}};
     doc["reps"] = reps;
     doc["warmup"] = kWarmup;
 

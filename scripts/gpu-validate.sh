@@ -93,7 +93,7 @@ if [ -z "$BUILD" ] && [ -f "$ROOT/sdcscreen" ] && [ -x "$ROOT/sdcscreen" ]; then
 fi
 if [ -z "$BUILD" ]; then
   BUILD=$ROOT/build-gpu
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="80-real;90-real;90-virtual" >/dev/null &&
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="80-real;89-real;90-real;90-virtual" >/dev/null &&
     cmake --build "$BUILD" -j"$(nproc)" --target sdcscreen gpu_tests bench_gpu || { echo "gpu-validate: build failed" >&2; exit 1; }
 fi
 BIN="$BUILD/sdcscreen"

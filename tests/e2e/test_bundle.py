@@ -10,10 +10,14 @@ in a private mount namespace, where `unshare -m` is allowed; otherwise they stay
 - the lookup refuses what it cannot use: SDCSCREEN_PATTERNS naming nothing is exit 78 naming it; with patterns/
   moved away, exit 78 naming where it looked;
 - every bundled binary resolves its libraries from lib/ or the system's C library, driver and CUDA; the bundle
-  is under 64 MiB and SHA256SUMS checks.
+  is under 64 MiB and SHA256SUMS checks;
+- BUNDLE.txt states the highest glibc symbol version the bundle's files need, the same as objdump -T finds
+  here, file by file; a portable build (SDC_PORTABLE_BINARIES) bundles no C++ runtime and needs glibc 2.34 at
+  most; no binary links cuBLAS or cuBLASLt (both are loaded at run time).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +45,25 @@ def hidden(cmd, cwd, env=None, timeout=600):
         mounts = " && ".join(f"mount -t tmpfs sdcscreen-hidden {d}" for d in (BUILD, SRC) if os.path.isdir(d))
         cmd = ["unshare", "-m", "sh", "-c", f'{mounts} && exec "$@"', "sh", *cmd]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def glibc_needed(path):
+    """The highest GLIBC_ symbol version the file takes from the C library (objdump -T), as a tuple, or None."""
+    p = subprocess.run(["objdump", "-T", path], capture_output=True, text=True)
+    versions = [tuple(int(x) for x in v.split(".")) for line in p.stdout.splitlines() if "*UND*" in line
+                for v in re.findall(r"\(GLIBC_([0-9.]+)\)", line)]
+    return max(versions) if versions else None
+
+
+def cache_value(name):
+    try:
+        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def main():
@@ -73,7 +96,25 @@ def main():
         p = subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=root, capture_output=True, text=True)
         F.check(p.returncode == 0, f"SHA256SUMS does not check: {p.stdout[-300:]} {p.stderr[-300:]}")
         bundle_txt = open(os.path.join(root, "BUNDLE.txt")).read()
-        F.check("libfmt" in bundle_txt and "GLIBC" in bundle_txt, f"BUNDLE.txt: {bundle_txt}")
+        portable = cache_value("SDC_PORTABLE_BINARIES") == "ON"
+        F.check("GLIBC" in bundle_txt and ("libfmt" in bundle_txt) != portable, f"BUNDLE.txt: {bundle_txt}")
+        # The glibc it states: the highest any of its files needs, as objdump sees it here, and each file's.
+        files = ["sdcscreen", "gpu_tests", "bench_gpu"] + [os.path.join("lib", f)
+                                                          for f in sorted(os.listdir(os.path.join(root, "lib")))]
+        needs = {f: glibc_needed(os.path.join(root, f)) for f in files}
+        top = max(v for v in needs.values() if v)
+        top_text = ".".join(map(str, top))
+        F.check(f"\nglibc:         {top_text} (" in bundle_txt, f"BUNDLE.txt does not state glibc {top_text}: {bundle_txt}")
+        for f, v in needs.items():
+            if v:
+                F.check(re.search(rf"^  {re.escape(f)} +GLIBC_{re.escape('.'.join(map(str, v)))} \S", bundle_txt, re.M),
+                        f"BUNDLE.txt lacks {f}'s line (GLIBC_{'.'.join(map(str, v))} and its symbols)")
+        print(f"glibc needed: {top_text} ({'portable' if portable else 'not a portable'} build); per file: "
+              + ", ".join(f"{f} {'.'.join(map(str, v))}" for f, v in needs.items() if v))
+        if portable:
+            F.check(os.listdir(os.path.join(root, "lib")) == [], f"a portable bundle's lib/ holds "
+                                                                 f"{os.listdir(os.path.join(root, 'lib'))}")
+            F.check(top <= (2, 34), f"a portable bundle needs glibc {top_text}, more than 2.34")
 
         env = dict(os.environ, SDCSCREEN_HISTORY="none")
         env.pop("SDCSCREEN_PATTERNS", None)
@@ -84,9 +125,14 @@ def main():
             p = hidden(["ldd", os.path.join(root, b)], root, env)
             missing = [line.strip() for line in p.stdout.splitlines() if "not found" in line]
             F.check(p.returncode == 0 and not missing, f"ldd {b}: exit {p.returncode}, missing {missing}")
-            fmt = [line for line in p.stdout.splitlines() if "libfmt" in line]
-            F.check(fmt and all(os.path.join(root, "lib") in line for line in fmt),
-                    f"{b}: libfmt is not the bundle's own: {fmt}")
+            fmt = [line for line in p.stdout.splitlines() if "libfmt" in line or "libstdc++" in line]
+            if portable:
+                F.check(not fmt, f"{b}: a portable build links {fmt}")
+            else:
+                F.check(fmt and all(os.path.join(root, "lib") in line for line in fmt),
+                        f"{b}: libfmt or libstdc++ is not the bundle's own: {fmt}")
+            cublas = [line.strip() for line in p.stdout.splitlines() if "libcublas" in line]
+            F.check(not cublas, f"{b} links {cublas}: cuBLAS and cuBLASLt are loaded at run time")
 
         p = hidden(["./sdcscreen", "info"], root, env)
         F.check(p.returncode == 0 and f"patterns: {patterns} (next to the executable)" in p.stdout,

@@ -11,6 +11,10 @@ GPU can, is in docs/gpu.md.
                              SM faults (persist= drills) classified, in JSON, text, Prometheus and NPD
   test_emulated.py replay    the training-step replay's device side: drills inside a submodule found and
                              localized as on a CPU, with the CPU's own numbers; level 3's divergence step
+  test_emulated.py hung      a kernel that never ends (not the hang drill, which the runner releases): the
+                             watchdog fires, the report is written, the exit code is 2 and the process ends,
+                             although the emulated device, like the CUDA runtime, waits for it in cudaFree
+                             and at exit()
 """
 import json
 import os
@@ -378,5 +382,58 @@ def retest():
     F.finish()
 
 
+def hung():
+    """A kernel launch that never ends and that nothing can release (the emulated device's hang-launch=<n>).
+    The watchdog gives up on it; the process must then write its report and exit with its code without
+    freeing anything or tearing the runtime down, both of which wait for the device (on a GPU as here)."""
+    F = Failures("e2e_emu_hung")
+    small = "gemm_bf16_exactint.mantissa_walk_128x64x96"
+
+    def run_hung(backend):
+        """(exit code or None when it did not end, seconds, report or None, stderr)."""
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "report.json")
+            t0 = time.monotonic()
+            p = subprocess.Popen([SDCSCREEN, *with_lock(["run", "--backend", backend, "--profile", "boot",
+                                                         "--enable", small, "--output-format", "json", "-o", out,
+                                                         "-q"])],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            try:
+                _, err = p.communicate(timeout=90)
+                code = p.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)  # the screen and its supervisor, which this test started
+                _, err = p.communicate()
+                code = None
+            took = time.monotonic() - t0
+            report = json.load(open(out)) if os.path.exists(out) else None
+            return code, took, report, err
+
+    # Launch 1 is the SM-id query (before any test: a watchdog of its own); 2 and 3 generate the inputs; 4 is the
+    # case's first computation; 6 is past the first iteration (compute and digest), in the second.
+    for launch in (1, 2, 4, 6):
+        code, took, report, err = run_hung(f"emulated:sm_90x8:hang-launch={launch}")
+        t = next((x for x in tests_of(report) if x["id"] == small), {})
+        F.check(code == 2, f"launch {launch} hung: exit {code} after {took:.0f} s (2 expected): {err[-400:]}")
+        F.check(report is not None and t.get("result") == "error" and "watchdog" in t.get("reason", ""),
+                f"launch {launch} hung: report {'written' if report else 'missing'}, test {t.get('result')} "
+                f"({t.get('reason')})")
+        F.check(report is not None and report.get("exit") == {"code": 2, "verdict": "error"},
+                f"launch {launch} hung: the report's exit {report.get('exit') if report else None}")
+        F.check(took < 60, f"launch {launch} hung: the process took {took:.0f} s to end; the watchdog's deadline is "
+                           "about 10 s")
+        print(f"launch {launch} never ends: exit {code} after {took:.1f} s", flush=True)
+    # Two GPUs, the first hung: the second's test passes and its memory is left alone too (freeing it would
+    # wait for its device only, but a thread's current device may be the stuck one).
+    code, took, report, err = run_hung("emulated:sm_90x8:hang-launch=4,sm_90x8")
+    by = {x["device"]: x for x in tests_of(report)}
+    F.check(code == 2 and by.get("cuda:0", {}).get("result") == "error" and by.get("cuda:1", {}).get("result") == "pass",
+            f"two GPUs, one hung: exit {code} after {took:.0f} s, "
+            f"{[(d, x.get('result'), x.get('reason')) for d, x in by.items()]}: {err[-400:]}")
+    F.check(took < 60, f"two GPUs, one hung: the process took {took:.0f} s to end")
+    print(f"two GPUs, one never ending: exit {code} after {took:.1f} s", flush=True)
+    F.finish()
+
+
 if __name__ == "__main__":
-    {"battery": battery, "runner": runner, "replay": replay, "retest": retest}[sys.argv[1]]()
+    {"battery": battery, "runner": runner, "replay": replay, "retest": retest, "hung": hung}[sys.argv[1]]()

@@ -1,10 +1,14 @@
 // What the GPU tests (test_gpu.cpp) do with each battery case, decided on the host alone: which cases run on
 // the device, which are compared with a CPU golden and which must repeat their own bits, on which case of a
-// family the fault hooks run, and which cuBLASLt cases have every heuristic algorithm checked. A unit test
-// (tests/unit/test_gpu_plan.cpp) walks the battery through this same function on every build, so a case the
-// GPU tests cannot describe (a shape key a check assumes, a missing golden) fails in CI, not on the first GPU.
+// family the fault hooks run, and which cuBLASLt cases have every heuristic algorithm checked; and how each of
+// their steps runs (guarded: one step's exception is its own failure, never the end of the steps after it).
+// A unit test (tests/unit/test_gpu_plan.cpp) walks the battery through this same function on every build, so a
+// case the GPU tests cannot describe (a shape key a check assumes, a missing golden) fails in CI, not on the
+// first GPU.
 #pragma once
 
+#include <cstdio>
+#include <exception>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -68,6 +72,26 @@ inline std::vector<CasePlan> plan(const PatternSet& ps) {
     out.push_back(p);
   }
   return out;
+}
+
+// Runs one step of the GPU tests (a case, one case's cuBLASLt algorithm sweep, a runner test) so that an
+// exception out of it (cuBLASLt that cannot be loaded, a CUDA error, a missing golden) is that step's failure,
+// counted in `failures` and said on one line of `log` ("FAIL <step>: <what>"), and the steps after it still
+// run. The line is flushed at once: a run killed at its deadline keeps it. False when the step threw.
+template <class Body>
+bool guarded(const std::string& step, int& failures, std::FILE* log, Body&& body) {
+  try {
+    body();
+    return true;
+  } catch (const std::exception& e) {
+    ++failures;
+    std::fprintf(log, "FAIL %s: %s\n", step.c_str(), e.what());
+  } catch (...) {
+    ++failures;
+    std::fprintf(log, "FAIL %s: an exception that is not a std::exception\n", step.c_str());
+  }
+  std::fflush(log);
+  return false;
 }
 
 }  // namespace sdc::gpu_tests

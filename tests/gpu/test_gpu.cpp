@@ -17,6 +17,9 @@
 // and then the whole runner: a clean run passes, an injected output fault and an injected input fault
 // are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
 // case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
+// Each case, each case's algorithm sweep and each runner test is a step of its own (gpu_plan.h's guarded): an
+// exception in one is that step's failure, on one FAIL line, and the steps after it still run. Every line is
+// written when it is complete, so a run killed at its deadline keeps what it found.
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +95,12 @@ struct Prepared {
     scratch = cuda::DeviceBuffer(gpu_rt(), d->scratch_bytes());
     SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   }
+  // A synchronous copy on this case's stream (cudaMemcpy would go to the legacy default stream, which the
+  // non-blocking stream's work is not ordered with).
+  void copy_to_host(void* dst, const void* src, size_t bytes) {
+    SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream.get()));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  }
   // Poisons the output and SM ids (a tile nobody writes can never match), then enqueues the computation.
   void poison() {
     SDC_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, tiles * te * 4, stream.get()));
@@ -120,7 +129,7 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
       std::vector<float> host(tensors[t].elements);
       std::vector<uint16_t> dev(tensors[t].elements);
       pc.p->generate_input(t, 0, host.size(), host.data());
-      SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), dev.size() * 2, cudaMemcpyDeviceToHost));
+      pc.copy_to_host(dev.data(), pc.in[t].get(), dev.size() * 2);
       size_t differ = 0;
       for (size_t i = 0; i < host.size(); ++i) differ += float_bits(host[i]) != static_cast<uint32_t>(dev[i]) << 16;
       EXPECT(differ == 0, "%s: input %s: %zu bf16 elements generated differently on the device", c.id.c_str(),
@@ -129,7 +138,7 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
     if (pc.d->input_bytes(t) != tensors[t].elements * 4) continue;  // other narrow dtypes: their unit tests
     std::vector<float> host(tensors[t].elements), dev(tensors[t].elements);
     pc.p->generate_input(t, 0, host.size(), host.data());
-    SDC_CUDA_CHECK(cudaMemcpy(dev.data(), pc.in[t].get(), host.size() * 4, cudaMemcpyDeviceToHost));
+    pc.copy_to_host(dev.data(), pc.in[t].get(), host.size() * 4);
     EXPECT(std::memcmp(host.data(), dev.data(), host.size() * 4) == 0,
            "%s: input %s generated differently on the device", c.id.c_str(), tensors[t].name.c_str());
   }
@@ -138,66 +147,70 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   return pc.digest(fault);
 }
 
-void test_cases(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
-  for (const gpu_tests::CasePlan& cp : plan) {
-    const Case& c = *cp.c;
-    if (!find_family(c.family)->prepare_cuda) continue;
-    if (const std::string why = find_family(c.family)->prepare_cuda(c)->unsupported(gpu.cc_major, gpu.cc_minor);
-        !why.empty()) {
-      std::printf("%-48s not applicable: %s\n", c.id.c_str(), why.c_str());
-      continue;
-    }
-    const Ran clean = run_case(c, {}, true);
-    const bool records_sm = find_family(c.family)->prepare_cuda(c)->records_sm();
-    if (!cp.golden) {
-      // recorded and consensus: no CPU golden; two runs on one GPU must agree bit for bit, every tile on an SM
-      // (where the kernel records SMs: a library's does not).
-      const Ran again = run_case(c, {}, false);
-      uint64_t differ = 0;
-      for (uint64_t t = 0; t < clean.digests.size(); ++t) differ += clean.digests[t] != again.digests[t];
-      EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(),
-             static_cast<unsigned long long>(differ), clean.digests.size());
-      for (uint64_t t = 0; records_sm && t < again.sm.size(); ++t)
-        if (static_cast<int>(again.sm[t]) >= sm_ids || again.sm[t] == 0xffffffffu) {
-          EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
-                 again.sm[t]);
-          break;
-        }
-      std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
-    }
-    if (!cp.golden) continue;
-    const GoldenCase& g = ps.golden.at(c.id);
-    uint64_t bad = 0, first_bad = ~0ull;
-    for (uint64_t t = 0; t < clean.digests.size(); ++t)
-      if (clean.digests[t] != g.tile_digests[t] && bad++ == 0) first_bad = t;
-    EXPECT(bad == 0, "%s: %llu of %zu tiles differ from the golden (first: tile %llu)", c.id.c_str(),
-           static_cast<unsigned long long>(bad), clean.digests.size(), static_cast<unsigned long long>(first_bad));
-    for (uint64_t t = 0; records_sm && t < clean.sm.size(); ++t)
-      if (static_cast<int>(clean.sm[t]) >= sm_ids || clean.sm[t] == 0xffffffffu) {
+void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
+  const Case& c = *cp.c;
+  if (!find_family(c.family)->prepare_cuda) return;
+  if (const std::string why = find_family(c.family)->prepare_cuda(c)->unsupported(gpu.cc_major, gpu.cc_minor);
+      !why.empty()) {
+    std::printf("%-48s not applicable: %s\n", c.id.c_str(), why.c_str());
+    return;
+  }
+  const Ran clean = run_case(c, {}, true);
+  const bool records_sm = find_family(c.family)->prepare_cuda(c)->records_sm();
+  if (!cp.golden) {
+    // recorded and consensus: no CPU golden; two runs on one GPU must agree bit for bit, every tile on an SM
+    // (where the kernel records SMs: a library's does not).
+    const Ran again = run_case(c, {}, false);
+    uint64_t differ = 0;
+    for (uint64_t t = 0; t < clean.digests.size(); ++t) differ += clean.digests[t] != again.digests[t];
+    EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(),
+           static_cast<unsigned long long>(differ), clean.digests.size());
+    for (uint64_t t = 0; records_sm && t < again.sm.size(); ++t)
+      if (static_cast<int>(again.sm[t]) >= sm_ids || again.sm[t] == 0xffffffffu) {
         EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
-               clean.sm[t]);
+               again.sm[t]);
         break;
       }
-    std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), bad ? "MISMATCH" : "bit-identical");
-    if (!cp.hooks) continue;  // once per family
-    // The fault hook: one tile, then every tile of one SM; the rest must stay untouched.
-    const uint64_t tile = clean.digests.size() / 2;
-    cuda::DeviceFault f;
-    f.mask = 1u << 7;
-    f.offset = cp.tile_elements - 1;
-    f.tile = tile;
-    const Ran one = run_case(c, f, false);
-    for (uint64_t t = 0; t < one.digests.size(); ++t)
-      EXPECT((one.digests[t] != clean.digests[t]) == (t == tile), "%s: tile fault hook changed tile %llu (target %llu)",
-             c.id.c_str(), static_cast<unsigned long long>(t), static_cast<unsigned long long>(tile));
-    if (!records_sm) continue;  // a library kernel names no SM: the runner refuses SM-targeted drills
-    f.tile = ~0ull;
-    f.sm = static_cast<int32_t>(clean.sm[0]);
-    const Ran by_sm = run_case(c, f, false);
-    for (uint64_t t = 0; t < by_sm.digests.size(); ++t)
-      EXPECT((by_sm.digests[t] != clean.digests[t]) == (by_sm.sm[t] == clean.sm[0]),
-             "%s: SM fault hook wrong on tile %llu", c.id.c_str(), static_cast<unsigned long long>(t));
+    std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
   }
+  if (!cp.golden) return;
+  const GoldenCase& g = ps.golden.at(c.id);
+  uint64_t bad = 0, first_bad = ~0ull;
+  for (uint64_t t = 0; t < clean.digests.size(); ++t)
+    if (clean.digests[t] != g.tile_digests[t] && bad++ == 0) first_bad = t;
+  EXPECT(bad == 0, "%s: %llu of %zu tiles differ from the golden (first: tile %llu)", c.id.c_str(),
+         static_cast<unsigned long long>(bad), clean.digests.size(), static_cast<unsigned long long>(first_bad));
+  for (uint64_t t = 0; records_sm && t < clean.sm.size(); ++t)
+    if (static_cast<int>(clean.sm[t]) >= sm_ids || clean.sm[t] == 0xffffffffu) {
+      EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
+             clean.sm[t]);
+      break;
+    }
+  std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), bad ? "MISMATCH" : "bit-identical");
+  if (!cp.hooks) return;  // once per family
+  // The fault hook: one tile, then every tile of one SM; the rest must stay untouched.
+  const uint64_t tile = clean.digests.size() / 2;
+  cuda::DeviceFault f;
+  f.mask = 1u << 7;
+  f.offset = cp.tile_elements - 1;
+  f.tile = tile;
+  const Ran one = run_case(c, f, false);
+  for (uint64_t t = 0; t < one.digests.size(); ++t)
+    EXPECT((one.digests[t] != clean.digests[t]) == (t == tile), "%s: tile fault hook changed tile %llu (target %llu)",
+           c.id.c_str(), static_cast<unsigned long long>(t), static_cast<unsigned long long>(tile));
+  if (!records_sm) return;  // a library kernel names no SM: the runner refuses SM-targeted drills
+  f.tile = ~0ull;
+  f.sm = static_cast<int32_t>(clean.sm[0]);
+  const Ran by_sm = run_case(c, f, false);
+  for (uint64_t t = 0; t < by_sm.digests.size(); ++t)
+    EXPECT((by_sm.digests[t] != clean.digests[t]) == (by_sm.sm[t] == clean.sm[0]),
+           "%s: SM fault hook wrong on tile %llu", c.id.c_str(), static_cast<unsigned long long>(t));
+}
+
+// Every case in a step of its own (gpu_tests::guarded): an exception ends that case only.
+void test_cases(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
+  for (const gpu_tests::CasePlan& cp : plan)
+    gpu_tests::guarded(cp.c->id, failures, stderr, [&] { test_case(cp, ps, gpu, sm_ids); });
 }
 
 // Every algorithm cuBLASLt's heuristic offers, on every exact-integer case a cuBLASLt family computes:
@@ -205,20 +218,20 @@ void test_cases(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& 
 // algorithm must repeat its own bits, and the count of distinct results says how much the pinned algorithm
 // matters to a recording. Prints a line per case and total lines gpu-validate.sh records.
 void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const PatternSet& ps, const DeviceInfo& gpu) {
-  size_t total = 0, cases = 0, mismatched = 0, rec_total = 0, rec_cases = 0, rec_unstable = 0;
-  for (const gpu_tests::CasePlan& cp : plan) {
+  size_t total = 0, cases = 0, mismatched = 0, rec_total = 0, rec_cases = 0, rec_unstable = 0, threw = 0;
+  // One case's sweep (a step of its own: an exception, such as cuBLASLt failing to load, ends that case only).
+  const auto sweep = [&](const gpu_tests::CasePlan& cp) {
     const Case& c = *cp.c;
-    if (cp.lt == gpu_tests::LtCheck::none || !find_family(c.family)->prepare_cuda) continue;
     const bool exact = cp.lt == gpu_tests::LtCheck::golden;
     Prepared pc(c);
     const auto* lt = dynamic_cast<const cuda::LtGemmDevice*>(pc.d.get());
-    if (!lt) continue;
+    if (!lt) return;
     if (const std::string why = lt->unsupported(gpu.cc_major, gpu.cc_minor); !why.empty()) {
       std::printf("%-48s cuBLASLt: not applicable: %s\n", c.id.c_str(), why.c_str());
-      continue;
+      return;
     }
     EXPECT(lt->plan() != nullptr, "%s: a supported GPU got no cuBLASLt plan", c.id.c_str());
-    if (!lt->plan()) continue;
+    if (!lt->plan()) return;
     const auto& algos = lt->plan()->algorithms();
     // Recordings are keyed on the description: two different configurations (their bytes) offered for one
     // case must never share one. The same configuration offered twice may.
@@ -258,7 +271,7 @@ void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const Patt
       rec_total += algos.size();
       rec_unstable += unstable;
       ++rec_cases;
-      continue;
+      return;
     }
     const GoldenCase& g = ps.golden.at(c.id);
     size_t bad_algos = 0;
@@ -273,10 +286,14 @@ void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const Patt
     total += algos.size();
     mismatched += bad_algos;
     ++cases;
-  }
+  };
+  for (const gpu_tests::CasePlan& cp : plan)
+    if (cp.lt != gpu_tests::LtCheck::none && find_family(cp.c->family)->prepare_cuda)
+      threw += !gpu_tests::guarded(cp.c->id + " (cuBLASLt algorithms)", failures, stderr, [&] { sweep(cp); });
   std::printf("cublasLt algorithms checked: %zu over %zu cases, %zu mismatched\n", total, cases, mismatched);
   std::printf("cublasLt algorithms repeated on recorded cases: %zu over %zu cases, %zu not repeatable\n", rec_total,
               rec_cases, rec_unstable);
+  if (threw) std::printf("cublasLt algorithm sweep: %zu case(s) ended by an error, not counted above\n", threw);
 }
 
 // The runner end to end: clean, then an output fault on one SM and an input fault.
@@ -358,6 +375,9 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A line at a time, into a file or a pipe too: a run killed at its deadline keeps every line it wrote
+  // (stderr, where failures go, is unbuffered).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string patterns;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -398,11 +418,14 @@ int main(int argc, char** argv) {
     std::printf("device %s %s (%s), %d SMs\n", gpu.label().c_str(), gpu.name.c_str(), gpu.architecture().c_str(),
                 gpu.sm_count);
     std::printf("patterns %s: %zu cases on the device\n", patterns.c_str(), plan.size());
-    test_cases(plan, ps, gpu, std::max(gpu.sm_count, cuda::gpu::sm_id_limit()));
-    test_lt_algorithms(plan, ps, gpu);
-    test_runner(ps, gpu);
-    test_runner_cublaslt(ps, gpu);
-  } catch (const std::exception& e) {
+    const int sm_ids = std::max(gpu.sm_count, cuda::gpu::sm_id_limit());
+    // Each family of checks, and each case within one, is a step of its own (gpu_tests::guarded): an exception
+    // in one (cuBLASLt that cannot be loaded) is its failure, and every later step still runs.
+    test_cases(plan, ps, gpu, sm_ids);
+    gpu_tests::guarded("cuBLASLt algorithm sweep", failures, stderr, [&] { test_lt_algorithms(plan, ps, gpu); });
+    gpu_tests::guarded("runner", failures, stderr, [&] { test_runner(ps, gpu); });
+    gpu_tests::guarded("runner on cuBLASLt", failures, stderr, [&] { test_runner_cublaslt(ps, gpu); });
+  } catch (const std::exception& e) {  // the device itself could not be set up: nothing ran
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;
   }

@@ -19,6 +19,7 @@
 #include "src/core/family.h"
 
 #if SDC_HAVE_CUDA
+#include "bench/cublas_loader.h"
 #include "src/backends/cuda/cublaslt.h"
 #include "src/backends/cuda/cuda_backend.h"
 #include "src/backends/cuda/cuda_check.h"
@@ -207,6 +208,24 @@ TEST_CASE("cublaslt: looked for by the loader first, then in the toolkit's and t
   }
   // The toolkit this was built with has the library (it is part of the toolkit).
   CHECK(loaded >= 1);
+}
+
+TEST_CASE("cublas (bench_gpu): looked for in cuBLASLt's places, loaded at run time with every entry point",
+          "[cublaslt]") {
+  using V = std::vector<std::string>;
+  CHECK(cuda::cuda_library_candidates("libcublas", "/opt/cuda-13.0/lib64/") ==
+        V{"libcublas.so.13", "libcublas.so", "/opt/cuda-13.0/lib64/libcublas.so.13",
+          "/usr/local/cuda/lib64/libcublas.so.13"});
+  CHECK(cuda::cuda_library_candidates("libcublasLt", cuda::built_toolkit_libdir()) ==
+        cuda::cublaslt_candidates(cuda::built_toolkit_libdir()));
+  // The toolkit this was built with has cuBLAS (part of the toolkit): one candidate loads, with every entry
+  // point bench_gpu calls.
+  bench::CublasApi api;
+  REQUIRE_NOTHROW(api = bench::load_cublas());
+  CHECK((api.create && api.destroy && api.set_stream && api.get_version && api.set_math_mode && api.sgemm &&
+         api.status_string));
+  CHECK(api.file.find("libcublas.so") != std::string::npos);
+  CHECK(std::string(api.status_string(CUBLAS_STATUS_SUCCESS)).size() > 0);
 }
 
 TEST_CASE("cublaslt: the system library, where present, has every entry point and says its version", "[cublaslt]") {

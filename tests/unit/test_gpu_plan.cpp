@@ -1,6 +1,9 @@
 // The GPU tests' plan (tests/gpu/gpu_plan.h) walked on the CPU over the real battery: every case a GPU would
 // run is described (no shape key assumed, every golden present and of the right size), so a case the GPU tests
 // cannot handle fails here rather than on the first GPU; and the plan refuses a battery it could not run.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "catch.h"
 #include "tests/gpu/gpu_plan.h"
 
@@ -71,4 +74,37 @@ TEST_CASE("gpu plan: a case without its golden, or with too few digests, is refu
   PatternSet short_golden = source;
   short_golden.golden.at(exact->id).tile_digests.pop_back();
   CHECK_THROWS_AS(gpu_tests::plan(short_golden), std::runtime_error);
+}
+
+TEST_CASE("gpu tests: a step that throws is its own failure, on one line written at once; later steps run",
+          "[gpu-plan]") {
+  // The log is a pipe, which stdio buffers fully: what the reading end holds while the step's FILE is still
+  // open is what was flushed.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+  std::FILE* log = fdopen(fds[1], "w");
+  REQUIRE(log != nullptr);
+  int failures = 0;
+  std::vector<std::string> ran;
+  CHECK(gpu_tests::guarded("first", failures, log, [&] { ran.push_back("first"); }));
+  CHECK_FALSE(gpu_tests::guarded("gemm_bf16_exactint_cublaslt.x (cuBLASLt algorithms)", failures, log, [&] {
+    ran.push_back("second");
+    throw std::runtime_error("cannot load cuBLASLt: libcublasLt.so.13: not found");
+  }));
+  CHECK_FALSE(gpu_tests::guarded("third", failures, log, [&] {
+    ran.push_back("third");
+    throw 42;
+  }));
+  CHECK(gpu_tests::guarded("fourth", failures, log, [&] { ran.push_back("fourth"); }));
+  CHECK(ran == std::vector<std::string>{"first", "second", "third", "fourth"});
+  CHECK(failures == 2);
+  char buf[512];
+  const ssize_t n = read(fds[0], buf, sizeof buf);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, static_cast<size_t>(n)) ==
+        "FAIL gemm_bf16_exactint_cublaslt.x (cuBLASLt algorithms): cannot load cuBLASLt: libcublasLt.so.13: not "
+        "found\nFAIL third: an exception that is not a std::exception\n");
+  std::fclose(log);
+  close(fds[0]);
 }

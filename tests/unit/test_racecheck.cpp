@@ -51,7 +51,7 @@ void run_planted(const char* name, K kernel) {
   cuda::DeviceBuffer out(*rt, 256 * sizeof(int));
   cuda::launch(name, kernel, 2, 128, s.get(), out.as<int>());
   std::vector<int> host(256);
-  rt->copy(host.data(), out.get(), host.size() * sizeof(int));
+  rt->copy(host.data(), out.get(), host.size() * sizeof(int), s.get());
 }
 
 }  // namespace

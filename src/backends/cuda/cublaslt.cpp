@@ -125,15 +125,19 @@ std::string LtLibrary::path() const {
   return name_;
 }
 
-std::vector<std::string> cublaslt_candidates(const std::string& toolkit_libdir) {
-  std::vector<std::string> names{"libcublasLt.so.13", "libcublasLt.so"};
+std::vector<std::string> cuda_library_candidates(const std::string& stem, const std::string& toolkit_libdir) {
+  std::vector<std::string> names{stem + ".so.13", stem + ".so"};
   for (std::string dir : {toolkit_libdir, std::string("/usr/local/cuda/lib64")}) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     if (dir.empty()) continue;
-    const std::string file = dir + "/libcublasLt.so.13";
+    const std::string file = dir + "/" + stem + ".so.13";
     if (std::find(names.begin(), names.end(), file) == names.end()) names.push_back(file);
   }
   return names;
+}
+
+std::vector<std::string> cublaslt_candidates(const std::string& toolkit_libdir) {
+  return cuda_library_candidates("libcublasLt", toolkit_libdir);
 }
 
 const char* built_toolkit_libdir() { return SDC_CUDA_TOOLKIT_LIBDIR; }

@@ -80,6 +80,8 @@ class LtLibrary {
 // the CUDA toolkit this binary was built with) and in /usr/local/cuda/lib64, so that a node whose loader
 // was never told where CUDA is still finds it. An empty or repeated directory is left out.
 std::vector<std::string> cublaslt_candidates(const std::string& toolkit_libdir);
+// The same places for another library of CUDA 13 (`stem` "libcublas": bench_gpu's cuBLAS, bench/cublas_loader.h).
+std::vector<std::string> cuda_library_candidates(const std::string& stem, const std::string& toolkit_libdir);
 
 // The library directory of the CUDA toolkit this binary was built with ("" if the build did not say).
 const char* built_toolkit_libdir();

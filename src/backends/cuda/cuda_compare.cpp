@@ -12,14 +12,15 @@ namespace sdc::cuda {
 namespace {
 
 // Copies tile t of a device output (in the layout the family's compute() writes) to host memory, in
-// the tile's offset order.
-void copy_tile(DeviceRuntime& rt, const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
+// the tile's offset order, on the GPU's stream (the one its kernels ran on).
+void copy_tile(const Gpu& g, const DeviceProblem& d, const float* out, uint64_t t, uint32_t te, float* dst) {
   const OutputLayout l = d.output_layout();
   if (!l.matrix()) {
-    rt.copy(dst, out + t * te, te * 4ull);
+    g.rt->copy(dst, out + t * te, te * 4ull, g.stream->get());
     return;
   }
-  rt.copy_2d(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows);
+  g.rt->copy_2d(dst, l.tile_cols * 4ull, out + l.index(t, 0, te), l.ld * 4, l.tile_cols * 4ull, l.tile_rows,
+                g.stream->get());
 }
 
 }  // namespace
@@ -109,7 +110,7 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
   if (ref.kind == Reference::repeats && ref.first->digests.empty()) {  // the first run: it is the reference
     ref.first->digests = dc.host_digests;
     ref.first->sms = dc.host_sm;
-    if (dc.first_out.get()) g.rt->copy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull);
+    if (dc.first_out.get()) g.rt->copy(dc.first_out.get(), dc.out.get(), tiles * te * 4ull, g.stream->get());
     for (uint64_t t = 0; t < tiles && sm_known; ++t)
       if (computed(t)) ++sh.run->result.units[g.unit_base + dc.host_sm[t]].tiles;
     return;
@@ -132,10 +133,10 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       std::vector<float>& expected = expected_cache[t];
       if (ref.kind == Reference::repeats && dc.first_out.get() && expected.empty()) {
         expected.resize(te);
-        copy_tile(*g.rt, *dc.device, dc.first_out.as<float>(), t, te, expected.data());
+        copy_tile(g, *dc.device, dc.first_out.as<float>(), t, te, expected.data());
       }
       if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
-        copy_tile(*g.rt, *dc.device, dc.out.as<float>(), t, te, actual.data());
+        copy_tile(g, *dc.device, dc.out.as<float>(), t, te, actual.data());
         analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
       } else if (r.notes.size() < 16) {
         r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)",
@@ -144,7 +145,7 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       }
       continue;
     }
-    copy_tile(*g.rt, *dc.device, dc.out.as<float>(), t, te, actual.data());
+    copy_tile(g, *dc.device, dc.out.as<float>(), t, te, actual.data());
     analyse_tile(*dc.problem, dc.generated_host_inputs(), expect[t], t, actual.data(), it, sm, ws, expected_cache[t],
                  r);
   }

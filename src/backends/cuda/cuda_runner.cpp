@@ -583,6 +583,7 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   for (size_t i = 0; i < gpus.size(); ++i) {
     int sm_ids = gpus[i].sm_count;
     std::string dead;
+    bool hung = false;
     std::unique_ptr<DeviceRuntime> rt;
     try {
       rt = open_runtime(gpus[i]);
@@ -590,8 +591,10 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
       sm_ids = std::max(sm_ids, rt->sm_id_limit());
     } catch (const CudaError& e) {
       dead = e.what();
+      hung = e.kind() == CudaError::Kind::hung;  // its first kernel may still run: as after the watchdog
     }
     run.push_back(std::make_unique<GpuExecutor>(sh, result.devices[i], i, sm_ids));
+    run.back()->gpu().stuck = hung;
     run.back()->gpu().rt = std::move(rt);
     run.back()->gpu().dead = dead.empty() && !run.back()->gpu().rt ? "the device could not be opened" : dead;
     executors.push_back(run.back().get());
@@ -605,6 +608,12 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
   }
   apply_node_consensus(result, firsts, seconds_since(start));
   if (first_runs) *first_runs = std::move(firsts);
+  // A kernel the watchdog gave up on may still run (a real hang, which nothing releases): no executor is
+  // destroyed, on any GPU. Their destructors would free device memory, and cudaFree waits for the device,
+  // which may be the stuck one (this thread's current device may be any of them). The caller writes its
+  // outputs and ends the process without unwinding (workers_abandoned), skipping the runtime's teardown too.
+  if (result.workers_abandoned)
+    for (auto& ex : run) (void)ex.release();
 }
 
 }  // namespace sdc::cuda

@@ -66,12 +66,15 @@ class CudaRuntime final : public DeviceRuntime {
   void copy_async(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
     SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   }
-  void copy(void* dst, const void* src, uint64_t bytes) override {
-    SDC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  // cudaMemcpy would go to the legacy default stream, which the runner's non-blocking streams do not wait for.
+  void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
+    SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
   }
   void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
-               uint64_t rows) override {
-    SDC_CUDA_CHECK(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width_bytes, rows, cudaMemcpyDefault));
+               uint64_t rows, cudaStream_t s) override {
+    SDC_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, rows, cudaMemcpyDefault, s));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
   void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,

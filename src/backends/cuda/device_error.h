@@ -11,9 +11,11 @@ namespace sdc::cuda {
 
 class CudaError : public std::runtime_error {
  public:
-  // What the error means for the device: nothing more (other), its memory ran out, or its context is
-  // unusable (a kernel fault, a lost device): nothing more can run on that device in this process.
-  enum class Kind { other, out_of_memory, context_lost };
+  // What the error means for the device: nothing more (other), its memory ran out, its context is
+  // unusable (a kernel fault, a lost device): nothing more can run on that device in this process; or a
+  // kernel did not end by the watchdog's deadline (hung): it may still run, and nothing of the device may
+  // be freed or waited for in this process.
+  enum class Kind { other, out_of_memory, context_lost, hung };
   CudaError(const std::string& what, Kind kind) : std::runtime_error(what), kind_(kind) {}
   Kind kind() const { return kind_; }
   bool out_of_memory() const { return kind_ == Kind::out_of_memory; }

@@ -51,10 +51,12 @@ class DeviceRuntime {
   // Any direction (the runtime knows the pointers); to pageable host memory it returns only when the copy is
   // done, as CUDA's does.
   virtual void copy_async(void* dst, const void* src, uint64_t bytes, cudaStream_t s) = 0;
-  // Synchronous: device to host or device to device, after all work before it on the device.
-  virtual void copy(void* dst, const void* src, uint64_t bytes) = 0;
+  // Synchronous, on stream s: device to host or device to device, after the work enqueued on s before it, and
+  // done when it returns. Never on the legacy default stream, which does not wait for the runner's streams
+  // (they are non-blocking): a copy of a buffer is ordered on the stream its kernels ran on.
+  virtual void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) = 0;
   virtual void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
-                       uint64_t rows) = 0;
+                       uint64_t rows, cudaStream_t s) = 0;
 
   // The runner's own passes (device_passes.h), compiled for this device's target.
   virtual void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,

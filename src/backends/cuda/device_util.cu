@@ -2,6 +2,7 @@
 // injection hook, input bit flips, and the hang drill.
 #include "../../spec/digest.h"
 #include "device_util.cuh"
+#include "watchdog.h"
 
 namespace sdc::cuda::SDC_TARGET {
 namespace {
@@ -90,8 +91,21 @@ int sm_id_limit() {
     cudaFree(d);
     throw;
   }
+  // The GPU's first kernel of the run, under a watchdog of its own: a synchronize or a copy to pageable
+  // memory would wait for ever if it never ends. Then its stream and memory stay (it may still run) and the
+  // error says so (hung: the runner ends the process without freeing anything of the device).
+  cudaError_t state = cudaSuccess;
+  const bool ended = poll_until(
+      [&] {
+        state = cudaStreamQuery(s);
+        return state != cudaErrorNotReady;
+      },
+      Clock::now() + std::chrono::seconds(10));
+  if (!ended)
+    throw CudaError("watchdog: the SM-id query kernel (the GPU's first kernel of the run) did not finish in 10 s",
+                    CudaError::Kind::hung);
   int n = 0;
-  const cudaError_t copy = cudaMemcpyAsync(&n, d, sizeof n, cudaMemcpyDeviceToHost, s);
+  const cudaError_t copy = state == cudaSuccess ? cudaMemcpyAsync(&n, d, sizeof n, cudaMemcpyDeviceToHost, s) : state;
   const cudaError_t sync = copy == cudaSuccess ? cudaStreamSynchronize(s) : copy;
   cudaStreamDestroy(s);
   cudaFree(d);

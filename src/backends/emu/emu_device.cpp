@@ -159,6 +159,7 @@ class Device {
     return p;
   }
   void free(void* p) noexcept {
+    wait_idle();  // as cudaFree, which synchronizes the device
     std::lock_guard<std::mutex> l(m_);
     const auto it = allocs_.find(reinterpret_cast<uintptr_t>(p));
     if (it == allocs_.end()) return;
@@ -174,6 +175,7 @@ class Device {
     return p;
   }
   void free_host(void* p) noexcept {
+    wait_idle();  // as cudaFreeHost
     std::lock_guard<std::mutex> l(m_);
     if (pinned_.erase(p)) std::free(p);
   }
@@ -196,25 +198,23 @@ class Device {
   // ---- streams ----
   Stream* create_stream() {
     auto* s = new Stream(*this);
-    std::lock_guard<std::mutex> l(m_);
+    std::lock_guard<std::mutex> l(streams_m_);
     streams_.insert(s);
     return s;
   }
+  // As cudaStreamDestroy, it returns at once; a stream whose work has not ended stays one of the device's
+  // (wait_idle waits for it).
   void destroy_stream(Stream* s) {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      streams_.erase(s);
-    }
-    if (s->close()) delete s;
+    std::lock_guard<std::mutex> l(streams_m_);
+    if (!s->close()) return;
+    streams_.erase(s);
+    delete s;
   }
-  void synchronize() {
-    std::vector<Stream*> all;
-    {
-      std::lock_guard<std::mutex> l(m_);
-      all.assign(streams_.begin(), streams_.end());
-    }
-    for (Stream* s : all) s->drain();
-    check_lost();
+  // Returns when every stream of the device has done what was enqueued on it, as cudaFree, cudaFreeHost and the
+  // CUDA runtime's teardown do on a GPU: never, while a kernel that never ends runs on it.
+  void wait_idle() noexcept {
+    std::lock_guard<std::mutex> l(streams_m_);  // not m_: a stream's kernel may need it (lose)
+    for (Stream* s : streams_) s->drain();
   }
 
   // ---- the sticky error ----
@@ -237,6 +237,7 @@ class Device {
   std::map<uintptr_t, uint64_t> allocs_;
   std::set<void*> pinned_;
   uint64_t used_ = 0;
+  std::mutex streams_m_;
   std::set<Stream*> streams_;
   std::string lost_;
   std::atomic<bool> lost_flag_{false};
@@ -308,6 +309,8 @@ double this_thread_cpu_seconds() {
 void run_launch(Device& dev, const Launch& l) {
   if (dev.lost()) return;  // nothing runs after the context is lost
   const uint64_t n = dev.next_launch();
+  if (dev.spec.hang_launch && n == dev.spec.hang_launch)  // a block that never finishes: nothing releases it
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   if (dev.spec.fail_launch && n == dev.spec.fail_launch) {
     dev.lose(
         fmt::format("{}: cudaErrorIllegalAddress (an illegal memory access was encountered; injected: "
@@ -391,15 +394,29 @@ class EmuRuntime final : public cuda::DeviceRuntime {
     d_.copy_async(*stream_of(s), dst, src, bytes);
     d_.check_lost();
   }
-  void copy(void* dst, const void* src, uint64_t bytes) override {
-    d_.synchronize();
-    std::memcpy(dst, src, bytes);
+  // As the CUDA runtime's (cudaMemcpyAsync on s, then cudaStreamSynchronize(s)): the copy runs on the stream's
+  // thread after what was enqueued on s before it, and only that.
+  void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
+    d_.check_lost();
+    Device& d = d_;
+    Stream& st = *stream_of(s);
+    st.wait(st.enqueue([&d, dst, src, bytes] {
+      if (!d.lost()) std::memcpy(dst, src, bytes);
+    }));
+    d_.check_lost();
   }
   void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
-               uint64_t rows) override {
-    d_.synchronize();
-    for (uint64_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width_bytes);
+               uint64_t rows, cudaStream_t s) override {
+    d_.check_lost();
+    Device& d = d_;
+    Stream& st = *stream_of(s);
+    st.wait(st.enqueue([&d, dst, dst_pitch, src, src_pitch, width_bytes, rows] {
+      if (d.lost()) return;
+      for (uint64_t r = 0; r < rows; ++r)
+        std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch,
+                    width_bytes);
+    }));
+    d_.check_lost();
   }
   void digest_tiles(float* out, const cuda::OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
                     const uint32_t* tile_sm, cuda::DeviceFault fault, uint64_t* digests, cudaStream_t s) override {
@@ -474,6 +491,8 @@ std::string parse_specs(const std::string& text, std::vector<Spec>& out) {
         s.slow = static_cast<unsigned>(v);
       } else if (key == "fail-launch" && parse_uint(value, v) && v >= 1) {
         s.fail_launch = v;
+      } else if (key == "hang-launch" && parse_uint(value, v) && v >= 1) {
+        s.hang_launch = v;
       } else if (key == "mma-fault") {
         uint64_t sm = 0, lane = 0, bit = 0;
         const size_t a = value.find('/'), b = a == std::string::npos ? a : value.find('/', a + 1);
@@ -487,7 +506,7 @@ std::string parse_specs(const std::string& text, std::vector<Spec>& out) {
       } else {
         return fmt::format(
             "'{}': unknown or malformed option of an emulated device (mem=<MiB>, sample=<blocks>, "
-            "fail-launch=<n>, mma-fault=<sm>/<lane>/<bit>, slow=<2..100>)",
+            "fail-launch=<n>, hang-launch=<n>, mma-fault=<sm>/<lane>/<bit>, slow=<2..100>)",
             opt);
       }
     }
@@ -500,6 +519,17 @@ std::string parse_specs(const std::string& text, std::vector<Spec>& out) {
 
 std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs) {
   std::lock_guard<std::mutex> l(g_devices_m);
+  // The runtime's teardown at exit(): it waits for every device's streams (a process that leaves a kernel
+  // running ends with _Exit instead).
+  static const bool teardown = std::atexit([] {
+    std::vector<Device*> all;
+    {
+      std::lock_guard<std::mutex> g(g_devices_m);
+      all = g_devices;
+    }
+    for (Device* d : all) d->wait_idle();
+  }) == 0;
+  (void)teardown;
   std::vector<DeviceInfo> out;
   const size_t base = g_devices.size();
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -658,6 +688,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   auto* st = sdc::emu::stream_of(s);
   st->drain();
   return st->dev.lost() ? cudaErrorLaunchFailure : cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  auto* st = sdc::emu::stream_of(s);
+  if (st->dev.lost()) return cudaErrorLaunchFailure;
+  return st->idle() ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, sdc_emu_cudaMemcpyKind, cudaStream_t s) {
   auto* st = sdc::emu::stream_of(s);

@@ -5,8 +5,10 @@
 // Block b of a launch runs on SM b % sms (the documented placement that SM localization then reports).
 //
 // What a fault can look like is emulated too, for the runner's tests: a kernel launch that fails and loses
-// the context (a sticky error), memory that runs out, and one lane of the tensor cores of one SM flipping a
-// bit of its mma.sync result. Never shown in --help: `sdcscreen run --backend emulated:SPEC` (see parse_spec).
+// the context (a sticky error), a kernel launch that never ends, memory that runs out, and one lane of the
+// tensor cores of one SM flipping a bit of its mma.sync result. As on a GPU, freeing memory waits for the
+// device's streams (cudaFree synchronizes), and so does the end of the process through exit() (the CUDA
+// runtime's teardown): a process that left a kernel running must end with _Exit, as `run` does. Never shown in --help: `sdcscreen run --backend emulated:SPEC` (see parse_spec).
 #pragma once
 
 #include <cstdint>
@@ -31,13 +33,16 @@ struct Spec {
   // the same kernel and grid); 0: every block. The runner compares only the tiles the sample computed.
   unsigned sample_blocks = 64;
   uint64_t fail_launch = 0;  // the n-th kernel launch on this device faults and loses the context (0: none)
+  // The n-th kernel launch on this device never ends (0: none): a hung kernel that, unlike the hang drill's
+  // (--inject action=hang), nothing can release.
+  uint64_t hang_launch = 0;
   int mma_sm = -1;           // every mma.sync on this SM has bit mma_bit of lane mma_lane's d[0] flipped
   int mma_lane = 0, mma_bit = 0;
   unsigned slow = 1;  // every launch takes this many times its CPU time: a GPU that slow (the probe's drill)
 };
 
 // Parses a device list: "N" (N devices of the default Spec) or specs separated by ',', each
-// "sm_<cc>x<sms>" followed by ":key=value" options: mem=<MiB>, sample=<blocks>, fail-launch=<n>,
+// "sm_<cc>x<sms>" followed by ":key=value" options: mem=<MiB>, sample=<blocks>, fail-launch=<n>, hang-launch=<n>,
 // mma-fault=<sm>/<lane>/<bit>, slow=<k> (2..100). Returns "" or what is wrong.
 std::string parse_specs(const std::string& text, std::vector<Spec>& out);
 
