@@ -269,3 +269,19 @@ TEST_CASE("nvml: throttle reasons and Xids by name", "[nvml]") {
   for (int x : {13, 31, 43}) CHECK(std::string(xid_severity(x)) == "error");
   CHECK(std::string(xid_severity(45)) == "info");
 }
+
+TEST_CASE("nvml: a GPU with aggregate ECC counts only is judged on them", "[nvml]") {
+  // No volatile counts (the calls fail): an aggregate uncorrected increase is then the failure.
+  FakeNvml f("gpu GPU-A 0\nGPU-A temp 40\nGPU-A ecc_agg_unc 3\nGPU-A ecc_agg_unc 4 from 2\n");
+  std::string why;
+  auto nvml = Nvml::open(why);
+  REQUIRE(nvml);
+  NvmlTelemetry t = one_gpu();
+  std::vector<nvmlDevice_t> h;
+  read_gpus_before(*nvml, t, h);
+  read_gpus_after(*nvml, t, h);
+  REQUIRE(t.gpus[0].events.size() == 1);
+  CHECK(t.gpus[0].events[0].kind == "ecc_aggregate_uncorrected");
+  CHECK(t.gpus[0].events[0].severity == "failure");
+  CHECK(t.gpus[0].events[0].describe() == "ecc_aggregate_uncorrected +1 (3 -> 4)");
+}
