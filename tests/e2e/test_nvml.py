@@ -3,7 +3,7 @@ with the tests' fake libnvidia-ml.so.1 (tests/fake_nvml, SDCSCREEN_NVML_LIBRARY:
 know those UUIDs: a clean run passes with each GPU's identity in every output; an uncorrected ECC increase
 during the run fails it (exit 1) naming the GPU in JSON, text, Prometheus and the NPD line; a hardware Xid
 fails it; an application-fault Xid makes it inconclusive (exit 2); a GPU above --max-temperature while a
-case ran makes that case an error; a library that is absent is said and the run goes on; a bad
+case ran makes that case an error, a CPU sensor above it after the run makes the run inconclusive; a library that is absent is said and the run goes on; a bad
 --max-temperature is a usage error (64).
 """
 import json
@@ -161,7 +161,25 @@ with tempfile.TemporaryDirectory() as d:
         tel = rep["devices"][0]["telemetry"]
         F.check(tel["after"] is not None and tel["samples"] >= 1, f"SIGTERM: after {tel['after']}, samples {tel['samples']}")
 
-# --- 6. no library: the run goes on and says why ------------------------------------------------------------
+# --- 6. --max-temperature on CPUs: judged by the hwmon reading after the run (a fake host tree) -------------
+with tempfile.TemporaryDirectory() as d:
+    hw = os.path.join(d, "sys", "class", "hwmon", "hwmon0")
+    os.makedirs(hw)
+    for name, text in (("name", "k10temp"), ("temp1_input", "95000"), ("temp1_label", "Tctl")):
+        with open(os.path.join(hw, name), "w") as f:
+            f.write(text + "\n")
+    env = dict(os.environ, SDCSCREEN_HOST_ROOT=d)
+    for limit, want in (("90", 2), ("100", 0)):
+        p = subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--backend", "cpu", "--enable",
+                                                                 "softmax_f32.special_128x1000", "--max-temperature",
+                                                                 limit, "--npd"])],
+                           capture_output=True, text=True, timeout=600, env=env)
+        F.check(p.returncode == want, f"CPU at 95 C, --max-temperature {limit}: exit {p.returncode}, expected {want}")
+        if want == 2:
+            F.check("CPU sensor k10temp Tctl at 95 C after the run" in p.stdout,
+                    f"CPU too hot: the NPD line does not say so: {p.stdout.strip()!r}")
+
+# --- 7. no library: the run goes on and says why ------------------------------------------------------------
 rc, rep, text, prom, npd = screen("", library="/nonexistent/libnvidia-ml.so.1")
 F.check(rc == 0, f"no NVML: exit {rc}, expected 0")
 F.check("NVML not available" in text, "no NVML: the text does not say so")
