@@ -12,7 +12,8 @@
 # summary.txt and replaces those steps' files in results.tgz):
 #   0 env        glibc (the machine's, and the highest version the binaries need), what ldd finds missing,
 #                nvidia-smi, sha256sum -c SHA256SUMS, sdcscreen info (driver, the cuBLASLt file it loads),
-#                the case listing. No usable GPU: one line and stop (exit 2).
+#                NVML's readings (info) against nvidia-smi -q: serial, VBIOS, driver, ECC mode, PCIe generation
+#                and width (nvidia-smi-q.txt), the case listing. No usable GPU: one line and stop (exit 2).
 #   1 smoke      four small boot cases, each with its JSON report: gemm_f32 (exact fp32), bf16 exact-integer
 #                mma.sync, fp8 exact-integer mma.sync and its cuBLASLt twin.
 #   2 boot       the boot profile once: JSON report and wall time, CUDA start-up included (target 45 s).
@@ -281,6 +282,45 @@ archive
 GPU_CC=""
 
 # ---- 0. environment -----------------------------------------------------------------------------------------
+# NVML as sdcscreen reads it (info's "nvml gpu: cuda:N" line) against nvidia-smi -q for the same GPU: serial,
+# VBIOS, driver, ECC mode, PCIe link generation and width. One ok line for what matches, a FAIL for what differs,
+# not available for what either side could not read (an emulated device, no nvidia-smi, NVML not loaded).
+nvml_compare() {  # nvml_compare DIR NVIDIA-SMI INFO-TEXT
+  local d=$1 smi=$2 info=$3 line q name ours theirs same="" diff="" na=""
+  if [ -n "$EMULATED" ]; then part "NVML vs nvidia-smi -q (an emulated device has no NVML)"; return; fi
+  line=$(printf '%s\n' "$info" | grep "^nvml gpu: *cuda:$DEVICE " | head -n 1)
+  if [ -z "$line" ] || [ "${line#*not found}" != "$line" ]; then
+    part "NVML vs nvidia-smi -q: $(printf '%s\n' "$info" | grep -m1 -E '^nvml( gpu)?:' | cut -c1-160)"
+    return
+  fi
+  if [ -z "$smi" ]; then part "NVML vs nvidia-smi -q (no nvidia-smi)"; return; fi
+  q=$d/nvidia-smi-q.txt
+  run_capped "$q" "$smi" -q -i "$DEVICE"
+  # nvidia-smi -q: "Key : value" lines; ECC Mode and the PCIe link's Current are nested under their headers.
+  smi_key() { grep -m1 "^ *$1 *:" "$q" | sed 's/^[^:]*: *//; s/ *$//'; }
+  smi_under() { awk -v h="$1" '$0 ~ "^ *" h " *$" {f=1; next} f && /^ *Current *:/ {sub(/^[^:]*: */, ""); print; exit}' "$q"; }
+  ours_of() { printf '%s\n' "$line" | sed -n "s/.*  $1 \([^ ]*\).*/\1/p"; }
+  for name in serial vbios driver ecc pcie_gen pcie_width; do
+    case $name in
+      serial) ours=$(ours_of serial); theirs=$(smi_key "Serial Number") ;;
+      vbios) ours=$(ours_of vbios); theirs=$(smi_key "VBIOS Version") ;;
+      driver) ours=$(ours_of driver); theirs=$(smi_key "Driver Version") ;;
+      ecc) ours=$(ours_of ecc)
+           case $(smi_under "ECC Mode") in Enabled) theirs=on ;; Disabled) theirs=off ;; *) theirs="" ;; esac ;;
+      pcie_gen) ours=$(printf '%s\n' "$line" | sed -n 's/.*  pcie gen \([^ ]*\) .*/\1/p'); theirs=$(smi_under "PCIe Generation") ;;
+      pcie_width) ours=$(printf '%s\n' "$line" | sed -n 's/.*  pcie gen [^ ]* x\([^ ]*\).*/\1/p')
+                  theirs=$(smi_under "Link Width"); theirs=${theirs%x} ;;
+    esac
+    if [ -z "$ours" ] || [ "$ours" = n/a ] || [ -z "$theirs" ] || [ "$theirs" = N/A ]; then na="$na $name"
+    elif [ "$ours" = "$theirs" ]; then same="$same $name"
+    else diff="$diff $name(NVML '$ours', nvidia-smi '$theirs')"; fi
+  done
+  [ -n "$same" ] && ok "NVML matches nvidia-smi -q:$same"
+  [ -n "$diff" ] && bad "NVML differs from nvidia-smi -q:$diff"
+  [ -n "$na" ] && part "NVML vs nvidia-smi -q:$na"
+  return 0
+}
+
 step0() {
   step_begin 0
   local d=$CUR_DIR need have missing smi info rc gpu lt
@@ -325,6 +365,7 @@ step0() {
   info=$(cat "$d/info.txt")
   lt=$(printf '%s\n' "$info" | sed -n 's/^cublaslt: *//p' | head -n 1)
   if [ -n "$lt" ]; then ok "cuBLASLt: $lt"; else part "cuBLASLt: info names no cuBLASLt"; fi
+  nvml_compare "$d" "$smi" "$info"
   listing || bad "sdcscreen list: $(tail -n 1 "$d/list.err" | cut -c1-200)"
   gpu=$(printf '%s\n' "$info" | grep "^gpu: *cuda:$DEVICE " | head -n 1)
   if [ -n "$EMULATED" ]; then

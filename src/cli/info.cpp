@@ -10,7 +10,9 @@
 #include "../report/report.h"
 #include "../report/report_host.h"
 #include "../util/say.h"
+#include "../report/report_gpu.h"
 #include "commands.h"
+#include "gpu_watch.h"
 
 namespace sdc {
 
@@ -31,9 +33,17 @@ int info_json(const PatternsLocation& patterns, const HostInfo& h, const host::H
   j["gpus"] = json::array();
   const cuda::Availability avail = cuda::probe();
   j["gpus_unusable"] = avail.usable ? json(nullptr) : json(avail.reason);
-  if (avail.usable)
-    for (const DeviceInfo& d : cuda::list_devices())
-      j["gpus"].push_back({{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id}});
+  const std::vector<DeviceInfo> gpus = avail.usable ? cuda::list_devices() : std::vector<DeviceInfo>{};
+  const host::NvmlTelemetry nvml = read_nvml_now(gpus);
+  j["nvml"] = nvml_json(nvml);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const DeviceInfo& d = gpus[i];
+    j["gpus"].push_back({{"index", d.index},
+                         {"name", d.name},
+                         {"uuid", d.uuid},
+                         {"pci_bus_id", d.pci_bus_id},
+                         {"nvml", gpu_telemetry_json(nvml, d.index)}});
+  }
   j["patterns"] = patterns.dir.empty() ? json(nullptr) : json(patterns.dir);
   say("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
   return 0;
@@ -55,14 +65,16 @@ int cmd_info(const PatternsLocation& patterns, bool json) {
       cpu::format_cpu_list(allowed));
   say("gemm isa: {}\n", gemm_f32::fast_path_isa());
   const cuda::Availability avail = cuda::probe();
+  const std::vector<DeviceInfo> gpus = avail.usable ? cuda::list_devices() : std::vector<DeviceInfo>{};
   if (!avail.usable) {
     say("gpus:     none usable: {}\n", avail.reason);
   } else {
-    for (const DeviceInfo& d : cuda::list_devices())
+    for (const DeviceInfo& d : gpus)
       say("gpu:      {} {}  {}  {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}\n", d.label(),
           d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver,
           d.driver_cuda, d.runtime);
   }
+  say("{}", nvml_info_text(read_nvml_now(gpus), gpus));
   say("cublaslt: {}\n", cuda::cublaslt_summary());
   if (patterns.dir.empty())
     say("patterns: none found (looked in {})\n", fmt::join(patterns.looked_in, ", "));

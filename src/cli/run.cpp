@@ -134,6 +134,17 @@ void read_host_after(const host::HostRoot& root, host::HostTelemetry& t) {
   t.events = host::compare_telemetry(t.before, t.after);
 }
 
+// --max-temperature for CPUs: the host's hwmon temperatures are read before and after the run only (no
+// sampler), so a CPU sensor above the limit after the run makes the run inconclusive rather than one case.
+void judge_cpu_temperature(double max_c, RunResult& r) {
+  if (max_c <= 0 || r.backend != "cpu") return;
+  for (const host::Temperature& t : r.host.after.temperatures)
+    if (t.celsius > max_c)
+      r.errors.push_back(fmt::format("CPU sensor {} {} at {:.0f} C after the run, above --max-temperature {:.0f} C: "
+                                     "the results cannot be trusted",
+                                     t.sensor, t.label, t.celsius, max_c));
+}
+
 }  // namespace
 
 // The CPUs to screen: --cpuset, checked against what this process may use, or all of those.
@@ -299,10 +310,12 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     result.start_unix = result.end_unix = unix_now();
     result.injections = opt.injections;
   } else {
+    result.max_temperature_c = a.max_temperature;  // GPUs: judged by the NVML sampler (gpu_watch.h)
     execute_screen(screen);
   }
   add_crashes(crashes, screen);
   read_host_after(host_root, result.host);
+  judge_cpu_temperature(a.max_temperature, result);
   result.throughput_floor = a.throughput_floor;
   result.fail_slow = a.fail_slow;
   assess_throughput(result);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <random>
 
+#include "gpu_watch.h"
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
@@ -193,10 +194,15 @@ void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
     }
   } else {
     try {
-      if (s.gpu.cuda)
+      if (s.gpu.cuda) {
+        // The GPUs' NVML telemetry: before, sampled during (its thread stops on every way out of this scope,
+        // an exception included) and after the screen.
+        GpuWatch watch(result, s.gpu.selected);
         cuda::run_screen(s.patterns, s.sel, s.opt, s.gpu.selected, result, first_runs);
-      else
+        watch.finish();
+      } else {
         cpu::run_screen(s.patterns, s.sel, s.opt, result);
+      }
     } catch (const std::exception& e) {
       result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive
     }

@@ -39,8 +39,10 @@ int RunResult::exit_code() const {
   for (const TestResult& t : tests)
     if (t.verdict == Verdict::fail || t.verdict == Verdict::crash) return EXIT_FAIL;
   if (host.any_fatal()) return EXIT_FAIL;
+  if (nvml.any("failure")) return EXIT_FAIL;  // a GPU's hardware said it failed (ECC, hardware Xid)
   if (interrupted_by > 0) return 128 + interrupted_by;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
+  if (nvml.any("error")) return EXIT_INCONCLUSIVE;  // the driver killed work of this run (Xid 13, 31, 43)
   bool any_pass = false;
   for (const TestResult& t : tests) {
     if (t.verdict == Verdict::skip && t.not_applicable) continue;

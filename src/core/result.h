@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../host/gpu_telemetry.h"
 #include "../host/host_state.h"
 #include "device_info.h"
 #include "inject.h"
@@ -93,6 +95,8 @@ struct TestResult {
   bool tiles_without_sm = false;  // GPU: its kernels do not say which SM computed a tile (a library's, a replay's)
   TileGrid tile_grid;             // where the tiles lie over the output (rows 0: the test did not run)
   double duration_s = 0;
+  // Wall-clock (Unix time) start and end of each round it ran, for the telemetry sampled meanwhile; not reported.
+  std::vector<std::pair<double, double>> ran_unix;
   double gflops = 0;
   double time_to_fail_s = -1;  // since the run started; -1: did not fail
   uint64_t failed_tiles = 0;   // summed over iterations
@@ -180,6 +184,11 @@ struct RunResult {
   // The host's identity and its telemetry before and after the run (src/host): an uncorrected error during
   // the run (EDAC, machine check) fails the run like a miscompare; corrected errors and throttling are said.
   host::HostTelemetry host;
+  // Each GPU's identity and telemetry through NVML (src/host/nvml.h): a hardware failure it reports (an
+  // uncorrected ECC error, a hardware Xid) fails the run (exit 1); an application-fault Xid makes it
+  // inconclusive (exit 2).
+  host::NvmlTelemetry nvml;
+  double max_temperature_c = 0;  // --max-temperature (0: none)
   int exit_code() const;
   bool any_slow() const;
   // A drill that fired but changed no output (an input flip the computation absorbed): no test of its case

@@ -73,7 +73,14 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
     r.reason = ex.error_reason(e);
     r.verdict = ex.error_verdict(e);
   }
-  r.duration_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  r.duration_s += std::chrono::duration<double>(t1 - t0).count();
+  // When it ran, in wall-clock time: the GPU telemetry sampled beside it judges it (too hot, throttled).
+  const auto wall = [](Clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+           std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  r.ran_unix.push_back({wall(t0), wall(t1)});
   if (prepared && r.duration_s > 0)
     r.gflops = ex.tile_flops() * static_cast<double>(r.tiles) * r.iterations_done / r.duration_s * 1e-9;
   ex.release_case();

@@ -12,6 +12,7 @@
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../util/iso_time.h"
+#include "report_gpu.h"
 #include "report_host.h"
 
 #ifndef SDCSCREEN_VERSION
@@ -324,6 +325,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   }
   if (r.host.identity_read) s += host_identity_text(r.host.identity);
   s += host_telemetry_text(r.host);
+  s += gpu_telemetry_text(r.nvml, r.max_temperature_c);
   if (!r.injections.empty())
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
                      r.injections.size());
@@ -416,6 +418,11 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   if (r.host.any_fatal())
     s += fmt::format("fail: uncorrected hardware error during the run ({}){}\n", host_fatal_units(r.host),
                      r.host.drill.empty() ? "" : " [telemetry drill]");
+  if (r.nvml.any("failure"))
+    s += fmt::format("fail: GPU hardware error during the run ({})\n", r.nvml.causes("failure"));
+  if (r.nvml.any("error"))
+    s += fmt::format("error: the driver stopped work of this run ({}): results cannot be trusted\n",
+                     r.nvml.causes("error"));
   s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip{}; {:.2f} s\n", r.tests.size(), counts[0],
                    counts[1], counts[2], counts[3], counts[4] ? fmt::format(", {} crash", counts[4]) : "",
                    r.end_unix - r.start_unix);
@@ -506,7 +513,13 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   if (!r.backend_reason.empty()) j["backend_reason"] = r.backend_reason;
   j["devices"] = json::array();
   if (r.backend == "cpu") j["devices"].push_back({{"index", 0}, {"kind", "cpu"}, {"name", host.cpu_model}});
-  for (const DeviceInfo& d : r.devices) j["devices"].push_back(device_json(d));
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    json d = device_json(r.devices[i]);
+    d["telemetry"] = gpu_telemetry_json(r.nvml, static_cast<int>(i));  // null: NVML not looked for
+    j["devices"].push_back(d);
+  }
+  j["nvml"] = nvml_json(r.nvml);
+  j["max_temperature_c"] = r.max_temperature_c > 0 ? json(r.max_temperature_c) : json(nullptr);
   j["profile"] = r.profile;
   j["seed"] = r.seed;
   j["seed_text"] = std::to_string(r.seed);  // exact in every JSON tool (a double holds 53 bits)

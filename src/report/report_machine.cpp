@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "report.h"
+#include "report_gpu.h"
 #include "report_host.h"
 
 namespace sdc {
@@ -102,10 +103,13 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
                    tool_version());
   // A device is healthy when it computed tiles and none failed; one that computed nothing is not.
   gauge(s, "sdcscreen_device_healthy",
-        "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared.");
+        "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared (a GPU: and NVML reported no hardware failure).");
   std::vector<uint64_t> gpu_tiles(r.devices.size()), gpu_failed(r.devices.size());
   for (const TestResult& t : r.tests)  // a GPU whose context a test's work destroyed is not healthy
     if (t.verdict == Verdict::crash && t.device_index >= 0) ++gpu_failed[static_cast<size_t>(t.device_index)];
+  for (const host::GpuTelemetry& g : r.nvml.gpus)  // nor one whose hardware reported a failure through NVML
+    if (g.any("failure") && g.device >= 0 && static_cast<size_t>(g.device) < gpu_failed.size())
+      ++gpu_failed[static_cast<size_t>(g.device)];
   for (const UnitResult& u : r.units) {
     if (u.is_sm()) {
       gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
@@ -170,6 +174,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (const char* v : {"pass", "fail", "error", "skip", "crash"})
     s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
   s += host_prometheus(r.host);
+  s += gpu_prometheus(r.nvml);
   return s;
 }
 
@@ -229,6 +234,13 @@ std::string render_npd_line(const RunResult& r) {
         line = where.empty() ? fmt::format("HW: {} during the screen{}{}", hw, drill, hw_drill)
                              : fmt::format("{}; HW: {}{}", line, hw, hw_drill);
       }
+      // A GPU's own hardware failure (NVML: uncorrected ECC, a hardware Xid) names the GPU the same way.
+      if (r.nvml.any("failure")) {
+        const std::string gpu = "GPU " + r.nvml.causes("failure");
+        line = line.rfind("SDC: ", 0) == 0 && where.empty() && host_fatal_units(r.host).empty()
+                   ? fmt::format("HW: {} during the screen{}", gpu, drill)
+                   : fmt::format("{}; HW: {}", line, gpu);
+      }
       break;
     }
     default: {
@@ -249,6 +261,7 @@ std::string render_npd_line(const RunResult& r) {
             break;
           }
       }
+      if (why.empty() && r.nvml.any("error")) why = "GPU " + r.nvml.causes("error");
       for (const std::string& e : r.errors)
         if (why.empty()) why = e;
       for (const TestResult& t : r.tests)

@@ -51,6 +51,10 @@ if cmd == "info":
     else:
         print("gpu:      cuda:0 NVIDIA H100 80GB HBM3  GPU-8f3c2a1e-0b7d-4c55-9e21-3f6a7d8c9b01  00000000:19:00.0  cc 9.0  "
               "8 SMs  81559 MiB  ECC on  driver 580.65 (CUDA 13.0)  runtime 13.0")
+        print("nvml:     libnvidia-ml.so.1")
+        print("nvml gpu: cuda:0 GPU-8f3c2a1e-0b7d-4c55-9e21-3f6a7d8c9b01  serial " + E.get("STUB_NVML_SERIAL", "1650923456789")
+              + "  part 900-21010-0000-000  vbios 96.00.5E.00.01  inforom G520.0200.00.05  driver 580.65.06  ecc on  "
+              "pcie gen 5 x16  temp 41 C")
     print("cublaslt: cublasLt 13.0.2 from /stub/libcublasLt.so.13")
     print("patterns: " + E.get("SDCSCREEN_PATTERNS", "?")); sys.exit(0)
 CASES = ["gemm_f32.special_512", "gemm_bf16_exactint.mantissa_walk_128x64x96", "gemm_fp8_exactint.mantissa_walk_128x192x64",
@@ -103,6 +107,14 @@ STUBS = {
 TOOLS = {
     "nvidia-smi": '#!/bin/sh\ncase "$*" in *query-compute-apps*) printf "%s" "${STUB_GPU_APPS:-}" ;;\n'
                   '*query-gpu*) echo "name, driver_version"; echo "NVIDIA H100 80GB HBM3, 580.65" ;;\n'
+                  '*-q*) printf "%s\\n" "Driver Version                            : 580.65.06" "Attached GPUs : 1" '
+                  '"GPU 00000000:19:00.0" "    Serial Number                         : 1650923456789" '
+                  '"    VBIOS Version                         : 96.00.5E.00.01" "    PCI" "        GPU Link Info" '
+                  '"            PCIe Generation" "                Max                       : 5" '
+                  '"                Current                   : 5" "            Link Width" '
+                  '"                Max                       : 16x" "                Current                   : 16x" '
+                  '"    ECC Mode" "        Current                           : Enabled" '
+                  '"        Pending                           : Enabled" ;;\n'
                   '*) echo "NVIDIA-SMI 580.65" ;; esac\n',
     "cuobjdump": '#!/bin/sh\necho "	code for sm_90"\n'
                  'echo "		Function : _ZN3sdc8exactint10mma_kernelINS0_12DeviceTraitsINS_18gemm_bf16_exactint10Bf16FormatEEEEEvv"\n'
@@ -196,6 +208,8 @@ def stubs_mode():
         st = steps_of(out)
         F.check(p.returncode == 0, f"passing run: exit {p.returncode}, want 0: {p.stderr[-1500:]}")
         F.check([st.get(n, ("none",))[0] for n in range(9)] == ["pass"] * 9, f"passing run: steps {st}")
+        F.check("NVML matches nvidia-smi -q: serial vbios driver ecc pcie_gen pcie_width" in st.get(0, ("", ""))[1],
+                f"passing run: no NVML comparison in step 0: {st.get(0)}")
         F.check(sorted(os.listdir(out)) == ["results.tgz", "summary.txt"], f"passing run: OUTDIR holds {os.listdir(out)}")
         files = archived(out)
         for f in ("summary.txt", "0-env/info.txt", "0-env/list.json", "1-smoke/gemm_f32.special_512.json",
@@ -256,6 +270,16 @@ def stubs_mode():
         p = subprocess.run([sys.executable, RECORD, "--out", os.path.join(tmp, "docs-nogpu"), out], capture_output=True,
                            text=True, timeout=60)
         F.check(p.returncode == 78 and "lists no GPU" in p.stderr, f"record of a run without a GPU: exit {p.returncode}")
+
+        # --- NVML disagreeing with nvidia-smi -q: step 0 fails naming the reading ---
+        print("-- NVML differs from nvidia-smi -q", flush=True)
+        out = os.path.join(tmp, "o-nvml")
+        p = fl(out, "--steps", "env", extra={"STUB_NVML_SERIAL": "999"})
+        st = steps_of(out)
+        F.check(p.returncode == 1 and st.get(0, ("",))[0] == "FAIL"
+                and "serial(NVML '999', nvidia-smi '1650923456789')" in st[0][1]
+                and "NVML matches nvidia-smi -q: vbios driver ecc pcie_gen pcie_width" in st[0][1],
+                f"NVML mismatch: exit {p.returncode}, {st}")
 
         # --- the deadline reached mid-step: gpu_tests sleeps far past it ---
         print("-- the deadline reached mid-step", flush=True)

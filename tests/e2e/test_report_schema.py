@@ -267,6 +267,24 @@ if base:
                        "compute_capability": "9.0", "architecture": "sm_90", "sm_count": 132,
                        "memory_bytes": 85520809984, "driver": "580.159.04", "driver_cuda": "13.0", "runtime": "13.0",
                        "ecc": "on"}]
+    # NVML's telemetry of that GPU (schema 11), as a run with the driver's library writes it.
+    reading = {"time": 1.7e9, "ecc_volatile_corrected": 0, "ecc_volatile_uncorrected": 0, "ecc_aggregate_corrected": 2,
+               "ecc_aggregate_uncorrected": 0, "retired_pages_sbe": 0, "retired_pages_dbe": 0,
+               "retired_pages_pending": False, "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
+               "remap_pending": False, "remap_failed": False, "temperature_c": 41, "sm_clock_mhz": 1980,
+               "memory_clock_mhz": 2619, "power_w": 71.25, "throttle_reasons": "gpu_idle", "pcie_generation": 5,
+               "pcie_width": 16, "not_available": [{"what": "memory_temperature",
+                                                    "why": "not read (needs NVML's field-value API)"}]}
+    gpu["devices"][0]["telemetry"] = {
+        "matched": True, "not_matched": "",
+        "identity": {"serial": "1650923456789", "board_part_number": "900-21010-0000-000", "vbios": "96.00.5E.00.01",
+                     "inforom": "G520.0200.00.05", "driver": "580.159.04", "ecc_enabled": True},
+        "before": reading, "after": dict(reading, time=1.7e9 + 30),
+        "peak": {"temperature_c": 78, "power_w": 690.5, "sm_clock_mhz": 1980, "memory_clock_mhz": 2619,
+                 "throttle_reasons": "gpu_idle, sw_power_cap"},
+        "samples": 30, "xid_events_watched": True,
+        "events": [{"kind": "throttle", "severity": "info", "time": 1.7e9 + 30, "text": "throttled (sw_power_cap)"}]}
+    gpu["nvml"] = {"available": True, "why": "", "library": "libnvidia-ml.so.1"}
     gpu["units"] = [{"kind": "sm", "device": 0, "sm": 17, "tiles": 40, "failed_tiles": 1, "result": "fail"},
                     {"kind": "sm", "device": 0, "sm": 18, "tiles": 0, "failed_tiles": 0, "result": "idle"}]
     for t in gpu["tests"]:
@@ -287,6 +305,13 @@ if base:
     mutant("miscompare unit sm without device", delp(["tests", 0, "miscompares", 0, "unit", "device"]), on=gpu)
     mutant("test device 'gpu0'", setp(["tests", 0, "device"], "gpu0"), on=gpu)
     mutant("injection without device", delp(["injections", 0, "device"]), on=gpu)
+    mutant("gpu device without telemetry", delp(["devices", 0, "telemetry"]), on=gpu)
+    mutant("telemetry matched without identity", delp(["devices", 0, "telemetry", "identity"]), on=gpu)
+    mutant("telemetry matched with a not_matched reason", setp(["devices", 0, "telemetry", "not_matched"], "x"), on=gpu)
+    mutant("unmatched telemetry without a reason", setp(["devices", 0, "telemetry"], {"matched": False, "not_matched": ""}), on=gpu)
+    mutant("a negative temperature", setp(["devices", 0, "telemetry", "before", "temperature_c"], -3), on=gpu)
+    mutant("an unknown GPU event", setp(["devices", 0, "telemetry", "events", 0, "kind"], "melted"), on=gpu)
+    mutant("NVML available false without why", setp(["nvml"], {"available": False, "why": "", "library": ""}), on=gpu)
     # A recorded case judged by consensus, as a GPU without an accepted recording reports it.
     rec = copy.deepcopy(gpu)
     rec["tests"][0]["mode"], rec["tests"][0]["judged_by"] = "recorded", "consensus"
