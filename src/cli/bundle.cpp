@@ -62,6 +62,20 @@ std::string reproduce_of(const std::string& text) {
   return "";
 }
 
+// Whether a file is a report this tool wrote: a JSON report (tool.name sdcscreen) or a text one (its first
+// line "sdcscreen VERSION (...)  profile"). A history line can be edited by anyone who can write it: a path it
+// names to anything else (/etc/shadow) must not ride along to a vendor.
+bool is_report(const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    return j.is_object() && j.contains("tool") && j["tool"].is_object() && j["tool"].contains("name") &&
+           j["tool"]["name"] == "sdcscreen";
+  } catch (const nlohmann::json::exception&) {
+  }
+  const std::string first = text.substr(0, text.find('\n'));
+  return first.rfind("sdcscreen ", 0) == 0 && first.find("  profile ") != std::string::npos;
+}
+
 // Runs argv (no shell) and waits; "" or what went wrong.
 std::string run_tool(const std::vector<std::string>& args) {
   std::vector<char*> argv;
@@ -161,8 +175,12 @@ int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns) {
         missing.push_back(fmt::format("report of the screen at {}: {}: {}", it->time, it->report, why));
         continue;
       }
-      ++n;
       const std::string text = read_file(it->report);
+      if (!is_report(text)) {
+        missing.push_back(fmt::format("{}: named by the history, but not an sdcscreen report: left out", it->report));
+        continue;
+      }
+      ++n;
       const std::string rel =
           fmt::format("reports/{}-{}", n, safe_name(std::filesystem::path(it->report).filename().string()));
       put(rel, text, fmt::format("report of the screen at {} ({}, exit {})", it->time, it->verdict, it->exit));

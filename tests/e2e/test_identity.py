@@ -166,6 +166,27 @@ try:
                 readme = read("README.txt")
                 F.check("not included" not in readme and "reports/2-r1.json" in readme, f"bundle README: {readme!r}")
 
+    # A history line naming a file that is no report (edited by hand, or forged) brings nothing of it along.
+    secret = os.path.join(TMP, "secret.txt")
+    with open(secret, "w") as f:
+        f.write("root:password-hash\n")
+    forged = os.path.join(TMP, "forged")
+    line = dict(recs[-1], report=secret)
+    os.makedirs(forged)
+    with open(os.path.join(forged, "history.jsonl"), "w") as f:
+        f.write(json.dumps(line) + "\n")
+    out3 = os.path.join(TMP, "forged.tar.gz")
+    p = common.run("bundle", forged, "-o", out3, timeout=120)
+    F.check(p.returncode == 0, f"bundle of a forged history: exit {p.returncode}: {p.stderr}")
+    if os.path.isfile(out3):
+        with tarfile.open(out3, "r:gz") as tar:
+            names = tar.getnames()
+            F.check(not [n for n in names if "/reports/" in n], f"bundle took a file that is no report: {names}")
+            body = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+            F.check(b"password-hash" not in body, "bundle: the forged report's content is in the archive")
+            readme = tar.extractfile([n for n in names if n.endswith("README.txt")][0]).read().decode()
+            F.check("not an sdcscreen report" in readme, f"bundle README does not say why: {readme!r}")
+
     # A missing history is said, and what exists is still bundled.
     out2 = os.path.join(TMP, "nohist.tar.gz")
     p = common.run("bundle", os.path.join(TMP, "nowhere"), "-o", out2, timeout=120)
