@@ -67,6 +67,11 @@ struct DiffArgs {
   std::string a, b;  // two JSON reports
   std::string output_format = "text";
 };
+struct BundleArgs {
+  std::string dir;     // the history directory
+  std::string output;  // the tar.gz; "" for sdcscreen-bundle-HOST-TIME.tar.gz here
+  int reports = 3;     // the last this many reports the history names
+};
 struct ConsensusArgs {
   bool write = false;
   std::vector<std::string> files;  // recordings, one device each
@@ -84,10 +89,13 @@ std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>&
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // run.cpp
 int cmd_list(const ListArgs& a, const std::string& patterns_dir);
 int cmd_info(const PatternsLocation& patterns, bool json);  // the lookup main made (patterns_location.h)
+// What cmd_info prints (src/cli/info.cpp); bundle keeps both forms.
+std::string info_output(const PatternsLocation& patterns, bool json);
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
 int cmd_verify(const std::string& patterns_dir);
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
+int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp

@@ -39,6 +39,7 @@ struct NotReport : std::runtime_error {
 // "cuda:0 SM 17".
 struct TestView {
   std::string id, device, result;
+  std::string uuid;  // the GPU's, from the report's devices; "" for the CPU or a report without it
   std::vector<std::string> units_failed;
   std::map<std::string, std::vector<std::string>> signatures;  // signature -> the units that have it
   std::map<std::string, std::string> classes;                  // retested unit -> its classification (schema 8)
@@ -52,6 +53,8 @@ struct ReportView {
   uint64_t seed = 0;
   int64_t exit_code = 0, schema_version = 0;
   bool fault_injection = false;
+  std::string microcode;                       // host.identity.cpu.microcode (schema 11), "" when absent
+  std::map<std::string, std::string> uuid_of;  // "cuda:0" -> its UUID
   std::vector<TestView> tests;
 };
 
@@ -92,9 +95,10 @@ std::string unit_name(const json& u, const std::string& where) {
   if (!u.is_object()) throw NotReport(where + "'unit' is not an object");
   const std::string kind = string_member(u, "kind", where + "unit: ");
   if (kind == "cpu") return fmt::format("cpu {}", integer_member(u, "cpu", where + "unit: "));
-  if (kind == "sm")
-    return fmt::format("cuda:{} SM {}", integer_member(u, "device", where + "unit: "),
-                       integer_member(u, "sm", where + "unit: "));
+  if (kind == "sm") {  // the case names its GPU; "SM k" compares across a renumbering
+    integer_member(u, "device", where + "unit: ");
+    return fmt::format("SM {}", integer_member(u, "sm", where + "unit: "));
+  }
   throw NotReport(fmt::format("{}unit kind '{}' is neither cpu nor sm", where, kind));
 }
 
@@ -109,7 +113,7 @@ TestView read_test(const json& t, size_t index) {
   for (const json& u : array_member(t, "units_failed", where)) {
     if (!u.is_number_integer()) throw NotReport(where + "'units_failed' holds a non-integer");
     const auto n = u.get<int64_t>();
-    v.units_failed.push_back(v.device == "cpu" ? fmt::format("cpu {}", n) : fmt::format("{} SM {}", v.device, n));
+    v.units_failed.push_back(v.device == "cpu" ? fmt::format("cpu {}", n) : fmt::format("SM {}", n));
   }
   std::sort(v.units_failed.begin(), v.units_failed.end());
   for (const json& g : array_member(t, "signatures", where)) {
@@ -168,9 +172,21 @@ ReportView read_report(const std::string& file) {
   const json& exit = object_member(j, "exit", where);
   r.exit_code = integer_member(exit, "code", where + "exit: ");
   r.verdict = string_member(exit, "verdict", where + "exit: ");
+  // Who each GPU is: tests are matched by UUID, so a GPU CUDA renumbered between the runs is compared with
+  // itself. Optional keys (older reports, a CPU run): absent means unknown, never an error.
+  if (const auto d = j.find("devices"); d != j.end() && d->is_array())
+    for (const json& dev : *d)
+      if (dev.is_object() && dev.contains("index") && dev["index"].is_number_integer() && dev.contains("uuid") &&
+          dev["uuid"].is_string() && !dev["uuid"].get<std::string>().empty() && dev.value("kind", "") != "cpu")
+        r.uuid_of[fmt::format("cuda:{}", dev["index"].get<int64_t>())] = dev["uuid"].get<std::string>();
+  if (const json& h = j["host"]; h.contains("identity") && h["identity"].is_object() && h["identity"].contains("cpu") &&
+                                 h["identity"]["cpu"].is_object() && h["identity"]["cpu"].contains("microcode") &&
+                                 h["identity"]["cpu"]["microcode"].is_string())
+    r.microcode = h["identity"]["cpu"]["microcode"].get<std::string>();
   const json& tests = array_member(j, "tests", where);
   for (size_t i = 0; i < tests.size(); ++i) {
     r.tests.push_back(read_test(tests[i], i));
+    if (const auto u = r.uuid_of.find(r.tests.back().device); u != r.uuid_of.end()) r.tests.back().uuid = u->second;
     for (size_t k = 0; k + 1 < r.tests.size(); ++k)
       if (r.tests[k].id == r.tests.back().id && r.tests[k].device == r.tests.back().device)
         throw NotReport(fmt::format("test {} on {} is listed twice", r.tests.back().id, r.tests.back().device));
@@ -204,6 +220,17 @@ CaseDiff compare_case(const TestView* a, const TestView* b, const std::string& d
   d.b = b;
   d.id = a ? a->id : b->id;
   d.device = a ? a->device : b->device;
+  // Name the GPU by ordinal and UUID; say when the two runs numbered it differently or ran another GPU there.
+  if (a && b && (!a->uuid.empty() || !b->uuid.empty())) {
+    if (a->uuid == b->uuid)
+      d.device = a->device == b->device ? fmt::format("{} ({})", a->device, a->uuid)
+                                        : fmt::format("{} in A, {} in B ({})", a->device, b->device, a->uuid);
+    else
+      d.device = fmt::format("{} (A {}, B {}: another GPU)", a->device, a->uuid.empty() ? "unknown" : a->uuid,
+                             b->uuid.empty() ? "unknown" : b->uuid);
+  } else if (const TestView* t = a ? a : b; !t->uuid.empty()) {
+    d.device = fmt::format("{} ({})", t->device, t->uuid);
+  }
   if (!a || !b) {
     d.differs = true;
     return d;
@@ -375,14 +402,28 @@ int cmd_diff(const DiffArgs& args) {
                                       a.fault_injection ? "A" : "B"));
 
   std::vector<CaseDiff> cases;
-  auto find = [](const ReportView& r, const TestView& t) -> const TestView* {
-    for (const TestView& x : r.tests)
-      if (x.id == t.id && x.device == t.device) return &x;
+  // A GPU both reports know (its UUID) is matched with itself wherever CUDA numbered it; otherwise (two
+  // nodes, a replaced GPU, a CPU) by ordinal, among the tests whose GPU the other report does not know.
+  auto knows = [](const ReportView& r, const std::string& uuid) {
+    return std::any_of(r.uuid_of.begin(), r.uuid_of.end(), [&uuid](const auto& kv) { return kv.second == uuid; });
+  };
+  auto find = [&knows](const ReportView& other, const ReportView& mine, const TestView& t) -> const TestView* {
+    const bool shared = !t.uuid.empty() && knows(other, t.uuid);
+    for (const TestView& x : other.tests) {
+      if (x.id != t.id) continue;
+      if (shared) {
+        if (x.uuid == t.uuid) return &x;
+      } else if (x.device == t.device && (x.uuid.empty() || !knows(mine, x.uuid))) {
+        return &x;
+      }
+    }
     return nullptr;
   };
-  for (const TestView& t : a.tests) cases.push_back(compare_case(&t, find(b, t), digests_unlike));
+  for (const TestView& t : a.tests) cases.push_back(compare_case(&t, find(b, a, t), digests_unlike));
   for (const TestView& t : b.tests)
-    if (!find(a, t)) cases.push_back(compare_case(nullptr, &t, digests_unlike));
+    if (!find(a, b, t)) cases.push_back(compare_case(nullptr, &t, digests_unlike));
+  if (!a.microcode.empty() && !b.microcode.empty() && a.microcode != b.microcode)
+    notes.push_back(fmt::format("CPU microcode differs (A {}, B {})", a.microcode, b.microcode));
   size_t differing = 0;
   for (const CaseDiff& d : cases) differing += d.differs;
   // Cases that agree with exits that do not: a run-level error or a masked drill on one side.

@@ -32,6 +32,10 @@ int decision_exit(history::Decision d) {
 
 bool valid_unit(const std::string& u) {
   if (u == "all") return true;
+  // A GPU by UUID ("GPU-8c2f..."): letters, digits and dashes, as CUDA and NVML print them.
+  if (u.size() > 4 && u.size() <= 64 && u.rfind("GPU-", 0) == 0 &&
+      u.find_first_not_of("0123456789abcdefABCDEF-", 4) == std::string::npos)
+    return true;
   for (const char* kind : {"cpu ", "gpu "}) {
     const std::string k = kind;
     if (u.rfind(k, 0) == 0 && u.size() > k.size() && u.size() <= k.size() + 6 &&
@@ -50,7 +54,8 @@ int cmd_history(const HistoryArgs& a) {
     return usage_error(fmt::format("--min-profile '{}' is not boot, standard or burnin", a.min_profile));
   if (!a.forget.empty()) {
     if (!valid_unit(a.forget))
-      return usage_error(fmt::format("--forget '{}': name a unit like 'cpu 3' or 'gpu 0', or 'all'", a.forget));
+      return usage_error(
+          fmt::format("--forget '{}': name a unit like 'cpu 3', 'gpu 0' or a GPU's UUID, or 'all'", a.forget));
     if (const std::string err = history::prepare_dir(a.dir); !err.empty()) return config_error(err);
     const history::Record rec = history::forget_record(a.forget);
     try {
@@ -98,8 +103,23 @@ int cmd_history(const HistoryArgs& a) {
     j["last"] = last;
     j["torn_tail"] = h.torn_tail;
     j["units"] = nlohmann::ordered_json::array();
-    for (const auto& u : units)
+    for (const auto& u : units) {
+      nlohmann::ordered_json fl = nlohmann::ordered_json::array();
+      for (const auto& f : u.failure_list) {
+        nlohmann::ordered_json jf = {{"time", f.time}, {"case", f.case_id}, {"family", f.family}};
+        if (!f.sms.empty()) jf["sms"] = f.sms;
+        if (!f.microcode.empty()) jf["microcode"] = f.microcode;
+        fl.push_back(jf);
+      }
+      const auto opt = [](const std::string& s) {
+        return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+      };
       j["units"].push_back({{"unit", u.unit},
+                            {"id", u.id},
+                            {"uuid", opt(u.uuid)},
+                            {"serial", opt(u.serial)},
+                            {"microcode", opt(u.microcode)},
+                            {"replaced_by", opt(u.replaced_by)},
                             {"screens", u.screens},
                             {"failures", u.failures},
                             {"fail_rate", u.screens ? static_cast<double>(u.failures) / u.screens : 0.0},
@@ -109,7 +129,9 @@ int cmd_history(const HistoryArgs& a) {
                             {"flapping", u.flaps > 0},
                             {"families", u.families},
                             {"signatures", u.signatures},
-                            {"classifications", u.classifications}});
+                            {"classifications", u.classifications},
+                            {"failure_list", fl}});
+    }
     j["resume_policy"] = {{"clean_screens", cfg.clean_screens},
                           {"min_profile", cfg.min_profile},
                           {"decision", decision_word(v.decision)},
@@ -141,6 +163,18 @@ int cmd_history(const HistoryArgs& a) {
     say("{:<8} {:>7} {:>8} {:>8.1f}%  {:<20}  {:<20}  {:<8}  {}\n", u.unit, u.screens, u.failures,
         100.0 * u.failures / u.screens, u.first_failure, u.last_failure,
         u.flaps ? fmt::format("yes ({})", u.flaps) : "no", fams);
+    if (!u.uuid.empty())
+      say("         uuid {}{}\n", u.uuid, u.serial.empty() ? "" : fmt::format(", serial {}", u.serial));
+    if (!u.replaced_by.empty()) say("         replaced by {}: its failures no longer hold the node\n", u.replaced_by);
+    for (const auto& f : u.failure_list) {
+      std::string sms;
+      for (int sm : f.sms) sms += (sms.empty() ? "" : ",") + std::to_string(sm);
+      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? "" : " on SMs " + sms,
+          f.microcode.empty() ? "" : " (microcode " + f.microcode + ")");
+    }
+    if (!u.failure_list.empty() && !u.microcode.empty() && !u.failure_list.back().microcode.empty() &&
+        u.failure_list.back().microcode != u.microcode)
+      say("         microcode now {} (was {} at its last failure)\n", u.microcode, u.failure_list.back().microcode);
     for (const std::string& g : u.signatures) say("         signature {}\n", g);
     if (!u.classifications.empty()) {
       std::string cls;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/history.h"
 #include "../core/result.h"
 #include "../report/report.h"
 #include "../util/run_lock.h"
@@ -243,7 +244,8 @@ int main(int argc, char** argv) {
   hist->add_option("--min-profile", ha.min_profile, "the least profile a clean screen must have run in full")
       ->capture_default_str();
   hist->add_option("--forget", ha.forget,
-                   "after a repair: failures of UNIT ('cpu 3', 'gpu 0' or 'all') no longer count (a line is appended)")
+                   "after a repair: failures of UNIT ('cpu 3', 'gpu 0', a GPU's UUID or 'all') no longer count (a line "
+                   "is appended)")
       ->check(non_empty);
   hist->add_option("--output-format", ha.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -273,12 +275,31 @@ int main(int argc, char** argv) {
       "  node-b$ sdcscreen run --seed 7 --digests --output-format json -o b.json\n"
       "  sdcscreen diff a.json b.json");
 
+  BundleArgs ba;
+  ba.dir = history::default_dir().empty() ? history::DEFAULT_DIR : history::default_dir();
+  CLI::App* bundle = app.add_subcommand(
+      "bundle",
+      "one tar.gz for a vendor ticket: the last reports the history names, the history, 'info' (text and JSON), "
+      "the pattern manifest and the reproduce commands; nothing else from the host. Exit 0 written, 78 it "
+      "could not be");
+  bundle->add_option("DIR", ba.dir, "the history directory ('run --history DIR')")
+      ->capture_default_str()
+      ->check(non_empty);
+  bundle->add_option("-o,--output", ba.output, "the archive (default: sdcscreen-bundle-HOST-TIME.tar.gz here)")
+      ->check(non_empty);
+  bundle->add_option("--reports", ba.reports, "how many of the last reports to include")->capture_default_str();
+  bundle->footer(
+      "A report is included when the screen wrote it with -o and it is still there; what is missing is said\n"
+      "in the archive's README.txt. Example:\n"
+      "  sdcscreen bundle /var/lib/sdcscreen -o ticket-4711.tar.gz");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
     if (!known)
       return usage_error(fmt::format(
-          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history, diff)",
+          "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history, diff, "
+          "bundle)",
           argv[1]));
   }
   try {
@@ -295,10 +316,11 @@ int main(int argc, char** argv) {
     say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
     return EXIT_USAGE;
   }
-  // Every subcommand but info, history and diff reads the patterns: none found is a configuration error (run
+  // Every subcommand but info, history, diff and bundle reads the patterns: none found is a configuration error (run
   // says so after its argument checks, and on its --npd line too).
   if (patterns_dir.empty() && run->parsed()) ra.patterns_not_found = located.not_found_message();
-  if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed())
+  if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed() &&
+      !bundle->parsed())
     return config_error(located.not_found_message());
   try {
     if (run->parsed()) {
@@ -328,6 +350,7 @@ int main(int argc, char** argv) {
     if (record->parsed()) return cmd_record(rec, args, patterns_dir);
     if (hist->parsed()) return cmd_history(ha);
     if (diff->parsed()) return cmd_diff(da);
+    if (bundle->parsed()) return cmd_bundle(ba, located);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     return EXIT_INCONCLUSIVE;

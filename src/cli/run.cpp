@@ -343,9 +343,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   }
   const HostInfo host = host_info();
   const std::string report = a.output_format == "json" ? render_json(result, host) : render_text(result, host);
+  std::string report_written;  // absolute, for the history (bundle collects it)
   if (!output.empty()) {
     try {
       write_file_atomic(output, report);
+      if (char* abs = realpath(output.c_str(), nullptr)) {
+        report_written = abs;
+        std::free(abs);
+      }
       if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: -o: {}; the report follows on {}\n", e.what(), a.npd ? "stderr" : "stdout");
@@ -365,7 +370,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   }
   if (!history_dir.empty()) {  // the node's record of this screen (src/core/history.h), after the report
     try {
-      history::append(history_dir, history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty()));
+      history::Record rec = history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty());
+      rec.report = report_written;
+      history::append(history_dir, rec);
     } catch (const FileError& e) {
       if (history_default) {  // not asked for: said, and the exit code stays the screen's
         say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", e.what());

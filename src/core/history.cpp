@@ -28,17 +28,6 @@ using ojson = nlohmann::ordered_json;
 std::string cpu_label(int cpu) { return fmt::format("cpu {}", cpu); }
 std::string gpu_label(int index) { return fmt::format("gpu {}", index); }
 
-// "cpu 3" < "cpu 12" < "gpu 0": by kind, then by number.
-bool unit_less(const std::string& a, const std::string& b) {
-  const auto split = [](const std::string& u) {
-    const auto sp = u.rfind(' ');
-    long n = -1;
-    if (sp != std::string::npos) n = std::strtol(u.c_str() + sp + 1, nullptr, 10);
-    return std::pair{u.substr(0, sp == std::string::npos ? u.size() : sp), n};
-  };
-  return split(a) < split(b);
-}
-
 // Screened units as compact lists per kind ({"cpu": "0-3,8", "gpu": "0-7"}) and back.
 ojson screened_json(const std::vector<std::string>& units) {
   std::map<std::string, std::vector<int>> by_kind;
@@ -125,6 +114,11 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
       if (!f["class"].is_string()) return "a failure's 'class' is not a string";
       x.classification = f["class"].get<std::string>();
     }
+    for (const auto& [key, out] : {std::pair{"package", &x.package}, std::pair{"core", &x.core}}) {
+      if (!f.contains(key)) continue;
+      if (!f[key].is_number_integer()) return fmt::format("a failure's '{}' is not an integer", key);
+      *out = f[key].get<int>();
+    }
     if (f.contains("sms")) {
       if (!f["sms"].is_array()) return "a failure's 'sms' is not an array";
       for (const auto& s : f["sms"]) {
@@ -133,6 +127,25 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
       }
     }
     rec.failures.push_back(x);
+  }
+  if (j.contains("microcode") && !j["microcode"].is_null())
+    if (auto e = str("microcode", rec.microcode, false); !e.empty()) return e;
+  if (auto e = str("report", rec.report, false); !e.empty()) return e;
+  if (j.contains("gpus")) {
+    if (!j["gpus"].is_object()) return "'gpus' is not an object";
+    for (const auto& [label, g] : j["gpus"].items()) {
+      if (label.rfind("gpu ", 0) != 0) return fmt::format("'gpus' names '{}', not a GPU", label);
+      if (!g.is_object() || !g.contains("uuid") || !g["uuid"].is_string() || g["uuid"].get<std::string>().empty())
+        return fmt::format("'gpus.{}' has no string 'uuid'", label);
+      GpuId id;
+      id.uuid = g["uuid"].get<std::string>();
+      for (const auto& [key, out] : {std::pair{"serial", &id.serial}, std::pair{"pci", &id.pci}}) {
+        if (!g.contains(key) || g[key].is_null()) continue;
+        if (!g[key].is_string()) return fmt::format("'gpus.{}.{}' is not a string", label, key);
+        *out = g[key].get<std::string>();
+      }
+      rec.gpus[label] = id;
+    }
   }
   return "";
 }
@@ -155,6 +168,7 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   rec.drill = !r.injections.empty();
   rec.exit = r.exit_code();
   rec.verdict = r.exit_word();
+  rec.microcode = r.host.identity.cpu.microcode;
   std::set<std::string> screened;
   for (const UnitResult& u : r.units) {
     if (u.is_sm()) continue;  // GPUs are counted whole, below
@@ -181,6 +195,7 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     }
     if (!ran) continue;
     screened.insert(label);
+    if (!r.devices[d].uuid.empty()) rec.gpus[label] = GpuId{r.devices[d].uuid, "", r.devices[d].pci_bus_id};
     if (crash)
       rec.units[label] = "crash";
     else if (fail)
@@ -200,9 +215,11 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   };
   for (const TestResult& t : r.tests) {
     if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
-    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}, ""};
+    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}, "", -1, -1};
     if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
-      f.unit = gpu_label(r.devices[static_cast<size_t>(t.device_index)].index);
+      const DeviceInfo& dev = r.devices[static_cast<size_t>(t.device_index)];
+      f.unit = gpu_label(dev.index);
+      if (!dev.uuid.empty()) rec.gpus[f.unit] = GpuId{dev.uuid, "", dev.pci_bus_id};
       f.sms = t.units_failed;
       std::sort(f.sms.begin(), f.sms.end());
       f.signatures = signatures(t, -1, true);
@@ -230,6 +247,12 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     }
     for (int c : cpus) {
       f.unit = cpu_label(c);
+      f.package = f.core = -1;
+      for (const UnitResult& u : r.units)
+        if (!u.is_sm() && u.cpu.cpu == c) {
+          f.package = u.cpu.package;
+          f.core = u.cpu.core;
+        }
       f.signatures = signatures(t, c, false);
       f.classification.clear();
       for (const UnitRetest& u : t.retests)
@@ -279,7 +302,19 @@ std::string to_line(const Record& rec) {
     if (!f.sms.empty()) jf["sms"] = f.sms;
     if (!f.signatures.empty()) jf["signatures"] = f.signatures;
     if (!f.classification.empty()) jf["class"] = f.classification;
+    if (f.package >= 0) jf["package"] = f.package;
+    if (f.core >= 0) jf["core"] = f.core;
     j["failures"].push_back(jf);
+  }
+  if (!rec.microcode.empty()) j["microcode"] = rec.microcode;
+  if (!rec.report.empty()) j["report"] = rec.report;
+  if (!rec.gpus.empty()) {
+    j["gpus"] = ojson::object();
+    for (const auto& [label, g] : rec.gpus) {
+      ojson jg = {{"uuid", g.uuid}, {"serial", g.serial.empty() ? ojson(nullptr) : ojson(g.serial)}};
+      if (!g.pci.empty()) jg["pci"] = g.pci;
+      j["gpus"][label] = jg;
+    }
   }
   // Invalid UTF-8 (a host name, a case id) is replaced, never a reason to lose the line.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -399,142 +434,6 @@ std::string load(const std::string& dir, History& h, bool& exists) {
     h.records.push_back(std::move(rec));
   }
   return "";
-}
-
-int profile_rank(const std::string& profile) {
-  if (profile == "boot") return 0;
-  if (profile == "standard") return 1;
-  if (profile == "burnin") return 2;
-  return -1;
-}
-
-ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
-  ResumeVerdict v;
-  // The screens in which each unit failed (drills aside), forgetting what an administrator cleared.
-  std::map<std::string, std::vector<size_t>, decltype(&unit_less)> failed_in(&unit_less);
-  size_t drills = 0;
-  for (size_t i = 0; i < h.records.size(); ++i) {
-    const Record& r = h.records[i];
-    if (!r.forget.empty()) {
-      if (r.forget == "all")
-        failed_in.clear();
-      else
-        failed_in.erase(r.forget);
-      continue;
-    }
-    if (r.drill) {
-      drills += r.exit == EXIT_FAIL;
-      continue;
-    }
-    std::set<std::string> units;
-    for (const Failure& f : r.failures) units.insert(f.unit);
-    for (const auto& [unit, result] : r.units)
-      if (result == "fail" || result == "crash") units.insert(unit);
-    if (units.empty() && r.exit == EXIT_FAIL) units.insert("unit ?");  // a failure nobody placed still counts
-    for (const std::string& u : units) failed_in[u].push_back(i);
-  }
-  const std::string needed =
-      fmt::format("{} clean {} screen{}", cfg.clean_screens, cfg.min_profile, cfg.clean_screens == 1 ? "" : "s");
-  if (failed_in.empty()) {
-    v.decision = Decision::no_record;
-    v.short_text = drills ? "only drills failed" : "no failure on record";
-    v.details.push_back(h.records.empty()
-                            ? fmt::format("{}: no screen on record", h.path)
-                            : fmt::format("{}: {} screens on record, no failure outside drills{}", h.path,
-                                          h.records.size(), drills ? fmt::format(" ({} drills failed)", drills) : ""));
-    return v;
-  }
-  std::vector<std::string> twice;
-  size_t last = 0;
-  for (const auto& [unit, idx] : failed_in) {
-    const Record& first = h.records[idx.front()];
-    const Record& latest = h.records[idx.back()];
-    std::string fams;
-    for (size_t i : idx)
-      for (const Failure& f : h.records[i].failures)
-        if (f.unit == unit && fams.find(f.family) == std::string::npos) fams += (fams.empty() ? "" : ",") + f.family;
-    v.details.push_back(fmt::format("{} failed in {} screen{} ({}first {}, last {})", unit, idx.size(),
-                                    idx.size() == 1 ? "" : "s", fams.empty() ? "" : fams + "; ", first.time,
-                                    latest.time));
-    if (idx.size() >= 2) twice.push_back(unit);
-    last = std::max(last, idx.back());
-  }
-  if (!twice.empty()) {
-    std::string list;
-    for (size_t i = 0; i < twice.size() && i < 3; ++i) list += (i ? "," : "") + twice[i];
-    if (twice.size() > 3) list += fmt::format(",+{}", twice.size() - 3);
-    v.decision = Decision::never;
-    v.short_text = fmt::format("{} failed twice: not resumed", list);
-    v.details.push_back(
-        "a unit that failed in two screens is not resumed by any number of clean screens: repair or replace it, "
-        "then 'sdcscreen history DIR --forget UNIT'");
-    return v;
-  }
-  int clean = 0;
-  const int min_rank = profile_rank(cfg.min_profile);
-  for (size_t j = last + 1; j < h.records.size(); ++j) {
-    const Record& r = h.records[j];
-    if (!r.forget.empty() || r.drill || r.exit != EXIT_PASS || r.selection != "profile" ||
-        profile_rank(r.profile) < min_rank)
-      continue;  // not a clean screen of enough depth; an inconclusive one does not break the run of clean ones
-    const bool covers = std::all_of(failed_in.begin(), failed_in.end(), [&r](const auto& kv) {
-      return std::find(r.screened.begin(), r.screened.end(), kv.first) != r.screened.end();
-    });
-    if (covers) ++clean;
-  }
-  if (clean >= cfg.clean_screens) {
-    v.decision = Decision::resume;
-    v.short_text = fmt::format("{} clean {} screens since the failure", clean, cfg.min_profile);
-    return v;
-  }
-  v.decision = Decision::hold;
-  v.remaining = cfg.clean_screens - clean;
-  v.short_text =
-      fmt::format("{} clean {} screen{} to resume", v.remaining, cfg.min_profile, v.remaining == 1 ? "" : "s");
-  v.details.push_back(fmt::format("{} of the {} needed since the last failure", clean, needed));
-  return v;
-}
-
-std::vector<UnitSummary> summarize(const History& h) {
-  struct State {
-    UnitSummary s;
-    bool failed_before = false, passed_since = false;
-  };
-  std::map<std::string, State, decltype(&unit_less)> units(&unit_less);
-  for (const Record& r : h.records) {
-    if (!r.forget.empty() || r.drill) continue;
-    std::set<std::string> seen(r.screened.begin(), r.screened.end());
-    for (const Failure& f : r.failures) seen.insert(f.unit);
-    for (const std::string& u : seen) {
-      State& st = units[u];
-      st.s.unit = u;
-      ++st.s.screens;
-      if (r.failed(u)) {
-        ++st.s.failures;
-        if (st.s.first_failure.empty()) st.s.first_failure = r.time;
-        st.s.last_failure = r.time;
-        if (st.failed_before && st.passed_since) ++st.s.flaps;
-        st.failed_before = true;
-        st.passed_since = false;
-        for (const Failure& f : r.failures) {
-          if (f.unit != u) continue;
-          if (std::find(st.s.families.begin(), st.s.families.end(), f.family) == st.s.families.end())
-            st.s.families.push_back(f.family);
-          for (const std::string& g : f.signatures)
-            if (std::find(st.s.signatures.begin(), st.s.signatures.end(), g) == st.s.signatures.end())
-              st.s.signatures.push_back(g);
-          auto& cls = st.s.classifications;
-          if (!f.classification.empty() && std::find(cls.begin(), cls.end(), f.classification) == cls.end())
-            cls.push_back(f.classification);
-        }
-      } else if (st.failed_before && !r.units.count(u)) {
-        st.passed_since = true;
-      }
-    }
-  }
-  std::vector<UnitSummary> out;
-  for (auto& [u, st] : units) out.push_back(st.s);
-  return out;
 }
 
 }  // namespace sdc::history

@@ -12,7 +12,10 @@
 //   {"v":1,"time":"2026-11-23T19:20:00Z","unix":1795...,"host":"node1","profile":"standard",
 //    "selection":"profile","drill":false,"exit":1,"verdict":"fail",
 //    "screened":{"cpu":"0-63","gpu":"0-7"},"units":{"cpu 3":"fail","gpu 2":"crash"},
-//    "failures":[{"unit":"cpu 3","case":"gemm_f32.uniform_1024","family":"gemm_f32","result":"fail"}]}
+//    "failures":[{"unit":"cpu 3","case":"gemm_f32.uniform_1024","family":"gemm_f32","result":"fail",
+//                 "package":0,"core":3}],
+//    "microcode":"0xa20102b","report":"/var/log/sdc.json",
+//    "gpus":{"gpu 2":{"uuid":"GPU-8c2f...","serial":null,"pci":"0000:41:00.0"}}}
 //   selection: "profile" when the run screened its profile's whole battery, "custom" with --enable or
 //              --disable (such a run never counts as a screen of the profile);
 //   screened:  the units that did work in this screen (logical CPUs; GPUs by CUDA ordinal);
@@ -20,8 +23,22 @@
 //   failures:  one entry per failed or crashed test and unit (a GPU's failing SMs in "sms", the bit
 //              signatures of its miscompares in "signatures", when elements could be compared, and the
 //              retest's classification of a CPU in "class": persistent, intermittent, not reproduced).
-// An administrator's line after a repair: {"v":1,"time":...,"unix":...,"forget":"cpu 3"} (or "all"):
-// failures of that unit before it no longer count.
+//   microcode: the host CPUs' microcode revision when it could be read (absent otherwise);
+//   report:    the report file the screen wrote with -o, absolute (`sdcscreen bundle` collects the last ones);
+//   gpus:      who each screened GPU is: its UUID, its serial (null until a reader supplies it) and PCI bus id.
+//
+// Identity: a unit's record follows the part, not its number. A GPU is keyed by its UUID, so a GPU that
+// CUDA renumbered keeps its record and a GPU replaced at the same ordinal starts a new one; a CPU is keyed
+// by host and logical CPU (its package and core are recorded with each failure, the microcode with each
+// screen). A microcode update does not start a new record: a core that failed twice stays held whatever
+// firmware it runs now (the change is shown beside its failures, so a vendor sees which revision failed).
+// Lines written before identity was recorded (no "gpus") name GPUs by ordinal only: such a GPU is taken to
+// be the one the next line with identity names at that ordinal (so a swap before the upgrade merges two
+// GPUs, as before, and never splits one), or stays keyed by ordinal when no later line says.
+// A failed GPU whose ordinal a different GPU holds later, and that is never seen again, was replaced: its
+// failures stay on record but no longer hold the node.
+// An administrator's line after a repair: {"v":1,"time":...,"unix":...,"forget":"cpu 3"} (or "all", or a GPU's
+// UUID): failures of that unit (the part that held that label last) before it no longer count.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +58,12 @@ struct Failure {
   std::vector<int> sms;                       // a GPU's failing SMs
   std::vector<std::string> signatures;        // the bit signatures (src/core/signature.h) of its miscompares
   std::string classification;                 // the retest's (--retest-on-failure): persistent, ...; "" if none
+  int package = -1, core = -1;                // a CPU's place, -1 when not recorded
+};
+
+// Who a screened GPU is. serial stays "" (written null) until a reader that knows it supplies it.
+struct GpuId {
+  std::string uuid, serial, pci;
 };
 
 struct Record {
@@ -52,6 +75,9 @@ struct Record {
   std::vector<std::string> screened;         // unit labels: "cpu 3", "gpu 0"
   std::map<std::string, std::string> units;  // unit -> fail | crash | hung | error (not pass)
   std::vector<Failure> failures;
+  std::string microcode;              // the host CPUs' microcode revision, "" when not read
+  std::string report;                 // the report -o wrote (an absolute path), "" when none
+  std::map<std::string, GpuId> gpus;  // "gpu 0" -> who it is (GPUs with a UUID only)
   std::string forget;  // an administrator's forget line: a unit label or "all"; nothing else is set then
   bool failed(const std::string& unit) const;  // the unit failed or crashed in this screen
 };
@@ -104,9 +130,31 @@ struct ResumeVerdict {
 int profile_rank(const std::string& profile);
 ResumeVerdict decide(const History& h, const PolicyConfig& cfg);
 
-// Per unit, for `sdcscreen history`.
+// The identity key of each unit label of each record (same order as h.records): a GPU's "uuid GPU-...", a
+// CPU's "HOST cpu N", or the label itself for a GPU no line identifies. Forget lines map nothing.
+std::vector<std::map<std::string, std::string>> identity_keys(const History& h);
+
+// "cpu 3" < "cpu 12" < "gpu 0": by kind, then by number.
+bool unit_less(const std::string& a, const std::string& b);
+// Failed GPUs that were replaced: identity key -> its successor's key at the same ordinal (a UUID the history
+// had never seen before, where the failed one is never seen again). Used by decide() and summarize().
+std::map<std::string, std::string> replaced_gpus(const History& h,
+                                                 const std::vector<std::map<std::string, std::string>>& keys);
+// "gpu 0 (GPU-8c2f...)" for a GPU's key, the label alone for a CPU.
+std::string display(const std::string& label, const std::string& key);
+
+struct FailureAt {
+  std::string time, case_id, family, microcode;
+  std::vector<int> sms;
+};
+
+// Per unit (per identity), for `sdcscreen history`.
 struct UnitSummary {
-  std::string unit;
+  std::string unit;                     // its label in the last screen that named it: "gpu 0"
+  std::string id;                       // its identity key
+  std::string uuid, serial, microcode;  // a GPU's, a CPU's host microcode at its last screen; "" unknown
+  std::string replaced_by;              // a failed GPU's successor at its ordinal, when it was replaced
+  std::vector<FailureAt> failure_list;
   int screens = 0, failures = 0;
   std::string first_failure, last_failure;   // ISO times, "" when none
   int flaps = 0;                             // times the unit failed again after passing since a failure

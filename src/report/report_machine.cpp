@@ -49,6 +49,17 @@ std::string device_name(std::string unit) {
   return unit;
 }
 
+// The labels of a device's series: device="gpu0/sm3", and on every GPU series the GPU's uuid, so a fleet
+// query follows the part when CUDA renumbers it (device= stays for the dashboards that key on it).
+std::string device_labels(const RunResult& r, const std::string& dev) {
+  std::string s = fmt::format("device=\"{}\"", dev);
+  if (dev.rfind("gpu", 0) != 0) return s;
+  const int n = std::atoi(dev.c_str() + 3);
+  for (const DeviceInfo& d : r.devices)
+    if (d.index == n && !d.uuid.empty()) return s + fmt::format(",uuid=\"{}\"", d.uuid);
+  return s;
+}
+
 // "cpu3,gpu1": the slow units.
 std::string slow_units(const RunResult& r) {
   std::string out;
@@ -125,10 +136,11 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_device_relative_throughput",
         "The device's throughput over its peers' median in the last screen (median over comparable cases).");
   for (const UnitThroughput& u : r.throughput)
-    s += fmt::format("sdcscreen_device_relative_throughput{{device=\"{}\"}} {:.4f}\n", device_name(u.unit), u.relative);
+    s += fmt::format("sdcscreen_device_relative_throughput{{{}}} {:.4f}\n", device_labels(r, device_name(u.unit)),
+                     u.relative);
   gauge(s, "sdcscreen_device_slow", "1 for a device below the throughput floor of its peers (present only then).");
   for (const UnitThroughput& u : r.throughput)
-    if (u.slow) s += fmt::format("sdcscreen_device_slow{{device=\"{}\"}} 1\n", device_name(u.unit));
+    if (u.slow) s += fmt::format("sdcscreen_device_slow{{{}}} 1\n", device_labels(r, device_name(u.unit)));
   const auto classes = unit_classes(r);
   gauge(s, "sdcscreen_device_fault_class",
         "1 for a device whose failure was retested (--retest-on-failure), labelled with its classification: "
@@ -136,12 +148,12 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (const auto& [dev, c] : classes) {
     std::string cls = c.cls;
     std::replace(cls.begin(), cls.end(), ' ', '_');
-    s += fmt::format("sdcscreen_device_fault_class{{device=\"{}\",class=\"{}\"}} 1\n", dev, cls);
+    s += fmt::format("sdcscreen_device_fault_class{{{},class=\"{}\"}} 1\n", device_labels(r, dev), cls);
   }
   gauge(s, "sdcscreen_device_fault_rate",
         "The fraction of a failing device's retests that failed again (present only for retested devices).");
   for (const auto& [dev, c] : classes)
-    s += fmt::format("sdcscreen_device_fault_rate{{device=\"{}\"}} {:.4f}\n", dev, c.rate);
+    s += fmt::format("sdcscreen_device_fault_rate{{{}}} {:.4f}\n", device_labels(r, dev), c.rate);
   // The replay's first failing site per unit (L1's slots are in execution order: the first faulty submodule);
   // bounded labels: the model's submodules and tensors, its steps.
   gauge(s, "sdcscreen_replay_failed",
@@ -155,7 +167,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
                                     : fmt::format("cpu{}", m.unit);
         if (const std::string site = replay_site(m.element_name);
             !site.empty() && (t.device_index >= 0 || m.unit >= 0) && replay_devices.insert(dev).second)
-          s += fmt::format("sdcscreen_replay_failed{{device=\"{}\",level=\"{}\",site=\"{}\"}} 1\n", dev,
+          s += fmt::format("sdcscreen_replay_failed{{{},level=\"{}\",site=\"{}\"}} 1\n", device_labels(r, dev),
                            site.substr(1, 1), site.substr(3));
       }
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");

@@ -60,6 +60,9 @@ try:
         a, b = recs
         F.check(a["exit"] == 0 and a["selection"] == "custom" and a["drill"] is False and a["units"] == {},
                 f"run --history: clean line {a}")
+        # Where the CPU sits (package, core) is recorded with its failure when the kernel says.
+        place = {k: b["failures"][0].pop(k) for k in ("package", "core") if b["failures"] and k in b["failures"][0]}
+        F.check(all(isinstance(v, int) and v >= 0 for v in place.values()), f"run --history: failure place {place}")
         F.check(b["exit"] == 1 and b["drill"] is True and b["units"] == {"cpu 1": "fail"} and
                 b["failures"] == [{"unit": "cpu 1", "case": CASE, "family": "softmax_f32", "result": "fail",
                                    "signatures": ["softmax_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single"]}],
