@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 using namespace sdc;
 
 int main(int argc, char** argv) {
+  // A closed pipe on stdout or stderr (`| head`, `| true`) loses text, never the verdict: with SIGPIPE the
+  // first write after a miscompare killed the screen (and its supervisor: exit 141). say.h ignores the error.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv, argv + argc);
   args[0] = "sdcscreen";
   CLI::App app{

@@ -116,7 +116,7 @@ void add_crashes(const std::vector<Crash>& crashes, Screen& s) {
     u.cpu.cpu = c.cpu;
     for (const auto& l : all)
       if (l.cpu == c.cpu) u.cpu = l;
-    u.crash_signal = c.signal;
+    u.crash_signal = c.signal != 0 ? c.signal : -1;  // -1: its work called exit() (a crash all the same)
     s.result.units.push_back(u);
   }
 }
@@ -166,9 +166,13 @@ std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>&
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
   // Before the run: one line on stderr, and with --npd the plugin's line on stdout too, so that the node
   // condition says why (the exit code stays 64 or 78, which node-problem-detector reads as Unknown).
+  // In a supervised screen, also its completion record (activity.h): the supervisor takes no exit code
+  // from a screen that did not publish one.
   auto fail = [&a](int code, const std::string& msg) {
     say_err("sdcscreen: {}{}\n", code == EXIT_INCONCLUSIVE ? "" : "error: ", msg);
     if (a.npd) say("{}\n", npd_line_for("Unknown: " + msg));
+    std::fflush(stdout);
+    activity::publish_completion(code);
     return code;
   };
   double budget = 0;
@@ -224,7 +228,12 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   telemetry.identity_read = true;
   telemetry.before = host::read_telemetry(host_root);
   std::vector<Crash> crashes;
-  if (const std::optional<int> code = supervise(crashes)) return *code;
+  // The supervisor's own verdict when the screen did not finish: the NPD line the screen never printed.
+  std::string unfinished;
+  if (const std::optional<int> code = supervise(crashes, &unfinished)) {
+    if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
+    return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
+  }
   for (const Crash& c : crashes) {
     std::erase(cpus, c.cpu);
     for (Injection& inj : injections)
@@ -386,6 +395,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   std::fflush(stdout);
   int code = a.npd ? npd_exit_code(result) : result.exit_code();
   if (write_failed && result.exit_code() != EXIT_FAIL) code = a.npd ? 2 : EXIT_CONFIG;
+  activity::publish_completion(code);  // last: every output is written
   // A stuck worker cannot be joined: leave without unwinding (the report is already written).
   if (result.workers_abandoned) std::_Exit(code);
   return code;

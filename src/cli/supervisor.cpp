@@ -18,9 +18,34 @@ namespace sdc {
 namespace {
 
 volatile pid_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the last signal passed on to the screen
 
 void forward(int sig) {
+  g_forwarded = sig;
   if (g_child > 0) kill(g_child, sig);
+}
+
+// The verdict when the screen ended without its completion record: a miscompare it found stands (exit 1,
+// whatever killed it), then a unit that crashed earlier, else inconclusive (2), or the interruption when the
+// screen quit at once on a repeated signal. `why` says what happened; the line names the miscompare.
+int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, int interrupted, std::string why,
+               std::string* verdict) {
+  int code = crashes.empty() ? EXIT_INCONCLUSIVE : EXIT_FAIL;
+  if (interrupted > 0 && crashes.empty()) code = 128 + interrupted;
+  std::string line = why;
+  if (board.miscompares.load() > 0) {
+    const std::string c(board.miscompare_case, strnlen(board.miscompare_case, sizeof board.miscompare_case));
+    const int unit = board.miscompare_unit.load();
+    const std::string where = unit >= 0 ? fmt::format(" on unit {}", unit) : "";
+    line += fmt::format("; it had found a miscompare in {}{}: the screen fails", c, where);
+    if (verdict) *verdict = fmt::format("SDC: {}{} (the screen then {})", c, where, why);
+    code = EXIT_FAIL;
+  } else if (verdict) {
+    *verdict = code == EXIT_FAIL ? fmt::format("SDC: {} (then the screen {})", crashes.front().describe(), why)
+                                 : fmt::format("Unknown: the screen {}", why);
+  }
+  say_err("sdcscreen: {}{}\n", code == EXIT_FAIL ? "" : "error: ", "the screen " + line);
+  return code;
 }
 
 constexpr size_t MAX_CRASHES = 64;  // then the parent gives up: something other than a unit is wrong
@@ -29,12 +54,13 @@ constexpr size_t MAX_CRASHES = 64;  // then the parent gives up: something other
 
 std::string Crash::describe() const {
   const char* name = sigabbrev_np(signal);
-  return fmt::format("cpu {} died of SIG{} (signal {}) in {}, iteration {}, {}", cpu, name ? name : "?", signal,
-                     case_id, iteration,
+  const std::string how = signal == 0 ? std::string("called exit() and ended the screen")
+                                      : fmt::format("died of SIG{} (signal {})", name ? name : "?", signal);
+  return fmt::format("cpu {} {} in {}, iteration {}, {}", cpu, how, case_id, iteration,
                      tile < 0 ? std::string("before its first tile") : fmt::format("tile {}", tile));
 }
 
-std::optional<int> supervise(std::vector<Crash>& crashes) {
+std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict) {
   crashes.clear();
   if (const char* v = std::getenv("SDCSCREEN_SUPERVISE"); v && std::strcmp(v, "0") == 0) return std::nullopt;
   void* mem = mmap(nullptr, sizeof(activity::Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -50,17 +76,21 @@ std::optional<int> supervise(std::vector<Crash>& crashes) {
   for (;;) {
     board->crashed_slot.store(-1);
     board->crash_signal.store(0);
+    board->exit_slot.store(-1);
+    board->completed.store(0);
     const pid_t pid = fork();
     if (pid == 0) {
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed outright takes its screen along
       activity::set_board(board);
       activity::install_crash_handlers();
+      activity::install_exit_watch();
       return std::nullopt;
     }
     if (pid < 0) {
       if (!crashes.empty()) {  // cannot screen the rest: what crashed stands
         say_err("sdcscreen: error: cannot start a screen after a crash: {}\n", std::strerror(errno));
+        if (verdict) *verdict = "SDC: " + crashes.front().describe();
         return EXIT_FAIL;
       }
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
@@ -71,14 +101,18 @@ std::optional<int> supervise(std::vector<Crash>& crashes) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     g_child = 0;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    const int slot = board->crashed_slot.load();
-    if (slot >= 0 && slot < activity::MAX_SLOTS && board->crash_signal.load() == sig) {
+    // A pass (or any code) is taken only from a screen that finished: its completion record, written after
+    // its report, carries the code it exits with. An exit(0) from a worker or a library is not a pass.
+    if (WIFEXITED(status) && board->completed.load() && board->completed_code.load() == WEXITSTATUS(status))
+      return WEXITSTATUS(status);
+    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    const int exited = WIFEXITED(status) ? board->exit_slot.load() : -1;  // the worker that called exit()
+    const int slot = exited >= 0 ? exited : board->crashed_slot.load();
+    if (slot >= 0 && slot < activity::MAX_SLOTS && (exited >= 0 || (sig != 0 && board->crash_signal.load() == sig))) {
       const activity::Slot& s = board->slots[slot];
       Crash c;
       c.cpu = s.cpu.load();
-      c.signal = sig;
+      c.signal = sig;  // 0: the unit's work called exit()
       c.case_id.assign(s.case_id, strnlen(s.case_id, sizeof s.case_id));
       c.iteration = s.iteration.load();
       c.tile = s.tile.load();
@@ -86,14 +120,22 @@ std::optional<int> supervise(std::vector<Crash>& crashes) {
       crashes.push_back(c);
       if (crashes.size() < MAX_CRASHES) continue;
       say_err("sdcscreen: error: {} units crashed: giving up\n", crashes.size());
+      if (verdict) *verdict = fmt::format("SDC: {} units crashed, first {}", crashes.size(), crashes.front().describe());
       return EXIT_FAIL;
     }
-    // Not a unit's work: the screen itself died (or was killed). A unit that crashed before still fails.
-    say_err(
-        "sdcscreen: error: the screen died of signal {} outside any unit's work; its final report was not written "
-        "(-o and --prometheus, if given, still say that a screen was in progress)\n",
-        sig);
-    return crashes.empty() ? EXIT_INCONCLUSIVE : EXIT_FAIL;
+    // Not a unit's work: the screen itself died, was killed, or left without finishing. A miscompare it had
+    // found, or a unit that crashed before, still fails. A screen that quit at once on a repeated signal
+    // (screen.cpp) exits 128+N for the signal passed on to it: an interruption, not an unknown end.
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const int interrupted = g_forwarded > 0 && code == 128 + g_forwarded ? g_forwarded : 0;
+    const std::string why =
+        interrupted ? fmt::format("quit at once on a repeated signal {}", interrupted)
+        : sig       ? fmt::format("died of signal {} outside any unit's work", sig)
+                    : fmt::format("exited (status {}) without finishing", code);
+    return unfinished(*board, crashes, interrupted,
+                      why + "; its final report was not written (-o and --prometheus, if given, still say that a "
+                            "screen was in progress)",
+                      verdict);
   }
 }
 

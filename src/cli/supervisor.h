@@ -20,17 +20,19 @@ namespace sdc {
 
 struct Crash {
   int cpu = -1;
-  int signal = 0;
+  int signal = 0;  // 0: the unit's work called exit() (a library, or the exit drill) and ended the screen
   std::string case_id;
   int iteration = -1;
   int64_t tile = -1;
   std::string describe() const;  // "cpu 7 died of SIGSEGV (signal 11) in gemm_f32.uniform_1024, iteration 3, tile 17"
 };
 
-// In the parent: runs screens in children until one ends by itself, and returns its exit code (or the code
-// for a screen that died outside any unit's work). In a child: returns nullopt at once, with `crashes` the
-// units that crashed in earlier children of this run. Without supervision (disabled, or fork failed):
-// nullopt, no crashes.
-std::optional<int> supervise(std::vector<Crash>& crashes);
+// In the parent: runs screens in children until one finishes (its completion record on the board), and
+// returns its exit code; or the code for a screen that did not finish (killed, crashed outside any unit's
+// work, or exited without its record): 1 when it had found a miscompare or a unit crashed before, else 2.
+// Then `verdict` (when given) is the parent's own one-line verdict, for the NPD line the screen did not
+// print. In a child: returns nullopt at once, with `crashes` the units that crashed (or called exit()) in
+// earlier children of this run. Without supervision (disabled, or fork failed): nullopt, no crashes.
+std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict = nullptr);
 
 }  // namespace sdc

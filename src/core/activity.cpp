@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace sdc::activity {
@@ -20,6 +21,12 @@ void on_fatal(int sig) {
     g_board->crash_signal.store(sig);
   }
   raise(sig);
+}
+
+void on_exit_call() {
+  if (!g_board || t_slot < 0) return;  // the main thread's own exit: the completion record decides
+  g_board->exit_slot.store(t_slot);
+  _exit(2);
 }
 }  // namespace
 
@@ -41,6 +48,24 @@ void publish_iteration(int cpu, const char* case_id, int iteration) {
   std::strncpy(s.case_id, case_id, sizeof s.case_id - 1);
   s.iteration.store(iteration, std::memory_order_relaxed);
   s.tile.store(-1, std::memory_order_relaxed);
+}
+
+void publish_miscompare(const char* case_id, int unit) {
+  if (!g_board) return;
+  int32_t none = 0;
+  if (!g_board->miscompares.compare_exchange_strong(none, 1)) return;  // the first one is kept
+  std::strncpy(g_board->miscompare_case, case_id, sizeof g_board->miscompare_case - 1);
+  g_board->miscompare_unit.store(unit);
+}
+
+void publish_completion(int code) {
+  if (!g_board) return;
+  g_board->completed_code.store(code);
+  g_board->completed.store(1);
+}
+
+void install_exit_watch() {
+  if (g_board) std::atexit(on_exit_call);
 }
 
 void install_crash_handlers() {

@@ -21,6 +21,16 @@ struct Slot {
 struct Board {
   std::atomic<int32_t> crashed_slot{-1};  // the slot whose thread took the fatal signal
   std::atomic<int32_t> crash_signal{0};
+  // The first miscompare of the screen, published the moment it is found: a screen that dies afterwards
+  // (SIGKILL from the OOM killer, a crash in the report writer) still fails (the supervisor reads it).
+  std::atomic<int32_t> miscompares{0};      // 1 once any test computed wrong bits
+  std::atomic<int32_t> miscompare_unit{-1};  // its first failing unit (a CPU, or an SM), -1 when none was named
+  char miscompare_case[120] = {};
+  std::atomic<int32_t> exit_slot{-1};  // the worker slot that called exit() in the middle of its work
+  // The completion record: set by the screen once its report and outputs are final, with the exit code it
+  // returns. A child that exits without it did not finish (a worker or library that called exit(0)).
+  std::atomic<int32_t> completed{0};
+  std::atomic<int32_t> completed_code{-1};
   Slot slots[MAX_SLOTS];
 };
 
@@ -33,6 +43,10 @@ void bind_slot(int slot);
 // Published by the bound worker: the case and iteration it starts, the tile it starts.
 void publish_iteration(int cpu, const char* case_id, int iteration);
 void publish_tile(int64_t tile);
+// Published by the screen when a test first shows a miscompare (case, first failing unit or -1).
+void publish_miscompare(const char* case_id, int unit);
+// Published by the screen as its last act, after every output: the exit code it returns.
+void publish_completion(int code);
 
 // The process an operator would signal to stop this screen: the supervisor when there is one (it passes the
 // signal on), else this process. What the lock file and the in-progress report name.
@@ -41,5 +55,8 @@ long owner_pid();
 // Installs the handlers of the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) that record the
 // crashing slot on the board and then die of the signal as before. Only with a board.
 void install_crash_handlers();
+// Records, at exit(), the worker slot of the thread that called it (then leaves at once: the other workers
+// are still running, and the static destructors would run under them). Only with a board.
+void install_exit_watch();
 
 }  // namespace sdc::activity

@@ -29,7 +29,7 @@ int UnitRetest::input_dependent() const {
   return fresh_seed_failed == 0 ? 1 : 0;
 }
 
-// Fail closed: a miscompare anywhere is 1; otherwise anything that did not run (an error, a skip, an
+// Fail closed: a miscompare anywhere, or a unit that hung while others finished, is 1; otherwise anything that did not run (an error, a skip, an
 // injection that never fired, nothing selected) is 2; 0 only when every selected test ran and passed.
 // A miscompare wins over an interruption too: a signal after a unit computed wrong bits must not turn a
 // failing node into an interrupted one (the report still says it was interrupted). An uncorrected hardware
@@ -40,6 +40,10 @@ int RunResult::exit_code() const {
     if (t.verdict == Verdict::fail || t.verdict == Verdict::crash) return EXIT_FAIL;
   if (host.any_fatal()) return EXIT_FAIL;
   if (nvml.any("failure")) return EXIT_FAIL;  // a GPU's hardware said it failed (ECC, hardware Xid)
+  // A unit the watchdog gave up on while its peers finished failed, as a crashed one does: a CPU that
+  // wedges must be drained, not left to hang the next job. Every unit hung: the node, not a unit (2).
+  const auto hung = std::count_if(units.begin(), units.end(), [](const UnitResult& u) { return u.hung; });
+  if (hung > 0 && static_cast<size_t>(hung) < units.size()) return EXIT_FAIL;
   if (interrupted_by > 0) return 128 + interrupted_by;
   if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
   if (nvml.any("error")) return EXIT_INCONCLUSIVE;  // the driver killed work of this run (Xid 13, 31, 43)

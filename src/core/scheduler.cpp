@@ -8,6 +8,7 @@
 #include <new>
 #include <thread>
 
+#include "activity.h"
 #include "probe.h"
 
 namespace sdc {
@@ -59,6 +60,9 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
         if (!ex.run_iteration(c, it, r)) break;
         ++r.iterations_done;
         ex.compare(c, it, r);
+        // On the supervisor's board at once: a screen killed from here on still fails (activity.h).
+        if (r.failed_tiles > 0)
+          activity::publish_miscompare(c.id.c_str(), r.units_failed.empty() ? -1 : r.units_failed.front());
       }
       const bool unretested = std::any_of(r.units_failed.begin(), r.units_failed.end(), [&r](int u) {
         return std::none_of(r.retests.begin(), r.retests.end(), [u](const UnitRetest& x) { return x.unit == u; });

@@ -235,10 +235,28 @@ std::string render_npd_line(const RunResult& r) {
       }
       if (!where.empty()) where.pop_back();
       if (!families.empty()) families.pop_back();
+      // Units the watchdog gave up on (exit 1 when their peers finished): "cpu1 hung (watchdog) in CASE".
+      std::string hung;
+      for (const UnitResult& u : r.units)
+        if (u.hung) hung += (hung.empty() ? "" : ",") + (u.is_sm() ? fmt::format("gpu{}/sm{}", u.device, u.sm)
+                                                                   : fmt::format("cpu{}", u.cpu.cpu));
+      if (!hung.empty()) {
+        hung += " hung (watchdog)";
+        for (const TestResult& t : r.tests)
+          if (t.verdict == Verdict::error && t.reason.rfind("watchdog", 0) == 0) {
+            hung += " in " + t.id;
+            break;
+          }
+        if (where.empty()) {
+          line = fmt::format("SDC: {}{}", hung, drill);
+          break;
+        }
+      }
       // The retest's classification after the units: one word when they share it, else "mixed".
       std::string cls;
       for (const auto& [dev, c] : unit_classes(r)) cls = cls.empty() || cls == c.cls ? c.cls : "mixed";
-      line = fmt::format("SDC: {} {}{}{}", where, cls.empty() ? "" : cls + " ", families, drill);
+      line = fmt::format("SDC: {} {}{}{}{}", where, cls.empty() ? "" : cls + " ", families, drill,
+                         hung.empty() ? "" : "; " + hung);
       // An uncorrected hardware error during the run (EDAC, machine check) names its unit: first when no test
       // failed, after the tests' units otherwise.
       if (const std::string hw = host_fatal_units(r.host); !hw.empty()) {

@@ -66,22 +66,26 @@ for i in range(10):
     false_fails += sum(t["result"] == "fail" for t in r["tests"])
 f.check(false_fails == 0, f"signals mid-iteration: {false_fails} tests reported fail")
 
-# A second signal ends the process at once (the first asked for a clean stop).
+# A second signal after the grace period (2 s: the same signal from the process group and from the
+# supervisor comes twice at once) ends the process at once (the first asked for a clean stop).
 p = start("run", "--profile", "standard", "--lock-file", lock, "-q")
 time.sleep(1.0)
 p.send_signal(signal.SIGTERM)
+time.sleep(2.5)
 p.send_signal(signal.SIGTERM)
 t0 = time.monotonic()
 p.wait(timeout=60)
 f.check(p.returncode == 143 and time.monotonic() - t0 < 2 * SLOW, f"second SIGTERM: exit {p.returncode} at once")
 
-# 2. A hung worker (hidden drill): exit 2 within the case's deadline (10 s + 20x its work) plus 5 s.
+# 2. A hung worker (hidden drill): exit 1 when another CPU finished (a failed unit), 2 when it is the only
+#    one, within the case's deadline (10 s + 20x its work) plus 5 s.
 out = os.path.join(tmp, "hang.json")
 t0 = time.monotonic()
 p = run("run", "--enable", "softmax_f32.special_128x1000", "--output-format", "json", "-o", out, "-q",
         "--inject", "case=softmax_f32.special_128x1000,action=hang,unit=1", timeout=60)
 elapsed = time.monotonic() - t0
-f.check(p.returncode == 2, f"hang: exit {p.returncode}, expected 2")
+want = 1 if len(os.sched_getaffinity(0)) > 1 else 2
+f.check(p.returncode == want, f"hang: exit {p.returncode}, expected {want}")
 f.check(elapsed < 10.5 + 5, f"hang: took {elapsed:.1f} s, deadline about 10 s plus 5")
 r = load(out)
 t = r["tests"][0]

@@ -196,7 +196,8 @@ with tempfile.TemporaryDirectory() as d:
             f"golden on the installed patterns: exit {p.returncode}, {p.stderr.strip()[:200]!r}")
 
 # 12. A hung unit is named in every output: the test's reason, units[] (result hung), Prometheus
-#     (sdcscreen_device_hung) and the NPD line, which leads with it (it is cut at 80 characters).
+#     (sdcscreen_device_hung) and the NPD line, which leads with it (it is cut at 80 characters). Its peer
+#     finished, so it is a failed unit: exit 1 (test_kept_verdict.py has the drain and the all-hung case).
 cpus = sorted(os.sched_getaffinity(0))
 if len(cpus) >= 2:
     hung_cpu = cpus[1]
@@ -207,7 +208,7 @@ if len(cpus) >= 2:
                                                    f"case={case},action=hang,unit={hung_cpu}", "--npd",
                                                    "--output-format", "json", "-o", out, "--prometheus", prom])],
                            capture_output=True, text=True, timeout=600)
-        F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu{hung_cpu} hung (watchdog) in {case}"),
+        F.check(p.returncode == 1 and p.stdout.startswith(f"SDC: cpu{hung_cpu} hung (watchdog) in {case}"),
                 f"hang: exit {p.returncode}, NPD {p.stdout.strip()!r}")
         r = json.load(open(out)) if os.path.exists(out) else {"units": [], "tests": []}
         units = {u["cpu"]: u["result"] for u in r["units"]}

@@ -52,6 +52,16 @@ JobEnd run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size
   return JobEnd::stuck;
 }
 
+// SDCSCREEN_DRILL_WORKER_EXIT=CPU: the CPU whose worker calls exit(0) at its first iteration; -1 when unset.
+int exit_drill_cpu() {
+  static const int cpu = [] {
+    const char* v = std::getenv("SDCSCREEN_DRILL_WORKER_EXIT");
+    if (!v || !*v || std::strspn(v, "0123456789") != std::strlen(v) || std::strlen(v) > 6) return -1;
+    return std::atoi(v);
+  }();
+  return cpu;
+}
+
 // The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
 // rate of 1 GFLOP/s per worker, or 50 ns per generated element), plus 10 s.
 Clock::time_point pass_deadline(double work_seconds) {
@@ -152,6 +162,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the main thread records it
           if (f.inj->crash && mine) take_a_segfault();                      // the hidden drill for crash supervision
         }
+        // Drill for a worker that leaves the process with exit(0) (a library that calls exit): the
+        // supervisor must not take that for a pass (docs/reliability.md). Compiled in, off unless asked.
+        if (pool.cpu(w).cpu == exit_drill_cpu()) std::exit(0);
         std::vector<const float*> in;
         for (const auto& v : s.inputs) in.push_back(v.data());
         bool reads_fault = false;
