@@ -18,6 +18,7 @@ GPU can, is in docs/gpu.md.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -290,8 +291,9 @@ def replay():
                            capture_output=True, text=True, timeout=600)
         F.check(p.returncode == 1 and "replay on cuda:0 (its kernels span the GPU): first L1 layer1.mlp.down.backward;"
                 in p.stdout and " SM -1" not in p.stdout, f"L12 drill: text:\n{p.stdout[-1500:]}")
-        want = 'sdcscreen_replay_failed{device="gpu0",level="1",site="layer1.mlp.down.backward"} 1'
-        F.check(os.path.exists(prom) and want in open(prom).read(), f"L12 drill: no '{want}' in the Prometheus file")
+        # Every GPU series carries the GPU's uuid beside its device label.
+        want = r'sdcscreen_replay_failed\{device="gpu0",uuid="EMU-[^"]+",level="1",site="layer1\.mlp\.down\.backward"\} 1'
+        F.check(os.path.exists(prom) and re.search(want, open(prom).read()), f"L12 drill: no '{want}' in the Prometheus file")
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
                                                l12, "--inject", spec, "--npd"])], capture_output=True, text=True,
                        timeout=600)
@@ -368,8 +370,8 @@ def retest():
         F.check(p.returncode == 1 and "retest on cuda:0 SM 1 (3 failing tile(s), 2 run(s) each way): persistent" in p.stdout
                 and "against the host CPU: not input-dependent" in p.stdout
                 and "neighbours (other SMs of the GPU): 0 of 2 runs failed" in p.stdout, f"text:\n{p.stdout[-1500:]}")
-        line = 'sdcscreen_device_fault_class{device="gpu0/sm1",class="persistent"} 1'
-        F.check(os.path.exists(prom) and line in open(prom).read(), f"no '{line}' in the Prometheus file")
+        line = r'sdcscreen_device_fault_class\{device="gpu0/sm1",uuid="EMU-[^"]+",class="persistent"\} 1'
+        F.check(os.path.exists(prom) and re.search(line, open(prom).read()), f"no '{line}' in the Prometheus file")
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot", "--enable",
                                                gemm, "--inject", spec, "--retest-on-failure", "2", "--npd"])],
                        capture_output=True, text=True, timeout=600)
