@@ -290,6 +290,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   opt.max_memory_bytes = max_memory;
   opt.keep_digests = a.digests;
   opt.probe = true;  // slow units: measured by the probe after the battery (src/core/probe.h)
+  opt.throughput_floor = a.throughput_floor;
   const Profile* profile = screen.patterns.battery.find_profile(a.profile);
   opt.retest = a.retest >= 0 ? a.retest : profile && profile->fill ? 3 : 0;
   result.retest = opt.retest;

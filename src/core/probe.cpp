@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -40,7 +41,7 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
-void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRun& out) {
+void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRun& out, double floor) {
   out = ProbeRun{};
   out.target_s = PROBE_TARGET_S;
   std::vector<Executor*> devices;
@@ -90,7 +91,16 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
     expected = m * grow;
   }
   out.reps = reps;
-  for (int round = 0; round < PROBE_ROUNDS; ++round) {
+  for (int round = 0; round < 2 * PROBE_ROUNDS; ++round) {
+    if (round == PROBE_ROUNDS) {  // the confirmation, only when a unit looks slow so far
+      RunResult so_far;
+      so_far.probe = out;
+      so_far.throughput_floor = floor;
+      assess_throughput(so_far);
+      if (!so_far.any_slow()) break;
+      for (int i = 0; i < 25 && !stop.stop_requested(); ++i)
+        std::this_thread::sleep_for(std::chrono::duration<double>(PROBE_CONFIRM_PAUSE_S / 25));
+    }
     const std::string why = stop.stop_requested() ? "" : probe_round(devices, reps, deadline_for(expected), seconds);
     if (stop.stop_requested() || !why.empty()) {
       out.not_run = stop.stop_requested() ? "interrupted" : why;

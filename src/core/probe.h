@@ -15,10 +15,16 @@ namespace sdc {
 
 constexpr double PROBE_TARGET_S = 0.010;
 constexpr int PROBE_ROUNDS = 7;
+// A unit judged slow on the first PROBE_ROUNDS rounds is measured again: PROBE_ROUNDS more rounds after
+// this pause, and the judgement takes all of them. A real slow unit is slow in both; a disturbance that
+// lasted through the first rounds (another process's burst, a virtual CPU's stolen time that its guest
+// counts as the thread's) rarely lasts through the pause and the second set, and two thirds of all the
+// rounds must be below the floor.
+constexpr double PROBE_CONFIRM_PAUSE_S = 0.25;
 
 // Calibrates and measures the probe on every device at once (each device's rounds on a thread of its
 // own when there are several) and fills out; out.not_run says why when it could not (fewer than two
-// units, a stop, the watchdog, the deadline).
-void run_probe(const std::vector<Executor*>& devices, const StopToken& stop, ProbeRun& out);
+// units, a stop, the watchdog, the deadline). floor: the run's --throughput-floor, for the confirmation.
+void run_probe(const std::vector<Executor*>& devices, const StopToken& stop, ProbeRun& out, double floor = 0.85);
 
 }  // namespace sdc

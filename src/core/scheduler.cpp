@@ -237,7 +237,7 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
     else if (std::any_of(devices.begin(), devices.end(), [](Executor* ex) { return ex->stuck(); }))
       result.probe.not_run = "the watchdog ended the run";
     else
-      run_probe(devices, opt.stop, result.probe);
+      run_probe(devices, opt.stop, result.probe, opt.throughput_floor);
   }
   for (Executor* ex : devices)
     if (ex->stuck()) {

@@ -58,6 +58,7 @@ struct RunOptions {
   // --retest-on-failure N: after a test fails on a unit, the failing tiles again, N times each way (UnitRetest).
   int retest = 0;
   bool probe = false;  // after the battery, the throughput probe (src/core/probe.h), for slow units
+  double throughput_floor = 0.85;  // the probe's floor (--throughput-floor): a unit below it is measured again
   StopToken stop;      // the run stops at the next tile when it asks
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;

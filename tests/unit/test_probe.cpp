@@ -74,11 +74,13 @@ class FakeProbeDevice final : public Executor {
     ++calls;
     if (fail_after >= 0 && calls > fail_after) return "watchdog: the fake hung";
     seconds.clear();
-    for (double s : speed_) seconds.push_back(static_cast<double>(reps) * cost_ / s);
+    for (size_t u = 0; u < speed_.size(); ++u)
+      seconds.push_back(static_cast<double>(reps) * cost_ / (u == 1 && calls <= disturbed_calls ? 0.3 : speed_[u]));
     return "";
   }
   int calls = 0;
   int fail_after = -1;
+  int disturbed_calls = 0;  // unit 1 runs at 0.3 of its speed in the first calls (another process's burst)
 
  private:
   double cost_;
@@ -176,7 +178,7 @@ TEST_CASE("probe: calibration sizes a round by time on a fast and on a slow mach
     ProbeRun p;
     run_probe({&dev}, StopToken(), p);
     REQUIRE(p.not_run.empty());
-    REQUIRE(p.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
+    REQUIRE(p.seconds.size() == static_cast<size_t>(2 * PROBE_ROUNDS));  // a slow unit: confirmed
     REQUIRE(p.units.size() == 4);
     CHECK(p.work == "fake");
     // The median unit's round takes at least the target, and not much more (a step grows reps at most 100
@@ -219,7 +221,7 @@ TEST_CASE("probe: a device that does not finish, a stop or a lone unit leaves it
   FakeProbeDevice a(1e-3, {1.0, 1.0}), b(1e-3, {1.0, 0.5});
   run_probe({&a, &b}, StopToken(), p);
   REQUIRE(p.not_run.empty());
-  REQUIRE(p.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
+  REQUIRE(p.seconds.size() == static_cast<size_t>(2 * PROBE_ROUNDS));
   CHECK(p.seconds[0].size() == 4);
   CHECK(p.seconds[0][3] == Approx(2 * p.seconds[0][0]));
 }
@@ -254,4 +256,33 @@ TEST_CASE("probe: the CPU backend measures every selected CPU after the battery"
   cpu::run_screen(ps, sel, opt, plain);
   CHECK(plain.probe.seconds.empty());
   CHECK(plain.probe.units.empty());
+}
+
+TEST_CASE("probe: a unit that looks slow is measured again, and a disturbance that passes is not slow", "[probe]") {
+  // No unit below the floor: the first rounds are all.
+  FakeProbeDevice even(1e-3, {1.0, 1.0, 1.0});
+  ProbeRun p;
+  run_probe({&even}, StopToken(), p);
+  CHECK(p.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
+  // Unit 1 disturbed through calibration and the first rounds only: it looks slow, is measured again after
+  // the pause, and over all the rounds it is not slow.
+  FakeProbeDevice burst(1e-3, {1.0, 1.0, 1.0});
+  burst.disturbed_calls = 2 + PROBE_ROUNDS;  // calibration (2 calls at this cost) and the first rounds
+  run_probe({&burst}, StopToken(), p);
+  REQUIRE(p.not_run.empty());
+  REQUIRE(p.seconds.size() == static_cast<size_t>(2 * PROBE_ROUNDS));
+  RunResult r;
+  r.probe = p;
+  for (int u = 0; u < 3; ++u) {
+    UnitResult x;
+    x.cpu.cpu = u;
+    r.units.push_back(x);
+  }
+  assess_throughput(r);
+  CHECK(unit(r, "cpu 1").below_floor == PROBE_ROUNDS);
+  CHECK_FALSE(unit(r, "cpu 1").slow);
+  // A floor the unit stays above: no second look.
+  FakeProbeDevice mild(1e-3, {1.0, 0.9, 1.0});
+  run_probe({&mild}, StopToken(), p, 0.5);
+  CHECK(p.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
 }
