@@ -34,11 +34,6 @@ std::string probe_round(const std::vector<Executor*>& devices, uint64_t reps, Cl
   return "";
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 }  // namespace
 
 void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRun& out, double floor) {
@@ -78,7 +73,7 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
       out.not_run = stop.stop_requested() ? "interrupted" : why;
       return;
     }
-    const double m = median_of(seconds);
+    const double m = median(seconds);
     if (m >= PROBE_TARGET_S) break;
     if (attempt >= 40) {
       out.not_run = fmt::format("calibration did not reach {:.0f} ms a round", PROBE_TARGET_S * 1e3);
@@ -109,7 +104,7 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
       return;
     }
     out.seconds.push_back(seconds);
-    expected = median_of(seconds);
+    expected = median(seconds);
   }
 }
 

@@ -64,15 +64,11 @@ bool RunResult::any_slow() const {
   return std::any_of(throughput.begin(), throughput.end(), [](const UnitThroughput& u) { return u.slow; });
 }
 
-namespace {
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 namespace {
 

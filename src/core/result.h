@@ -155,6 +155,8 @@ struct UnitThroughput {
   bool failed = false;    // it failed (miscompare, crash, hang): not judged for speed
   bool slow = false;      // not failed, relative below the floor, and below it in at least 2/3 of the rounds
 };
+// The median of v (the mean of the middle two for an even count); v not empty.
+double median(std::vector<double> v);
 // The fewest probe rounds from which a unit is judged slow.
 constexpr int PROBE_MIN_ROUNDS = 5;
 

@@ -35,6 +35,19 @@ RunResult probed(const std::vector<std::vector<double>>& rel) {
   return r;
 }
 
+// A run of `cpus` healthy CPUs (cpu 0 ...) whose probe measured p, judged.
+RunResult judged(const ProbeRun& p, int cpus) {
+  RunResult r;
+  r.probe = p;
+  for (int u = 0; u < cpus; ++u) {
+    UnitResult x;
+    x.cpu.cpu = u;
+    r.units.push_back(x);
+  }
+  assess_throughput(r);
+  return r;
+}
+
 const UnitThroughput& unit(const RunResult& r, const std::string& name) {
   const auto it = std::find_if(r.throughput.begin(), r.throughput.end(),
                                [&](const UnitThroughput& u) { return u.unit == name; });
@@ -186,14 +199,7 @@ TEST_CASE("probe: calibration sizes a round by time on a fast and on a slow mach
     const double median_round = static_cast<double>(p.reps) * cost;
     CHECK(median_round >= PROBE_TARGET_S);
     CHECK(median_round <= std::max(1.3 * PROBE_TARGET_S, cost));
-    RunResult r;
-    r.probe = p;
-    for (int u = 0; u < 4; ++u) {
-      UnitResult x;
-      x.cpu.cpu = u;
-      r.units.push_back(x);
-    }
-    assess_throughput(r);
+    const RunResult r = judged(p, 4);
     CHECK(unit(r, "cpu 2").slow);
     CHECK(unit(r, "cpu 2").relative == Approx(0.1));
     CHECK_FALSE(unit(r, "cpu 0").slow);
@@ -271,14 +277,7 @@ TEST_CASE("probe: a unit that looks slow is measured again, and a disturbance th
   run_probe({&burst}, StopToken(), p);
   REQUIRE(p.not_run.empty());
   REQUIRE(p.seconds.size() == static_cast<size_t>(2 * PROBE_ROUNDS));
-  RunResult r;
-  r.probe = p;
-  for (int u = 0; u < 3; ++u) {
-    UnitResult x;
-    x.cpu.cpu = u;
-    r.units.push_back(x);
-  }
-  assess_throughput(r);
+  const RunResult r = judged(p, 3);
   CHECK(unit(r, "cpu 1").below_floor == PROBE_ROUNDS);
   CHECK_FALSE(unit(r, "cpu 1").slow);
   // A floor the unit stays above: no second look.
