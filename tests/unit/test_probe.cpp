@@ -253,7 +253,10 @@ TEST_CASE("probe: the CPU backend measures every selected CPU after the battery"
   REQUIRE(r.probe.not_run.empty());
   CHECK(r.probe.units == std::vector<std::string>{fmt::format("cpu {}", cpus[0].cpu), fmt::format("cpu {}", cpus[1].cpu)});
   CHECK(r.probe.reps >= 1);
-  REQUIRE(r.probe.seconds.size() == static_cast<size_t>(PROBE_ROUNDS));
+  // 7 rounds, or 14 when a CPU looked slow in the first 7 (a loaded machine can do that): how fast this
+  // machine's CPUs are is not what this test checks.
+  REQUIRE((r.probe.seconds.size() == static_cast<size_t>(PROBE_ROUNDS) ||
+           r.probe.seconds.size() == static_cast<size_t>(2 * PROBE_ROUNDS)));
   for (const auto& round : r.probe.seconds)
     for (double s : round) CHECK(s > 0);
   // Without opt.probe (record, golden) there is none.
