@@ -1,4 +1,4 @@
-// Benchmark of the CUDA backend, in one process on one GPU (DESIGN.md, "Performance targets"):
+// Benchmark of the CUDA backend, in one process on one GPU (docs/design.md, "Performance targets"):
 //  1. the exact fp32 GEMM (gemm_f32) against cuBLAS SGEMM without TF32 on the same shapes and inputs:
 //     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the

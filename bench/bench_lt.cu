@@ -1,4 +1,4 @@
-// The cuBLASLt section of the GPU benchmark (DESIGN.md, "Performance targets": tensor-core stress with
+// The cuBLASLt section of the GPU benchmark (docs/design.md, "Performance targets": tensor-core stress with
 // verification at least 0.95 x bare cuBLAS; digest and comparison at most 3% of kernel time).
 //
 // Per dtype, on exact-integer inputs at one large shape, in this process on this GPU:

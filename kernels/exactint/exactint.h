@@ -1,7 +1,7 @@
 // The exact-integer GEMM pattern shared by the tensor-core families gemm_{bf16,f16,tf32,fp8}_exactint
-// (DESIGN.md, the determinism contract, mode 2). Each family's header fixes a Format (significand width,
-// accumulator bound, exponent windows) and proves its numbers; this header defines the pattern and the
-// general argument.
+// (docs/design.md, the determinism contract, mode exact-integer). Each family's header fixes a Format
+// (significand width, accumulator bound, exponent windows) and proves its numbers; this header defines the
+// pattern and the general argument.
 //
 // Shapes: A is M x K row-major, B is N x K row-major (both contiguous in k: the "TN" layout that fp8
 // tensor cores require), C[i][j] = sum_k A[i][k] * B[j][k] is fp32, M x N. Output tiles are 64 x 64

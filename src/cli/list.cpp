@@ -1,5 +1,6 @@
 // sdcscreen list: the families, modes, distributions, profiles and cases the patterns define, as text
-// (the default) or as one JSON document (--output-format json; its shape is in docs/list.md).
+// (the default) or as one JSON document (--output-format json; its shape is in docs/families.md, section
+// "sdcscreen list --output-format json").
 #include <fmt/format.h>
 
 #include <algorithm>

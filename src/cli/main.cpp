@@ -1,7 +1,7 @@
 // sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
-// one options value per subcommand, and the mapping of every failure to its exit code (DESIGN.md). Each
-// subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp, golden.cpp, consensus.cpp, record.cpp,
-// history.cpp, diff.cpp).
+// one options value per subcommand, and the mapping of every failure to its exit code (docs/design.md,
+// "Verdicts and exit codes"). Each subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp,
+// golden.cpp, consensus.cpp, record.cpp, history.cpp, diff.cpp, bundle.cpp).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

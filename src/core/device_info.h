@@ -7,7 +7,7 @@
 
 namespace sdc {
 
-// A GPU as every report names it (DESIGN.md: name, UUID, PCI bus id, compute capability, memory,
+// A GPU as every report names it (docs/design.md, "The report": name, UUID, PCI bus id, compute capability, memory,
 // driver and runtime versions, ECC mode).
 struct DeviceInfo {
   int index = -1;  // CUDA device ordinal in this process (after CUDA_VISIBLE_DEVICES)

@@ -1,4 +1,4 @@
-// Consensus among the GPUs of one node (DESIGN.md, mode "consensus"): where no golden exists, GPUs that
+// Consensus among the GPUs of one node (docs/design.md, mode "consensus"): where no golden exists, GPUs that
 // ran the same case with the same engine on the same architecture must compute the same bits. Each GPU
 // brings the tile digests of its first complete run (its repeats were checked against them already).
 //

@@ -1,6 +1,7 @@
-// Recorded goldens (DESIGN.md, mode "recorded"): for tensor-core cases on full-precision random data no
-// golden can be computed independently of the hardware, so one is recorded on known-good devices of the
-// same architecture (and library version and pinned algorithm) and accepted only when most of them agree.
+// Recorded goldens (docs/design.md, mode "recorded"; docs/recordings.md): for tensor-core cases on
+// full-precision random data no golden can be computed independently of the hardware, so one is recorded on
+// known-good devices of the same architecture (and library version and pinned algorithm) and accepted only
+// when most of them agree.
 //
 // Two file formats, both strict JSON (depth limit, no duplicate or unknown members, digests as 16
 // lowercase hex digits like the golden files); any problem is a PatternError whose message is one line

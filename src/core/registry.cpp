@@ -1,5 +1,5 @@
-// The registry of kernel families: the table kernels/families.def, in its stable order. Adding a family
-// means one folder under kernels/ and one line in that table (CMake reads it too, for the sources).
+// The registry of kernel families: the table kernels/families.def, in its stable order (CMake reads it too,
+// for the sources). What adding a family takes: docs/families.md, "Where things go".
 #include <algorithm>
 
 #include "family.h"

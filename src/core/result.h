@@ -18,7 +18,7 @@ namespace sdc {
 enum class Verdict { pass, fail, error, skip, crash };
 const char* verdict_name(Verdict v);
 
-// Exit codes (DESIGN.md): the fleet reads them.
+// Exit codes (docs/design.md, "Verdicts and exit codes"): the fleet reads them.
 enum ExitCode : int {
   EXIT_PASS = 0,
   EXIT_FAIL = 1,
@@ -109,7 +109,7 @@ struct TestResult {
   std::vector<UnitSpeed> unit_speed;  // per unit that computed tiles, over every iteration (CPU backend)
   std::vector<UnitRetest> retests;    // --retest-on-failure: per failing unit, in unit order
   std::vector<std::string> notes;
-  // What judged it (DESIGN.md modes): "exact", "exact-integer", "recorded" (an accepted recording), or
+  // What judged it (docs/design.md, "Modes"): "exact", "exact-integer", "recorded" (an accepted recording), or
   // "consensus" (repeats and the node's GPUs; also a recorded case whose architecture and engine have no
   // accepted recording). Empty when nothing ran.
   std::string judged_by;

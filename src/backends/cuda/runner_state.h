@@ -109,7 +109,7 @@ struct IterationFaults {
   DeviceFault fault;
 };
 
-// What a case's runs on one GPU are compared with (DESIGN.md modes).
+// What a case's runs on one GPU are compared with (the modes of docs/design.md, "The determinism contract").
 struct Reference {
   enum Kind { golden, recorded, repeats } kind = golden;
   const std::vector<uint64_t>* digests = nullptr;  // repeats: first->digests, empty before run 1
