@@ -43,7 +43,8 @@ if [[ "${1:-}" == "smoke" ]]; then
   build
   # Re-configure so that the tests see regression directories created since the last configure.
   cmake "$build_dir" >/dev/null
-  exec ctest --test-dir "$build_dir" --output-on-failure -L fuzz "$@"
+  # The harnesses run side by side, one per core: each stops at its time or run limit.
+  exec ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -L fuzz "$@"
 fi
 
 seconds=${1:-600}

@@ -4,6 +4,7 @@
 #   scripts/sanitize.sh tsan   ThreadSanitizer (the CPU backend's worker threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 kind=${1:-asan}
 case "$kind" in
   asan) flags=address,undefined; dir=build-asan; type=RelWithDebInfo ;;
@@ -21,4 +22,4 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 cd "$dir"
-ctest --output-on-failure -j "$(nproc)" "${@:2}"
+bash "$root/scripts/ctest-timed.sh" --output-on-failure -j "$(nproc)" "${@:2}"

@@ -4,9 +4,10 @@
 # short smoke of every fuzzer. GPU tests skip without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 bash scripts/setup.sh
 bash scripts/build.sh
-(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@")
+(cd "${BUILD_DIR:-build}" && bash "$root/scripts/ctest-timed.sh" --output-on-failure -j "$(nproc)" "$@")
 echo "== test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/sanitize.sh asan
 if [ -x scripts/fuzz.sh ]; then
