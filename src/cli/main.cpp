@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
   run->add_option("--time-budget", ra.time_budget,
                   "stop starting new work after DURATION (45s, 5m, 1h30m, or 45 seconds); default: the profile's")
       ->check(non_empty);
+  run->add_option("--deadline", ra.deadline,
+                  "hard wall-clock limit of the whole run (45s, 5m): the screen stops a margin before it (a third of "
+                  "it, at most 3 s), writes every output and exits by it: 1 if it found a miscompare, else 2 "
+                  "(never a pass); a screen still running at the deadline is killed by its supervisor (1 or 2 the "
+                  "same way). For wrappers that kill the screen at a limit of their own: give it a few seconds less")
+      ->check(non_empty);
   run->add_option("--seed", ra.seed,
                   "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay")
       ->check(

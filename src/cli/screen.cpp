@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,9 +49,30 @@ void on_signal(int sig) {
   if (now - first >= GRACE_NS) _exit(128 + sig);
 }
 
+// The run's deadline (arm_deadline): the same orderly stop as a first signal, unless a signal came first.
+void on_deadline(int) {
+  int64_t none = 0;
+  if (stop_at_ns.compare_exchange_strong(none, monotonic_ns())) stop_signal.store(StopToken::DEADLINE);
+}
+
 }  // namespace
 
 StopToken stop_token() { return StopToken(&stop_signal); }
+
+void arm_deadline(double seconds) {
+  struct sigaction sa {};
+  sa.sa_handler = on_deadline;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, nullptr);
+  // Already past (a screen started again after a crash, late): stop at once.
+  const double s = std::max(seconds, 0.001);
+  itimerval t{};
+  t.it_value.tv_sec = static_cast<time_t>(s);
+  t.it_value.tv_usec = static_cast<suseconds_t>((s - static_cast<double>(t.it_value.tv_sec)) * 1e6);
+  if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
 
 void install_signal_handlers() {
   struct sigaction sa {};
