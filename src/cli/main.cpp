@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/activity.h"
 #include "../core/history.h"
 #include "../core/result.h"
 #include "../report/report.h"
@@ -17,6 +18,18 @@
 #include "commands.h"
 
 using namespace sdc;
+
+namespace {
+
+// Whether the command line is `run ... --npd ...` (before the options are parsed, or when they could not be).
+bool npd_asked(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] != "run") return false;
+  for (size_t i = 2; i < args.size(); ++i)
+    if (args[i] == "--npd") return true;
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A closed pipe on stdout or stderr (`| head`, `| true`) loses text, never the verdict: with SIGPIPE the
@@ -324,6 +337,8 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     if (what.empty()) what = "bad command line";
     say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
+    // node-problem-detector reads stdout: its line says why, even when the command line did not parse.
+    if (npd_asked(args)) say("{}\n", npd_line_for("Unknown: bad command line: " + what));
     return EXIT_USAGE;
   }
   // Every subcommand but info, history, diff and bundle reads the patterns: none found is a configuration error (run
@@ -363,6 +378,11 @@ int main(int argc, char** argv) {
     if (bundle->parsed()) return cmd_bundle(ba, located);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
+    if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes
+      say("{}\n", npd_line_for(std::string("Unknown: error: ") + e.what()));
+      std::fflush(stdout);
+      activity::publish_completion(EXIT_INCONCLUSIVE);
+    }
     return EXIT_INCONCLUSIVE;
   }
   return EXIT_USAGE;

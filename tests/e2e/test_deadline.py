@@ -48,8 +48,9 @@ for bad in ["0", "-5s", "abc", "1h1h", "31d", "5 m"]:
     F.check(p.returncode == 64, f"--deadline {bad!r}: exit {p.returncode}, want 64")
     F.check(len(lines) == 1 and "--deadline" in lines[0], f"--deadline {bad!r}: stderr {p.stderr!r}")
     F.check(p.stdout.startswith("Unknown: ") and p.stdout.count("\n") == 1, f"--deadline {bad!r}: NPD {p.stdout!r}")
-p = common.run("run", "--backend", "cpu", "--deadline", "")
-F.check(p.returncode == 64 and "--deadline" in p.stderr, f"--deadline '': exit {p.returncode}, {p.stderr!r}")
+p = common.run("run", "--backend", "cpu", "--deadline", "", "--npd")
+F.check(p.returncode == 64 and p.stdout.startswith("Unknown: bad command line"),
+        f"--deadline '': exit {p.returncode}, NPD {p.stdout!r}")
 
 # The screens below run side by side (each with a lock file of its own): the test takes about as long as its
 # longest screen, a wrapper's 6 s limit.
