@@ -239,7 +239,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   std::vector<Crash> crashes;
   // The supervisor's own verdict when the screen did not finish: the NPD line the screen never printed.
   std::string unfinished;
-  if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? deadline - elapsed_s() : 0)) {
+  if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0)) {
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
     return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
   }

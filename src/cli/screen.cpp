@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <random>
 
 #include "gpu_watch.h"
+#include "supervisor.h"
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
@@ -65,13 +65,7 @@ void arm_deadline(double seconds) {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGALRM, &sa, nullptr);
-  // Already past (a screen started again after a crash, late): stop at once.
-  const double s = std::max(seconds, 0.001);
-  itimerval t{};
-  t.it_value.tv_sec = static_cast<time_t>(s);
-  t.it_value.tv_usec = static_cast<suseconds_t>((s - static_cast<double>(t.it_value.tv_sec)) * 1e6);
-  if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
-  setitimer(ITIMER_REAL, &t, nullptr);
+  set_alarm(std::max(seconds, 1e-3));  // already past (a screen started again after a crash, late): at once
 }
 
 void install_signal_handlers() {

@@ -45,17 +45,12 @@ struct DeadlineTimer {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, &old);
-    itimerval t{};
-    t.it_value.tv_sec = static_cast<time_t>(seconds);
-    t.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(t.it_value.tv_sec)) * 1e6);
-    if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
-    setitimer(ITIMER_REAL, &t, nullptr);
+    set_alarm(seconds);
     armed = true;
   }
   ~DeadlineTimer() {
     if (!armed) return;
-    itimerval off{};
-    setitimer(ITIMER_REAL, &off, nullptr);
+    set_alarm(0);
     sigaction(SIGALRM, &old, nullptr);
   }
   // In a forked child: the timer is not inherited, the handler is; the screen sets its own (arm_deadline).
@@ -90,6 +85,16 @@ int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, 
 constexpr size_t MAX_CRASHES = 64;  // then the parent gives up: something other than a unit is wrong
 
 }  // namespace
+
+void set_alarm(double seconds) {
+  itimerval t{};
+  if (seconds > 0) {
+    t.it_value.tv_sec = static_cast<time_t>(seconds);
+    t.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(t.it_value.tv_sec)) * 1e6);
+    if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+  }
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
 
 std::string Crash::describe() const {
   const char* name = sigabbrev_np(signal);

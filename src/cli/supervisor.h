@@ -38,4 +38,8 @@ struct Crash {
 // a unit crashed before, else 2. The screen itself stops a margin earlier (arm_deadline, screen.h).
 std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict = nullptr, double deadline_s = 0);
 
+// SIGALRM in `seconds` (wall clock, once); 0 or less disarms it. The one timer of the process: the supervisor's
+// deadline in the parent, the screen's own (arm_deadline, screen.h) in a child, which does not inherit it.
+void set_alarm(double seconds);
+
 }  // namespace sdc
