@@ -69,7 +69,7 @@ def stalled_run():
     """3. A screen that does not stop (held here with SIGSTOP) is killed by its supervisor at the deadline."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
-        proc = subprocess.Popen([SDCSCREEN, "run", *LONG, "--deadline", "3s", "--npd", "-o", out, "--output-format",
+        proc = subprocess.Popen([SDCSCREEN, "run", *LONG, "--deadline", "4s", "--npd", "-o", out, "--output-format",
                                  "json", "--lock-file", f"{d}/lock"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         child = None
