@@ -13,6 +13,7 @@ struct RunArgs {
   std::string profile = "boot";
   std::vector<std::string> enable, disable, inject;
   std::string time_budget;
+  std::string deadline;  // --deadline DURATION: the process's hard wall-clock limit
   uint64_t seed = 0;
   bool seed_given = false;
   std::string backend = "auto";

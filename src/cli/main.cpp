@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/activity.h"
 #include "../core/history.h"
 #include "../core/result.h"
 #include "../report/report.h"
@@ -17,6 +18,18 @@
 #include "commands.h"
 
 using namespace sdc;
+
+namespace {
+
+// Whether the command line is `run ... --npd ...` (before the options are parsed, or when they could not be).
+bool npd_asked(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] != "run") return false;
+  for (size_t i = 2; i < args.size(); ++i)
+    if (args[i] == "--npd") return true;
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A closed pipe on stdout or stderr (`| head`, `| true`) loses text, never the verdict: with SIGPIPE the
@@ -51,6 +64,12 @@ int main(int argc, char** argv) {
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--time-budget", ra.time_budget,
                   "stop starting new work after DURATION (45s, 5m, 1h30m, or 45 seconds); default: the profile's")
+      ->check(non_empty);
+  run->add_option("--deadline", ra.deadline,
+                  "hard wall-clock limit of the whole run (45s, 5m): the screen stops a margin before it (a third of "
+                  "it, at most 3 s), writes every output and exits by it: 1 if it found a miscompare, else 2 "
+                  "(never a pass); a screen still running at the deadline is killed by its supervisor (1 or 2 the "
+                  "same way). For wrappers that kill the screen at a limit of their own: give it a few seconds less")
       ->check(non_empty);
   run->add_option("--seed", ra.seed,
                   "schedule seed (which CPU computes which tile); the report gives it, reuse it to replay")
@@ -318,6 +337,8 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     if (what.empty()) what = "bad command line";
     say_err("sdcscreen: error: {} (see 'sdcscreen --help')\n", what);
+    // node-problem-detector reads stdout: its line says why, even when the command line did not parse.
+    if (npd_asked(args)) say("{}\n", npd_line_for("Unknown: bad command line: " + what));
     return EXIT_USAGE;
   }
   // Every subcommand but info, history, diff and bundle reads the patterns: none found is a configuration error (run
@@ -357,6 +378,11 @@ int main(int argc, char** argv) {
     if (bundle->parsed()) return cmd_bundle(ba, located);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
+    if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes
+      say("{}\n", npd_line_for(std::string("Unknown: error: ") + e.what()));
+      std::fflush(stdout);
+      activity::publish_completion(EXIT_INCONCLUSIVE);
+    }
     return EXIT_INCONCLUSIVE;
   }
   return EXIT_USAGE;

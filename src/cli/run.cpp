@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -175,10 +176,18 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     activity::publish_completion(code);
     return code;
   };
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed_s = [started] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   double budget = 0;
   if (!a.time_budget.empty())
     if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
       return fail(EXIT_USAGE, fmt::format("--time-budget: {}", err));
+  double deadline = 0;
+  if (!a.deadline.empty())
+    if (const std::string err = cli::parse_duration(a.deadline, deadline); !err.empty())
+      return fail(EXIT_USAGE, fmt::format("--deadline: {}", err));
   std::vector<Injection> injections(a.inject.size());
   for (size_t i = 0; i < a.inject.size(); ++i)
     if (const std::string err = parse_injection(a.inject[i], injections[i]); !err.empty())
@@ -230,10 +239,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   std::vector<Crash> crashes;
   // The supervisor's own verdict when the screen did not finish: the NPD line the screen never printed.
   std::string unfinished;
-  if (const std::optional<int> code = supervise(crashes, &unfinished)) {
+  if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0)) {
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
     return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
   }
+  // The screen stops a margin before the deadline (a third of it, at most 3 s) to write every output in time;
+  // its supervisor kills it at the deadline itself.
+  if (deadline > 0) arm_deadline(deadline - std::min(3.0, deadline / 3) - elapsed_s());
   for (const Crash& c : crashes) {
     std::erase(cpus, c.cpu);
     for (Injection& inj : injections)
@@ -322,6 +334,12 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   } else {
     result.max_temperature_c = a.max_temperature;  // GPUs: judged by the NVML sampler (gpu_watch.h)
     execute_screen(screen);
+  }
+  if (result.deadline_reached) {
+    result.errors.insert(result.errors.begin(),
+                         fmt::format("the deadline (--deadline {}) stopped the run before it finished: what did not "
+                                     "run is not judged",
+                                     a.deadline));
   }
   add_crashes(crashes, screen);
   read_host_after(host_root, result.host);

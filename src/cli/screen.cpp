@@ -11,6 +11,7 @@
 #include <random>
 
 #include "gpu_watch.h"
+#include "supervisor.h"
 #include "../backends/cpu/cpu_executor.h"
 #include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
@@ -48,9 +49,24 @@ void on_signal(int sig) {
   if (now - first >= GRACE_NS) _exit(128 + sig);
 }
 
+// The run's deadline (arm_deadline): the same orderly stop as a first signal, unless a signal came first.
+void on_deadline(int) {
+  int64_t none = 0;
+  if (stop_at_ns.compare_exchange_strong(none, monotonic_ns())) stop_signal.store(StopToken::DEADLINE);
+}
+
 }  // namespace
 
 StopToken stop_token() { return StopToken(&stop_signal); }
+
+void arm_deadline(double seconds) {
+  struct sigaction sa {};
+  sa.sa_handler = on_deadline;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, nullptr);
+  set_alarm(std::max(seconds, 1e-3));  // already past (a screen started again after a crash, late): at once
+}
 
 void install_signal_handlers() {
   struct sigaction sa {};

@@ -18,6 +18,10 @@ namespace sdc {
 // the run to stop at the next tile and write a partial report; a second one ends the process at once.
 StopToken stop_token();
 void install_signal_handlers();
+// run --deadline: in `seconds` (wall clock; at once when not positive) the stop token asks the run to stop as a
+// first signal does, unless a signal asked first; the token then says the deadline stopped it. One deadline
+// per process (SIGALRM); a forked child does not inherit it.
+void arm_deadline(double seconds);
 
 double unix_now();
 

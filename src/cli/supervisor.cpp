@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,39 @@ void forward(int sig) {
   g_forwarded = sig;
   if (g_child > 0) kill(g_child, sig);
 }
+
+volatile sig_atomic_t g_deadline_passed = 0;  // run --deadline: the screen must be over now
+
+// At the deadline, a screen that has not finished (it was asked to stop a margin before) is killed.
+void on_deadline(int) {
+  g_deadline_passed = 1;
+  if (g_child > 0) kill(g_child, SIGKILL);
+}
+
+// The parent's deadline timer, disarmed on every way out of supervise().
+struct DeadlineTimer {
+  bool armed = false;
+  struct sigaction old {};
+  explicit DeadlineTimer(double seconds) {
+    if (seconds <= 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_deadline;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    set_alarm(seconds);
+    armed = true;
+  }
+  ~DeadlineTimer() {
+    if (!armed) return;
+    set_alarm(0);
+    sigaction(SIGALRM, &old, nullptr);
+  }
+  // In a forked child: the timer is not inherited, the handler is; the screen sets its own (arm_deadline).
+  void in_child() const {
+    if (armed) sigaction(SIGALRM, &old, nullptr);
+  }
+};
 
 // The verdict when the screen ended without its completion record: a miscompare it found stands (exit 1,
 // whatever killed it), then a unit that crashed earlier, else inconclusive (2), or the interruption when the
@@ -52,6 +86,16 @@ constexpr size_t MAX_CRASHES = 64;  // then the parent gives up: something other
 
 }  // namespace
 
+void set_alarm(double seconds) {
+  itimerval t{};
+  if (seconds > 0) {
+    t.it_value.tv_sec = static_cast<time_t>(seconds);
+    t.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(t.it_value.tv_sec)) * 1e6);
+    if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+  }
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
+
 std::string Crash::describe() const {
   const char* name = sigabbrev_np(signal);
   const std::string how = signal == 0 ? std::string("called exit() and ended the screen")
@@ -60,12 +104,16 @@ std::string Crash::describe() const {
                      tile < 0 ? std::string("before its first tile") : fmt::format("tile {}", tile));
 }
 
-std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict) {
+std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, double deadline_s) {
   crashes.clear();
   if (const char* v = std::getenv("SDCSCREEN_SUPERVISE"); v && std::strcmp(v, "0") == 0) return std::nullopt;
   void* mem = mmap(nullptr, sizeof(activity::Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return std::nullopt;  // run unsupervised rather than not at all
   auto* board = new (mem) activity::Board;
+  const DeadlineTimer timer(deadline_s);
+  const std::string past_deadline =
+      "did not finish by its deadline (--deadline) and was killed; its final report was not written (-o and "
+      "--prometheus, if given, still say that a screen was in progress)";
   struct sigaction fwd {
   }, old[3];
   fwd.sa_handler = forward;
@@ -78,9 +126,14 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict) 
     board->crash_signal.store(0);
     board->exit_slot.store(-1);
     board->completed.store(0);
+    if (g_deadline_passed) {  // no time left to screen again after a crash
+      for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
+      return unfinished(*board, crashes, 0, "reached its deadline (--deadline) before it could screen again", verdict);
+    }
     const pid_t pid = fork();
     if (pid == 0) {
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
+      timer.in_child();
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed outright takes its screen along
       activity::set_board(board);
       activity::install_crash_handlers();
@@ -97,6 +150,7 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict) 
       return std::nullopt;
     }
     g_child = pid;
+    if (g_deadline_passed) kill(pid, SIGKILL);  // the deadline came while it was being started
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -128,6 +182,7 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict) 
     // (screen.cpp) exits 128+N for the signal passed on to it: an interruption, not an unknown end.
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     const int interrupted = g_forwarded > 0 && code == 128 + g_forwarded ? g_forwarded : 0;
+    if (g_deadline_passed && !interrupted && sig == SIGKILL) return unfinished(*board, crashes, 0, past_deadline, verdict);
     const std::string why =
         interrupted ? fmt::format("quit at once on a repeated signal {}", interrupted)
         : sig       ? fmt::format("died of signal {} outside any unit's work", sig)

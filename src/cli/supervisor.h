@@ -33,6 +33,13 @@ struct Crash {
 // Then `verdict` (when given) is the parent's own one-line verdict, for the NPD line the screen did not
 // print. In a child: returns nullopt at once, with `crashes` the units that crashed (or called exit()) in
 // earlier children of this run. Without supervision (disabled, or fork failed): nullopt, no crashes.
-std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict = nullptr);
+// deadline_s (run --deadline; 0: none): seconds from now by which the screen must be over; one still running
+// then is killed (and the parent does not start another after a crash): 1 when it had found a miscompare or
+// a unit crashed before, else 2. The screen itself stops a margin earlier (arm_deadline, screen.h).
+std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict = nullptr, double deadline_s = 0);
+
+// SIGALRM in `seconds` (wall clock, once); 0 or less disarms it. The one timer of the process: the supervisor's
+// deadline in the parent, the screen's own (arm_deadline, screen.h) in a child, which does not inherit it.
+void set_alarm(double seconds);
 
 }  // namespace sdc

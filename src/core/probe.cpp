@@ -66,11 +66,11 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
   // items is far more than any machine needs).
   for (int attempt = 0;; ++attempt) {
     if (stop.stop_requested()) {
-      out.not_run = "interrupted";
+      out.not_run = stop.why_stopped();
       return;
     }
     if (const std::string why = probe_round(devices, reps, deadline_for(expected), seconds); !why.empty()) {
-      out.not_run = stop.stop_requested() ? "interrupted" : why;
+      out.not_run = stop.stop_requested() ? stop.why_stopped() : why;
       return;
     }
     const double m = median(seconds);
@@ -98,7 +98,7 @@ void run_probe(const std::vector<Executor*>& all, const StopToken& stop, ProbeRu
     }
     const std::string why = stop.stop_requested() ? "" : probe_round(devices, reps, deadline_for(expected), seconds);
     if (stop.stop_requested() || !why.empty()) {
-      out.not_run = stop.stop_requested() ? "interrupted" : why;
+      out.not_run = stop.stop_requested() ? stop.why_stopped() : why;
       out.seconds.clear();
       out.reps = 0;
       return;

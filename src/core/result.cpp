@@ -45,7 +45,9 @@ int RunResult::exit_code() const {
   const auto hung = std::count_if(units.begin(), units.end(), [](const UnitResult& u) { return u.hung; });
   if (hung > 0 && static_cast<size_t>(hung) < units.size()) return EXIT_FAIL;
   if (interrupted_by > 0) return 128 + interrupted_by;
-  if (tests.empty() || !errors.empty() || watchdog_fired) return EXIT_INCONCLUSIVE;
+  // The deadline ended the run: what it selected did not all run (the rest of the rounds, the retests, the
+  // probe), so no miscompare is inconclusive, never a pass, like a timeout.
+  if (tests.empty() || !errors.empty() || watchdog_fired || deadline_reached) return EXIT_INCONCLUSIVE;
   if (nvml.any("error")) return EXIT_INCONCLUSIVE;  // the driver killed work of this run (Xid 13, 31, 43)
   bool any_pass = false;
   for (const TestResult& t : tests) {

@@ -175,6 +175,7 @@ struct RunResult {
   std::vector<UnitResult> units;
   std::vector<Injection> injections;
   int interrupted_by = 0;                  // signal number, 0 when not interrupted
+  bool deadline_reached = false;           // the deadline stopped the run before it finished (never a pass)
   bool watchdog_fired = false;             // a job overran its deadline: the run ended early
   bool workers_abandoned = false;          // some worker may still be running: end the process, do not unwind
   std::vector<std::string> errors;         // run-level problems (set-up failures)

@@ -105,10 +105,13 @@ void DeviceLoop::settle(TestResult& r) const {
     r.reason.clear();
     if (r.iterations_done < r.iterations_planned)
       r.notes.push_back(fmt::format("{} of {} iterations ran before the {}", r.iterations_done, r.iterations_planned,
-                                    ctx.stopping() ? "interruption" : "time budget ran out"));
+                                    !ctx.stopping() ? "time budget ran out" : ctx.opt.stop.deadline_reached() ? "deadline" : "interruption"));
   } else {
     r.verdict = Verdict::skip;
-    if (r.reason.empty()) r.reason = ctx.stopping() ? ex.interrupted_skip_reason() : ex.budget_skip_reason();
+    if (r.reason.empty())
+      r.reason = !ctx.stopping()                   ? ex.budget_skip_reason()
+                 : ctx.opt.stop.deadline_reached() ? fmt::format("{} (the deadline)", ex.interrupted_skip_reason())
+                                                   : ex.interrupted_skip_reason();
   }
 }
 
@@ -129,7 +132,8 @@ void DeviceLoop::run() {
         continue;
       }
       const std::string unusable = ex.unusable();
-      const char* not_started = ctx.stopping()  ? "interrupted before it started"
+      const char* not_started = ctx.opt.stop.deadline_reached() ? "the deadline ended the run before it started"
+                                : ctx.stopping()  ? "interrupted before it started"
                                 : ex.stuck()    ? ex.watchdog_skip_reason()
                                 : out_of_time() ? "time budget exhausted before it started"
                                                 : nullptr;
@@ -233,7 +237,7 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
   }
   if (opt.probe) {
     if (opt.stop.stop_requested())
-      result.probe.not_run = "interrupted";
+      result.probe.not_run = opt.stop.why_stopped();
     else if (std::any_of(devices.begin(), devices.end(), [](Executor* ex) { return ex->stuck(); }))
       result.probe.not_run = "the watchdog ended the run";
     else
@@ -246,6 +250,7 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
       ex->abandon();
     }
   result.interrupted_by = opt.stop.signal();
+  result.deadline_reached = opt.stop.deadline_reached();
   return ctx.start;
 }
 

@@ -20,15 +20,20 @@
 namespace sdc {
 
 // Asks a run to stop: it reads an atomic that the command line's signal handler sets to the signal's
-// number. A default token never asks.
+// number, or to DEADLINE when the run's own deadline (run --deadline) came first. A default token never asks.
 class StopToken {
  public:
+  static constexpr int DEADLINE = -1;
   StopToken() = default;
   explicit StopToken(const std::atomic<int>* flag) : flag_(flag) {}
-  bool stop_requested() const { return signal() != 0; }
-  int signal() const { return flag_ ? flag_->load() : 0; }
+  bool stop_requested() const { return value() != 0; }
+  int signal() const { return std::max(value(), 0); }  // the signal that asked, 0 for none (or the deadline)
+  bool deadline_reached() const { return value() == DEADLINE; }
+  // Why a part of the run did not run, for a reason: "interrupted" or "the deadline ended the run".
+  const char* why_stopped() const { return deadline_reached() ? "the deadline ended the run" : "interrupted"; }
 
  private:
+  int value() const { return flag_ ? flag_->load() : 0; }
   const std::atomic<int>* flag_ = nullptr;
 };
 

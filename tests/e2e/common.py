@@ -49,10 +49,11 @@ def run_json(*args, timeout=600):
         return p.returncode, report, p.stderr
 
 
-def healthcheck_dry_run(screen_args, timeout=300):
+def healthcheck_dry_run(screen_args, timeout=300, env=None):
     """Runs deploy/slurm/sdcscreen-healthcheck as slurmd would on node n1, in service (a stub scontrol says
     IDLE), as a dry run (the scontrol updates are logged, not made) with SDCSCREEN_ARGS=screen_args (its own
-    lock file is added); returns the CompletedProcess: the drain reason is in its stderr."""
+    lock file is added) and the settings in env (SDCSCREEN_TIMEOUT...); returns the CompletedProcess: the drain
+    reason is in its stderr."""
     with tempfile.TemporaryDirectory() as d:
         scontrol = os.path.join(d, "scontrol")
         with open(scontrol, "w") as f:
@@ -60,7 +61,7 @@ def healthcheck_dry_run(screen_args, timeout=300):
         os.chmod(scontrol, 0o700)
         env = dict(os.environ, SDCSCREEN=SDCSCREEN, SCONTROL=scontrol, SDCSCREEN_DRY_RUN="1",
                    SDCSCREEN_STATE_DIR=os.path.join(d, "state"), SLURMD_NODENAME="n1",
-                   SDCSCREEN_ARGS=f"{screen_args} --lock-file {os.path.join(d, 'lock')}")
+                   SDCSCREEN_ARGS=f"{screen_args} --lock-file {os.path.join(d, 'lock')}", **(env or {}))
         return subprocess.run(["bash", os.path.join(SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")],
                               capture_output=True, text=True, timeout=timeout, env=env)
 

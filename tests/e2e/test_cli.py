@@ -2,10 +2,12 @@
 78 bad configuration or unwritable -o) and a one-line message on stderr that names the problem; help,
 list, info, verify-patterns and --version work; a time budget too small to run anything is not a pass.
 """
+import fcntl
 import json
 import os
 import re
 import stat
+import subprocess
 import sys
 import tempfile
 
@@ -262,5 +264,25 @@ if "  backend cpu  " in first:
                                f"{sorted(set(shown) - set(expected))}, missing {sorted(set(expected) - set(shown))}")
     check_aligned("boot text", p.stdout)
     F.check(p.stdout.rstrip().splitlines()[-1] == "exit: pass", "boot text: last line is not 'exit: pass'")
+
+# --npd prints its one line (stdout, at most 80 characters) on every path, a command line that does not parse
+# and a held lock included: node-problem-detector shows nothing else.
+with tempfile.TemporaryDirectory() as d:
+    lock = os.path.join(d, "lock")
+    held = open(lock, "w")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    for what, argv, code in [
+        ("an unknown option", ["run", "--npd", "--bogus"], 64),
+        ("an empty option value", ["run", "--npd", "--deadline", ""], 64),
+        ("a bad seed", ["run", "--seed", "-1", "--npd"], 64),
+        ("a bad --deadline", ["run", "--npd", "--deadline", "1s5m"], 64),
+        ("no pattern directory", ["run", "--npd", "--patterns", os.path.join(d, "none")], 78),
+        ("a held lock", ["run", "--npd", "--backend", "cpu", "--lock-file", lock], 2),
+    ]:
+        p = subprocess.run([common.SDCSCREEN, *argv], capture_output=True, text=True, timeout=120)
+        F.check(p.returncode == code, f"--npd, {what}: exit {p.returncode}, want {code}: {p.stderr[-300:]}")
+        F.check(p.stdout.startswith("Unknown: ") and p.stdout.count("\n") == 1 and len(p.stdout) <= 81,
+                f"--npd, {what}: stdout {p.stdout!r}, want one Unknown line")
+    held.close()
 
 F.finish()

@@ -207,6 +207,10 @@ def check_unit(prefix, scratch, lock):
     joined = " ".join(argv)
     for want in ("--profile boot", "--output-format json", "-o /var/lib/sdcscreen/boot-report.json", "$SDCSCREEN_ARGS"):
         F.check(want in joined, f"unit: ExecStart lacks {want!r}")
+    # The screen's own deadline ends it, with its verdict, before systemd's SIGTERM at TimeoutStartSec.
+    deadline = argv[argv.index("--deadline") + 1] if "--deadline" in argv[:-1] else ""
+    F.check(deadline.endswith("s") and deadline[:-1].isdigit() and int(deadline[:-1]) < 90,
+            f"unit: ExecStart --deadline {deadline!r}, expected whole seconds below TimeoutStartSec=90")
     env = unit_environment(u)
     default_args = env.get("SDCSCREEN_ARGS", "").split()
     prom = "/var/lib/prometheus/node-exporter/sdcscreen.prom"

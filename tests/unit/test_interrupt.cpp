@@ -1,6 +1,7 @@
 // Interruption through the run options' stop token (src/core/scheduler.h): a CPU screen stopped from its
 // own callbacks, as a signal would stop it, settles what ran, skips what did not start with the
-// interruption's reason, and reports the signal; the same selection uninterrupted passes.
+// interruption's reason, and reports the signal; the same selection uninterrupted passes. A stop by the run's
+// deadline (run --deadline) is judged the same way, but is never a pass.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "catch.h"
 #include "src/backends/cpu/cpu_executor.h"
 #include "src/backends/cpu/cpu_topology.h"
+#include "src/core/inject.h"
 #include "src/core/patterns.h"
 
 using namespace sdc;
@@ -147,4 +149,37 @@ TEST_CASE("a stop or a spent budget leaves GPU-only cases not applicable, not un
   REQUIRE(g.not_applicable);
   REQUIRE(g.reason == "family gemm_bf16 runs on GPUs only");
   REQUIRE(g.iterations_done == 0);
+}
+
+// run --deadline stops a run through the same token: what ran is settled, what did not start says the deadline
+// stopped it, and the run is never a pass (2), nor an interruption by a signal; a miscompare found before it
+// stands (1).
+TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, never a pass", "[interrupt]") {
+  Fixture f;
+  const bool injected = GENERATE(false, true);
+  if (injected) {
+    Injection inj;
+    REQUIRE(parse_injection(fmt::format("case={},element=5,bit=3", CASES[0]), inj).empty());
+    REQUIRE(check_injection(inj, f.ps.battery, f.opt.cpus, nullptr).empty());
+    f.opt.injections = {inj};
+  }
+  // The second test's second iteration is about to start: the deadline comes now.
+  f.opt.on_progress = [&f](const Case&, size_t index, size_t, int iteration, int) {
+    if (index == 1 && iteration == 1) f.stop.store(StopToken::DEADLINE);
+  };
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.interrupted_by == 0);
+  REQUIRE(r.deadline_reached);
+  REQUIRE(r.exit_code() == (injected ? EXIT_FAIL : EXIT_INCONCLUSIVE));
+  REQUIRE(f.test(r, 0).verdict == (injected ? Verdict::fail : Verdict::pass));
+  const TestResult& partial = f.test(r, 1);
+  REQUIRE(partial.verdict == Verdict::pass);
+  const std::vector<std::string> note{
+      fmt::format("1 of {} iterations ran before the deadline", f.sel.iterations[1])};
+  REQUIRE(partial.notes == note);
+  const TestResult& last = f.test(r, 2);
+  REQUIRE(last.verdict == Verdict::skip);
+  REQUIRE(last.reason == "the deadline ended the run before it started");
+  REQUIRE(r.probe.not_run.empty());  // the probe is not asked for here (opt.probe is false)
 }
