@@ -66,7 +66,8 @@ std::string nvml_info_text(const host::NvmlTelemetry& t, const std::vector<Devic
     }
     const host::GpuSnapshot& b = g.before;
     s += fmt::format(
-        "nvml gpu: {} {}  serial {}  part {}  vbios {}  inforom {}  driver {}  ecc {}  pcie gen {} x{}  temp {}  memory temp {}\n",
+        "nvml gpu: {} {}  serial {}  part {}  vbios {}  inforom {}  driver {}  ecc {}  pcie gen {} x{}  temp {}  "
+        "memory temp {}\n",
         gpus[i].label(), g.uuid, v(g.identity.serial), v(g.identity.board_part_number), v(g.identity.vbios),
         v(g.identity.inforom), v(g.identity.driver),
         g.identity.ecc_enabled ? (*g.identity.ecc_enabled ? "on" : "off") : "n/a",
