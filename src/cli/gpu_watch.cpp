@@ -66,13 +66,15 @@ std::string nvml_info_text(const host::NvmlTelemetry& t, const std::vector<Devic
     }
     const host::GpuSnapshot& b = g.before;
     s += fmt::format(
-        "nvml gpu: {} {}  serial {}  part {}  vbios {}  inforom {}  driver {}  ecc {}  pcie gen {} x{}  temp {}\n",
+        "nvml gpu: {} {}  serial {}  part {}  vbios {}  inforom {}  driver {}  ecc {}  pcie gen {} x{}  temp {}  "
+        "memory temp {}\n",
         gpus[i].label(), g.uuid, v(g.identity.serial), v(g.identity.board_part_number), v(g.identity.vbios),
         v(g.identity.inforom), v(g.identity.driver),
         g.identity.ecc_enabled ? (*g.identity.ecc_enabled ? "on" : "off") : "n/a",
         b.pcie_generation ? std::to_string(*b.pcie_generation) : "n/a",
         b.pcie_width ? std::to_string(*b.pcie_width) : "n/a",
-        b.temperature_c ? fmt::format("{:.0f} C", *b.temperature_c) : "n/a");
+        b.temperature_c ? fmt::format("{:.0f} C", *b.temperature_c) : "n/a",
+        b.memory_temperature_c ? fmt::format("{:.0f} C", *b.memory_temperature_c) : "n/a");
   }
   return s;
 }
@@ -87,32 +89,39 @@ void judge_gpu_tests(RunResult& r) {
     // case shorter than the interval is judged by its neighbours; the before and after readings count too.
     std::vector<host::GpuSample> readings = g->samples;
     for (const host::GpuSnapshot* x : {&g->before, &g->after})
-      if (x->taken) readings.push_back({x->unix_time, x->temperature_c, x->throttle_reasons});
-    std::optional<double> hottest;
+      if (x->taken) readings.push_back({x->unix_time, x->temperature_c, x->throttle_reasons, x->memory_temperature_c});
+    std::optional<double> hottest, hottest_memory;
     uint64_t reasons = 0;
+    const auto raise = [](std::optional<double>& h, const std::optional<double>& v) {
+      if (v && (!h || *v > *h)) h = v;
+    };
     for (const host::GpuSample& s : readings)
       for (const auto& [from, to] : t.ran_unix)
         if (s.unix_time >= from - 1.5 && s.unix_time <= to + 1.5) {
-          if (s.temperature_c && (!hottest || *s.temperature_c > *hottest)) hottest = s.temperature_c;
+          raise(hottest, s.temperature_c);
+          raise(hottest_memory, s.memory_temperature_c);
           reasons |= s.throttle_reasons.value_or(0);
           break;
         }
     if (const uint64_t slow = reasons & host::THROTTLE_SLOWDOWN_MASK)
       t.notes.push_back(fmt::format("GPU throttled while it ran ({}): its throughput is not the GPU's",
                                     host::throttle_reason_names(slow)));
-    if (!hottest) continue;
-    if (r.max_temperature_c > 0 && *hottest > r.max_temperature_c) {
-      const std::string why = fmt::format("GPU at {:.0f} C while it ran, above --max-temperature {:.0f} C: its "
-                                          "result cannot be trusted",
-                                          *hottest, r.max_temperature_c);
-      if (t.verdict == Verdict::pass) {
-        t.verdict = Verdict::error;
-        t.reason = why;
-      } else {
-        t.notes.push_back(why);
+    // --max-temperature applies to the GPU die and to its memory: either above it makes a pass an error.
+    for (const auto& [what, c] : {std::pair{"GPU", hottest}, std::pair{"GPU memory", hottest_memory}}) {
+      if (!c) continue;
+      if (r.max_temperature_c > 0 && *c > r.max_temperature_c) {
+        const std::string why = fmt::format("{} at {:.0f} C while it ran, above --max-temperature {:.0f} C: its "
+                                            "result cannot be trusted",
+                                            what, *c, r.max_temperature_c);
+        if (t.verdict == Verdict::pass) {
+          t.verdict = Verdict::error;
+          t.reason = why;
+        } else {
+          t.notes.push_back(why);
+        }
+      } else if (*c >= host::GPU_HOT_C) {
+        t.notes.push_back(fmt::format("{} hot while it ran ({:.0f} C)", what, *c));
       }
-    } else if (*hottest >= host::GPU_HOT_C) {
-      t.notes.push_back(fmt::format("GPU hot while it ran ({:.0f} C)", *hottest));
     }
   }
 }

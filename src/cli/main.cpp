@@ -153,9 +153,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
   run->add_option("--max-temperature", ra.max_temperature,
-                  "a GPU above C degrees Celsius while a case ran (NVML, sampled every second) makes that case an "
-                  "error: its result cannot be trusted; CPUs are judged by the host's hwmon temperatures read "
-                  "after the run (above C: the run is inconclusive)")
+                  "a unit above C degrees Celsius while a case ran makes that case an error (its result cannot be "
+                  "trusted): on a GPU its die or its memory (HBM) temperature through NVML, on CPUs a CPU sensor's "
+                  "(package, core: hwmon coretemp/k10temp), each sampled every second")
       ->check(CLI::Range(1.0, 150.0));
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "

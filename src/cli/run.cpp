@@ -12,10 +12,12 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../core/activity.h"
 #include "../core/history.h"
+#include "../host/cpu_sampler.h"
 #include "../host/host_readers.h"
 #include "../report/html.h"
 #include "../report/progress.h"
@@ -129,21 +131,11 @@ void read_host_after(const host::HostRoot& root, host::HostTelemetry& t) {
   host::HostRoot after = root;
   if (const char* d = std::getenv("SDCSCREEN_DRILL_TELEMETRY_AFTER"); d && *d) {
     after = host::HostRoot::under(d);
-    t.drill = fmt::format("the after-run telemetry was read from {} (SDCSCREEN_DRILL_TELEMETRY_AFTER)", d);
+    t.drill += fmt::format("{}the after-run telemetry was read from {} (SDCSCREEN_DRILL_TELEMETRY_AFTER)",
+                           t.drill.empty() ? "" : "; ", d);
   }
   t.after = host::read_telemetry(after);
   t.events = host::compare_telemetry(t.before, t.after);
-}
-
-// --max-temperature for CPUs: the host's hwmon temperatures are read before and after the run only (no
-// sampler), so a CPU sensor above the limit after the run makes the run inconclusive rather than one case.
-void judge_cpu_temperature(double max_c, RunResult& r) {
-  if (max_c <= 0 || r.backend != "cpu") return;
-  for (const host::Temperature& t : r.host.after.temperatures)
-    if (t.celsius > max_c)
-      r.errors.push_back(fmt::format("CPU sensor {} {} at {:.0f} C after the run, above --max-temperature {:.0f} C: "
-                                     "the results cannot be trusted",
-                                     t.sensor, t.label, t.celsius, max_c));
 }
 
 }  // namespace
@@ -333,7 +325,23 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     result.injections = opt.injections;
   } else {
     result.max_temperature_c = a.max_temperature;  // GPUs: judged by the NVML sampler (gpu_watch.h)
+    // CPUs: their hwmon temperatures sampled every second during the screen (cpu_sampler.h), the sampler
+    // stopped on every way out of this scope. Drill (SDCSCREEN_DRILL_TELEMETRY_DURING=DIR): the samples come
+    // from the host tree under DIR instead, so that a test can show a CPU too hot while a case ran; compiled
+    // in, off unless asked, and said in every output.
+    std::optional<host::CpuTemperatureSampler> cpu_temperatures;
+    if (!screen.gpu.cuda) {
+      host::HostRoot during = host_root;
+      if (const char* d = std::getenv("SDCSCREEN_DRILL_TELEMETRY_DURING"); d && *d) {
+        during = host::HostRoot::under(d);
+        result.host.drill = fmt::format("the CPU temperatures sampled during the run were read from {} "
+                                        "(SDCSCREEN_DRILL_TELEMETRY_DURING)",
+                                        d);
+      }
+      cpu_temperatures.emplace(during, result.host);
+    }
     execute_screen(screen);
+    if (cpu_temperatures) cpu_temperatures->stop();
   }
   if (result.deadline_reached) {
     result.errors.insert(result.errors.begin(),
@@ -343,7 +351,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   }
   add_crashes(crashes, screen);
   read_host_after(host_root, result.host);
-  judge_cpu_temperature(a.max_temperature, result);
+  host::judge_cpu_tests(result, a.max_temperature);
   result.throughput_floor = a.throughput_floor;
   result.fail_slow = a.fail_slow;
   assess_throughput(result);

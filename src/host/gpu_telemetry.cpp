@@ -92,6 +92,7 @@ void fold_peak(GpuSnapshot& peak, const GpuSnapshot& s) {
   peak.taken = true;
   peak.unix_time = std::max(peak.unix_time, s.unix_time);
   raise_to(peak.temperature_c, s.temperature_c);
+  raise_to(peak.memory_temperature_c, s.memory_temperature_c);
   raise_to(peak.power_w, s.power_w);
   raise_to(peak.sm_clock_mhz, s.sm_clock_mhz);
   raise_to(peak.memory_clock_mhz, s.memory_clock_mhz);

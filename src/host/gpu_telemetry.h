@@ -1,6 +1,6 @@
 // What each GPU is and what state it was in around a screen, read through NVML (nvml.h): identity
 // (serial, board part number, VBIOS, InfoROM, driver) and telemetry (ECC counts, retired pages, row
-// remapping, temperature, clocks, power, clock-throttle reasons, PCIe link) before and after the run and
+// remapping, GPU and memory temperatures, clocks, power, clock-throttle reasons, PCIe link) before and after the run and
 // sampled every second during it, with the Xid events the driver raised meanwhile.
 //
 // Fail closed: a reading that could not be taken is absent (an empty optional, "") and named in
@@ -31,6 +31,7 @@ struct GpuSnapshot {
   std::optional<uint64_t> remapped_rows_correctable, remapped_rows_uncorrectable;
   std::optional<bool> remap_pending, remap_failed;
   std::optional<double> temperature_c;            // the GPU die
+  std::optional<double> memory_temperature_c;     // the GPU's memory (HBM), where it has a sensor
   std::optional<uint32_t> sm_clock_mhz, memory_clock_mhz;
   std::optional<double> power_w;
   std::optional<uint64_t> throttle_reasons;  // NVML's clock event reason bits (throttle_reason_names)
@@ -43,6 +44,7 @@ struct GpuSample {
   double unix_time = 0;
   std::optional<double> temperature_c;
   std::optional<uint64_t> throttle_reasons;
+  std::optional<double> memory_temperature_c;
 };
 
 // What changed between the before and after readings, or happened during the run. severity:
@@ -69,7 +71,7 @@ struct GpuTelemetry {
   std::string not_matched;  // why NVML has no handle for this device ("" when matched)
   GpuIdentity identity;
   GpuSnapshot before, after;
-  // Over before, the samples and after: the highest temperature, power and clocks, and every throttle reason
+  // Over before, the samples and after: the highest temperatures, power and clocks, and every throttle reason
   // seen (or-ed).
   GpuSnapshot peak;
   std::vector<GpuSample> samples;

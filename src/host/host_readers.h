@@ -43,5 +43,9 @@ std::optional<std::vector<CpuCount>> parse_machine_checks(const std::string& int
 // Every logical CPU's "cpu MHz" in /proc/cpuinfo, by processor number.
 std::vector<CpuFrequency> parse_cpuinfo_mhz(const std::string& cpuinfo);
 TelemetrySnapshot read_telemetry(const HostRoot& root);
+// The CPU sensors' temperatures (hwmon coretemp, k10temp, zenpower); empty when none can be read.
+std::vector<Temperature> read_cpu_temperatures(const HostRoot& root);
+// The hottest of them, if any.
+std::optional<Temperature> hottest(const std::vector<Temperature>& temperatures);
 
 }  // namespace sdc::host

@@ -97,10 +97,21 @@ struct HostEvent {
   std::string describe() const;
 };
 
+// One reading of the CPU temperature sampler (every second during a CPU screen): the hottest CPU sensor then,
+// which is what a case beside it is judged by (--max-temperature).
+struct CpuTemperatureSample {
+  double unix_time = 0;
+  Temperature hottest;
+};
+
 struct HostTelemetry {
   HostIdentity identity;
   bool identity_read = false;
   TelemetrySnapshot before, after;
+  // During a CPU screen: the hwmon CPU temperatures sampled every second (a sample whenever a CPU sensor
+  // could be read), and the hottest of them.
+  std::vector<CpuTemperatureSample> samples;
+  std::optional<CpuTemperatureSample> peak;
   std::vector<HostEvent> events;
   // A drill replaced the source of the after reading (SDCSCREEN_DRILL_TELEMETRY_AFTER): what it did, said in
   // every output. Empty when none.

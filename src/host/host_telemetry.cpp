@@ -100,7 +100,10 @@ std::vector<int> temperature_inputs(const std::string& dir) {
   return out;
 }
 
-void read_hwmon(const HostRoot& root, TelemetrySnapshot& s) {
+}  // namespace
+
+std::vector<Temperature> read_cpu_temperatures(const HostRoot& root) {
+  std::vector<Temperature> out;
   const std::string dir = root.sys + "/class/hwmon";
   for (const auto& [n, name] : numbered(dir, "hwmon")) {
     const std::string h = dir + "/" + name;
@@ -123,9 +126,22 @@ void read_hwmon(const HostRoot& root, TelemetrySnapshot& s) {
         if (const auto c = parse_count(*m.text); c && *c > 0) x.max_c = static_cast<double>(*c) / 1000.0;
       if (const FileValue m = read_first_line(base + "crit"); m.text)
         if (const auto c = parse_count(*m.text); c && *c > 0) x.crit_c = static_cast<double>(*c) / 1000.0;
-      s.temperatures.push_back(x);
+      out.push_back(x);
     }
   }
+  return out;
+}
+
+std::optional<Temperature> hottest(const std::vector<Temperature>& temperatures) {
+  const auto h = std::max_element(temperatures.begin(), temperatures.end(),
+                                  [](const Temperature& a, const Temperature& b) { return a.celsius < b.celsius; });
+  return h == temperatures.end() ? std::nullopt : std::optional<Temperature>(*h);
+}
+
+namespace {
+
+void read_hwmon(const HostRoot& root, TelemetrySnapshot& s) {
+  s.temperatures = read_cpu_temperatures(root);
   if (s.temperatures.empty())
     s.not_available.push_back({"/sys/class/hwmon (coretemp, k10temp)", "no CPU temperature sensor"});
 }

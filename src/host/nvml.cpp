@@ -24,6 +24,19 @@ void bind(void* dl, F& fn, const char* name) {
 
 std::atomic<int> GpuSampler::live_{0};
 
+std::optional<double> field_value_number(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE: return v.value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return static_cast<double>(v.value.uiVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.value.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT: return static_cast<double>(v.value.siVal);
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return static_cast<double>(v.value.usVal);
+    default: return std::nullopt;
+  }
+}
+
 std::unique_ptr<Nvml> Nvml::open(std::string& why) {
   const char* env = std::getenv("SDCSCREEN_NVML_LIBRARY");
   const std::string name = env && *env ? env : "libnvidia-ml.so.1";
@@ -61,6 +74,7 @@ std::unique_ptr<Nvml> Nvml::open(std::string& why) {
   // Renamed in driver 535; older drivers have only the throttle name, newer ones keep it as an alias.
   bind(dl, a.clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!a.clock_reasons) bind(dl, a.clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  bind(dl, a.field_values, "nvmlDeviceGetFieldValues");  // driver 361 on
   bind(dl, a.event_set_create, "nvmlEventSetCreate");
   bind(dl, a.register_events, "nvmlDeviceRegisterEvents");
   bind(dl, a.event_wait, "nvmlEventSetWait_v2");
@@ -212,8 +226,22 @@ GpuSnapshot Nvml::snapshot(nvmlDevice_t d, double unix_time) const {
   if (rd.ok(reinterpret_cast<const void*>(api_.pcie_width), "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth",
             [&] { return api_.pcie_width(d, &u); }))
     s.pcie_width = u;
-  // Memory temperature needs NVML's field-value API (not called here): said, not guessed.
-  s.not_available.push_back({"memory_temperature", "not read (needs NVML's field-value API)"});
+  // The memory (HBM) temperature: NVML's field-value API. A GPU without a memory sensor (GDDR boards) answers
+  // NOT_SUPPORTED in the field's own result: not available, never 0.
+  nvmlFieldValue_t fv{};
+  fv.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+  if (rd.ok(reinterpret_cast<const void*>(api_.field_values), "memory_temperature",
+            "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)", [&] { return api_.field_values(d, 1, &fv); })) {
+    if (fv.nvmlReturn != NVML_SUCCESS)
+      s.not_available.push_back(
+          {"memory_temperature", fmt::format("nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP): {}", error(fv.nvmlReturn))});
+    else if (const std::optional<double> c = field_value_number(fv))
+      s.memory_temperature_c = *c;
+    else
+      s.not_available.push_back(
+          {"memory_temperature", fmt::format("nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP): unknown value type {}",
+                                             fv.valueType)});
+  }
   return s;
 }
 
@@ -293,7 +321,7 @@ void GpuSampler::sample_once() {
     if (!handles_[i]) continue;
     GpuSnapshot s = nvml_.snapshot(handles_[i], t);
     fold_peak(t_.gpus[i].peak, s);
-    t_.gpus[i].samples.push_back({t, s.temperature_c, s.throttle_reasons});
+    t_.gpus[i].samples.push_back({t, s.temperature_c, s.throttle_reasons, s.memory_temperature_c});
   }
 }
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,11 +37,15 @@ struct NvmlApi {
   nvmlDeviceGetClockInfo_t clock = nullptr;
   nvmlDeviceGetUInt_t power = nullptr, pcie_gen = nullptr, pcie_width = nullptr;
   nvmlDeviceGetClockReasons_t clock_reasons = nullptr;  // ...EventReasons, or the older ...ThrottleReasons
+  nvmlDeviceGetFieldValues_t field_values = nullptr;    // memory temperature
   nvmlEventSetCreate_t event_set_create = nullptr;
   nvmlDeviceRegisterEvents_t register_events = nullptr;
   nvmlEventSetWait_v2_t event_wait = nullptr;
   nvmlEventSetFree_t event_set_free = nullptr;
 };
+
+// A field value's number whatever its valueType; nullopt for a type NVML does not define.
+std::optional<double> field_value_number(const nvmlFieldValue_t& v);
 
 class Nvml {
  public:

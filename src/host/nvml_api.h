@@ -4,6 +4,7 @@
 // library (tests/fake_nvml) implements the same declarations.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 extern "C" {
@@ -38,6 +39,41 @@ struct nvmlEventData_t {
   unsigned int computeInstanceId;
 };
 
+// NVML's field-value API (nvmlDeviceGetFieldValues), as the public NVML API reference lays out
+// nvmlFieldValue_t, nvmlValue_t and nvmlValueType_t (struct nvmlFieldValue_st in nvml.h): the memory
+// temperature is read through it (field NVML_FI_DEV_MEMORY_TEMP, in degrees C).
+constexpr unsigned NVML_FI_DEV_MEMORY_TEMP = 82;
+enum : int {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+};
+typedef int nvmlValueType_t;  // an enum in nvml.h
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;  // in: the field (NVML_FI_*)
+  unsigned int scopeId;  // in: 0 for a device-wide field ("unused" in older headers, same place)
+  long long timestamp;   // CPU time of the value, microseconds since 1970
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;  // this field's own result: value is valid only when NVML_SUCCESS
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+static_assert(sizeof(nvmlFieldValue_t) == 40 && offsetof(nvmlFieldValue_t, value) == 32,
+              "nvmlFieldValue_t: the layout of the NVML API reference (LP64)");
+
 typedef nvmlReturn_t (*nvmlInit_v2_t)(void);
 typedef nvmlReturn_t (*nvmlShutdown_t)(void);
 typedef const char* (*nvmlErrorString_t)(nvmlReturn_t);
@@ -55,6 +91,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetTemperature_t)(nvmlDevice_t, unsigned, unsig
 typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_t)(nvmlDevice_t, unsigned, unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetUInt_t)(nvmlDevice_t, unsigned int*);  // power (mW), PCIe gen and width
 typedef nvmlReturn_t (*nvmlDeviceGetClockReasons_t)(nvmlDevice_t, unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_t)(nvmlDevice_t, int valuesCount, nvmlFieldValue_t* values);
 typedef nvmlReturn_t (*nvmlEventSetCreate_t)(nvmlEventSet_t*);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_t)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 typedef nvmlReturn_t (*nvmlEventSetWait_v2_t)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);

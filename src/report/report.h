@@ -12,7 +12,7 @@ namespace sdc {
 // 7: throughput; 8: retest (--retest-on-failure) and the drills' persist; 9: GPU retests, tile_grid;
 // 10: throughput from the probe (throughput.probe, each unit's rate, spread, rounds, failed)
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
-constexpr int REPORT_SCHEMA_VERSION = 11;
+constexpr int REPORT_SCHEMA_VERSION = 12;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;

@@ -32,6 +32,7 @@ json snapshot_json(const host::GpuSnapshot& s) {
           {"remap_pending", opt(s.remap_pending)},
           {"remap_failed", opt(s.remap_failed)},
           {"temperature_c", opt(s.temperature_c)},
+          {"memory_temperature_c", opt(s.memory_temperature_c)},
           {"sm_clock_mhz", opt(s.sm_clock_mhz)},
           {"memory_clock_mhz", opt(s.memory_clock_mhz)},
           {"power_w", opt(s.power_w)},
@@ -77,6 +78,7 @@ json gpu_telemetry_json(const host::NvmlTelemetry& t, int device) {
             {"before", snapshot_json(g.before)},
             {"after", snapshot_json(g.after)},
             {"peak", g.peak.taken ? json({{"temperature_c", opt(g.peak.temperature_c)},
+                                          {"memory_temperature_c", opt(g.peak.memory_temperature_c)},
                                           {"power_w", opt(g.peak.power_w)},
                                           {"sm_clock_mhz", opt(g.peak.sm_clock_mhz)},
                                           {"memory_clock_mhz", opt(g.peak.memory_clock_mhz)},
@@ -107,24 +109,27 @@ std::string gpu_telemetry_text(const host::NvmlTelemetry& t, double max_temperat
     if (g.before.pcie_generation && g.before.pcie_width)
       s += fmt::format("  pcie gen{} x{}", *g.before.pcie_generation, *g.before.pcie_width);
     s += "\n";
-    // Only what crossed a limit: a peak at or above the hot mark (85 C) or --max-temperature.
+    // Only what crossed a limit: a peak at or above the hot mark (85 C) or --max-temperature, for the GPU die
+    // and for its memory.
     const double limit = max_temperature_c > 0 ? std::min(max_temperature_c, host::GPU_HOT_C) : host::GPU_HOT_C;
+    const auto above = [&](double c) {
+      return max_temperature_c > 0 && c > max_temperature_c
+                 ? fmt::format(" (above --max-temperature {:.0f} C)", max_temperature_c)
+                 : std::string();
+    };
     if (g.peak.temperature_c && *g.peak.temperature_c >= limit)
       s += fmt::format("  hot: peak {:.0f} C{}{}\n", *g.peak.temperature_c,
-                       g.peak.power_w ? fmt::format(", {:.0f} W", *g.peak.power_w) : "",
-                       max_temperature_c > 0 && *g.peak.temperature_c > max_temperature_c
-                           ? fmt::format(" (above --max-temperature {:.0f} C)", max_temperature_c)
-                           : "");
+                       g.peak.power_w ? fmt::format(", {:.0f} W", *g.peak.power_w) : "", above(*g.peak.temperature_c));
+    if (g.peak.memory_temperature_c && *g.peak.memory_temperature_c >= limit)
+      s += fmt::format("  hot memory: peak {:.0f} C{}\n", *g.peak.memory_temperature_c,
+                       above(*g.peak.memory_temperature_c));
     for (const host::GpuEvent& e : g.events)
       s += fmt::format("  {}: {}\n", e.severity == "info" ? "note" : e.severity == "failure" ? "FAIL" : "ERROR",
                        e.describe());
     if (!g.xid_events_watched) s += "  Xid events: not available (no NVML event set)\n";
-    size_t na = 0;
-    for (const host::Unavailable& u : g.before.not_available) na += u.what != "memory_temperature";
-    if (na) {
+    if (!g.before.not_available.empty()) {
       std::string names;
-      for (const host::Unavailable& u : g.before.not_available)
-        if (u.what != "memory_temperature") names += (names.empty() ? "" : ", ") + u.what;
+      for (const host::Unavailable& u : g.before.not_available) names += (names.empty() ? "" : ", ") + u.what;
       s += fmt::format("  not available: {}\n", names);
     }
   }
@@ -141,6 +146,12 @@ std::string gpu_prometheus(const host::NvmlTelemetry& t) {
   for (const host::GpuTelemetry& g : t.gpus)
     if (g.peak.temperature_c)
       out += fmt::format("sdcscreen_gpu_temperature_celsius{{uuid=\"{}\"}} {:.0f}\n", label(g.uuid), *g.peak.temperature_c);
+  gauge("sdcscreen_gpu_memory_temperature_celsius",
+        "GPU memory (HBM) temperature through NVML (peak during the last screen); absent where the GPU has no memory sensor.");
+  for (const host::GpuTelemetry& g : t.gpus)
+    if (g.peak.memory_temperature_c)
+      out += fmt::format("sdcscreen_gpu_memory_temperature_celsius{{uuid=\"{}\"}} {:.0f}\n", label(g.uuid),
+                         *g.peak.memory_temperature_c);
   gauge("sdcscreen_gpu_throttled", "1 when the GPU's clocks were slowed down (power, thermal, hardware) during the last screen.");
   for (const host::GpuTelemetry& g : t.gpus)
     if (g.peak.throttle_reasons)

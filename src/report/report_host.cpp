@@ -101,8 +101,16 @@ json host_telemetry_json(const host::HostTelemetry& t) {
                       {"after", e.after},
                       {"fatal", e.fatal},
                       {"description", e.describe()}});
+  json peak = nullptr;
+  if (t.peak)
+    peak = {{"sensor", t.peak->hottest.sensor},
+            {"label", t.peak->hottest.label},
+            {"celsius", t.peak->hottest.celsius},
+            {"time", t.peak->unix_time}};
   return {{"before", host_snapshot_json(t.before)},
           {"after", host_snapshot_json(t.after)},
+          {"samples", t.samples.size()},
+          {"peak_temperature", peak},
           {"events", events},
           {"uncorrected_errors", t.any_fatal()},
           {"drill", str_or_null(t.drill)}};

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -37,6 +38,28 @@ double previous_value(const std::string& text, const std::string& name, double n
 
 void gauge(std::string& out, const char* name, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+}
+
+// How the NPD line names a GPU (an index into r.devices): by its UUID, cut to the first group so that the
+// line keeps to 80 characters ("GPU-1a2b3c4d": "GPU-" and the first 8 hex digits, which nvidia-smi -L shows
+// in full), else, when no UUID is known, by its CUDA ordinal ("gpu0").
+std::string npd_gpu(const RunResult& r, int device_index) {
+  if (device_index < 0 || static_cast<size_t>(device_index) >= r.devices.size()) return fmt::format("gpu{}", device_index);
+  const DeviceInfo& d = r.devices[static_cast<size_t>(device_index)];
+  const size_t dash = d.uuid.find('-');
+  if (dash != std::string::npos && dash > 0 && d.uuid.size() >= dash + 9 &&
+      std::all_of(d.uuid.begin() + static_cast<long>(dash) + 1, d.uuid.begin() + static_cast<long>(dash) + 9,
+                  [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
+    return d.uuid.substr(0, dash + 9);
+  return fmt::format("gpu{}", d.index);
+}
+
+// The GPUs' NVML events of a severity, each GPU named as above: "GPU-1a2b3c4d: Xid 79; gpu1: ecc_uncorrected +1".
+std::string npd_gpu_causes(const RunResult& r, const char* severity) {
+  std::string s;
+  for (const host::GpuTelemetry& g : r.nvml.gpus)
+    if (g.any(severity)) s += fmt::format("{}{}: {}", s.empty() ? "" : "; ", npd_gpu(r, g.device), g.causes(severity));
+  return s;
 }
 
 }  // namespace
@@ -216,14 +239,12 @@ std::string render_npd_line(const RunResult& r) {
       for (const TestResult& t : r.tests) {
         if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
         if (t.units_failed.empty() && t.device_index >= 0) {  // a GPU that lost its context: the GPU itself
-          const std::string u = fmt::format("gpu{},", r.devices[static_cast<size_t>(t.device_index)].index);
+          const std::string u = npd_gpu(r, t.device_index) + ",";
           if (where.find(u) == std::string::npos) where += u;
         }
-        for (int unit : t.units_failed) {  // cpu3, or gpu0/sm17
-          const std::string u =
-              t.device_index >= 0
-                  ? fmt::format("gpu{}/sm{},", r.devices[static_cast<size_t>(t.device_index)].index, unit)
-                  : fmt::format("cpu{},", unit);
+        for (int unit : t.units_failed) {  // cpu3, or GPU-1a2b3c4d/sm17 (gpu0/sm17 without a UUID)
+          const std::string u = t.device_index >= 0 ? fmt::format("{}/sm{},", npd_gpu(r, t.device_index), unit)
+                                                    : fmt::format("cpu{},", unit);
           if (where.find(u) == std::string::npos) where += u;
         }
         // A replay names its level and first failing site: "replay L1 layer1.mlp.down.forward".
@@ -238,7 +259,7 @@ std::string render_npd_line(const RunResult& r) {
       // Units the watchdog gave up on (exit 1 when their peers finished): "cpu1 hung (watchdog) in CASE".
       std::string hung;
       for (const UnitResult& u : r.units)
-        if (u.hung) hung += (hung.empty() ? "" : ",") + (u.is_sm() ? fmt::format("gpu{}/sm{}", u.device, u.sm)
+        if (u.hung) hung += (hung.empty() ? "" : ",") + (u.is_sm() ? fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm)
                                                                    : fmt::format("cpu{}", u.cpu.cpu));
       if (!hung.empty()) {
         hung += " hung (watchdog)";
@@ -266,7 +287,7 @@ std::string render_npd_line(const RunResult& r) {
       }
       // A GPU's own hardware failure (NVML: uncorrected ECC, a hardware Xid) names the GPU the same way.
       if (r.nvml.any("failure")) {
-        const std::string gpu = "GPU " + r.nvml.causes("failure");
+        const std::string gpu = npd_gpu_causes(r, "failure");
         line = line.rfind("SDC: ", 0) == 0 && where.empty() && host_fatal_units(r.host).empty()
                    ? fmt::format("HW: {} during the screen{}", gpu, drill)
                    : fmt::format("{}; HW: {}", line, gpu);
@@ -281,7 +302,7 @@ std::string render_npd_line(const RunResult& r) {
       for (const UnitResult& u : r.units) {
         if (!u.hung) continue;
         if (!hung.empty()) hung += ',';
-        hung += u.is_sm() ? fmt::format("gpu{}/sm{}", u.device, u.sm) : fmt::format("cpu{}", u.cpu.cpu);
+        hung += u.is_sm() ? fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm) : fmt::format("cpu{}", u.cpu.cpu);
       }
       if (why.empty() && !hung.empty()) {
         why = hung + " hung (watchdog)";
@@ -291,7 +312,7 @@ std::string render_npd_line(const RunResult& r) {
             break;
           }
       }
-      if (why.empty() && r.nvml.any("error")) why = "GPU " + r.nvml.causes("error");
+      if (why.empty() && r.nvml.any("error")) why = npd_gpu_causes(r, "error");
       for (const std::string& e : r.errors)
         if (why.empty()) why = e;
       for (const TestResult& t : r.tests)

@@ -205,7 +205,7 @@ def runner():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4",
                                                "--profile", "boot", *[x for c in few for x in ("--enable", c)],
                                                "--npd"])], capture_output=True, text=True, timeout=600)
-    F.check(p.returncode == 1 and p.stdout.startswith("SDC: gpu0 "), f"sticky error --npd: {p.stdout.strip()!r}")
+    F.check(p.returncode == 1 and p.stdout.startswith("SDC: EMU-00000000 "), f"sticky error --npd: {p.stdout.strip()!r}")
 
     # 5. Device memory runs out: that case is an error that says so; the other GPU passes it.
     big = "gemm_f32.uniform_1024"
@@ -322,7 +322,7 @@ def replay():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
                                                l12, "--inject", spec, "--npd"])], capture_output=True, text=True,
                        timeout=600)
-    F.check(p.stdout.strip() == "SDC: gpu0 replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
+    F.check(p.stdout.strip() == "SDC: EMU-00000000 replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
     # Level 3: steps 0..4 match, step 5 on differ (its loss or parameter digest), the final distance too.
     code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",
                                  "--enable", l3, "--inject",
@@ -403,7 +403,7 @@ def retest():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot", "--enable",
                                                gemm, "--inject", spec, "--retest-on-failure", "2", "--npd"])],
                        capture_output=True, text=True, timeout=600)
-    F.check(p.stdout.strip() == f"SDC: gpu0/sm1 persistent gemm_bf16_exactint [drill]", f"npd: {p.stdout.strip()!r}")
+    F.check(p.stdout.strip() == "SDC: EMU-00000000/sm1 persistent gemm_bf16_exactint [drill]", f"npd: {p.stdout.strip()!r}")
     # Refused: a GPU input drill cannot repeat on one SM.
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--enable", gemm, "--inject",
                                                f"case={gemm},target=input,tensor=a,element=0,bit=3,unit=1,persist=always",

@@ -1,7 +1,10 @@
 """The host's identity and telemetry in a run (src/host): on fake /proc and /sys trees (SDCSCREEN_HOST_ROOT),
 an uncorrected EDAC error during the run fails it (exit 1) naming the memory controller in every output,
 a corrected one is reported and the run passes; the telemetry drill (SDCSCREEN_DRILL_TELEMETRY_AFTER, the
-after-run reading taken from a second tree) is said in every output. On this machine's own /proc and /sys
+after-run reading taken from a second tree) is said in every output. The CPU temperatures are sampled during
+the run: a case that ran while a CPU sensor was above --max-temperature is an error naming the sensor and its
+temperature (the drill SDCSCREEN_DRILL_TELEMETRY_DURING takes the samples from a hot tree while the before and
+after readings stay cool), and the same run under a higher limit passes. On this machine's own /proc and /sys
 the report is well-formed and says what was not available (nothing here depends on what the machine exposes).
 """
 import json
@@ -29,7 +32,7 @@ CPUINFO = "".join(
     f"cpu MHz\t\t: 2000.000\nphysical id\t: 0\ncore id\t\t: {c}\n\n" for c in range(2))
 
 
-def fake_tree(root, ue, ce):
+def fake_tree(root, ue, ce, celsius=45):
     def write(rel, text):
         p = os.path.join(root, rel)
         os.makedirs(os.path.dirname(p), exist_ok=True)
@@ -44,6 +47,9 @@ def fake_tree(root, ue, ce):
     write("sys/devices/system/edac/mc/mc1/ce_count", "0\n")
     write("sys/class/dmi/id/bios_vendor", "Test BIOS Inc.\n")
     write("sys/class/dmi/id/board_serial", "BOARD-SN-1\n")
+    write("sys/class/hwmon/hwmon0/name", "k10temp\n")
+    write("sys/class/hwmon/hwmon0/temp1_label", "Tctl\n")
+    write("sys/class/hwmon/hwmon0/temp1_input", f"{celsius * 1000}\n")
 
 
 def screen(env_extra, *args):
@@ -69,10 +75,11 @@ def valid(name, report):
 
 
 with tempfile.TemporaryDirectory() as d:
-    before, ue_after, ce_after = (os.path.join(d, n) for n in ("before", "ue", "ce"))
+    before, ue_after, ce_after, hot = (os.path.join(d, n) for n in ("before", "ue", "ce", "hot"))
     fake_tree(before, 0, 2)
     fake_tree(ue_after, 1, 2)
     fake_tree(ce_after, 0, 5)
+    fake_tree(hot, 0, 2, celsius=96)
 
     # --- 1. an uncorrected error during the run: exit 1, the memory controller named everywhere -----------
     rc, rep, text, prom, npd = screen({"SDCSCREEN_HOST_ROOT": before, "SDCSCREEN_DRILL_TELEMETRY_AFTER": ue_after})
@@ -120,14 +127,39 @@ with tempfile.TemporaryDirectory() as d:
             and "sdcscreen_host_uncorrected_errors 0" in prom, "corrected error: Prometheus")
     F.check(npd.returncode == 0 and npd.stdout.startswith("OK:"), f"corrected error: NPD {npd.stdout!r}")
 
-    # --- 3. no drill: the same tree before and after, nothing changed --------------------------------------
-    rc, rep, text, prom, npd = screen({"SDCSCREEN_HOST_ROOT": before})
+    # --- 3. no drill: the same tree before and after, nothing changed; sampled at 45 C, under the limit ----
+    rc, rep, text, prom, npd = screen({"SDCSCREEN_HOST_ROOT": before}, "--max-temperature", "90")
     F.check(rc == 0, f"unchanged tree: exit {rc}")
     if rep:
         valid("unchanged tree", rep)
-        F.check(rep["host"]["telemetry"]["events"] == [] and rep["host"]["telemetry"]["drill"] is None,
-                f"unchanged tree: {rep['host']['telemetry']['events']}")
+        tel = rep["host"]["telemetry"]
+        F.check(tel["events"] == [] and tel["drill"] is None, f"unchanged tree: {tel['events']}")
+        F.check(tel["samples"] >= 1 and tel["peak_temperature"]["celsius"] == 45
+                and tel["peak_temperature"]["label"] == "Tctl", f"unchanged tree: samples {tel['samples']}, "
+                f"peak {tel['peak_temperature']}")
     F.check("host telemetry: no counter that could be read changed" in text, "unchanged tree: text")
+
+    # --- 3b. a CPU above --max-temperature while the case ran (sampled), cool before and after: an error ---
+    for limit, want in (("90", 2), ("100", 0)):
+        rc, rep, text, prom, npd = screen({"SDCSCREEN_HOST_ROOT": before, "SDCSCREEN_DRILL_TELEMETRY_DURING": hot},
+                                          "--max-temperature", limit)
+        F.check(rc == want, f"hot CPU, --max-temperature {limit}: exit {rc}, expected {want}")
+        if not rep:
+            F.check(False, f"hot CPU, --max-temperature {limit}: no report")
+            continue
+        valid(f"hot CPU {limit}", rep)
+        tel = rep["host"]["telemetry"]
+        F.check(tel["after"]["temperatures"][0]["celsius"] == 45 and tel["peak_temperature"]["celsius"] == 96,
+                f"hot CPU: after {tel['after']['temperatures']}, peak {tel['peak_temperature']}")
+        F.check(tel["drill"] and "SDCSCREEN_DRILL_TELEMETRY_DURING" in tel["drill"], f"drill not said: {tel['drill']}")
+        results = [(t["result"], t.get("reason", "")) for t in rep["tests"]]
+        if want == 2:
+            F.check(results and all(r == "error" and "CPU sensor k10temp Tctl at 96 C while it ran, above "
+                                    "--max-temperature 90 C" in why for r, why in results), f"hot CPU: {results}")
+            F.check(npd.returncode == 2 and "CPU sensor k10temp Tctl at 96 C" in npd.stdout,
+                    f"hot CPU: NPD exit {npd.returncode} line {npd.stdout!r}")
+        else:
+            F.check(results and all(r == "pass" for r, _ in results), f"hot CPU under a higher limit: {results}")
 
 # --- 4. this machine's own /proc and /sys: well-formed, and what is missing is listed, never 0 --------
 env = {k: v for k, v in os.environ.items() if k not in ("SDCSCREEN_HOST_ROOT", "SDCSCREEN_SYSFS_ROOT")}

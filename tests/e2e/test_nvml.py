@@ -3,7 +3,9 @@ with the tests' fake libnvidia-ml.so.1 (tests/fake_nvml, SDCSCREEN_NVML_LIBRARY:
 know those UUIDs: a clean run passes with each GPU's identity in every output; an uncorrected ECC increase
 during the run fails it (exit 1) naming the GPU in JSON, text, Prometheus and the NPD line; a hardware Xid
 fails it; an application-fault Xid makes it inconclusive (exit 2); a GPU above --max-temperature while a
-case ran makes that case an error, a CPU sensor above it after the run makes the run inconclusive; a library that is absent is said and the run goes on; a bad
+case ran makes that case an error, and so does a GPU's memory (HBM) temperature above it (read through NVML's
+field-value API; a GPU without a memory sensor says "not available", never 0), as does a CPU sensor above it
+while a CPU case ran; a library that is absent is said and the run goes on; a bad
 --max-temperature is a usage error (64).
 """
 import json
@@ -40,11 +42,12 @@ def script(extra=""):
                      ("ecc_agg_corr", 0), ("ecc_agg_unc", 0), ("temp", 45), ("sm_clock", 1980),
                      ("mem_clock", 2619), ("power_mw", 80000), ("reasons", 1), ("pcie_gen", 5), ("pcie_width", 16)):
             s += f"{u} {k} {v}\n"
+    s += f"{UUIDS[0]} mem_temp 52\n"  # GPU 1 has no memory sensor: NOT_SUPPORTED
     return s + extra
 
 
-def screen(extra, *args, library=FAKE):
-    """One run: (exit code, JSON report, text report, Prometheus, NPD line)."""
+def screen(extra, *args, library=FAKE, npd=True):
+    """One run: (exit code, JSON report, text report, Prometheus, NPD line: "" when npd is False)."""
     with tempfile.TemporaryDirectory() as d:
         sc = os.path.join(d, "nvml.txt")
         with open(sc, "w") as f:
@@ -57,8 +60,10 @@ def screen(extra, *args, library=FAKE):
                            capture_output=True, text=True, timeout=600, env=env)
         report = json.load(open(out)) if os.path.exists(out) else None
         metrics = open(prom).read() if os.path.exists(prom) else ""
-        npd = subprocess.run(cmd + ["--npd"], capture_output=True, text=True, timeout=600, env=env)
-        return p.returncode, report, p.stdout + p.stderr, metrics, npd.stdout.strip()
+        if not npd:
+            return p.returncode, report, p.stdout + p.stderr, metrics, ""
+        line = subprocess.run(cmd + ["--npd"], capture_output=True, text=True, timeout=600, env=env)
+        return p.returncode, report, p.stdout + p.stderr, metrics, line.stdout.strip()
 
 
 def valid(name, report):
@@ -81,6 +86,19 @@ if rep:
     F.check(rep["nvml"]["available"] is True, f"clean: nvml {rep['nvml']}")
 F.check("serial 165092345671" in text, "clean: the text report has no identity block for GPU 1")
 F.check(f'sdcscreen_gpu_temperature_celsius{{uuid="{UUIDS[0]}"}} 45' in prom, "clean: no temperature gauge")
+# The memory temperature: read where the GPU has a sensor, "not available" (never 0) where it has none.
+if rep:
+    b0, b1 = rep["devices"][0]["telemetry"]["before"], rep["devices"][1]["telemetry"]["before"]
+    F.check(b0["memory_temperature_c"] == 52 and rep["devices"][0]["telemetry"]["peak"]["memory_temperature_c"] == 52,
+            f"clean: GPU 0 memory temperature {b0['memory_temperature_c']}")
+    F.check(b1["memory_temperature_c"] is None and any(
+        u["what"] == "memory_temperature" and "Not Supported" in u["why"] for u in b1["not_available"]),
+            f"clean: GPU 1 memory temperature {b1['memory_temperature_c']}, {b1['not_available']}")
+F.check(f'sdcscreen_gpu_memory_temperature_celsius{{uuid="{UUIDS[0]}"}} 52' in prom
+        and f'sdcscreen_gpu_memory_temperature_celsius{{uuid="{UUIDS[1]}"}}' not in prom, "clean: memory temperature gauge")
+F.check(any("not available:" in line and "memory_temperature" in line for line in text.splitlines()),
+        "clean: the text does not say GPU 1's memory temperature is not available")
+F.check("hot memory" not in text, "clean: a cool memory is said hot")
 
 # --- 2. an uncorrected ECC error during the run: exit 1, the GPU named everywhere --------------------------
 rc, rep, text, prom, npd = screen(f"{UUIDS[1]} ecc_vol_unc 1 from 2\n")
@@ -110,7 +128,8 @@ F.check(f'sdcscreen_gpu_ecc_errors{{uuid="{UUIDS[1]}",counter="volatile",type="u
         "ECC: no Prometheus gauge")
 F.check(f'sdcscreen_device_healthy{{device="gpu1",uuid="{UUIDS[1]}"}} 0' in prom
         and f'sdcscreen_device_healthy{{device="gpu0",uuid="{UUIDS[0]}"}} 1' in prom, "ECC: device_healthy")
-F.check(npd.startswith("HW: GPU cuda:1") and "ecc_uncorrected" in npd, f"ECC: NPD line {npd!r}")
+# The NPD line names the GPU by its UUID's first group (80 characters at most).
+F.check(npd.startswith("HW: EMU-00000001: ecc_uncorrected") and len(npd) <= 80, f"ECC: NPD line {npd!r}")
 
 # --- 3. Xids: a hardware one fails the run, an application fault makes it inconclusive -------------------
 rc, rep, text, prom, npd = screen(f"xid {UUIDS[0]} 79\n")
@@ -131,6 +150,21 @@ if rep:
     F.check(t0 and t0[0]["result"] == "error" and "91 C" in t0[0]["reason"], f"hot: {t0[:1]}")
     t1 = [t for t in rep["tests"] if t["device"] == "cuda:1"]
     F.check(t1 and t1[0]["result"] == "pass", "hot: the cool GPU's case is not a pass")
+# The memory (HBM) temperature above --max-temperature while a case ran (sampled: cool before): an error too.
+rc, rep, text, prom, _ = screen(f"{UUIDS[0]} mem_temp 97 from 2\n", "--max-temperature", "90", npd=False)
+F.check(rc == 2, f"hot memory: exit {rc}, expected 2")
+if rep:
+    valid("hot memory", rep)
+    tel = rep["devices"][0]["telemetry"]
+    F.check(tel["before"]["memory_temperature_c"] == 52 and tel["peak"]["memory_temperature_c"] == 97,
+            f"hot memory: before {tel['before']['memory_temperature_c']}, peak {tel['peak']['memory_temperature_c']}")
+    t0 = [t for t in rep["tests"] if t["device"] == "cuda:0"]
+    F.check(t0 and t0[0]["result"] == "error" and "GPU memory at 97 C while it ran, above --max-temperature 90 C"
+            in t0[0]["reason"], f"hot memory: {t0[:1]}")
+    t1 = [t for t in rep["tests"] if t["device"] == "cuda:1"]
+    F.check(t1 and t1[0]["result"] == "pass", "hot memory: the other GPU's case is not a pass")
+F.check("hot memory: peak 97 C (above --max-temperature 90 C)" in text, "hot memory: the text does not say it")
+F.check(f'sdcscreen_gpu_memory_temperature_celsius{{uuid="{UUIDS[0]}"}} 97' in prom, "hot memory: gauge")
 for bad in ("0", "-5", "hot", "500"):
     p = subprocess.run([common.SDCSCREEN, "run", "--max-temperature", bad], capture_output=True, text=True)
     F.check(p.returncode == 64, f"--max-temperature {bad}: exit {p.returncode}, expected 64")
@@ -161,7 +195,7 @@ with tempfile.TemporaryDirectory() as d:
         tel = rep["devices"][0]["telemetry"]
         F.check(tel["after"] is not None and tel["samples"] >= 1, f"SIGTERM: after {tel['after']}, samples {tel['samples']}")
 
-# --- 6. --max-temperature on CPUs: judged by the hwmon reading after the run (a fake host tree) -------------
+# --- 6. --max-temperature on CPUs: the hwmon temperatures sampled while the case ran (a fake host tree) -----
 with tempfile.TemporaryDirectory() as d:
     hw = os.path.join(d, "sys", "class", "hwmon", "hwmon0")
     os.makedirs(hw)
@@ -176,7 +210,7 @@ with tempfile.TemporaryDirectory() as d:
                            capture_output=True, text=True, timeout=600, env=env)
         F.check(p.returncode == want, f"CPU at 95 C, --max-temperature {limit}: exit {p.returncode}, expected {want}")
         if want == 2:
-            F.check("CPU sensor k10temp Tctl at 95 C after the run" in p.stdout,
+            F.check("softmax_f32.special_128x1000 error: CPU sensor k10temp Tctl at 95 C" in p.stdout,
                     f"CPU too hot: the NPD line does not say so: {p.stdout.strip()!r}")
 
 # --- 7. no library: the run goes on and says why ------------------------------------------------------------

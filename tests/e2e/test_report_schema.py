@@ -179,6 +179,7 @@ if base:
     mutant("schema_version is 5 (before tile digests)", setp(["schema_version"], 5))
     mutant("schema_version is 6 (before throughput)", setp(["schema_version"], 6))
     mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
+    mutant("schema_version is 11 (before the memory and sampled CPU temperatures)", setp(["schema_version"], 11))
     mutant("throughput is missing", delp(["throughput"]))
     # host identity and telemetry (schema_version 11)
     mutant("no host.identity", delp(["host", "identity"]))
@@ -187,6 +188,10 @@ if base:
     mutant("identity without not_available", delp(["host", "identity", "not_available"]))
     mutant("identity ppin not hex", setp(["host", "identity", "cpu", "ppin"], [{"package": 0, "ppin": "zz"}]))
     mutant("telemetry before without not_available", delp(["host", "telemetry", "before", "not_available"]))
+    mutant("telemetry without its CPU temperature samples", delp(["host", "telemetry", "samples"]))
+    mutant("a negative CPU temperature sample count", setp(["host", "telemetry", "samples"], -1))
+    mutant("a CPU peak temperature without its sensor", setp(["host", "telemetry", "peak_temperature"],
+                                                             {"label": "Tctl", "celsius": 90, "time": 0}))
     mutant("EDAC count negative", setp(["host", "telemetry", "before", "edac"],
                                        [{"controller": "mc0", "corrected": -1, "uncorrected": 0}]))
     mutant("EDAC controller 'dimm0'", setp(["host", "telemetry", "before", "edac"],
@@ -267,20 +272,20 @@ if base:
                        "compute_capability": "9.0", "architecture": "sm_90", "sm_count": 132,
                        "memory_bytes": 85520809984, "driver": "580.159.04", "driver_cuda": "13.0", "runtime": "13.0",
                        "ecc": "on"}]
-    # NVML's telemetry of that GPU (schema 11), as a run with the driver's library writes it.
+    # NVML's telemetry of that GPU (schema 11; the memory temperature 12), as a run with the driver's library writes it.
     reading = {"time": 1.7e9, "ecc_volatile_corrected": 0, "ecc_volatile_uncorrected": 0, "ecc_aggregate_corrected": 2,
                "ecc_aggregate_uncorrected": 0, "retired_pages_sbe": 0, "retired_pages_dbe": 0,
                "retired_pages_pending": False, "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
-               "remap_pending": False, "remap_failed": False, "temperature_c": 41, "sm_clock_mhz": 1980,
+               "remap_pending": False, "remap_failed": False, "temperature_c": 41, "memory_temperature_c": 44,
+               "sm_clock_mhz": 1980,
                "memory_clock_mhz": 2619, "power_w": 71.25, "throttle_reasons": "gpu_idle", "pcie_generation": 5,
-               "pcie_width": 16, "not_available": [{"what": "memory_temperature",
-                                                    "why": "not read (needs NVML's field-value API)"}]}
+               "pcie_width": 16, "not_available": []}
     gpu["devices"][0]["telemetry"] = {
         "matched": True, "not_matched": "",
         "identity": {"serial": "1650923456789", "board_part_number": "900-21010-0000-000", "vbios": "96.00.5E.00.01",
                      "inforom": "G520.0200.00.05", "driver": "580.159.04", "ecc_enabled": True},
         "before": reading, "after": dict(reading, time=1.7e9 + 30),
-        "peak": {"temperature_c": 78, "power_w": 690.5, "sm_clock_mhz": 1980, "memory_clock_mhz": 2619,
+        "peak": {"temperature_c": 78, "memory_temperature_c": 71, "power_w": 690.5, "sm_clock_mhz": 1980, "memory_clock_mhz": 2619,
                  "throttle_reasons": "gpu_idle, sw_power_cap"},
         "samples": 30, "xid_events_watched": True,
         "events": [{"kind": "throttle", "severity": "info", "time": 1.7e9 + 30, "text": "throttled (sw_power_cap)"}]}
@@ -306,6 +311,10 @@ if base:
     mutant("test device 'gpu0'", setp(["tests", 0, "device"], "gpu0"), on=gpu)
     mutant("injection without device", delp(["injections", 0, "device"]), on=gpu)
     mutant("gpu device without telemetry", delp(["devices", 0, "telemetry"]), on=gpu)
+    mutant("a GPU reading without its memory temperature",
+           delp(["devices", 0, "telemetry", "before", "memory_temperature_c"]), on=gpu)
+    mutant("a negative GPU memory temperature",
+           setp(["devices", 0, "telemetry", "peak", "memory_temperature_c"], -1), on=gpu)
     mutant("telemetry matched without identity", delp(["devices", 0, "telemetry", "identity"]), on=gpu)
     mutant("telemetry matched with a not_matched reason", setp(["devices", 0, "telemetry", "not_matched"], "x"), on=gpu)
     mutant("unmatched telemetry without a reason", setp(["devices", 0, "telemetry"], {"matched": False, "not_matched": ""}), on=gpu)
@@ -333,7 +342,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 11, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 12, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

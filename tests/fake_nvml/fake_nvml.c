@@ -7,10 +7,11 @@
  *   xid UUID XID [from N]         an Xid event, delivered once
  * Keys: serial part vbios inforom ecc_mode ecc_vol_corr ecc_vol_unc ecc_agg_corr ecc_agg_unc retired_sbe
  * retired_dbe retired_pending remap_corr remap_unc remap_pending remap_failed temp sm_clock mem_clock
- * power_mw reasons pcie_gen pcie_width.
+ * power_mw reasons pcie_gen pcie_width mem_temp (nvmlDeviceGetFieldValues' NVML_FI_DEV_MEMORY_TEMP, returned as an
+ * unsigned int, or as the value type mem_temp_type names: 0 double, 4 signed long long).
  * "from N": from the device's N-th reading on (a reading starts with nvmlDeviceGetTemperature; the first is
  * 1); a later line overrides an earlier one. Built twice: FAKE_NVML_OLD leaves out what an older driver
- * lacks (row remapping, the clock event reasons name, the PCI lookup, event waits). */
+ * lacks (row remapping, the clock event reasons name, the PCI lookup, event waits, field values). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,30 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(void* d, unsigned lon
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(void* d, unsigned long long* r) { return num(d, "reasons", r); }
 EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(void* d, unsigned int* v) { return u32(d, "pcie_gen", v); }
 EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(void* d, unsigned int* v) { return u32(d, "pcie_width", v); }
+
+#ifndef FAKE_NVML_OLD
+/* nvmlFieldValue_t as the NVML API reference lays it out. */
+union field_value { double d; int si; unsigned int ui; unsigned long ul; unsigned long long ull; long long sll; unsigned short us; };
+struct field { unsigned int id, scope; long long timestamp, latency; int type; nvmlReturn_t ret; union field_value v; };
+EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(void* d, int count, struct field* values) {
+  if (count < 0 || (count > 0 && !values)) return 2;
+  for (int i = 0; i < count; ++i) {
+    struct field* f = &values[i];
+    unsigned long long x = 0, type = 1;
+    f->timestamp = 0;
+    f->latency = 0;
+    f->ret = f->id == 82 ? num(d, "mem_temp", &x) : NOT_SUPPORTED;
+    if (f->ret != OK) continue;
+    if (num(d, "mem_temp_type", &type) != OK) type = 1;
+    f->type = (int)type;
+    memset(&f->v, 0xa5, sizeof f->v);  /* the bytes the value's type leaves out are not zero */
+    if (type == 0) f->v.d = (double)x;
+    else if (type == 4) f->v.sll = (long long)x;
+    else f->v.ui = (unsigned int)x;
+  }
+  return OK;
+}
+#endif
 
 static int event_set;
 EXPORT nvmlReturn_t nvmlEventSetCreate(void** set) { *set = &event_set; return OK; }

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 
 #include "catch.h"
 #include "src/core/result.h"
+#include "src/host/cpu_sampler.h"
 #include "src/host/host_readers.h"
 #include "src/report/report.h"
 #include "src/report/report_host.h"
@@ -304,4 +306,107 @@ TEST_CASE("host: text report prints the identity block and what was not availabl
   CHECK(s.find("not available: /sys/class/dmi/id: missing") != std::string::npos);
   CHECK(s.find("host telemetry: no counter that could be read changed") != std::string::npos);
   CHECK(s.find("not available: /sys/devices/system/edac/mc") != std::string::npos);
+}
+
+TEST_CASE("host: the CPU temperature sampler reads the hottest CPU sensor and stops on every way out", "[host]") {
+  FakeTree tree;
+  populate(tree, 0, 0, 0);  // coretemp Package id 0 at 61 C, Core 0 at 58 C; an nvme sensor at 40 C
+  HostTelemetry t;
+  const int before = CpuTemperatureSampler::live();
+  try {
+    CpuTemperatureSampler sampler(tree.root(), t, 10.0);  // a long interval: the stop must not wait it out
+    CHECK(CpuTemperatureSampler::live() == before + 1);
+    throw std::runtime_error("a screen's exception");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(CpuTemperatureSampler::live() == before);
+  REQUIRE(t.samples.size() == 1);  // the reading at the start
+  CHECK(t.samples[0].hottest.sensor == "coretemp");
+  CHECK(t.samples[0].hottest.label == "Package id 0");
+  CHECK(t.samples[0].hottest.celsius == 61.0);
+  REQUIRE(t.peak);
+  CHECK(t.peak->hottest.celsius == 61.0);
+  // A core hotter than the package at the next sampling: the peak is the hottest sensor seen.
+  tree.write("sys/class/hwmon/hwmon1/temp2_input", "97000\n");
+  { CpuTemperatureSampler sampler(tree.root(), t, 10.0); }
+  CHECK(t.samples.size() == 2);
+  CHECK(t.peak->hottest.label == "Core 0");
+  CHECK(t.peak->hottest.celsius == 97.0);
+  // A host without a CPU sensor: no sample, nothing concluded.
+  FakeTree bare;
+  HostTelemetry none;
+  { CpuTemperatureSampler sampler(bare.root(), none, 10.0); }
+  CHECK(none.samples.empty());
+  CHECK_FALSE(none.peak);
+}
+
+TEST_CASE("host: a CPU test that ran while a CPU sensor was above --max-temperature is an error", "[host]") {
+  RunResult r;
+  const auto test = [](const char* id, Verdict v, double from, double to) {
+    TestResult t;
+    t.id = id;
+    t.verdict = v;
+    t.ran_unix = {{from, to}};
+    return t;
+  };
+  r.tests = {test("cool_case", Verdict::pass, 100, 101), test("hot_case", Verdict::pass, 110, 111),
+             test("failed_hot", Verdict::fail, 110.5, 111)};
+  Temperature cool{"k10temp", "Tctl", 60, {}, {}}, hot{"k10temp", "Tctl", 95, {}, {}};
+  for (double s = 100; s <= 112; s += 1) r.host.samples.push_back({s, s >= 109.5 ? hot : cool});
+  for (const double limit : {0.0, 100.0}) {  // no limit, or one above every reading: nothing changes
+    RunResult quiet = r;
+    judge_cpu_tests(quiet, limit);
+    for (const TestResult& t : quiet.tests) CHECK(t.notes.empty());
+    CHECK(quiet.tests[1].verdict == Verdict::pass);
+  }
+  judge_cpu_tests(r, 90);
+  CHECK(r.tests[0].verdict == Verdict::pass);  // its readings (99.5 to 102.5 s) were all 60 C
+  CHECK(r.tests[1].verdict == Verdict::error);
+  CHECK(r.tests[1].reason ==
+        "CPU sensor k10temp Tctl at 95 C while it ran, above --max-temperature 90 C: its result cannot be trusted");
+  CHECK(r.tests[2].verdict == Verdict::fail);  // a miscompare stands; the temperature is a note beside it
+  REQUIRE(r.tests[2].notes.size() == 1);
+  CHECK(r.tests[2].notes[0].find("95 C while it ran") != std::string::npos);
+  // The before and after readings count too (a screen shorter than the interval).
+  RunResult brief;
+  brief.tests = {test("brief", Verdict::pass, 200, 200.1)};
+  brief.host.after.taken = true;
+  brief.host.after.unix_time = 200.5;
+  brief.host.after.temperatures = {hot};
+  judge_cpu_tests(brief, 90);
+  CHECK(brief.tests[0].verdict == Verdict::error);
+}
+
+TEST_CASE("npd: a failing GPU is named by its UUID's first group, by its ordinal without one", "[host]") {
+  RunResult r;
+  r.backend = "cuda";
+  DeviceInfo d;
+  d.index = 3;
+  d.uuid = "GPU-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
+  r.devices = {d};
+  TestResult t;
+  t.id = "gemm_f32.uniform_64";
+  t.family = "gemm_f32";
+  t.device = "cuda:3";
+  t.device_index = 0;
+  t.verdict = Verdict::fail;
+  t.failed_tiles = 1;
+  t.units_failed = {17};
+  r.tests = {t};
+  CHECK(render_npd_line(r) == "SDC: GPU-1a2b3c4d/sm17 gemm_f32");
+  r.devices[0].uuid.clear();
+  CHECK(render_npd_line(r) == "SDC: gpu3/sm17 gemm_f32");
+  // A GPU's own hardware failure through NVML, no test failed: the GPU by its UUID too.
+  r.devices[0].uuid = d.uuid;
+  r.tests[0].verdict = Verdict::pass;
+  r.tests[0].failed_tiles = 0;
+  r.tests[0].units_failed.clear();
+  r.nvml.attempted = r.nvml.available = true;
+  GpuTelemetry g;
+  g.device = 0;
+  g.uuid = d.uuid;
+  g.events.push_back({"xid", "failure", 79, 0, 0, 0, ""});
+  r.nvml.gpus = {g};
+  CHECK(render_npd_line(r) == "HW: GPU-1a2b3c4d: Xid 79 during the screen");
+  CHECK(render_npd_line(r).size() <= 80);
 }

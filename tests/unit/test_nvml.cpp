@@ -108,7 +108,40 @@ TEST_CASE("nvml: identity and a reading of every counter", "[nvml]") {
   CHECK(s.pcie_generation == 5u);
   CHECK(s.pcie_width == 16u);
   CHECK(s.remap_failed == false);
-  CHECK(lacks(s, "memory_temperature", "field-value"));
+  // No mem_temp in the script: the field's own result is NOT_SUPPORTED (a GPU without a memory sensor).
+  CHECK_FALSE(s.memory_temperature_c);
+  CHECK(lacks(s, "memory_temperature", "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP): Not Supported (3)"));
+}
+
+TEST_CASE("nvml: the memory temperature through the field-value API, whatever its value type", "[nvml]") {
+  for (const char* type : {"", "GPU-A mem_temp_type 0\n", "GPU-A mem_temp_type 4\n"}) {
+    FakeNvml f(std::string(BASE) + "GPU-A mem_temp 78\nGPU-A mem_temp 96 from 2\n" + type);
+    std::string why;
+    auto nvml = Nvml::open(why);
+    REQUIRE(nvml);
+    NvmlTelemetry t = one_gpu();
+    std::vector<nvmlDevice_t> h;
+    read_gpus_before(*nvml, t, h);
+    const GpuTelemetry& g = t.gpus[0];
+    CHECK(g.before.memory_temperature_c == 78.0);
+    for (const Unavailable& u : g.before.not_available) CHECK(u.what != "memory_temperature");
+    { GpuSampler sampler(*nvml, t, h, 10.0); }  // one sample: the second reading
+    REQUIRE(g.samples.size() == 1);
+    CHECK(g.samples[0].memory_temperature_c == 96.0);
+    CHECK(g.peak.memory_temperature_c == 96.0);
+    CHECK(g.peak.temperature_c == 41.0);  // the die's peak is its own
+  }
+  // A value type NVML does not define is no reading; each defined one is read from its own member.
+  nvmlFieldValue_t v{};
+  v.valueType = 99;
+  v.value.ullVal = 70;
+  CHECK_FALSE(field_value_number(v));
+  v.valueType = NVML_VALUE_TYPE_UNSIGNED_SHORT;
+  v.value.ullVal = 0xffff0000000000aaull;  // only the low 16 bits are the value (little-endian)
+  CHECK(field_value_number(v) == 170.0);
+  v.valueType = NVML_VALUE_TYPE_DOUBLE;
+  v.value.dVal = 81.5;
+  CHECK(field_value_number(v) == 81.5);
 }
 
 TEST_CASE("nvml: a GPU NVML does not know is not matched, by UUID nor PCI bus id", "[nvml]") {
@@ -130,7 +163,7 @@ TEST_CASE("nvml: a GPU NVML does not know is not matched, by UUID nor PCI bus id
 }
 
 TEST_CASE("nvml: an older driver's missing entry points make only those readings not available", "[nvml]") {
-  FakeNvml f(BASE, "fake_nvml_old");
+  FakeNvml f(std::string(BASE) + "GPU-A mem_temp 78\n", "fake_nvml_old");
   std::string why;
   auto nvml = Nvml::open(why);
   REQUIRE(nvml);
@@ -142,6 +175,9 @@ TEST_CASE("nvml: an older driver's missing entry points make only those readings
   CHECK(lacks(s, "remapped_rows", "nvmlDeviceGetRemappedRows not in the library (an older driver)"));
   CHECK(s.throttle_reasons == 1u);  // through the older name
   CHECK(s.temperature_c == 41.0);
+  // No nvmlDeviceGetFieldValues: no memory temperature, said as such (never 0).
+  CHECK_FALSE(s.memory_temperature_c);
+  CHECK(lacks(s, "memory_temperature", "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP) not in the library (an older driver)"));
   // No nvmlEventSetWait_v2: Xid events are not watched.
   { GpuSampler sampler(*nvml, t, h, 0.01); }
   CHECK_FALSE(t.gpus[0].xid_events_watched);
