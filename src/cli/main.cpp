@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
                   "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   run->add_flag("--accept-patterns", ra.accept_patterns,
-                "screen with pattern data other than the pattern data this sdcscreen was built with (an edited battery, its "
-      "manifest rewritten to match; another version): refused (78) without it; with it every output marks the "
-      "screen as weakened and the history never counts it toward resuming a node");
+                "screen with pattern data other than the data this sdcscreen was built with (an edited battery, its "
+                "manifest rewritten to match; another version): refused (78) without it; with it every output marks "
+                "the screen as weakened and the history never counts it toward resuming a node");
   run->add_option("--output-format", ra.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
