@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/patterns.h"
 #include "../core/patterns_location.h"
 
 namespace sdc {
@@ -39,6 +40,7 @@ struct RunArgs {
   bool digests = false;            // keep per-tile digests in the report
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
   std::string patterns_not_found;  // no pattern directory was found: why (PatternsLocation::not_found_message)
+  bool accept_patterns = false;    // screen with pattern data other than the build's, marked as weakened
 };
 struct ListArgs {
   std::string profile;
@@ -55,6 +57,7 @@ struct RecordArgs {
   int repeats = 3;
   std::string time_budget;
   bool force = false;
+  bool accept_patterns = false;  // record with pattern data other than the build's (a battery being extended)
 };
 struct HistoryArgs {
   std::string dir = "/var/lib/sdcscreen";
@@ -93,7 +96,11 @@ int cmd_info(const PatternsLocation& patterns, bool json);  // the lookup main m
 // What cmd_info prints (src/cli/info.cpp); bundle keeps both forms.
 std::string info_output(const PatternsLocation& patterns, bool json);
 int cmd_golden(const std::string& patterns_dir, const std::vector<int>& cpus);
-int cmd_verify(const std::string& patterns_dir);
+// verify-patterns: the data against its manifest, then against the build's digests (78 when they differ,
+// unless accept_patterns).
+int cmd_verify(const std::string& patterns_dir, bool accept_patterns);
+// The digests of the pattern data this binary was built with (src/cli/built_patterns.cpp, generated).
+PatternDigests built_pattern_digests();
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp

@@ -40,15 +40,20 @@ int cmd_golden(const std::string& dir, const std::vector<int>& cpus) {
   return 0;
 }
 
-int cmd_verify(const std::string& dir) {
+int cmd_verify(const std::string& dir, bool accept_patterns) {
   try {
     const PatternSet ps = load_patterns(dir);
     size_t tiles = 0;
     for (const auto& [id, g] : ps.golden) tiles += g.tile_digests.size();
     const RecordedGoldens recorded = load_recorded_goldens(dir);  // parsed too, not only hashed
+    const std::string mismatch = pattern_digest_mismatch(ps, built_pattern_digests());
+    if (!mismatch.empty() && !accept_patterns) return config_error(mismatch);
     say("patterns ok: {} cases, {} profiles, {} tile digests, {} recorded goldens, every file matches "
         "manifest.json ({})\n",
         ps.battery.cases.size(), ps.battery.profiles.size(), tiles, recorded.size(), dir);
+    say("{}\n", mismatch.empty() ? "the pattern data is the one this sdcscreen was built with"
+                                 : "NOT the pattern data this sdcscreen was built with (accepted by "
+                                   "--accept-patterns): screens with it are marked as weakened");
     return 0;
   } catch (const PatternError& e) {
     return config_error(e.what());

@@ -81,7 +81,7 @@ int cmd_history(const HistoryArgs& a) {
   if (!exists)
     return config_error(fmt::format("{}: no history here (screens write it with 'run --history {}')", h.path, a.dir));
   const std::vector<history::UnitSummary> units = history::summarize(h);
-  size_t screens = 0, drills = 0, forgets = 0;
+  size_t screens = 0, drills = 0, forgets = 0, weakened = 0;
   std::string first, last;
   for (const history::Record& r : h.records) {
     if (!r.forget.empty()) {
@@ -90,6 +90,7 @@ int cmd_history(const HistoryArgs& a) {
     }
     ++screens;
     drills += r.drill;
+    weakened += !r.weakened.empty();
     if (first.empty()) first = r.time;
     last = r.time;
   }
@@ -98,6 +99,7 @@ int cmd_history(const HistoryArgs& a) {
     j["path"] = h.path;
     j["screens"] = screens;
     j["drills"] = drills;
+    j["weakened"] = weakened;
     j["forgets"] = forgets;
     j["first"] = first;
     j["last"] = last;
@@ -141,9 +143,10 @@ int cmd_history(const HistoryArgs& a) {
     say("{}\n", j.dump(2));
     return EXIT_PASS;
   }
-  say("history {}: {} screen{}{}{}{}\n", h.path, screens, screens == 1 ? "" : "s",
+  say("history {}: {} screen{}{}{}{}{}\n", h.path, screens, screens == 1 ? "" : "s",
       screens ? fmt::format(", {} to {}", first, last) : "",
       drills ? fmt::format(" ({} drill{}, not counted below)", drills, drills == 1 ? "" : "s") : "",
+      weakened ? fmt::format(" ({} weakened, never counted as clean)", weakened) : "",
       forgets ? fmt::format("; {} forget line{}", forgets, forgets == 1 ? "" : "s") : "");
   if (h.torn_tail) say("the last line was cut short (a write interrupted) and is ignored\n");
   size_t never_failed = 0;

@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
   run->add_option("--cpuset", ra.cpuset,
                   "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
+  run->add_flag("--accept-patterns", ra.accept_patterns,
+                "screen with pattern data other than the data this sdcscreen was built with (an edited battery, its "
+                "manifest rewritten to match; another version): refused (78) without it; with it every output marks "
+                "the screen as weakened and the history never counts it toward resuming a node");
   run->add_option("--output-format", ra.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -208,8 +212,12 @@ int main(int argc, char** argv) {
   golden->add_option("--cpuset", ga.cpuset, "CPUs to compute on (default: all available)");
   golden->add_flag("--force", ga.force, "rewrite the installed pattern directory (the package's) all the same");
   CLI::App* verify =
-      app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens");
+      app.add_subcommand("verify-patterns", "check the pattern data: manifest hashes, versions, goldens, and that it is "
+                                            "the data this sdcscreen was built with");
   verify->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
+  bool verify_accept = false;
+  verify->add_flag("--accept-patterns", verify_accept,
+                   "exit 0 on consistent pattern data that is not the data this sdcscreen was built with (else 78)");
   ConsensusArgs ca;
   CLI::App* consensus = app.add_subcommand(
       "consensus",
@@ -245,6 +253,9 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   record->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   record->add_flag("--force", rec.force, "record even when another screen holds the node's lock");
+  record->add_flag("--accept-patterns", rec.accept_patterns,
+                   "record with pattern data other than the data this sdcscreen was built with (a battery being "
+                   "extended before the rebuild); refused (78) without it");
   record->footer(
       "Example: record on four known-good GPUs of two nodes, then accept what a majority agrees on:\n"
       "  node-a$ sdcscreen record -o rec/      node-b$ sdcscreen record -o rec/\n"
@@ -370,7 +381,7 @@ int main(int argc, char** argv) {
                                        golden->count("--cpuset") > 0 ? "--cpuset" : "this machine"));
       return cmd_golden(patterns_dir, cpus);
     }
-    if (verify->parsed()) return cmd_verify(patterns_dir);
+    if (verify->parsed()) return cmd_verify(patterns_dir, verify_accept);
     if (consensus->parsed()) return cmd_consensus(ca, patterns_dir);
     if (record->parsed()) return cmd_record(rec, args, patterns_dir);
     if (hist->parsed()) return cmd_history(ha);

@@ -69,6 +69,7 @@ int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const 
   req.gpu = {"cuda", !a.devices.empty(), a.devices, 0};
   req.force = a.force;
   req.force_hint = " (--force records anyway)";
+  req.accept_patterns = a.accept_patterns;
   const auto select = [&a](const Battery& battery, Selection& sel) { return select_recorded(battery, a, sel); };
   const auto check = [](Screen& s) -> SetupFailure {  // nothing is recorded unless every requested GPU can run
     if (!s.gpu.errors.empty()) return {EXIT_INCONCLUSIVE, s.gpu.errors.front() + "; nothing recorded"};

@@ -259,6 +259,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   req.force = a.force;
   req.lock_file = a.lock_file;
   req.force_hint = " (--force runs anyway)";
+  req.accept_patterns = a.accept_patterns;
   const auto select = [&a](const Battery& battery, Selection& sel) {
     return select_cases(battery, a.profile, a.enable, a.disable, sel);
   };

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <random>
 
+#include "commands.h"
 #include "gpu_watch.h"
 #include "supervisor.h"
 #include "../backends/cpu/cpu_executor.h"
@@ -83,7 +84,11 @@ std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
   GpuRequest a = req;
   std::string expect_what = fmt::format("--expect-devices {}", a.expect_devices);
   if (a.expect_pci) {
-    const size_t on_bus = cuda::pci_gpus().size();
+    std::string bus_error;
+    const size_t on_bus = cuda::pci_gpus(bus_error).size();
+    // A bus that cannot be read gives no count to expect: the screen runs on what the backend finds and is
+    // inconclusive (2), never a pass of a node whose GPUs nobody looked for.
+    if (!bus_error.empty()) g.errors.push_back("--expect-devices pci: " + bus_error);
     if (a.backend == "cpu" && on_bus > 0)
       return fmt::format("--expect-devices pci: {} NVIDIA GPU(s) on the PCI bus, which --backend cpu does not screen",
                          on_bus);
@@ -121,7 +126,12 @@ std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
   // A GPU node whose driver failed is not a CPU node: NVIDIA GPUs on the PCI bus that CUDA cannot use make
   // --backend auto a GPU screen that cannot run (exit 2), never a pass on the CPUs alone.
   std::vector<std::string> on_bus;
-  if (a.backend == "auto" && !avail.usable && !wants_gpus) on_bus = cuda::pci_gpus();
+  if (a.backend == "auto" && !avail.usable && !wants_gpus) {
+    std::string bus_error;
+    on_bus = cuda::pci_gpus(bus_error);
+    // Unknown is not "no GPUs": the CPUs are screened, and the run is inconclusive (2) saying why.
+    if (!bus_error.empty() && !a.expect_pci) g.errors.push_back("--backend auto: " + bus_error);
+  }
   if (!on_bus.empty()) {
     std::string list;
     for (const std::string& b : on_bus) list += (list.empty() ? "" : ", ") + b;
@@ -180,6 +190,17 @@ SetupFailure set_up_screen(const ScreenRequest& req,
     s.patterns = load_patterns(req.patterns_dir);
   } catch (const PatternError& e) {
     return {EXIT_CONFIG, e.what()};
+  }
+  s.result.weakened_by = weakenings_in_environment();
+  if (const std::string mismatch = pattern_digest_mismatch(s.patterns, built_pattern_digests()); !mismatch.empty()) {
+    if (!req.accept_patterns) return {EXIT_CONFIG, mismatch};
+    const PatternDigests built = built_pattern_digests();
+    s.result.weakened_by.push_back(
+        {"--accept-patterns", "",
+         fmt::format("the pattern data is not the build's: battery.json {} (built with {}), manifest.json {} (built "
+                     "with {}); its goldens and cases are whatever that data says",
+                     s.patterns.battery_xxh3_128, built.battery_xxh3_128, s.patterns.manifest_xxh3_128,
+                     built.manifest_xxh3_128)});
   }
   if (const std::string err = select(s.patterns.battery, s.sel); !err.empty()) return {EXIT_USAGE, err};
   if (const std::string err = choose_gpus(req.gpu, s.gpu); !err.empty()) return {EXIT_USAGE, err};

@@ -56,6 +56,9 @@ struct ScreenRequest {
   bool force = false;      // run without the node's lock
   std::string lock_file;   // "": the default
   std::string force_hint;  // appended to a busy lock's message: " (--force runs anyway)"
+  // Pattern data other than the build's (built_pattern_digests) is refused (78) unless accepted; an accepted
+  // one is named in result.weakened_by.
+  bool accept_patterns = false;
 };
 
 struct Screen {
@@ -73,7 +76,7 @@ struct SetupFailure {
   std::string message;
 };
 
-// Loads the patterns (78), selects the cases with `select` ("" or a command-line error, 64), chooses the
+// Loads the patterns (78; 78 too when they are not the build's and not accepted), selects the cases with `select` ("" or a command-line error, 64), chooses the
 // GPUs, lets `check` refuse what the choice cannot run, takes the node's lock (2 when busy, 78), and
 // fills s.result and s.opt as every screen starts.
 SetupFailure set_up_screen(const ScreenRequest& req,

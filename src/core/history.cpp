@@ -72,6 +72,14 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
     return fmt::format("'selection' is '{}', not profile or custom", rec.selection);
   if (!j.contains("drill") || !j["drill"].is_boolean()) return "no boolean 'drill'";
   rec.drill = j["drill"].get<bool>();
+  if (j.contains("weakened")) {
+    if (!j["weakened"].is_array()) return "'weakened' is not an array";
+    for (const auto& w : j["weakened"]) {
+      if (!w.is_string() || w.get<std::string>().empty()) return "'weakened' holds something other than a name";
+      rec.weakened.push_back(w.get<std::string>());
+    }
+    if (rec.weakened.empty()) return "'weakened' is empty";
+  }
   if (!j.contains("exit") || !j["exit"].is_number_integer()) return "no integer 'exit'";
   const int64_t exit = j["exit"].get<int64_t>();
   if (exit < 0 || exit > 255) return fmt::format("'exit' {} is not an exit status", exit);
@@ -166,6 +174,7 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   rec.profile = r.profile;
   rec.selection = full_profile ? "profile" : "custom";
   rec.drill = !r.injections.empty();
+  for (const Weakening& w : r.weakened_by) rec.weakened.push_back(w.name);
   rec.exit = r.exit_code();
   rec.verdict = r.exit_word();
   rec.microcode = r.host.identity.cpu.microcode;
@@ -308,6 +317,7 @@ std::string to_line(const Record& rec) {
   }
   if (!rec.microcode.empty()) j["microcode"] = rec.microcode;
   if (!rec.report.empty()) j["report"] = rec.report;
+  if (!rec.weakened.empty()) j["weakened"] = rec.weakened;
   if (!rec.gpus.empty()) {
     j["gpus"] = ojson::object();
     for (const auto& [label, g] : rec.gpus) {

@@ -26,6 +26,9 @@
 //   microcode: the host CPUs' microcode revision when it could be read (absent otherwise);
 //   report:    the report file the screen wrote with -o, absolute (`sdcscreen bundle` collects the last ones);
 //   gpus:      who each screened GPU is: its UUID, its serial (null until a reader supplies it) and PCI bus id.
+//   weakened:  present only when something weakened the screen's verdict (src/core/weakened.h): the names of
+//              the switches (SDCSCREEN_SUPERVISE, --accept-patterns, ...); such a screen is never a clean one
+//              for the resume policy.
 //
 // Identity: a unit's record follows the part, not its number. A GPU is keyed by its UUID, so a GPU that
 // CUDA renumbered keeps its record and a GPU replaced at the same ordinal starts a new one; a CPU is keyed
@@ -78,6 +81,7 @@ struct Record {
   std::string microcode;              // the host CPUs' microcode revision, "" when not read
   std::string report;                 // the report -o wrote (an absolute path), "" when none
   std::map<std::string, GpuId> gpus;  // "gpu 0" -> who it is (GPUs with a UUID only)
+  std::vector<std::string> weakened;  // what weakened the verdict (RunResult::weakened_by, names): never counts clean
   std::string forget;  // an administrator's forget line: a unit label or "all"; nothing else is set then
   bool failed(const std::string& unit) const;  // the unit failed or crashed in this screen
 };

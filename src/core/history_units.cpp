@@ -191,9 +191,10 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
   const int min_rank = profile_rank(cfg.min_profile);
   for (size_t j = last + 1; j < h.records.size(); ++j) {
     const Record& r = h.records[j];
-    if (!r.forget.empty() || r.drill || r.exit != EXIT_PASS || r.selection != "profile" ||
+    if (!r.forget.empty() || r.drill || !r.weakened.empty() || r.exit != EXIT_PASS || r.selection != "profile" ||
         profile_rank(r.profile) < min_rank)
-      continue;  // not a clean screen of enough depth; an inconclusive one does not break the run of clean ones
+      continue;  // not a clean screen of enough depth (a weakened pass vouches for nothing); an inconclusive one
+                 // does not break the run of clean ones
     std::set<std::string> screened;
     for (const std::string& u : r.screened) screened.insert(key_of(j, u));
     const bool covers = std::all_of(holding.begin(), holding.end(),

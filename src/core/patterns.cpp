@@ -283,6 +283,8 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
   const auto battery_it = content.find("battery.json");
   if (battery_it == content.end()) bad(manifest_path, "does not list battery.json");
   ps.battery = parse_battery(dir + "/battery.json", battery_it->second);
+  ps.battery_xxh3_128 = xxh3_128_hex(battery_it->second);
+  ps.manifest_xxh3_128 = xxh3_128_hex(manifest_text);
   if (!require_golden) return ps;
 
   for (const auto& [rel, text] : content) {
@@ -317,6 +319,20 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
           fmt::format("case {}: {} tile digests, the case has {} tiles", c.id, it->second.tile_digests.size(), tiles));
   }
   return ps;
+}
+
+std::string pattern_digest_mismatch(const PatternSet& ps, const PatternDigests& built) {
+  const auto differs = [&ps](const char* file, const std::string& found, const std::string& expected) {
+    return fmt::format(
+        "{}/{}: XXH3-128 {}, this sdcscreen was built with {}: the pattern data is not the build's (edited, or "
+        "another version); --accept-patterns screens with it all the same, marked as weakened",
+        ps.dir, file, found, expected);
+  };
+  if (ps.battery_xxh3_128 != built.battery_xxh3_128)
+    return differs("battery.json", ps.battery_xxh3_128, built.battery_xxh3_128);
+  if (ps.manifest_xxh3_128 != built.manifest_xxh3_128)
+    return differs("manifest.json", ps.manifest_xxh3_128, built.manifest_xxh3_128);
+  return "";
 }
 
 void write_goldens(const std::string& dir, const Battery& battery, const std::map<std::string, GoldenCase>& golden) {

@@ -47,7 +47,19 @@ struct PatternSet {
   Battery battery;
   std::map<std::string, GoldenCase> golden;  // by case id (exact and exact-integer cases)
   RecordedGoldens recorded;                  // accepted recordings (recorded cases), by full key
+  // XXH3-128 (xxh3_128_hex) of the battery.json and manifest.json bytes that were loaded: the manifest lists
+  // every other file's hash, so these two name the whole pattern data.
+  std::string battery_xxh3_128, manifest_xxh3_128;
 };
+
+// The pattern data a binary was built with (its battery's and manifest's digests, compiled in), against which
+// a screen's pattern data is checked: anything else (an edited battery with its manifest rewritten to match,
+// another version) is refused unless the user accepts it explicitly.
+struct PatternDigests {
+  std::string battery_xxh3_128, manifest_xxh3_128;
+};
+// "" when ps's data is the built one; else one line naming the first file that differs and both digests.
+std::string pattern_digest_mismatch(const PatternSet& ps, const PatternDigests& built);
 
 // A hash of everything that determines a case's output (family, mode, distribution, seed, shape).
 std::string case_fingerprint(const Case& c);

@@ -10,6 +10,7 @@
 #include "../host/host_state.h"
 #include "device_info.h"
 #include "inject.h"
+#include "weakened.h"
 #include "signature.h"
 
 namespace sdc {
@@ -179,6 +180,9 @@ struct RunResult {
   bool watchdog_fired = false;             // a job overran its deadline: the run ended early
   bool workers_abandoned = false;          // some worker may still be running: end the process, do not unwind
   std::vector<std::string> errors;         // run-level problems (set-up failures)
+  // What weakened this screen's verdict (weakened.h): test switches in the environment, pattern data other
+  // than the build's. Said in every output; such a screen never counts toward resuming a node.
+  std::vector<Weakening> weakened_by;
   double throughput_floor = 0.85;          // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;                  // --fail-slow: a slow unit makes a passing run exit 3
   ProbeRun probe;                          // the throughput probe's measurements

@@ -200,6 +200,9 @@ std::string render_html(const json& r) {
   if (flag(r, "fault_injection"))
     page += R"(<div class="drill">FAULT INJECTION RUN: the failures below were injected on purpose, not )"
             R"(found in hardware</div>)";
+  for (const json& w : arr(r, "weakened_by"))
+    page += fmt::format(R"(<div class="drill weakened">WEAKENED VERDICT: {}{}: {}</div>)", esc(str(w, "name")),
+                        str(w, "value").empty() ? "" : "=" + esc(str(w, "value")), esc(str(w, "effect")));
   page += "<main>";
   page += fmt::format(R"(<pre class="reproduce">{}</pre>)", esc(str(r, "reproduce")));
   const json& sum = obj(r, "summary");

@@ -329,6 +329,8 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   if (!r.injections.empty())
     s += fmt::format("FAULT INJECTION RUN: {} injected fault(s); failures below are injected, not hardware\n",
                      r.injections.size());
+  for (const Weakening& w : r.weakened_by)
+    s += fmt::format("WEAKENED VERDICT: {}{}: {}\n", w.name, w.value.empty() ? "" : "=" + w.value, w.effect);
   for (const std::string& e : r.errors) s += fmt::format("error: {}\n", e);
   // Cases that cannot run on this backend or device are one line per reason, not a row each: on a CPU-only
   // node they would bury the rows that ran. Every other skip keeps its row, since something did not run.
@@ -526,6 +528,9 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["time_budget_s"] = r.time_budget_s;
   j["patterns"] = r.patterns_dir;
   j["fault_injection"] = !r.injections.empty();
+  j["weakened_by"] = json::array();
+  for (const Weakening& w : r.weakened_by)
+    j["weakened_by"].push_back({{"name", w.name}, {"value", w.value}, {"effect", w.effect}});
   j["timing"] = {
       {"start", iso_time(r.start_unix)}, {"end", iso_time(r.end_unix)}, {"duration_s", r.end_unix - r.start_unix}};
   j["units"] = json::array();

@@ -12,7 +12,7 @@ namespace sdc {
 // 7: throughput; 8: retest (--retest-on-failure) and the drills' persist; 9: GPU retests, tile_grid;
 // 10: throughput from the probe (throughput.probe, each unit's rate, spread, rounds, failed)
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
-constexpr int REPORT_SCHEMA_VERSION = 12;
+constexpr int REPORT_SCHEMA_VERSION = 13;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;
@@ -42,7 +42,8 @@ namespace sdc {
 // previous is the file's old content (may be empty): the last success time carries over from it when
 // this run did not pass.
 std::string render_prometheus(const RunResult& r, const std::string& previous);
-// node-problem-detector custom plugin: one line of at most 80 characters.
+// node-problem-detector custom plugin: one line of at most NPD_LINE_MAX characters (its max_output_length).
+constexpr size_t NPD_LINE_MAX = 80;
 std::string render_npd_line(const RunResult& r);
 // Any text made into a plugin line: control characters blanked, at most 80 characters.
 std::string npd_line_for(std::string text);

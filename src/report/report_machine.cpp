@@ -132,6 +132,14 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   s += fmt::format("sdcscreen_healthy {}\n", passed ? 1 : 0);
   gauge(s, "sdcscreen_fault_injection", "1 when the last screen injected faults on purpose (a drill).");
   s += fmt::format("sdcscreen_fault_injection {}\n", r.injections.empty() ? 0 : 1);
+  gauge(s, "sdcscreen_weakened",
+        "1 when something weakened the last screen's verdict (a test switch in the environment, --accept-patterns; "
+        "sdcscreen_weakened_by names each): its pass vouches for less than a screen's.");
+  s += fmt::format("sdcscreen_weakened {}\n", r.weakened_by.empty() ? 0 : 1);
+  if (!r.weakened_by.empty()) {
+    gauge(s, "sdcscreen_weakened_by", "1 for each switch that weakened the last screen's verdict.");
+    for (const Weakening& w : r.weakened_by) s += fmt::format("sdcscreen_weakened_by{{switch=\"{}\"}} 1\n", w.name);
+  }
   gauge(s, "sdcscreen_info", "The last screen's profile and backend.");
   s += fmt::format("sdcscreen_info{{profile=\"{}\",backend=\"{}\",version=\"{}\"}} 1\n", r.profile, r.backend,
                    tool_version());
@@ -321,13 +329,23 @@ std::string render_npd_line(const RunResult& r) {
       line = fmt::format("Unknown: {}{}", why.empty() ? "screen inconclusive" : why, drill);
     }
   }
+  // Whatever weakened the verdict, last, like [drill], and kept whole by the 80-character cut (the text before it
+  // is cut instead): "OK: 5 tests passed on 8 cpus (boot) [weakened: SDCSCREEN_SUPERVISE]", more than one as
+  // "[weakened: NAME+2]".
+  if (!r.weakened_by.empty()) {
+    const std::string mark =
+        fmt::format(" [weakened: {}{}]", r.weakened_by.front().name,
+                    r.weakened_by.size() > 1 ? fmt::format("+{}", r.weakened_by.size() - 1) : std::string());
+    if (line.size() + mark.size() > NPD_LINE_MAX) line = line.substr(0, NPD_LINE_MAX - mark.size() - 3) + "...";
+    line += mark;
+  }
   return npd_line_for(line);
 }
 
 std::string npd_line_for(std::string line) {
   for (char& ch : line)
     if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
-  if (line.size() > 80) line = line.substr(0, 77) + "...";
+  if (line.size() > NPD_LINE_MAX) line = line.substr(0, NPD_LINE_MAX - 3) + "...";
   return line;
 }
 

@@ -22,7 +22,7 @@ std::string RunLock::default_path() {
 }
 
 // The lock is opened without following a symbolic link (a link planted in its place would make the screen
-// truncate its target) and must be a regular file owned by this user, in a directory nobody else can write
+// truncate its target) and must be a regular file owned by this user with no other hard link, in a directory nobody else can write
 // unless it is sticky (/tmp itself) or owned by root.
 std::string RunLock::acquire(const std::string& path, bool* busy, long owner_pid) {
   *busy = false;
@@ -47,6 +47,13 @@ std::string RunLock::acquire(const std::string& path, bool* busy, long owner_pid
     close(fd_);
     fd_ = -1;
     return fmt::format("lock file {}: not a regular file owned by uid {}: refusing it", path, me);
+  }
+  // A hard link is a planted link too: writing our pid would rewrite the file it shares its inode with.
+  if (f.st_nlink > 1) {
+    close(fd_);
+    fd_ = -1;
+    return fmt::format("lock file {} has {} hard links (another name for the same file): refusing it", path,
+                       static_cast<unsigned long>(f.st_nlink));
   }
   // A holder whose named owner is gone is a screen dying with its supervisor (killed outright; the kernel
   // kills the child a moment later): wait up to 2 s for its lock rather than refuse.

@@ -1,7 +1,7 @@
 """Broken pattern data: each way patterns/ can be damaged, each its own check, on a copy of patterns/ in a
 temporary directory. 'run --patterns COPY --enable CASE' and 'verify-patterns --patterns COPY' must both
 exit 78 with one stderr line that names the broken file. The unmodified copy passes, so the checks are not
-vacuous.
+vacuous; a consistent copy that is not the build's data is refused unless --accept-patterns.
 
 Edits that must get past the manifest (a golden of the wrong version, a battery with an unknown family...)
 update the manifest's size and XXH3-128 hash of the edited file, computed with libxxhash through ctypes,
@@ -80,10 +80,10 @@ def battery_case(b, case_id):
     return next(c for c in b["cases"] if c["id"] == case_id)
 
 
-def runs(d):
+def runs(d, *extra):
     """The two commands that load pattern data: (label, CompletedProcess)."""
-    return [("run", common.run("run", "--patterns", d, "--enable", CASE, "-q")),
-            ("verify-patterns", common.run("verify-patterns", "--patterns", d))]
+    return [("run", common.run("run", "--patterns", d, "--enable", CASE, "-q", *extra)),
+            ("verify-patterns", common.run("verify-patterns", "--patterns", d, *extra))]
 
 
 def expect_broken(name, d, names, *more):
@@ -102,8 +102,8 @@ def expect_broken(name, d, names, *more):
         F.check("exit: pass" not in p.stdout and "patterns ok" not in p.stdout, f"{what}: stdout reports success")
 
 
-def expect_ok(name, d):
-    for label, p in runs(d):
+def expect_ok(name, d, *extra):
+    for label, p in runs(d, *extra):
         F.check(p.returncode == 0, f"{name} [{label}]: exit {p.returncode}, expected 0 (stderr: {p.stderr.strip()[:300]!r})")
 
 
@@ -123,7 +123,14 @@ try:
     d = fresh()  # re-serialized files with an updated manifest are still fine: the edits below fail for their reason
     edit_json(d, "battery.json", lambda b: None)
     edit_json(d, GOLDEN, lambda g: None)
-    expect_ok("re-serialized battery and golden with the manifest updated", d)
+    expect_ok("re-serialized battery and golden with the manifest updated", d)  # byte for byte the same data
+    # Consistent, but not the data this sdcscreen was built with (a profile's budget changed): refused naming
+    # the file and both digests, unless accepted.
+    d = fresh()
+    edit_json(d, "battery.json", lambda b: b["profiles"]["boot"].update(time_budget_s=44))
+    expect_broken("a consistent edit of the battery", d, "battery.json", "this sdcscreen was built with",
+                  "--accept-patterns")
+    expect_ok("a consistent edit of the battery, accepted", d, "--accept-patterns")
 
     # --- the manifest -----------------------------------------------------------------------------------
     d = fresh()

@@ -198,9 +198,12 @@ if os.path.exists(acc_path):
         h = XXH.XXH3_128bits(raw, len(raw))
         F.check(m.get("xxh3_128") == f"{h.high64:016x}{h.low64:016x}", "manifest hash of the accepted file")
 
+# The test's own pattern data is not the build's: refused unless accepted (--accept-patterns).
 p = common.run("verify-patterns", "--patterns", PD)
+F.check(p.returncode == 78 and "battery.json" in p.stderr, f"verify-patterns on data not the build's: exit {p.returncode}")
+p = common.run("verify-patterns", "--patterns", PD, "--accept-patterns")
 F.check(p.returncode == 0, f"verify-patterns after --write: exit {p.returncode} {p.stderr.strip()!r}")
-p = common.run("run", "--patterns", PD, "--profile", "boot", "-q")
+p = common.run("run", "--patterns", PD, "--profile", "boot", "-q", "--accept-patterns")
 F.check(p.returncode == 0, f"run after --write: exit {p.returncode} {p.stderr.strip()!r}")
 p = common.run("golden", "--patterns", PD)
 F.check(p.returncode == 0 and REL in manifest(), f"golden dropped {REL} from the manifest (exit {p.returncode})")

@@ -132,7 +132,7 @@ else:
         F.check(p.returncode == 0 and len(files) == visible, f"record: exit {p.returncode}, files {files} ({p.stderr[-300:]!r})")
         p = common.run("consensus", "--write", "--patterns", pat, *[os.path.join(recs, f) for f in files])
         F.check(p.returncode == 0, f"consensus --write of the recordings: exit {p.returncode} ({p.stdout[-300:]!r})")
-        code, rep, err = common.run_json("--backend", "cuda", "--enable", REC, "--patterns", pat)
+        code, rep, err = common.run_json("--backend", "cuda", "--enable", REC, "--patterns", pat, "--accept-patterns")
         F.check(code == 0, f"recorded case with its recording: exit {code} ({err.strip()[:300]})")
         if rep:
             F.check(all(t["judged_by"] == "recorded" for t in rep["tests"]), f"judged by {[t['judged_by'] for t in rep['tests']]}")

@@ -157,6 +157,14 @@ with tempfile.TemporaryDirectory() as d:
     F.check(rc == 78, f"symlinked lock file: exit {rc}, want 78")
     with open(victim) as f:
         F.check(f.read() == "precious\n", "the symlinked lock file's target was truncated")
+    # ... and so is one planted as a hard link (the same file under a second name).
+    hard = os.path.join(d, "h.lock")
+    os.link(victim, hard)
+    p = subprocess.run([SDCSCREEN, "run", "--backend", "cpu", "--enable", case, "-q", "--lock-file", hard],
+                       capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 78 and "hard links" in p.stderr, f"hard-linked lock file: exit {p.returncode} {p.stderr!r}")
+    with open(victim) as f:
+        F.check(f.read() == "precious\n", "the hard-linked lock file's target was rewritten")
 # 10. The Prometheus carry-over takes only a true previous success time: garbage, overflow, a negative or a
 #     future timestamp is dropped, a plausible one is kept (a failing screen does not update it).
 with tempfile.TemporaryDirectory() as d:
@@ -236,14 +244,14 @@ with tempfile.TemporaryDirectory() as d:
     if not gpu_usable:  # this machine has no usable GPU (CI): the check applies
         F.check(p.returncode == 0, f"auto with no NVIDIA device on the bus: exit {p.returncode} {p.stdout!r}")
         device("0000:1b:00.0", "0x10de", "0x030200")
-        p = auto("--npd")
+        p = auto()  # the text report: the NPD line is cut before its [weakened: SDCSCREEN_SYSFS_ROOT] mark
         F.check(p.returncode == 2 and "NVIDIA GPU(s) on the PCI bus (0000:1b:00.0)" in p.stdout,
                 f"auto on a GPU node without a usable driver: exit {p.returncode}, {p.stdout!r}")
         p = auto("--backend", "cpu", "-q")
         F.check(p.returncode == 0, f"--backend cpu on that node: exit {p.returncode}")
         # --expect-devices pci (the deploy configs' default): every NVIDIA GPU on the bus must be screened.
         device("0000:1c:00.0", "0x10de", "0x030200")
-        p = auto("--expect-devices", "pci", "--backend", "emulated:1", "--npd")
+        p = auto("--expect-devices", "pci", "--backend", "emulated:1")
         F.check(p.returncode == 2 and "--expect-devices pci (2 NVIDIA GPU(s) on the PCI bus): only 1" in p.stdout,
                 f"--expect-devices pci with a GPU missing: exit {p.returncode}, {p.stdout!r}")
         p = auto("--expect-devices", "pci", "--backend", "emulated:2", "-q")
@@ -254,10 +262,21 @@ with tempfile.TemporaryDirectory() as d:
         F.check(p.returncode == 64 and "--backend cpu does not screen" in p.stderr,
                 f"--expect-devices pci with --backend cpu on a GPU node: exit {p.returncode} {p.stderr!r}")
     # On a node without NVIDIA GPUs, --expect-devices pci asks for none: the CPUs are screened.
+    os.makedirs(os.path.join(d, "empty", "bus", "pci", "devices"))
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--enable", case, "--expect-devices", "pci", "-q"])],
                        capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, SDCSCREEN_SYSFS_ROOT=os.path.join(d, "empty")))
     F.check(p.returncode == 0, f"--expect-devices pci on a CPU node: exit {p.returncode} {p.stderr!r}")
+    # A PCI tree that cannot be read is not a bus without GPUs: the screen is inconclusive (2) and says why,
+    # with --expect-devices pci and with --backend auto alike (a GPU node would otherwise pass on its CPUs).
+    if not gpu_usable:
+        for extra in (["--expect-devices", "pci"], []):
+            p = subprocess.run([SDCSCREEN, *with_lock(["run", "--enable", case, *extra])],
+                               capture_output=True, text=True, timeout=600,
+                               env=dict(os.environ, SDCSCREEN_SYSFS_ROOT=os.path.join(d, "nowhere")))
+            F.check(p.returncode == 2 and "cannot read the PCI bus" in p.stdout
+                    and "WEAKENED VERDICT: SDCSCREEN_SYSFS_ROOT=" in p.stdout,
+                    f"unreadable PCI tree {extra}: exit {p.returncode}, {p.stdout!r}")
 
 # 14. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
