@@ -135,10 +135,14 @@ f.check(in_progress > 0, "kill: no kill left the in-progress report (the previou
 
 # 4. One screen at a time: a second run is refused with exit 2 naming the holder; --force overrides.
 p = start("run", "--profile", "standard", "--lock-file", lock, "-q")
-for _ in range(100):
+# The screen takes the lock after its start-up (pattern checks, the environment): seconds on a loaded machine.
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and p.poll() is None:
     if os.path.exists(lock) and open(lock).read().strip() == str(p.pid):
         break
     time.sleep(0.05)
+f.check(os.path.exists(lock) and open(lock).read().strip() == str(p.pid),
+        f"concurrent: the first screen (pid {p.pid}) never named itself in the lock file")
 q = run("run", "--lock-file", lock, "--enable", "softmax_f32.special_128x1000", "-q")
 f.check(q.returncode == 2, f"concurrent: exit {q.returncode}, expected 2")
 f.check(f"another screen is running (pid {p.pid}" in q.stderr, f"concurrent: message {q.stderr!r}")
