@@ -39,6 +39,7 @@ struct RunArgs {
   bool digests = false;            // keep per-tile digests in the report
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
   std::string patterns_not_found;  // no pattern directory was found: why (PatternsLocation::not_found_message)
+  std::string program;             // argv[0] as invoked: the reproduce line names the program so
 };
 struct ListArgs {
   std::string profile;
@@ -97,6 +98,7 @@ int cmd_verify(const std::string& patterns_dir);
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
+int cmd_reason(const std::string& report);  // src/cli/reason.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp
