@@ -9,6 +9,8 @@
 // <what> each family once, a replay by its level and first failing site ("replay L1 layer1.mlp.down.forward"),
 // a crashed unit's family after "crash". At most 100 characters (Slurm keeps a reason short): the lists are
 // shortened ("cpu 1,2,+6") before the text is cut.
+#include "drain_reason.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,7 +18,6 @@
 #include <set>
 #include <vector>
 
-#include "drain_reason.h"
 #include "report.h"
 
 namespace sdc {
@@ -116,9 +117,9 @@ std::string hardware_failure(const json& r) {
     if (t.contains("events") && t["events"].is_array())
       for (const json& e : t["events"])
         if (flag_of(e, "fatal"))
-          what.push_back(fmt::format("{} {}", unit_words(str_of(e, "unit")),
-                                     str_of(e, "kind") == "edac_uncorrected" ? "uncorrected memory error"
-                                                                             : "machine check"));
+          what.push_back(
+              fmt::format("{} {}", unit_words(str_of(e, "unit")),
+                          str_of(e, "kind") == "edac_uncorrected" ? "uncorrected memory error" : "machine check"));
   }
   if (r.contains("devices") && r["devices"].is_array())
     for (const json& d : r["devices"]) {

@@ -195,6 +195,12 @@ try:
     for f, content in before.items():
         F.check(open(f, "rb").read() == content, f"reproduce pasted: {f} changed")
 
+    # 'reason': a report that passed has no drain reason (2, nothing printed); a text report is no JSON one (78).
+    p = common.run("reason", rj, timeout=60)
+    F.check(p.returncode == 2 and p.stdout == "" and "no drain reason" in p.stderr, f"reason of a pass: {p.returncode} {p.stdout!r}")
+    p = common.run("reason", rt, timeout=60)
+    F.check(p.returncode == 78 and p.stdout == "", f"reason of a text report: {p.returncode} {p.stdout!r} {p.stderr!r}")
+
     # A history line naming a file that is no report (edited by hand, or forged) brings nothing of it along.
     secret = os.path.join(TMP, "secret.txt")
     with open(secret, "w") as f:

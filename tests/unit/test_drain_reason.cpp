@@ -22,8 +22,8 @@ json failed_report() {
 }
 
 json cpu_test(const std::string& family, const std::string& result, std::vector<int> units) {
-  return {{"id", family + ".case"}, {"family", family}, {"device", "cpu"}, {"result", result},
-          {"units_failed", units},  {"miscompares", json::array()}};
+  return {{"id", family + ".case"}, {"family", family},      {"device", "cpu"},
+          {"result", result},       {"units_failed", units}, {"miscompares", json::array()}};
 }
 
 }  // namespace
@@ -163,19 +163,42 @@ TEST_CASE("render_json carries the drain reason, null when the run passed", "[dr
 }
 
 TEST_CASE("the reproduce line keeps what runs and leaves out outputs and state", "[reproduce]") {
-  const std::vector<std::string> argv = {
-      "sdcscreen", "run", "-q", "--output-format", "json", "-o", "/var/lib/r.json", "--html=/tmp/r.html",
-      "--prometheus", "/tmp/p.prom", "--history", "/var/lib/sdcscreen", "--lock-file", "/run/l", "--npd",
-      "--force", "--digests", "--profile", "standard", "--enable", "-o", "--inject",
-      "case=softmax_f32.special_128x1000,element=5,bit=3,unit=1", "--cpuset", "1-3", "--time-budget", "10s",
-      "-qv", "-o/tmp/x"};
+  const std::vector<std::string> argv = {"sdcscreen",
+                                         "run",
+                                         "-q",
+                                         "--output-format",
+                                         "json",
+                                         "-o",
+                                         "/var/lib/r.json",
+                                         "--html=/tmp/r.html",
+                                         "--prometheus",
+                                         "/tmp/p.prom",
+                                         "--history",
+                                         "/var/lib/sdcscreen",
+                                         "--lock-file",
+                                         "/run/l",
+                                         "--npd",
+                                         "--force",
+                                         "--digests",
+                                         "--profile",
+                                         "standard",
+                                         "--enable",
+                                         "-o",
+                                         "--inject",
+                                         "case=softmax_f32.special_128x1000,element=5,bit=3,unit=1",
+                                         "--cpuset",
+                                         "1-3",
+                                         "--time-budget",
+                                         "10s",
+                                         "-qv",
+                                         "-o/tmp/x"};
   const ReproduceLine line = reproduce_line(argv, "/usr/local/bin/sdcscreen", "42");
   CHECK(line.command ==
         "/usr/local/bin/sdcscreen run --profile standard --enable -o --inject "
         "case=softmax_f32.special_128x1000,element=5,bit=3,unit=1 --cpuset 1-3 --time-budget 10s -v --seed 42 "
         "--history none");
-  CHECK(line.left_out == std::vector<std::string>{"-q", "--output-format", "-o", "--html", "--prometheus",
-                                                  "--history", "--lock-file", "--npd", "--force", "--digests"});
+  CHECK(line.left_out == std::vector<std::string>{"-q", "--output-format", "-o", "--html", "--prometheus", "--history",
+                                                  "--lock-file", "--npd", "--force", "--digests"});
   // Nothing to leave out, the seed given: the command line as it was, and --history none.
   const ReproduceLine plain = reproduce_line({"sdcscreen", "run", "--seed", "7", "--backend", "cpu"}, "", "");
   CHECK(plain.command == "sdcscreen run --seed 7 --backend cpu --history none");
