@@ -103,7 +103,7 @@ std::string joined(const std::vector<std::string>& v, size_t limit) {
 
 // A unit the report names as a string ("cpu 3", "mc0") in the reason's form.
 std::string unit_words(std::string unit) {
-  if (unit.rfind("cpu", 0) == 0 && unit.size() > 3 && unit[3] != ' ') unit.insert(3, " ");
+  if (unit.rfind("cpu", 0) == 0 && unit.size() > 3 && unit[3] != ' ') return "cpu " + unit.substr(3);
   return unit;
 }
 
