@@ -41,6 +41,7 @@ struct RunArgs {
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
   std::string patterns_not_found;  // no pattern directory was found: why (PatternsLocation::not_found_message)
   bool accept_patterns = false;    // screen with pattern data other than the build's, marked as weakened
+  std::string program;             // argv[0] as invoked: the reproduce line names the program so pasted
 };
 struct ListArgs {
   std::string profile;
@@ -104,6 +105,7 @@ PatternDigests built_pattern_digests();
 int cmd_history(const HistoryArgs& a);                                       // src/cli/history.cpp
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
+int cmd_reason(const std::string& report);  // src/cli/reason.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp

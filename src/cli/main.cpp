@@ -1,7 +1,7 @@
 // sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
 // one options value per subcommand, and the mapping of every failure to its exit code (docs/design.md,
 // "Verdicts and exit codes"). Each subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp,
-// golden.cpp, consensus.cpp, record.cpp, history.cpp, diff.cpp, bundle.cpp).
+// golden.cpp, consensus.cpp, record.cpp, history.cpp, diff.cpp, bundle.cpp, reason.cpp).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -327,13 +327,26 @@ int main(int argc, char** argv) {
       "in the archive's README.txt. Example:\n"
       "  sdcscreen bundle /var/lib/sdcscreen -o ticket-4711.tar.gz");
 
+  std::string reason_report;
+  CLI::App* reason = app.add_subcommand(
+      "reason",
+      "print the reason a node is drained for after the failed screen of a JSON report, as the Slurm health "
+      "check, the NHC check and sdcscreen-sweep give it (the report's drain_reason): exit 0 printed (the "
+      "report's verdict is fail), 2 the report did not fail (nothing printed), 78 the file is not a JSON report");
+  reason->add_option("REPORT", reason_report, "the report (run --output-format json)")->required()->check(non_empty);
+  reason->footer(
+      "Reasons: 'SDC: cpu 1 softmax_f32', 'SDC: gpu 0 persistent gemm_f32', 'SDC: cpu 3 crash gemm_f32',\n"
+      "'SDC: cpu 2 hung (watchdog)', 'SDC: cpu 4 machine check during the screen', '... drill' for a drill.\n"
+      "Example:\n"
+      "  scontrol update nodename=n1 state=drain reason=\"$(sdcscreen reason report.json)\"");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
     if (!known)
       return usage_error(fmt::format(
           "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history, diff, "
-          "bundle)",
+          "bundle, reason)",
           argv[1]));
   }
   try {
@@ -352,17 +365,18 @@ int main(int argc, char** argv) {
     if (npd_asked(args)) say("{}\n", npd_line_for("Unknown: bad command line: " + what));
     return EXIT_USAGE;
   }
-  // Every subcommand but info, history, diff and bundle reads the patterns: none found is a configuration error (run
-  // says so after its argument checks, and on its --npd line too).
+  // Every subcommand but info, history, diff, bundle and reason reads the patterns: none found is a configuration
+  // error (run says so after its argument checks, and on its --npd line too).
   if (patterns_dir.empty() && run->parsed()) ra.patterns_not_found = located.not_found_message();
   if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed() &&
-      !bundle->parsed())
+      !bundle->parsed() && !reason->parsed())
     return config_error(located.not_found_message());
   try {
     if (run->parsed()) {
       ra.seed_given = run->count("--seed") > 0;
       ra.cpuset_given = run->count("--cpuset") > 0;
       ra.devices_given = run->count("--devices") > 0;
+      ra.program = argv[0];
       return cmd_run(ra, args, patterns_dir);
     }
     if (list->parsed()) return cmd_list(la, patterns_dir);
@@ -387,6 +401,7 @@ int main(int argc, char** argv) {
     if (hist->parsed()) return cmd_history(ha);
     if (diff->parsed()) return cmd_diff(da);
     if (bundle->parsed()) return cmd_bundle(ba, located);
+    if (reason->parsed()) return cmd_reason(reason_report);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes

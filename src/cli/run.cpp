@@ -249,6 +249,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   ScreenRequest req;
   req.profile = a.profile;
   req.argv = argv;
+  req.program = a.program;
   req.patterns_dir = patterns_dir;
   req.time_budget_s = budget;
   req.seed = a.seed;

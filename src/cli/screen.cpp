@@ -221,12 +221,9 @@ SetupFailure set_up_screen(const ScreenRequest& req,
   result.seed =
       req.seed_given ? req.seed : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;
   result.time_budget_s = req.time_budget_s > 0 || !profile ? req.time_budget_s : profile->time_budget_s;
-  std::vector<std::string> repro = req.argv;
-  if (!req.seed_given) {
-    repro.push_back("--seed");
-    repro.push_back(std::to_string(result.seed));
-  }
-  result.reproduce = shell_join(repro);
+  ReproduceLine repro = reproduce_line(req.argv, req.program, req.seed_given ? "" : std::to_string(result.seed));
+  result.reproduce = repro.command;
+  result.reproduce_left_out = repro.left_out;
   s.opt.seed = result.seed;
   s.opt.time_budget_s = result.time_budget_s;
   s.opt.fill_budget = profile && profile->fill;

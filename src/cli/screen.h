@@ -48,6 +48,7 @@ std::string choose_gpus(const GpuRequest& a, GpuChoice& g);
 struct ScreenRequest {
   std::string profile;  // the report's; a battery profile gives the default budget and whether rounds fill it
   std::vector<std::string> argv;
+  std::string program;  // the name the program was invoked by (argv[0]), for the reproduce line; "": argv[0]
   std::string patterns_dir;
   double time_budget_s = 0;  // 0: the profile's
   uint64_t seed = 0;

@@ -171,6 +171,7 @@ struct RunResult {
   std::string patterns_dir;
   std::vector<std::string> argv;
   std::string reproduce;
+  std::vector<std::string> reproduce_left_out;  // the options of outputs and state the reproduce line leaves out
   double start_unix = 0, end_unix = 0;
   std::vector<TestResult> tests;
   std::vector<UnitResult> units;

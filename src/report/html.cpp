@@ -205,6 +205,11 @@ std::string render_html(const json& r) {
                         str(w, "value").empty() ? "" : "=" + esc(str(w, "value")), esc(str(w, "effect")));
   page += "<main>";
   page += fmt::format(R"(<pre class="reproduce">{}</pre>)", esc(str(r, "reproduce")));
+  std::string left_out;
+  for (const json& o : arr(r, "reproduce_left_out"))
+    if (o.is_string()) left_out += (left_out.empty() ? "" : " ") + o.get<std::string>();
+  if (!left_out.empty()) page += "<p>outputs and state left out of it: " + esc(left_out) + "</p>";
+  if (!str(r, "drain_reason").empty()) page += "<p>drain reason: " + esc(str(r, "drain_reason")) + "</p>";
   const json& sum = obj(r, "summary");
   page += fmt::format(
       "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash &middot; {} ({} cpus online) &middot; {}</p>",

@@ -12,6 +12,7 @@
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../util/iso_time.h"
+#include "drain_reason.h"
 #include "report_gpu.h"
 #include "report_host.h"
 
@@ -429,6 +430,11 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                    counts[1], counts[2], counts[3], counts[4] ? fmt::format(", {} crash", counts[4]) : "",
                    r.end_unix - r.start_unix);
   s += fmt::format("reproduce: {}\n", r.reproduce);
+  if (!r.reproduce_left_out.empty()) {
+    std::string opts;
+    for (const std::string& o : r.reproduce_left_out) opts += (opts.empty() ? "" : " ") + o;
+    s += fmt::format("  (outputs and state left out of it: {})\n", opts);
+  }
   s += fmt::format("exit: {}\n", r.exit_word());
   return s;
 }
@@ -503,6 +509,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   j["tool"] = {{"name", "sdcscreen"}, {"version", tool_version()}, {"git", tool_git()}};
   j["command_line"] = r.argv;
   j["reproduce"] = r.reproduce;
+  j["reproduce_left_out"] = r.reproduce_left_out;
   j["host"] = {{"hostname", host.hostname},
                {"os", host.os},
                {"kernel", host.kernel},
@@ -662,6 +669,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                   {"error", counts[2]},      {"skip", counts[3]}, {"crash", counts[4]}};
   j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
   j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
+  const std::string drain = drain_reason(j);  // from the JSON, as 'sdcscreen reason' reads a report
+  j["drain_reason"] = drain.empty() ? json(nullptr) : json(drain);
   // Command-line arguments need not be UTF-8: replace what is not, never fail to write the report.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -12,7 +12,9 @@ namespace sdc {
 // 7: throughput; 8: retest (--retest-on-failure) and the drills' persist; 9: GPU retests, tile_grid;
 // 10: throughput from the probe (throughput.probe, each unit's rate, spread, rounds, failed)
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
-constexpr int REPORT_SCHEMA_VERSION = 13;
+// 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
+// 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
+constexpr int REPORT_SCHEMA_VERSION = 14;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;
@@ -33,6 +35,20 @@ std::string render_text(const RunResult& r, const HostInfo& host);
 std::string render_json(const RunResult& r, const HostInfo& host);
 // A command line as a shell would read it back.
 std::string shell_join(const std::vector<std::string>& argv);
+
+// The reproduce line of a run: `program run` and the options that decide what runs (selection, profile, seed,
+// drills, backend, devices, CPUs, budget, patterns), with --seed when the tool drew it, and --history none;
+// the options of outputs and state (-o, --output-format, -q, --html, --prometheus, --npd, --history,
+// --lock-file, --force, --digests) left out, named in left_out. Pasted, it replays the run without touching
+// the failing run's report, the node's history or another screen's lock.
+struct ReproduceLine {
+  std::string command;
+  std::vector<std::string> left_out;
+};
+// argv: the command line (argv[0] the program's name, argv[1] the subcommand); program: the name it was
+// invoked by; seed: the seed to add ("" when the command line gives it).
+ReproduceLine reproduce_line(const std::vector<std::string>& argv, const std::string& program,
+                             const std::string& seed);
 
 }  // namespace sdc
 

@@ -6,8 +6,10 @@ reproduce commands, and fails with 78 where it cannot write.
 """
 import json
 import os
+import shlex
 import shutil
 import stat
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -125,7 +127,9 @@ try:
     # --- bundle: the archive holds exactly what it says -----------------------------------------------
     h = os.path.join(TMP, "node")
     rj, rt = os.path.join(TMP, "r1.json"), os.path.join(TMP, "r2.txt")
-    p = common.run("run", "--enable", CASE, "--history", h, "-q", "--output-format", "json", "-o", rj)
+    page, prom = os.path.join(TMP, "r1.html"), os.path.join(TMP, "r1.prom")
+    p = common.run("run", "--enable", CASE, "--history", h, "-q", "--output-format", "json", "-o", rj,
+                   "--html", page, f"--prometheus={prom}", "--digests")
     F.check(p.returncode == 0, f"run -o json --history: exit {p.returncode}: {p.stderr}")
     p = common.run("run", "--enable", CASE, "--history", h, "-q", "-o", rt)
     F.check(p.returncode == 0, f"run -o text --history: exit {p.returncode}: {p.stderr}")
@@ -165,6 +169,37 @@ try:
                 F.check(repro.count("sdcscreen run") == 2 and CASE in repro, f"bundle: reproduce.txt {repro!r}")
                 readme = read("README.txt")
                 F.check("not included" not in readme and "reports/2-r1.json" in readme, f"bundle README: {readme!r}")
+
+    # --- the reproduce line: safe to paste -----------------------------------------------------------------
+    # It names the program as invoked, keeps the selection and seed, and leaves out every output and state
+    # option (saying so): pasted, it overwrites none of the run's files and adds nothing to its history.
+    rep = json.load(open(rj))
+    repro = shlex.split(rep.get("reproduce", ""))
+    dropped = ["-o", "-q", "--output-format", "--html", "--prometheus", "--history", "--lock-file", "--digests"]
+    F.check(repro[:2] == [common.SDCSCREEN, "run"] and CASE in repro and rep["seed_text"] in repro
+            and repro[-2:] == ["--history", "none"], f"reproduce: {repro}")
+    F.check(not [a for a in repro if a.split("=")[0] in dropped[1:] and a != "--history"]
+            and repro.count("--history") == 1 and "-o" not in repro and h not in repro and rj not in repro,
+            f"reproduce keeps an output or state option: {repro}")
+    F.check(sorted(rep.get("reproduce_left_out", [])) == sorted(dropped), f"reproduce_left_out: {rep.get('reproduce_left_out')}")
+    with open(rt) as f:
+        lines = f.read().splitlines()
+    at = [i for i, ln in enumerate(lines) if ln.startswith("reproduce: ")]
+    F.check(len(at) == 1 and lines[at[0] + 1] == "  (outputs and state left out of it: --lock-file --history -q -o)",
+            f"text report: no note after the reproduce line: {lines[at[0]:at[0] + 2] if at else lines[-3:]}")
+    before = {f: open(f, "rb").read() for f in (rj, rt, page, prom, os.path.join(h, "history.jsonl"))}
+    # Pasted as it stands (with this test's own lock file, so that parallel tests do not refuse it).
+    p = subprocess.run(repro + ["--lock-file", common.LOCK_FILE], capture_output=True, text=True, timeout=600)
+    F.check(p.returncode == 0 and "exit: pass" in p.stdout and CASE in p.stdout,
+            f"reproduce pasted: exit {p.returncode}: {p.stdout[-300:]!r} {p.stderr[-300:]!r}")
+    for f, content in before.items():
+        F.check(open(f, "rb").read() == content, f"reproduce pasted: {f} changed")
+
+    # 'reason': a report that passed has no drain reason (2, nothing printed); a text report is no JSON one (78).
+    p = common.run("reason", rj, timeout=60)
+    F.check(p.returncode == 2 and p.stdout == "" and "no drain reason" in p.stderr, f"reason of a pass: {p.returncode} {p.stdout!r}")
+    p = common.run("reason", rt, timeout=60)
+    F.check(p.returncode == 78 and p.stdout == "", f"reason of a text report: {p.returncode} {p.stdout!r} {p.stderr!r}")
 
     # A history line naming a file that is no report (edited by hand, or forged) brings nothing of it along.
     secret = os.path.join(TMP, "secret.txt")

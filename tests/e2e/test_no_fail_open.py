@@ -309,6 +309,12 @@ if len(cpus) >= 2:
         units = {u["cpu"]: u["result"] for u in r["units"]}
         F.check(units.get(victim_cpu) == "crash" and units.get(cpus[0]) == "pass", f"crash: units {units}")
         F.check(r["summary"].get("crash") == 1, f"crash: summary {r['summary']}")
+        # The drain reason names the crashed unit (it used to say "miscompare (no failed test in the report)").
+        want = f"SDC: cpu {victim_cpu} crash {crashed[0]['family']}" if crashed else "?"
+        want += " drill" if r.get("fault_injection") else ""   # the crash is a drill's
+        F.check(r.get("drain_reason") == want, f"crash: drain_reason {r.get('drain_reason')!r}, want {want!r}")
+        p = subprocess.run([SDCSCREEN, "reason", out], capture_output=True, text=True, timeout=60)
+        F.check(p.returncode == 0 and p.stdout == want + "\n", f"crash: sdcscreen reason: {p.returncode} {p.stdout!r}")
         with open(prom) as f:
             text = f.read()
         F.check("sdcscreen_exit_code 1\n" in text and 'sdcscreen_tests{result="crash"} 1' in text,

@@ -179,6 +179,7 @@ if base:
     mutant("schema_version is 5 (before tile digests)", setp(["schema_version"], 5))
     mutant("schema_version is 6 (before throughput)", setp(["schema_version"], 6))
     mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
+    mutant("schema_version is 13 (before drain_reason)", setp(["schema_version"], 13))
     mutant("schema_version is 12 (before weakened_by)", setp(["schema_version"], 12))
     mutant("no weakened_by", delp(["weakened_by"]))
     mutant("a weakened_by entry without its name", setp(["weakened_by"], [{"value": "0", "effect": "x"}]))
@@ -345,7 +346,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 13, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 14, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:
