@@ -73,6 +73,13 @@ struct BundleArgs {
   std::string output;  // the tar.gz; "" for sdcscreen-bundle-HOST-TIME.tar.gz here
   int reports = 3;     // the last this many reports the history names
 };
+struct FleetArgs {
+  std::vector<std::string> paths;  // reports, or directories searched for *.json
+  std::string stale = "24h";       // a node whose newest report is older is stale
+  std::string output_format = "text";
+  std::string output;  // "" for stdout
+  std::string html;    // "" for none
+};
 struct ConsensusArgs {
   bool write = false;
   std::vector<std::string> files;  // recordings, one device each
@@ -98,6 +105,7 @@ int cmd_history(const HistoryArgs& a);                                       // 
 int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // src/cli/consensus.cpp
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
+int cmd_fleet(const FleetArgs& a);                                           // src/cli/fleet.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp
 
