@@ -3,6 +3,8 @@
 // across nodes, the nodes not screened within --stale, and the files that were not reports. Exit 1 when any
 // node's newest report failed; else 2 when any is inconclusive or stale; else 0. 78 when a PATH does not exist
 // or no report at all could be read; 64 for a bad option.
+#include "../report/fleet.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <system_error>
 
 #include "../core/result.h"
-#include "../report/fleet.h"
 #include "../util/atomic_file.h"
 #include "../util/say.h"
 #include "commands.h"
@@ -89,10 +90,10 @@ int cmd_fleet(const FleetArgs& a) {
       read_one(f, p);
   }
   if (f.nodes.empty())
-    return config_error(fmt::format("no report could be read from {} file{} under {}{}", f.files_read,
-                                    f.files_read == 1 ? "" : "s", a.paths.front(),
-                                    f.unreadable.empty() ? "" : fmt::format(" (first: {}: {})", f.unreadable[0].first,
-                                                                            f.unreadable[0].second)));
+    return config_error(fmt::format(
+        "no report could be read from {} file{} under {}{}", f.files_read, f.files_read == 1 ? "" : "s",
+        a.paths.front(),
+        f.unreadable.empty() ? "" : fmt::format(" (first: {}: {})", f.unreadable[0].first, f.unreadable[0].second)));
   fleet_finish(f, static_cast<double>(std::time(nullptr)), stale_s);
   const std::string out = a.output_format == "json" ? render_fleet_json(f) : render_fleet_text(f);
   try {

@@ -366,8 +366,8 @@ int main(int argc, char** argv) {
     if (npd_asked(args)) say("{}\n", npd_line_for("Unknown: bad command line: " + what));
     return EXIT_USAGE;
   }
-  // Every subcommand but info, history, diff, bundle and fleet reads the patterns: none found is a configuration error (run
-  // says so after its argument checks, and on its --npd line too).
+  // Every subcommand but info, history, diff, bundle and fleet reads the patterns: none found is a configuration
+  // error (run says so after its argument checks, and on its --npd line too).
   if (patterns_dir.empty() && run->parsed()) ra.patterns_not_found = located.not_found_message();
   if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed() &&
       !bundle->parsed() && !fleet->parsed())

@@ -104,10 +104,10 @@ void fleet_finish(Fleet& f, double now, double stale_after_s) {
 }
 
 std::string render_fleet_text(const Fleet& f) {
-  std::string s = fmt::format("fleet: {} node{} from {} report{} ({} older superseded), {} file{} not read\n",
-                              f.nodes.size(), f.nodes.size() == 1 ? "" : "s", f.reports_read,
-                              f.reports_read == 1 ? "" : "s", f.reports_read - f.nodes.size(), f.unreadable.size(),
-                              f.unreadable.size() == 1 ? "" : "s");
+  std::string s =
+      fmt::format("fleet: {} node{} from {} report{} ({} older superseded), {} file{} not read\n", f.nodes.size(),
+                  f.nodes.size() == 1 ? "" : "s", f.reports_read, f.reports_read == 1 ? "" : "s",
+                  f.reports_read - f.nodes.size(), f.unreadable.size(), f.unreadable.size() == 1 ? "" : "s");
   size_t w = 4;
   for (const auto& [name, n] : f.nodes) w = std::max(w, name.size());
   w = std::min<size_t>(w, 40);
@@ -129,8 +129,7 @@ std::string render_fleet_text(const Fleet& f) {
   for (const FleetSignature& g : f.signatures) {
     std::vector<std::string> nodes;
     for (const auto& [node, ids] : g.nodes) nodes.push_back(fmt::format("{} ({})", node, ids));
-    s += fmt::format("  {}: {} node{}: {}\n", g.signature, g.nodes.size(), g.nodes.size() == 1 ? "" : "s",
-                     join(nodes));
+    s += fmt::format("  {}: {} node{}: {}\n", g.signature, g.nodes.size(), g.nodes.size() == 1 ? "" : "s", join(nodes));
   }
   const std::string limit = age_text(f.stale_after_s);
   s += f.stale ? fmt::format("stale (newest report older than {}):\n", limit)
@@ -145,8 +144,9 @@ std::string render_fleet_text(const Fleet& f) {
 }
 
 std::string render_fleet_json(const Fleet& f) {
-  json j = {{"format", "sdcscreen-fleet"}, {"version", 1},           {"generated", iso_time(f.now)},
-            {"stale_after_s", f.stale_after_s}, {"files_read", f.files_read}, {"reports_read", f.reports_read}};
+  json j = {{"format", "sdcscreen-fleet"},  {"version", 1},
+            {"generated", iso_time(f.now)}, {"stale_after_s", f.stale_after_s},
+            {"files_read", f.files_read},   {"reports_read", f.reports_read}};
   j["nodes"] = json::array();
   for (const auto& [name, n] : f.nodes) {
     json failures = json::array();
@@ -179,8 +179,8 @@ std::string render_fleet_json(const Fleet& f) {
     if (n.stale) j["stale"].push_back({{"node", name}, {"time", n.time}, {"age_s", n.age_s}});
   j["not_read"] = json::array();
   for (const auto& [path, why] : f.unreadable) j["not_read"].push_back({{"path", path}, {"reason", why}});
-  j["counts"] = {{"nodes", f.nodes.size()},   {"fail", f.failing}, {"inconclusive", f.inconclusive},
-                 {"pass", f.passing},         {"stale", f.stale},  {"not_read", f.unreadable.size()}};
+  j["counts"] = {{"nodes", f.nodes.size()}, {"fail", f.failing}, {"inconclusive", f.inconclusive},
+                 {"pass", f.passing},       {"stale", f.stale},  {"not_read", f.unreadable.size()}};
   j["exit"] = {{"code", f.exit_code}, {"verdict", f.verdict}};
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

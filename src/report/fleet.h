@@ -38,8 +38,8 @@ struct FleetSignature {
 };
 
 struct Fleet {
-  std::map<std::string, FleetNode> nodes;                          // by node name
-  std::vector<std::pair<std::string, std::string>> unreadable;     // (path, one-line reason)
+  std::map<std::string, FleetNode> nodes;                       // by node name
+  std::vector<std::pair<std::string, std::string>> unreadable;  // (path, one-line reason)
   size_t files_read = 0, reports_read = 0;
   // Set by fleet_finish:
   double now = 0, stale_after_s = 0;

@@ -4,8 +4,8 @@
 // screened recently. Ids are positional (n-0, n-1...), so a host name never has to be a valid fragment.
 #include <fmt/format.h>
 
-#include "fleet.h"
 #include "../util/iso_time.h"
+#include "fleet.h"
 #include "html_parts.h"
 
 namespace sdc {
@@ -63,8 +63,9 @@ std::string details(const FleetNode& n, size_t i) {
 }  // namespace
 
 std::string render_fleet_html(const Fleet& f) {
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sdcscreen fleet: " +
-                  esc(f.verdict) + "</title><style>" + STYLE + "</style></head><body>";
+  std::string s =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sdcscreen fleet: " + esc(f.verdict) +
+      "</title><style>" + STYLE + "</style></head><body>";
   s += fmt::format(
       R"(<header class="v-{}"><h1>sdcscreen fleet: {}</h1><span class="meta">{} nodes: {} fail, {} inconclusive, )"
       "{} pass; {} stale (no report in {:.0f} s); {} reports read, {} files not read; generated {}</span></header>",
@@ -89,12 +90,14 @@ std::string render_fleet_html(const Fleet& f) {
   if (f.stale) {
     s += "<section id=\"stale\"><h2>Stale</h2><table><tr><th>node</th><th>newest report</th><th>age (h)</th></tr>";
     for (const auto& [name, n] : f.nodes)
-      if (n.stale) s += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td></tr>", esc(name), esc(n.time), n.age_s / 3600);
+      if (n.stale)
+        s += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td></tr>", esc(name), esc(n.time), n.age_s / 3600);
     s += "</table></section>";
   }
   if (!f.unreadable.empty()) {
     s += "<section id=\"not-read\"><h2>Files not read</h2><table><tr><th>file</th><th>why</th></tr>";
-    for (const auto& [path, why] : f.unreadable) s += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(path), esc(why));
+    for (const auto& [path, why] : f.unreadable)
+      s += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(path), esc(why));
     s += "</table></section>";
   }
   s += "<section id=\"details\"><h2>Nodes that did not pass</h2>";

@@ -115,7 +115,8 @@ ReportView read_report(const std::string& file) {
   r.schema_version = version.get<int64_t>();
   const std::string where = "not a report: ";
   const json& tool = object_member(j, "tool", where);
-  if (string_member(tool, "name", where + "tool: ") != "sdcscreen") throw NotReport(where + "tool.name is not sdcscreen");
+  if (string_member(tool, "name", where + "tool: ") != "sdcscreen")
+    throw NotReport(where + "tool.name is not sdcscreen");
   r.tool_version = string_member(tool, "version", where + "tool: ");
   r.hostname = string_member(object_member(j, "host", where), "hostname", where + "host: ");
   r.start = string_member(object_member(j, "timing", where), "start", where + "timing: ");

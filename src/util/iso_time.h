@@ -19,8 +19,8 @@ inline std::string iso_time(double unix_s) {
 
 // The inverse of iso_time: "YYYY-MM-DDTHH:MM:SSZ" exactly, fields in range. Returns false on anything else.
 inline bool parse_iso_time(const std::string& text, double& unix_s) {
-  if (text.size() != 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
-      text[16] != ':' || text[19] != 'Z')
+  if (text.size() != 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' || text[16] != ':' ||
+      text[19] != 'Z')
     return false;
   for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18})
     if (text[i] < '0' || text[i] > '9') return false;
