@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -24,8 +25,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A report is kilobytes (megabytes with --digests on a large battery); a file far larger is not one, and reading
+// it whole would cost the memory that reading one report at a time saves.
+constexpr uintmax_t MAX_REPORT_BYTES = uintmax_t{256} << 20;
+
 void read_one(Fleet& f, const std::string& file) {
   ++f.files_read;
+  std::error_code ec;
+  if (const uintmax_t size = fs::file_size(file, ec); !ec && size > MAX_REPORT_BYTES) {
+    f.unreadable.emplace_back(
+        file, fmt::format("{} bytes: larger than a report ({} MiB at most)", size, MAX_REPORT_BYTES >> 20));
+    return;
+  }
   try {
     const ReportView r = read_report(file);
     if (const std::string err = fleet_add(f, r); !err.empty()) f.unreadable.emplace_back(file, err);

@@ -4,6 +4,8 @@
 // screened recently. Ids are positional (n-0, n-1...), so a host name never has to be a valid fragment.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "../util/iso_time.h"
 #include "fleet.h"
 #include "html_parts.h"
@@ -68,20 +70,26 @@ std::string render_fleet_html(const Fleet& f) {
       "</title><style>" + STYLE + "</style></head><body>";
   s += fmt::format(
       R"(<header class="v-{}"><h1>sdcscreen fleet: {}</h1><span class="meta">{} nodes: {} fail, {} inconclusive, )"
-      "{} pass; {} stale (no report in {:.0f} s); {} reports read, {} files not read; generated {}</span></header>",
-      esc(f.verdict), esc(f.verdict), f.nodes.size(), f.failing, f.inconclusive, f.passing, f.stale, f.stale_after_s,
-      f.reports_read, f.unreadable.size(), iso_time(f.now));
+      "{} pass; {} stale (no report in {:g} h); {} reports read, {} file{} not read; generated {}</span></header>",
+      esc(f.verdict), esc(f.verdict), f.nodes.size(), f.failing, f.inconclusive, f.passing, f.stale,
+      f.stale_after_s / 3600, f.reports_read, f.unreadable.size(), f.unreadable.size() == 1 ? "" : "s",
+      iso_time(f.now));
   s += "<main><h2>Nodes</h2><p class=\"legend\"><span><i class=\"cell pass\"></i>pass</span><span><i class=\"cell "
        "fail\"></i>fail</span><span><i class=\"cell inconclusive\"></i>inconclusive</span><span><i class=\"cell "
        "stale\"></i>stale (outlined)</span></p><div class=\"grid\" id=\"grid\">";
   size_t i = 0;
-  for (const auto& [name, n] : f.nodes) s += cell(n, i++);
+  std::map<std::string, size_t> index;  // node -> its position, the id of its details section
+  for (const auto& [name, n] : f.nodes) {
+    index[name] = i;
+    s += cell(n, i++);
+  }
   s += "</div>";
   if (!f.signatures.empty()) {
     s += "<section id=\"signatures\"><h2>By signature</h2><table><tr><th>signature</th><th>nodes</th><th>on</th></tr>";
     for (const FleetSignature& g : f.signatures) {
       std::string on;
-      for (const auto& [node, ids] : g.nodes) on += (on.empty() ? "" : ", ") + esc(node) + " (" + esc(ids) + ")";
+      for (const auto& [node, ids] : g.nodes)
+        on += fmt::format(R"({}<a href="#n-{}">{}</a> ({}))", on.empty() ? "" : ", ", index[node], esc(node), esc(ids));
       s += fmt::format(R"(<tr data-signature="{}"><td><code>{}</code></td><td>{}</td><td>{}</td></tr>)",
                        esc(g.signature), esc(g.signature), g.nodes.size(), on);
     }
