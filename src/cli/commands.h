@@ -41,7 +41,7 @@ struct RunArgs {
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)
   std::string patterns_not_found;  // no pattern directory was found: why (PatternsLocation::not_found_message)
   bool accept_patterns = false;    // screen with pattern data other than the build's, marked as weakened
-  std::string program;             // argv[0] as invoked: the reproduce line names the program so pasted
+  std::string program;             // argv[0]: the reproduce line names the program as it was invoked
 };
 struct ListArgs {
   std::string profile;
@@ -77,6 +77,13 @@ struct BundleArgs {
   std::string output;  // the tar.gz; "" for sdcscreen-bundle-HOST-TIME.tar.gz here
   int reports = 3;     // the last this many reports the history names
 };
+struct FleetArgs {
+  std::vector<std::string> paths;  // reports, or directories searched for *.json
+  std::string stale = "24h";       // a node whose newest report is older is stale
+  std::string output_format = "text";
+  std::string output;  // "" for stdout
+  std::string html;    // "" for none
+};
 struct ConsensusArgs {
   bool write = false;
   std::vector<std::string> files;  // recordings, one device each
@@ -107,6 +114,7 @@ int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // 
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
 int cmd_reason(const std::string& report);  // src/cli/reason.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
+int cmd_fleet(const FleetArgs& a);                                           // src/cli/fleet.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp
 

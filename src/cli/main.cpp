@@ -1,7 +1,7 @@
 // sdcscreen: screens GPUs and CPU cores for silent data corruption. Command line (CLI11), one parse into
 // one options value per subcommand, and the mapping of every failure to its exit code (docs/design.md,
 // "Verdicts and exit codes"). Each subcommand lives in a file of its own (run.cpp, list.cpp, info.cpp,
-// golden.cpp, consensus.cpp, record.cpp, history.cpp, diff.cpp, bundle.cpp, reason.cpp).
+// golden.cpp, consensus.cpp, record.cpp, history.cpp, diff.cpp, bundle.cpp, reason.cpp, fleet.cpp).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -339,6 +339,30 @@ int main(int argc, char** argv) {
       "'SDC: cpu 2 hung (watchdog)', 'SDC: cpu 4 machine check during the screen', '... drill' for a drill.\n"
       "Example:\n"
       "  scontrol update nodename=n1 state=drain reason=\"$(sdcscreen reason report.json)\"");
+  FleetArgs fa;
+  CLI::App* fleet = app.add_subcommand(
+      "fleet",
+      "many nodes' JSON reports (files, or directories searched for *.json) in one table: each node's newest "
+      "report, its failing units with their signature and retest classification, the signatures shared across "
+      "nodes, the nodes not screened within --stale; exit 0 all pass, 1 a node failed, 2 a node is inconclusive "
+      "or stale (a failure wins), 78 a PATH is missing or no report could be read");
+  fleet->add_option("PATH", fa.paths, "report files, or directories searched recursively for *.json")
+      ->required()
+      ->check(non_empty);
+  fleet->add_option("--stale", fa.stale, "a node whose newest report is older than this is stale (like 24h, 90m)")
+      ->capture_default_str()
+      ->check(non_empty);
+  fleet->add_option("--output-format", fa.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  fleet->add_option("-o,--output", fa.output, "write the table (or JSON) to this file instead of stdout")
+      ->check(non_empty);
+  fleet->add_option("--html", fa.html, "also write one self-contained HTML page: a node grid coloured by verdict")
+      ->check(non_empty);
+  fleet->footer(
+      "Files that are not reports are listed with the reason and skipped. Example, the reports the screens\n"
+      "of a Slurm sweep collected:\n"
+      "  sdcscreen fleet /shared/sdcscreen/reports --stale 36h --html fleet.html");
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -346,7 +370,7 @@ int main(int argc, char** argv) {
     if (!known)
       return usage_error(fmt::format(
           "unknown subcommand '{}' (run, list, info, golden, verify-patterns, record, consensus, history, diff, "
-          "bundle, reason)",
+          "bundle, reason, fleet)",
           argv[1]));
   }
   try {
@@ -365,11 +389,12 @@ int main(int argc, char** argv) {
     if (npd_asked(args)) say("{}\n", npd_line_for("Unknown: bad command line: " + what));
     return EXIT_USAGE;
   }
-  // Every subcommand but info, history, diff, bundle and reason reads the patterns: none found is a configuration
+  // Every subcommand but info, history, diff, bundle, reason and fleet reads the patterns: none found is a configuration
   // error (run says so after its argument checks, and on its --npd line too).
   if (patterns_dir.empty() && run->parsed()) ra.patterns_not_found = located.not_found_message();
   if (patterns_dir.empty() && !run->parsed() && !info->parsed() && !hist->parsed() && !diff->parsed() &&
-      !bundle->parsed() && !reason->parsed())
+      !bundle->parsed() && !reason->parsed() &&
+      !fleet->parsed())
     return config_error(located.not_found_message());
   try {
     if (run->parsed()) {
@@ -402,6 +427,7 @@ int main(int argc, char** argv) {
     if (diff->parsed()) return cmd_diff(da);
     if (bundle->parsed()) return cmd_bundle(ba, located);
     if (reason->parsed()) return cmd_reason(reason_report);
+    if (fleet->parsed()) return cmd_fleet(fa);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes

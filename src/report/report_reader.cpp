@@ -1,0 +1,156 @@
+#include "report_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "../util/atomic_file.h"
+#include "../util/strict_json.h"
+#include "report.h"
+
+namespace sdc {
+namespace {
+
+using json = nlohmann::json;
+
+const json& member(const json& o, const char* key, const std::string& where) {
+  const auto it = o.find(key);
+  if (it == o.end()) throw NotReport(fmt::format("{}'{}' is missing", where, key));
+  return *it;
+}
+
+std::string string_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_string()) throw NotReport(fmt::format("{}'{}' is not a string", where, key));
+  return v.get<std::string>();
+}
+
+const json& object_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_object()) throw NotReport(fmt::format("{}'{}' is not an object", where, key));
+  return v;
+}
+
+const json& array_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_array()) throw NotReport(fmt::format("{}'{}' is not an array", where, key));
+  return v;
+}
+
+// An integer that fits int64 (unsigned values above it are not one of ours).
+int64_t integer_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+    throw NotReport(fmt::format("{}'{}' is not an integer", where, key));
+  return v.get<int64_t>();
+}
+
+// A signature's unit object: a logical CPU, or an SM of a GPU.
+std::string unit_name(const json& u, const std::string& where) {
+  if (!u.is_object()) throw NotReport(where + "'unit' is not an object");
+  const std::string kind = string_member(u, "kind", where + "unit: ");
+  if (kind == "cpu") return fmt::format("cpu {}", integer_member(u, "cpu", where + "unit: "));
+  if (kind == "sm") {  // the case names its GPU; "SM k" compares across a renumbering
+    integer_member(u, "device", where + "unit: ");
+    return fmt::format("SM {}", integer_member(u, "sm", where + "unit: "));
+  }
+  throw NotReport(fmt::format("{}unit kind '{}' is neither cpu nor sm", where, kind));
+}
+
+TestView read_test(const json& t, size_t index) {
+  std::string where = fmt::format("tests[{}]: ", index);
+  if (!t.is_object()) throw NotReport(where + "not an object");
+  TestView v;
+  v.id = string_member(t, "id", where);
+  where = fmt::format("tests[{}] ({}): ", index, v.id);
+  v.device = string_member(t, "device", where);
+  v.result = string_member(t, "result", where);
+  for (const json& u : array_member(t, "units_failed", where)) {
+    if (!u.is_number_integer()) throw NotReport(where + "'units_failed' holds a non-integer");
+    const auto n = u.get<int64_t>();
+    v.units_failed.push_back(v.device == "cpu" ? fmt::format("cpu {}", n) : fmt::format("SM {}", n));
+  }
+  std::sort(v.units_failed.begin(), v.units_failed.end());
+  for (const json& g : array_member(t, "signatures", where)) {
+    if (!g.is_object()) throw NotReport(where + "'signatures' holds a non-object");
+    v.signatures[string_member(g, "signature", where + "signature: ")].push_back(
+        unit_name(member(g, "unit", where + "signature: "), where + "signature: "));
+  }
+  if (t.contains("retest"))
+    for (const json& x : array_member(t, "retest", where)) {
+      if (!x.is_object()) throw NotReport(where + "'retest' holds a non-object");
+      v.classes[unit_name(member(x, "unit", where + "retest: "), where + "retest: ")] =
+          string_member(x, "classification", where + "retest: ");
+    }
+  if (t.contains("tile_digests")) {
+    v.has_digests = true;
+    for (const json& d : array_member(t, "tile_digests", where)) {
+      const std::string s = d.is_string() ? d.get<std::string>() : "";
+      uint64_t x = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x, 16);
+      if (s.size() != 16 || ec != std::errc() || end != s.data() + s.size())
+        throw NotReport(where + "'tile_digests' holds something else than a 16-hex-digit digest");
+      v.tile_digests.push_back(x);
+    }
+    v.digest_iteration = integer_member(t, "digest_iteration", where);
+  }
+  return v;
+}
+
+}  // namespace
+
+ReportView read_report(const std::string& file) {
+  json j;
+  if (const std::string err = parse_strict_json(read_file(file), j); !err.empty()) throw NotReport(err);
+  if (!j.is_object()) throw NotReport("not a report (a JSON object)");
+  ReportView r;
+  r.file = file;
+  const json& version = member(j, "schema_version", "not a report: ");
+  if (!version.is_number_integer() || version.get<int64_t>() < OLDEST_READABLE_SCHEMA ||
+      version.get<int64_t>() > REPORT_SCHEMA_VERSION)
+    throw NotReport(fmt::format("schema_version {} is not one this sdcscreen reads ({} to {})", version.dump(),
+                                OLDEST_READABLE_SCHEMA, REPORT_SCHEMA_VERSION));
+  r.schema_version = version.get<int64_t>();
+  const std::string where = "not a report: ";
+  const json& tool = object_member(j, "tool", where);
+  if (string_member(tool, "name", where + "tool: ") != "sdcscreen")
+    throw NotReport(where + "tool.name is not sdcscreen");
+  r.tool_version = string_member(tool, "version", where + "tool: ");
+  r.hostname = string_member(object_member(j, "host", where), "hostname", where + "host: ");
+  r.start = string_member(object_member(j, "timing", where), "start", where + "timing: ");
+  r.profile = string_member(j, "profile", where);
+  const json& seed = member(j, "seed", where);
+  if (!seed.is_number_unsigned()) throw NotReport(where + "'seed' is not an unsigned integer");
+  r.seed = seed.get<uint64_t>();
+  r.seed_text = std::to_string(r.seed);
+  const json& fi = member(j, "fault_injection", where);
+  if (!fi.is_boolean()) throw NotReport(where + "'fault_injection' is not true or false");
+  r.fault_injection = fi.get<bool>();
+  const json& exit = object_member(j, "exit", where);
+  r.exit_code = integer_member(exit, "code", where + "exit: ");
+  r.verdict = string_member(exit, "verdict", where + "exit: ");
+  // Who each GPU is: tests are matched by UUID, so a GPU CUDA renumbered between the runs is compared with
+  // itself. Optional keys (older reports, a CPU run): absent means unknown, never an error.
+  if (const auto d = j.find("devices"); d != j.end() && d->is_array())
+    for (const json& dev : *d)
+      if (dev.is_object() && dev.contains("index") && dev["index"].is_number_integer() && dev.contains("uuid") &&
+          dev["uuid"].is_string() && !dev["uuid"].get<std::string>().empty() && dev.value("kind", "") != "cpu")
+        r.uuid_of[fmt::format("cuda:{}", dev["index"].get<int64_t>())] = dev["uuid"].get<std::string>();
+  if (const json& h = j["host"]; h.contains("identity") && h["identity"].is_object() && h["identity"].contains("cpu") &&
+                                 h["identity"]["cpu"].is_object() && h["identity"]["cpu"].contains("microcode") &&
+                                 h["identity"]["cpu"]["microcode"].is_string())
+    r.microcode = h["identity"]["cpu"]["microcode"].get<std::string>();
+  const json& tests = array_member(j, "tests", where);
+  for (size_t i = 0; i < tests.size(); ++i) {
+    r.tests.push_back(read_test(tests[i], i));
+    if (const auto u = r.uuid_of.find(r.tests.back().device); u != r.uuid_of.end()) r.tests.back().uuid = u->second;
+    for (size_t k = 0; k + 1 < r.tests.size(); ++k)
+      if (r.tests[k].id == r.tests.back().id && r.tests[k].device == r.tests.back().device)
+        throw NotReport(fmt::format("test {} on {} is listed twice", r.tests.back().id, r.tests.back().device));
+  }
+  return r;
+}
+
+}  // namespace sdc
