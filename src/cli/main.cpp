@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 150.0));
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
-                  "and the Slurm resume policy read. Default: /var/lib/sdcscreen when run as root (a default that "
+                  "and the Slurm resume policy read (DIR/unrecorded-RUN marks the screen until its line is written). "
+                  "Default: /var/lib/sdcscreen when run as root (a default that "
                   "cannot be written is a warning, not an error), else none; $SDCSCREEN_HISTORY overrides the "
                   "default; --history none records nothing")
       ->check(non_empty);

@@ -174,25 +174,6 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
 
 }  // namespace
 
-bool Record::failed(const std::string& unit) const {
-  const auto it = units.find(unit);
-  if (it != units.end() && (it->second == "fail" || it->second == "crash")) return true;
-  return std::any_of(failures.begin(), failures.end(), [&unit](const Failure& f) { return f.unit == unit; });
-}
-
-bool Record::failed_for_real(const std::string& unit) const {
-  bool any = false;
-  for (const Failure& f : failures) {
-    if (f.unit != unit) continue;
-    if (!f.drill) return true;
-    any = true;
-  }
-  if (any) return false;  // every failure of the unit was a drill's
-  // A unit that failed or crashed with no failure entry: no drill explains it.
-  const auto it = units.find(unit);
-  return it != units.end() && (it->second == "fail" || it->second == "crash");
-}
-
 Record record_of(const RunResult& r, const std::string& host, bool full_profile) {
   Record rec;
   rec.unix = r.end_unix > 0 ? r.end_unix : static_cast<double>(std::time(nullptr));

@@ -10,6 +10,25 @@
 
 namespace sdc::history {
 
+bool Record::failed(const std::string& unit) const {
+  const auto it = units.find(unit);
+  if (it != units.end() && (it->second == "fail" || it->second == "crash")) return true;
+  return std::any_of(failures.begin(), failures.end(), [&unit](const Failure& f) { return f.unit == unit; });
+}
+
+bool Record::failed_for_real(const std::string& unit) const {
+  bool any = false;
+  for (const Failure& f : failures) {
+    if (f.unit != unit) continue;
+    if (!f.drill) return true;
+    any = true;
+  }
+  if (any) return false;  // every failure of the unit was a drill's
+  // A unit that failed or crashed with no failure entry: no drill explains it.
+  const auto it = units.find(unit);
+  return it != units.end() && (it->second == "fail" || it->second == "crash");
+}
+
 bool unit_less(const std::string& a, const std::string& b) {
   const auto split = [](const std::string& u) {
     const auto sp = u.rfind(' ');
