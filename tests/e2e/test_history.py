@@ -112,6 +112,10 @@ try:
             len(lines(hf)) == 4, f"full disk: exit {p.returncode}: {p.stderr[-300:]!r}")
     markers = [n for n in os.listdir(hf) if n.startswith("unrecorded-")]
     F.check(len(markers) == 1, f"full disk: markers {os.listdir(hf)}")
+    # A screen that ends before its first test (here a drill outside the case's output) leaves no marker.
+    p = common.run("run", "--enable", CASE, "--inject", f"case={CASE},element=99999999,bit=3", "--history", hf, "-q")
+    F.check(p.returncode == 64 and [n for n in os.listdir(hf) if n.startswith("unrecorded-")] == markers,
+            f"refused screen: exit {p.returncode}, {os.listdir(hf)}")
     p = common.run("run", "--profile", "boot", "--history", hf, "-q")  # a later screen's line is written
     F.check(p.returncode == 0 and len(lines(hf)) == 5, f"after the full disk: exit {p.returncode}")
     p = history(hf, "--resume-policy", "--min-profile", "boot")
