@@ -85,7 +85,8 @@ int cmd_history(const HistoryArgs& a) {
     say("{}: {}\n", decision_word(v.decision), v.short_text);
     for (const std::string& d : v.details) say("  {}\n", d);
     if (h.torn_tail) say("  the last line of {} was cut short and is ignored\n", h.path);
-    if (h.duplicates) say("  {} line{} repeat an earlier screen's run id: counted once\n", h.duplicates, h.duplicates == 1 ? "" : "s");
+    if (h.duplicates)
+      say("  {} line{} repeat an earlier screen's run id: counted once\n", h.duplicates, h.duplicates == 1 ? "" : "s");
     if (h.in_progress) say("  {} screen{} running now\n", h.in_progress, h.in_progress == 1 ? " is" : "s are");
     return decision_exit(v.decision);
   }
@@ -158,7 +159,8 @@ int cmd_history(const HistoryArgs& a) {
   }
   say("history {}: {} screen{}{}{}{}{}\n", h.path, screens, screens == 1 ? "" : "s",
       screens ? fmt::format(", {} to {}", first, last) : "",
-      drills ? fmt::format(" ({} drill{}, not counted below)", drills, drills == 1 ? "" : "s") : "",
+      drills ? fmt::format(" ({} drill{}: their drills' failures not counted below)", drills, drills == 1 ? "" : "s")
+             : "",
       weakened ? fmt::format(" ({} weakened, never counted as clean)", weakened) : "",
       forgets ? fmt::format("; {} forget line{}", forgets, forgets == 1 ? "" : "s") : "");
   if (h.torn_tail) say("the last line was cut short (a write interrupted) and is ignored\n");

@@ -73,8 +73,8 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
     return fmt::format("'selection' is '{}', not profile or custom", rec.selection);
   if (!j.contains("drill") || !j["drill"].is_boolean()) return "no boolean 'drill'";
   rec.drill = j["drill"].get<bool>();
-  for (const auto& [key, out, len] : {std::tuple{"run", &rec.run_id, size_t{32}},
-                                      std::tuple{"report_xxh3_128", &rec.report_digest, size_t{32}}}) {
+  for (const auto& [key, out, len] :
+       {std::tuple{"run", &rec.run_id, size_t{32}}, std::tuple{"report_xxh3_128", &rec.report_digest, size_t{32}}}) {
     if (!j.contains(key)) continue;
     if (auto e = str(key, *out, false); !e.empty()) return e;
     if (out->size() != len || out->find_first_not_of("0123456789abcdef") != std::string::npos)

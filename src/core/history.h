@@ -143,8 +143,9 @@ struct History {
   std::vector<std::string> unrecorded;  // markers of screens that ended without their line: "NAME (since TIME)"
   size_t in_progress = 0;               // markers a running screen holds
 };
-// Reads DIR/history.jsonl (a line whose run id an earlier one has is counted once) and DIR's markers. Returns "" or one line naming the file, the line and the problem (exit 78). A
-// missing file is an empty history with exists = false.
+// Reads DIR/history.jsonl (a line whose run id an earlier one has is counted once) and DIR's markers.
+// Returns "" or one line naming the file, the line and the problem (exit 78). A missing file is an empty
+// history with exists = false.
 std::string load(const std::string& dir, History& h, bool& exists);
 
 // The resume policy for a node drained for SDC.

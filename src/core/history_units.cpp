@@ -162,9 +162,10 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
     out.remaining = 0;
     out.short_text = "a screen left no history line: not resumed";
     for (const std::string& m : h.unrecorded)
-      out.details.push_back(fmt::format("{}: a screen started and never wrote its line (a full disk, a crash in its "
-                                        "reporting, a kill): its failure may be missing",
-                                        m));
+      out.details.push_back(
+          fmt::format("{}: a screen started and never wrote its line (a full disk, a crash in its "
+                      "reporting, a kill): its failure may be missing",
+                      m));
     out.details.push_back(
         "check the node (the screen's report, the journal), then 'sdcscreen history DIR --acknowledge'");
   };

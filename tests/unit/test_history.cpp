@@ -378,9 +378,10 @@ TEST_CASE("history: run ids, duplicated lines, unrecorded screens", "[history]")
   CHECK(h.unrecorded.empty());
 
   // Refusals: a bad run id, a drill failure in a screen that injected nothing.
-  for (const char* line :
-       {R"({"v":1,"time":"t","unix":1,"run":"xyz","host":"n","profile":"boot","selection":"profile","drill":false,"exit":0,"verdict":"pass","screened":{},"units":{},"failures":[]})",
-        R"({"v":1,"time":"t","unix":1,"host":"n","profile":"boot","selection":"profile","drill":false,"exit":1,"verdict":"fail","screened":{},"units":{},"failures":[{"unit":"cpu 1","case":"c","family":"f","result":"fail","drill":true}]})"}) {
+  for (
+      const char* line :
+      {R"({"v":1,"time":"t","unix":1,"run":"xyz","host":"n","profile":"boot","selection":"profile","drill":false,"exit":0,"verdict":"pass","screened":{},"units":{},"failures":[]})",
+       R"({"v":1,"time":"t","unix":1,"host":"n","profile":"boot","selection":"profile","drill":false,"exit":1,"verdict":"fail","screened":{},"units":{},"failures":[{"unit":"cpu 1","case":"c","family":"f","result":"fail","drill":true}]})"}) {
     write_file_atomic(d.path + "/" + FILE_NAME, std::string(line) + "\n");
     CHECK(!load(d.path, h, exists).empty());
   }
