@@ -66,6 +66,7 @@ struct HistoryArgs {
   int clean_screens = 3;
   std::string min_profile = "standard";
   std::string forget;
+  bool acknowledge = false;
   std::string output_format = "text";
 };
 struct DiffArgs {

@@ -21,6 +21,7 @@ const char* decision_word(history::Decision d) {
     case history::Decision::hold: return "hold";
     case history::Decision::never: return "never";
     case history::Decision::no_record: return "no-record";
+    case history::Decision::unrecorded: return "unrecorded";
   }
   return "?";
 }
@@ -52,6 +53,7 @@ int cmd_history(const HistoryArgs& a) {
     return usage_error(fmt::format("--clean-screens {}: give 1 to 1000", a.clean_screens));
   if (history::profile_rank(a.min_profile) < 0)
     return usage_error(fmt::format("--min-profile '{}' is not boot, standard or burnin", a.min_profile));
+  if (a.acknowledge && !a.forget.empty()) return usage_error("--acknowledge and --forget: give one at a time");
   if (!a.forget.empty()) {
     if (!valid_unit(a.forget))
       return usage_error(
@@ -67,6 +69,13 @@ int cmd_history(const HistoryArgs& a) {
         history::FILE_NAME);
     return EXIT_PASS;
   }
+  if (a.acknowledge) {
+    if (const std::string err = history::prepare_dir(a.dir); !err.empty()) return config_error(err);
+    const std::vector<std::string> removed = history::acknowledge(a.dir);
+    for (const std::string& m : removed) say("removed {}: its screen's line is acknowledged as missing\n", m);
+    if (removed.empty()) say("{}: no screen without its line to acknowledge\n", a.dir);
+    return EXIT_PASS;
+  }
   history::History h;
   bool exists = false;
   if (const std::string err = history::load(a.dir, h, exists); !err.empty()) return config_error(err);
@@ -76,6 +85,9 @@ int cmd_history(const HistoryArgs& a) {
     say("{}: {}\n", decision_word(v.decision), v.short_text);
     for (const std::string& d : v.details) say("  {}\n", d);
     if (h.torn_tail) say("  the last line of {} was cut short and is ignored\n", h.path);
+    if (h.duplicates)
+      say("  {} line{} repeat an earlier screen's run id: counted once\n", h.duplicates, h.duplicates == 1 ? "" : "s");
+    if (h.in_progress) say("  {} screen{} running now\n", h.in_progress, h.in_progress == 1 ? " is" : "s are");
     return decision_exit(v.decision);
   }
   if (!exists)
@@ -104,6 +116,8 @@ int cmd_history(const HistoryArgs& a) {
     j["first"] = first;
     j["last"] = last;
     j["torn_tail"] = h.torn_tail;
+    j["duplicates"] = h.duplicates;
+    j["unrecorded"] = h.unrecorded;
     j["units"] = nlohmann::ordered_json::array();
     for (const auto& u : units) {
       nlohmann::ordered_json fl = nlohmann::ordered_json::array();
@@ -145,10 +159,15 @@ int cmd_history(const HistoryArgs& a) {
   }
   say("history {}: {} screen{}{}{}{}{}\n", h.path, screens, screens == 1 ? "" : "s",
       screens ? fmt::format(", {} to {}", first, last) : "",
-      drills ? fmt::format(" ({} drill{}, not counted below)", drills, drills == 1 ? "" : "s") : "",
+      drills ? fmt::format(" ({} drill{}: their drills' failures not counted below)", drills, drills == 1 ? "" : "s")
+             : "",
       weakened ? fmt::format(" ({} weakened, never counted as clean)", weakened) : "",
       forgets ? fmt::format("; {} forget line{}", forgets, forgets == 1 ? "" : "s") : "");
   if (h.torn_tail) say("the last line was cut short (a write interrupted) and is ignored\n");
+  if (h.duplicates)
+    say("{} line{} repeat an earlier screen's run id and {} counted once\n", h.duplicates, h.duplicates == 1 ? "" : "s",
+        h.duplicates == 1 ? "is" : "are");
+  for (const std::string& m : h.unrecorded) say("a screen left no line: {}\n", m);
   size_t never_failed = 0;
   bool header = false;
   for (const auto& u : units) {

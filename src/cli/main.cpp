@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 150.0));
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
-                  "and the Slurm resume policy read. Default: /var/lib/sdcscreen when run as root (a default that "
+                  "and the Slurm resume policy read (DIR/unrecorded-RUN marks the screen until its line is written). "
+                  "Default: /var/lib/sdcscreen when run as root (a default that "
                   "cannot be written is a warning, not an error), else none; $SDCSCREEN_HISTORY overrides the "
                   "default; --history none records nothing")
       ->check(non_empty);
@@ -270,8 +271,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(non_empty);
   hist->add_flag("--resume-policy", ha.resume_policy,
-                 "print the policy's decision on the first line (resume, hold, never, no-record) and exit 0 resume, "
-                 "1 keep drained, 2 no failure on record");
+                 "print the policy's decision on the first line (resume, hold, never, unrecorded, no-record) and exit "
+                 "0 resume, 1 keep drained, 2 no failure on record");
   hist->add_option("--clean-screens", ha.clean_screens,
                    "clean screens a node needs after its last failure before it is resumed")
       ->capture_default_str();
@@ -281,6 +282,9 @@ int main(int argc, char** argv) {
                    "after a repair: failures of UNIT ('cpu 3', 'gpu 0', a GPU's UUID or 'all') no longer count (a line "
                    "is appended)")
       ->check(non_empty);
+  hist->add_flag("--acknowledge", ha.acknowledge,
+                 "after checking a node whose screen left no history line (a full disk, a crash in its reporting): "
+                 "remove the markers of such screens, so that the policy decides again");
   hist->add_option("--output-format", ha.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -288,6 +292,7 @@ int main(int argc, char** argv) {
       "The policy: a unit that failed in two screens (drills aside) keeps the node drained until it is repaired\n"
       "and forgotten; otherwise the node comes back after --clean-screens consecutive clean screens of at least\n"
       "--min-profile, each screening every unit that failed. Inconclusive screens neither count nor reset.\n"
+      "A screen that started and never wrote its line keeps the node drained until --acknowledge.\n"
       "Examples:\n"
       "  sdcscreen history /var/lib/sdcscreen\n"
       "  sdcscreen history /var/lib/sdcscreen --resume-policy\n"

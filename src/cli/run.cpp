@@ -219,6 +219,27 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       if (!a.npd) say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", err);
       history_dir.clear();
     }
+  // This screen's run id (the screens a crash supervisor forks share it) and, with a history, the marker that
+  // says its line is not written yet: created and locked here, removed once the line is on disk, or when the
+  // screen ends before its first test (src/core/history.h). A screen that dies after that leaves it behind.
+  const std::string run_id = history::new_run_id();
+  int pending_fd = -1;  // kept open to the end: it holds the marker's lock while this screen (or its children) run
+  if (!history_dir.empty()) {
+    std::string err;
+    pending_fd = history::begin_pending(history_dir, run_id, err);
+    if (pending_fd < 0) {
+      if (!history_default) return fail(EXIT_CONFIG, err);
+      if (!a.npd) say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", err);
+      history_dir.clear();
+    }
+  }
+  struct Pending {
+    std::string dir, run_id;
+    bool before_screen = true;  // removed on the way out: no test ran, nothing can be missing
+    ~Pending() {
+      if (before_screen && !dir.empty()) history::end_pending(dir, run_id);
+    }
+  } pending{history_dir, run_id};
   // Crash supervision (supervisor.h): the parent waits here for the screens it forks; a child goes on, without
   // the CPUs that crashed in earlier children, whose crash drills have then fired.
   // The host's identity and telemetry before the run, read once here: every screen the supervisor forks
@@ -232,6 +253,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   // The supervisor's own verdict when the screen did not finish: the NPD line the screen never printed.
   std::string unfinished;
   if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0)) {
+    pending.before_screen = false;  // the supervisor: its screens removed the marker, or left it for good reason
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
     return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
   }
@@ -321,6 +343,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
               verdict_name(t.verdict), t.iterations_done, t.duration_s);
     };
   mark_in_progress(a, output, screen);
+  pending.before_screen = false;
   if (cpus.empty() && !crashes.empty()) {  // every selected CPU crashed: nothing is left to screen
     result.backend = "cpu";
     result.start_unix = result.end_unix = unix_now();
@@ -410,7 +433,10 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     try {
       history::Record rec = history::record_of(result, host.hostname, a.enable.empty() && a.disable.empty());
       rec.report = report_written;
+      rec.run_id = run_id;
+      rec.report_digest = xxh3_128_hex(report);
       history::append(history_dir, rec);
+      history::end_pending(history_dir, run_id);  // the line is on disk
     } catch (const FileError& e) {
       if (history_default) {  // not asked for: said, and the exit code stays the screen's
         say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", e.what());

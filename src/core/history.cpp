@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "../backends/cpu/cpu_topology.h"
 #include "../util/atomic_file.h"
@@ -72,6 +73,13 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
     return fmt::format("'selection' is '{}', not profile or custom", rec.selection);
   if (!j.contains("drill") || !j["drill"].is_boolean()) return "no boolean 'drill'";
   rec.drill = j["drill"].get<bool>();
+  for (const auto& [key, out, len] :
+       {std::tuple{"run", &rec.run_id, size_t{32}}, std::tuple{"report_xxh3_128", &rec.report_digest, size_t{32}}}) {
+    if (!j.contains(key)) continue;
+    if (auto e = str(key, *out, false); !e.empty()) return e;
+    if (out->size() != len || out->find_first_not_of("0123456789abcdef") != std::string::npos)
+      return fmt::format("'{}' is not {} lowercase hex digits", key, len);
+  }
   if (j.contains("weakened")) {
     if (!j["weakened"].is_array()) return "'weakened' is not an array";
     for (const auto& w : j["weakened"]) {
@@ -111,6 +119,12 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
     }
     if (x.result != "fail" && x.result != "crash")
       return fmt::format("a failure's result is '{}', not fail or crash", x.result);
+    x.drill = rec.drill;  // lines before per-failure drills: the line's
+    if (f.contains("drill")) {
+      if (!f["drill"].is_boolean()) return "a failure's 'drill' is not a boolean";
+      x.drill = f["drill"].get<bool>();
+      if (x.drill && !rec.drill) return "a failure is a drill in a screen that injected nothing";
+    }
     if (f.contains("signatures")) {
       if (!f["signatures"].is_array()) return "a failure's 'signatures' is not an array";
       for (const auto& g : f["signatures"]) {
@@ -160,12 +174,6 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
 
 }  // namespace
 
-bool Record::failed(const std::string& unit) const {
-  const auto it = units.find(unit);
-  if (it != units.end() && (it->second == "fail" || it->second == "crash")) return true;
-  return std::any_of(failures.begin(), failures.end(), [&unit](const Failure& f) { return f.unit == unit; });
-}
-
 Record record_of(const RunResult& r, const std::string& host, bool full_profile) {
   Record rec;
   rec.unix = r.end_unix > 0 ? r.end_unix : static_cast<double>(std::time(nullptr));
@@ -204,14 +212,30 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     }
     if (!ran) continue;
     screened.insert(label);
+    const bool hung = std::any_of(r.units.begin(), r.units.end(), [d](const UnitResult& u) {
+      return u.is_sm() && u.hung && u.device == static_cast<int>(d);
+    });
     if (!r.devices[d].uuid.empty()) rec.gpus[label] = GpuId{r.devices[d].uuid, "", r.devices[d].pci_bus_id};
     if (crash)
       rec.units[label] = "crash";
     else if (fail)
       rec.units[label] = "fail";
+    else if (hung)
+      rec.units[label] = "hung";
     else if (error)
       rec.units[label] = "error";
   }
+  // Whether an --inject drill made this failure: one aimed at the case on that GPU (device), or on that CPU
+  // (the unit it named or fired on; a drill on no unit in particular, such as an input fault every CPU reads,
+  // on any CPU; cpu -2: a failure nobody placed, any CPU drill of the case).
+  const auto drill_on = [&r](const std::string& case_id, int device, int cpu) {
+    return std::any_of(r.injections.begin(), r.injections.end(), [&](const Injection& i) {
+      if (i.case_id != case_id) return false;
+      if (device >= 0) return i.device == device;
+      if (i.device >= 0) return false;
+      return cpu == -2 || i.unit == cpu || i.fired_unit == cpu || (i.unit < 0 && i.fired_unit < 0);
+    });
+  };
   // The distinct signature strings of a test's units (all of them: one GPU's SMs, or one CPU).
   const auto signatures = [](const TestResult& t, int only_unit, bool all) {
     std::vector<std::string> out;
@@ -224,10 +248,11 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
   };
   for (const TestResult& t : r.tests) {
     if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
-    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}, "", -1, -1};
+    Failure f{"", t.id, t.family, verdict_name(t.verdict), {}, {}, "", -1, -1, false};
     if (t.device_index >= 0 && static_cast<size_t>(t.device_index) < r.devices.size()) {
       const DeviceInfo& dev = r.devices[static_cast<size_t>(t.device_index)];
       f.unit = gpu_label(dev.index);
+      f.drill = drill_on(t.id, dev.index, -1);
       if (!dev.uuid.empty()) rec.gpus[f.unit] = GpuId{dev.uuid, "", dev.pci_bus_id};
       f.sms = t.units_failed;
       std::sort(f.sms.begin(), f.sms.end());
@@ -251,11 +276,13 @@ Record record_of(const RunResult& r, const std::string& host, bool full_profile)
     cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
     if (cpus.empty()) {  // never expected: a failure must still be on record, if unplaced
       f.unit = "cpu ?";
+      f.drill = drill_on(t.id, -1, -2);
       rec.failures.push_back(f);
       continue;
     }
     for (int c : cpus) {
       f.unit = cpu_label(c);
+      f.drill = drill_on(t.id, -1, c);
       f.package = f.core = -1;
       for (const UnitResult& u : r.units)
         if (!u.is_sm() && u.cpu.cpu == c) {
@@ -292,6 +319,8 @@ std::string to_line(const Record& rec) {
     j["forget"] = rec.forget;
     return j.dump();
   }
+  if (!rec.run_id.empty()) j["run"] = rec.run_id;
+  if (!rec.report_digest.empty()) j["report_xxh3_128"] = rec.report_digest;
   j["host"] = rec.host;
   j["profile"] = rec.profile;
   j["selection"] = rec.selection;
@@ -307,7 +336,7 @@ std::string to_line(const Record& rec) {
     if (unit != "cpu ?") j["units"][unit] = result;
   j["failures"] = ojson::array();
   for (const Failure& f : rec.failures) {
-    ojson jf = {{"unit", f.unit}, {"case", f.case_id}, {"family", f.family}, {"result", f.result}};
+    ojson jf = {{"unit", f.unit}, {"case", f.case_id}, {"family", f.family}, {"result", f.result}, {"drill", f.drill}};
     if (!f.sms.empty()) jf["sms"] = f.sms;
     if (!f.signatures.empty()) jf["signatures"] = f.signatures;
     if (!f.classification.empty()) jf["class"] = f.classification;
@@ -367,9 +396,12 @@ void append(const std::string& dir, const Record& rec) {
   const int fd = open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) throw FileError(fmt::format("{}: {}", file, std::strerror(errno)));
   const std::string line = to_line(rec) + "\n";
+  // Drill (SDCSCREEN_DRILL_HISTORY_FULL=1): every write of the line fails as on a full disk.
+  const char* full = std::getenv("SDCSCREEN_DRILL_HISTORY_FULL");
+  const bool disk_full = full && std::strcmp(full, "1") == 0;
   size_t done = 0;
   while (done < line.size()) {
-    const ssize_t n = write(fd, line.data() + done, line.size() - done);
+    const ssize_t n = disk_full ? (errno = ENOSPC, -1) : write(fd, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = errno;
@@ -412,6 +444,7 @@ std::string load(const std::string& dir, History& h, bool& exists) {
   h = History{};
   h.path = dir + "/" + FILE_NAME;
   exists = false;
+  read_pending(dir, h);
   struct stat st {};
   if (lstat(h.path.c_str(), &st) != 0) {
     if (errno == ENOENT) return "";
@@ -425,6 +458,7 @@ std::string load(const std::string& dir, History& h, bool& exists) {
   } catch (const FileError& e) {
     return e.what();
   }
+  std::set<std::string> runs;
   size_t line_no = 0, pos = 0;
   while (pos < text.size()) {
     const size_t nl = text.find('\n', pos);
@@ -441,6 +475,10 @@ std::string load(const std::string& dir, History& h, bool& exists) {
     if (const std::string e = parse_strict_json(line, j); !e.empty()) return bad(where, e);
     Record rec;
     if (const std::string e = parse_record(j, rec); !e.empty()) return bad(where, e);
+    if (!rec.run_id.empty() && !runs.insert(rec.run_id).second) {  // the same screen again: counted once
+      ++h.duplicates;
+      continue;
+    }
     h.records.push_back(std::move(rec));
   }
   return "";

@@ -10,6 +10,25 @@
 
 namespace sdc::history {
 
+bool Record::failed(const std::string& unit) const {
+  const auto it = units.find(unit);
+  if (it != units.end() && (it->second == "fail" || it->second == "crash")) return true;
+  return std::any_of(failures.begin(), failures.end(), [&unit](const Failure& f) { return f.unit == unit; });
+}
+
+bool Record::failed_for_real(const std::string& unit) const {
+  bool any = false;
+  for (const Failure& f : failures) {
+    if (f.unit != unit) continue;
+    if (!f.drill) return true;
+    any = true;
+  }
+  if (any) return false;  // every failure of the unit was a drill's
+  // A unit that failed or crashed with no failure entry: no drill explains it.
+  const auto it = units.find(unit);
+  return it != units.end() && (it->second == "fail" || it->second == "crash");
+}
+
 bool unit_less(const std::string& a, const std::string& b) {
   const auto split = [](const std::string& u) {
     const auto sp = u.rfind(' ');
@@ -69,7 +88,7 @@ std::map<std::string, std::string> replaced_gpus(const History& h,
       const auto it = seen.try_emplace(key, Seen{i, i, label}).first;
       it->second.last = i;
       it->second.label = label;
-      if (h.records[i].failed(label)) failed.insert(key);
+      if (h.records[i].failed_for_real(label)) failed.insert(key);
     }
   std::map<std::string, std::string> out;
   for (const std::string& key : failed) {
@@ -121,19 +140,35 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
       label_of[key] = label;
       key_at[label] = key;
     }
-    if (r.drill) {
-      drills += r.exit == EXIT_FAIL;
-      continue;
-    }
+    // Drill status belongs to each failure: a drill's failures do not count, a real one beside them does.
     std::set<std::string> units;
-    for (const Failure& f : r.failures) units.insert(key_of(i, f.unit));
+    bool drilled = false;
+    for (const Failure& f : r.failures) {
+      if (f.drill) drilled = true;
+      if (r.failed_for_real(f.unit)) units.insert(key_of(i, f.unit));
+    }
     for (const auto& [unit, result] : r.units)
-      if (result == "fail" || result == "crash") units.insert(key_of(i, unit));
-    if (units.empty() && r.exit == EXIT_FAIL) units.insert("unit ?");  // a failure nobody placed still counts
+      if (r.failed_for_real(unit)) units.insert(key_of(i, unit));
+    if (units.empty() && drilled) ++drills;
+    // A failure nobody placed still counts (in a drill screen, when no drill's failure explains the exit).
+    if (units.empty() && r.exit == EXIT_FAIL && !drilled) units.insert("unit ?");
     for (const std::string& u : units) failed_in[u].push_back(i);
   }
   const std::string needed =
       fmt::format("{} clean {} screen{}", cfg.clean_screens, cfg.min_profile, cfg.clean_screens == 1 ? "" : "s");
+  const auto unrecorded = [&h](ResumeVerdict& out) {  // a screen's failure may be missing: nothing vouches
+    if (h.unrecorded.empty() || out.decision == Decision::never) return;
+    out.decision = Decision::unrecorded;
+    out.remaining = 0;
+    out.short_text = "a screen left no history line: not resumed";
+    for (const std::string& m : h.unrecorded)
+      out.details.push_back(
+          fmt::format("{}: a screen started and never wrote its line (a full disk, a crash in its "
+                      "reporting, a kill): its failure may be missing",
+                      m));
+    out.details.push_back(
+        "check the node (the screen's report, the journal), then 'sdcscreen history DIR --acknowledge'");
+  };
   if (failed_in.empty()) {
     v.decision = Decision::no_record;
     v.short_text = drills ? "only drills failed" : "no failure on record";
@@ -141,6 +176,7 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
                             ? fmt::format("{}: no screen on record", h.path)
                             : fmt::format("{}: {} screens on record, no failure outside drills{}", h.path,
                                           h.records.size(), drills ? fmt::format(" ({} drills failed)", drills) : ""));
+    unrecorded(v);
     return v;
   }
   // In label order, so the text reads "cpu 3, cpu 12, gpu 0".
@@ -204,6 +240,7 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
   if (clean >= cfg.clean_screens) {
     v.decision = Decision::resume;
     v.short_text = fmt::format("{} clean {} screens since the failure", clean, cfg.min_profile);
+    unrecorded(v);
     return v;
   }
   v.decision = Decision::hold;
@@ -211,6 +248,7 @@ ResumeVerdict decide(const History& h, const PolicyConfig& cfg) {
   v.short_text =
       fmt::format("{} clean {} screen{} to resume", v.remaining, cfg.min_profile, v.remaining == 1 ? "" : "s");
   v.details.push_back(fmt::format("{} of the {} needed since the last failure", clean, needed));
+  unrecorded(v);
   return v;
 }
 
@@ -224,8 +262,9 @@ std::vector<UnitSummary> summarize(const History& h) {
   std::map<std::string, State> units;
   for (size_t i = 0; i < h.records.size(); ++i) {
     const Record& r = h.records[i];
-    if (!r.forget.empty() || r.drill) continue;
+    if (!r.forget.empty()) continue;
     for (const auto& [u, key] : keys[i]) {
+      if (r.drill && !r.failed_for_real(u)) continue;  // a drill screen: its real failures alone
       State& st = units[key];
       st.s.unit = u;
       st.s.id = key;
@@ -235,7 +274,7 @@ std::vector<UnitSummary> summarize(const History& h) {
       }
       if (u.rfind("cpu ", 0) == 0) st.s.microcode = r.microcode;
       ++st.s.screens;
-      if (r.failed(u)) {
+      if (r.failed_for_real(u)) {
         ++st.s.failures;
         if (st.s.first_failure.empty()) st.s.first_failure = r.time;
         st.s.last_failure = r.time;
@@ -243,7 +282,7 @@ std::vector<UnitSummary> summarize(const History& h) {
         st.failed_before = true;
         st.passed_since = false;
         for (const Failure& f : r.failures) {
-          if (f.unit != u) continue;
+          if (f.unit != u || f.drill) continue;
           st.s.failure_list.push_back(
               FailureAt{r.time, f.case_id, f.family, u.rfind("cpu ", 0) == 0 ? r.microcode : "", f.sms});
           if (std::find(st.s.families.begin(), st.s.families.end(), f.family) == st.s.families.end())

@@ -74,6 +74,31 @@ std::string device_name(std::string unit) {
 
 // The labels of a device's series: device="gpu0/sm3", and on every GPU series the GPU's uuid, so a fleet
 // query follows the part when CUDA renumbers it (device= stays for the dashboards that key on it).
+// The units the watchdog gave up on, for the NPD line: "cpu3", a GPU whose every SM hung by its name
+// ("GPU-8c2f1a2b", npd_gpu), an SM alone as "GPU-8c2f1a2b/sm5".
+std::string hung_units(const RunResult& r) {
+  std::map<int, std::pair<size_t, size_t>> sms;  // device -> (hung SMs, SMs)
+  for (const UnitResult& u : r.units)
+    if (u.is_sm()) {
+      sms[u.device].first += u.hung;
+      ++sms[u.device].second;
+    }
+  std::string out;
+  std::set<int> named;
+  for (const UnitResult& u : r.units) {
+    if (!u.hung) continue;
+    std::string name;
+    if (!u.is_sm())
+      name = fmt::format("cpu{}", u.cpu.cpu);
+    else if (sms[u.device].first < sms[u.device].second)
+      name = fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm);
+    else if (named.insert(u.device).second)
+      name = npd_gpu(r, u.device);
+    if (!name.empty()) out += (out.empty() ? "" : ",") + name;
+  }
+  return out;
+}
+
 std::string device_labels(const RunResult& r, const std::string& dev) {
   std::string s = fmt::format("device=\"{}\"", dev);
   if (dev.rfind("gpu", 0) != 0) return s;
@@ -155,7 +180,7 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (const UnitResult& u : r.units) {
     if (u.is_sm()) {
       gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
-      gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles;
+      gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles + (u.hung ? 1 : 0);
     } else {
       s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu,
                        u.tiles > 0 && u.failed_tiles == 0 && !u.hung && !u.crash_signal ? 1 : 0);
@@ -204,6 +229,10 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
+  for (size_t d = 0; d < r.devices.size(); ++d)  // a GPU whose SMs the watchdog gave up on, by ordinal and UUID
+    if (std::any_of(r.units.begin(), r.units.end(),
+                    [d](const UnitResult& u) { return u.hung && u.is_sm() && u.device == static_cast<int>(d); }))
+      s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", device_labels(r, fmt::format("gpu{}", r.devices[d].index)));
   std::map<std::string, uint64_t> tiles_failed;
   std::map<std::string, int> results;
   for (const TestResult& t : r.tests) {
@@ -265,10 +294,7 @@ std::string render_npd_line(const RunResult& r) {
       if (!where.empty()) where.pop_back();
       if (!families.empty()) families.pop_back();
       // Units the watchdog gave up on (exit 1 when their peers finished): "cpu1 hung (watchdog) in CASE".
-      std::string hung;
-      for (const UnitResult& u : r.units)
-        if (u.hung) hung += (hung.empty() ? "" : ",") + (u.is_sm() ? fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm)
-                                                                   : fmt::format("cpu{}", u.cpu.cpu));
+      std::string hung = hung_units(r);
       if (!hung.empty()) {
         hung += " hung (watchdog)";
         for (const TestResult& t : r.tests)
@@ -306,12 +332,7 @@ std::string render_npd_line(const RunResult& r) {
       std::string why = r.interrupted_by ? fmt::format("interrupted by signal {}", r.interrupted_by) : "";
       if (r.exit_code() == EXIT_SLOW) why = fmt::format("every test passed; slow (--fail-slow): {}", slow_units(r));
       // A hung unit first, by name (the line is cut at 80 characters): "cpu1 hung (watchdog) in CASE".
-      std::string hung;
-      for (const UnitResult& u : r.units) {
-        if (!u.hung) continue;
-        if (!hung.empty()) hung += ',';
-        hung += u.is_sm() ? fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm) : fmt::format("cpu{}", u.cpu.cpu);
-      }
+      const std::string hung = hung_units(r);
       if (why.empty() && !hung.empty()) {
         why = hung + " hung (watchdog)";
         for (const TestResult& t : r.tests)

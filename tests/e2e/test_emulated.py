@@ -426,26 +426,34 @@ def hung():
         def __init__(self, backend):
             self.dir = tempfile.TemporaryDirectory()
             self.out = os.path.join(self.dir.name, "report.json")
+            self.prom = os.path.join(self.dir.name, "metrics.prom")
             self.t0 = time.monotonic()
-            # Its own lock: the screens run at the same time.
+            # Its own lock: the screens run at the same time. The NPD line is its stdout.
             self.p = subprocess.Popen([SDCSCREEN, "run", "--lock-file", os.path.join(self.dir.name, "lock"),
                                        "--backend", backend, "--profile", "boot", "--enable", small,
-                                       "--output-format", "json", "-o", self.out, "-q"],
+                                       "--output-format", "json", "-o", self.out, "--prometheus", self.prom, "--npd"],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
         def finish(self):
-            """(exit code or None when it did not end, seconds, report or None, stderr)."""
+            """(exit code or None when it did not end, seconds, report or None, stderr); self.npd and self.metrics
+            keep the NPD line and the Prometheus text."""
             try:
-                _, err = self.p.communicate(timeout=max(1.0, 90 - (time.monotonic() - self.t0)))
+                out, err = self.p.communicate(timeout=max(1.0, 90 - (time.monotonic() - self.t0)))
                 code = self.p.returncode
             except subprocess.TimeoutExpired:
                 os.killpg(self.p.pid, signal.SIGKILL)  # the screen and its supervisor, which this test started
-                _, err = self.p.communicate()
+                out, err = self.p.communicate()
                 code = None
             took = time.monotonic() - self.t0
             report = json.load(open(self.out)) if os.path.exists(self.out) else None
+            self.npd = out.strip()
+            self.metrics = open(self.prom).read() if os.path.exists(self.prom) else ""
             self.dir.cleanup()
             return code, took, report, err
+
+    def hung_units(report, device):
+        """The results of a GPU's SM units in the report."""
+        return {u["result"] for u in (report or {}).get("units", []) if u["kind"] == "sm" and u["device"] == device}
 
     # Launch 1 is the SM-id query (before any test: a watchdog of its own); 2 and 3 generate the inputs; 4 is the
     # case's first computation; 6 is past the first iteration (compute and digest), in the second.
@@ -463,14 +471,29 @@ def hung():
                 f"({t.get('reason')})")
         F.check(report is not None and report.get("exit") == {"code": 2, "verdict": "error"},
                 f"launch {launch} hung: the report's exit {report.get('exit') if report else None}")
+        # The hung GPU is named: its SMs are hung in units[], Prometheus has sdcscreen_device_hung for it (by ordinal
+        # and UUID), the NPD line leads with it.
+        uuid = ((report or {}).get("devices") or [{}])[0].get("uuid") or ""
+        F.check(hung_units(report, 0) == {"hung"}, f"launch {launch} hung: its SMs are {hung_units(report, 0)}")
+        F.check(f'sdcscreen_device_hung{{device="gpu0",uuid="{uuid}"}} 1' in screen.metrics and uuid,
+                f"launch {launch} hung: Prometheus does not name the GPU ({uuid}): "
+                f"{[x for x in screen.metrics.splitlines() if 'hung' in x]}")
+        F.check(screen.npd.startswith(f"Unknown: {uuid[:12]} hung (watchdog)"),
+                f"launch {launch} hung: NPD line {screen.npd!r}")
         F.check(took < 60, f"launch {launch} hung: the process took {took:.0f} s to end; the watchdog's deadline is "
                            "about 10 s")
         print(f"launch {launch} never ends: exit {code} after {took:.1f} s", flush=True)
     code, took, report, err = two.finish()
     by = {x["device"]: x for x in tests_of(report)}
-    F.check(code == 2 and by.get("cuda:0", {}).get("result") == "error" and by.get("cuda:1", {}).get("result") == "pass",
+    # A GPU that hangs while its peer finishes is a failed unit, as a CPU's stuck worker is (exit 1: drained).
+    F.check(code == 1 and by.get("cuda:0", {}).get("result") == "error" and by.get("cuda:1", {}).get("result") == "pass",
             f"two GPUs, one hung: exit {code} after {took:.0f} s, "
             f"{[(d, x.get('result'), x.get('reason')) for d, x in by.items()]}: {err[-400:]}")
+    F.check(hung_units(report, 0) == {"hung"} and "hung" not in hung_units(report, 1),
+            f"two GPUs, one hung: SMs {hung_units(report, 0)} and {hung_units(report, 1)}")
+    F.check(two.npd.startswith("SDC: ") and " hung (watchdog)" in two.npd and 'device="gpu1"' not in
+            "".join(x for x in two.metrics.splitlines() if x.startswith("sdcscreen_device_hung")),
+            f"two GPUs, one hung: NPD {two.npd!r}")
     F.check(took < 60, f"two GPUs, one hung: the process took {took:.0f} s to end")
     print(f"two GPUs, one never ending: exit {code} after {took:.1f} s", flush=True)
     F.finish()

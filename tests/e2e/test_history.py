@@ -65,14 +65,76 @@ try:
         F.check(all(isinstance(v, int) and v >= 0 for v in place.values()), f"run --history: failure place {place}")
         F.check(b["exit"] == 1 and b["drill"] is True and b["units"] == {"cpu 1": "fail"} and
                 b["failures"] == [{"unit": "cpu 1", "case": CASE, "family": "softmax_f32", "result": "fail",
+                                   "drill": True,
                                    "signatures": ["softmax_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single"]}],
                 f"run --history: drill line {b}")
+        # Each screen has its own run id, and the line names the digest of the report it rendered.
+        hexes = [x.get(k, "") for x in (a, b) for k in ("run", "report_xxh3_128")]
+        F.check(all(len(x) == 32 and all(c in "0123456789abcdef" for c in x) for x in hexes) and a["run"] != b["run"],
+                f"run --history: run ids and report digests {hexes}")
+    F.check(not [n for n in os.listdir(h) if n.startswith("unrecorded-")], f"markers left behind: {os.listdir(h)}")
     p = history(h)
     F.check(p.returncode == 0 and "2 screens" in p.stdout and "1 drill" in p.stdout and "no failure on record" in p.stdout,
             f"history of a drill: exit {p.returncode}: {p.stdout!r}")
     p = history(h, "--resume-policy")
     F.check(p.returncode == 2 and p.stdout.startswith("no-record: only drills failed"),
             f"policy on drills only: exit {p.returncode}: {p.stdout!r}")
+
+    # A drill on cpu 0 and a real crash on cpu 1 in the same screen (its worker calls exit(), not a drill of
+    # --inject's): the crash is a failure the policy counts, the drill's is not.
+    hd = os.path.join(TMP, "drill-and-crash")
+    env = dict(os.environ, SDCSCREEN_DRILL_WORKER_EXIT="1")
+    p = subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--enable", CASE, "--inject",
+                                                             f"case={CASE},element=5,bit=3,unit=0", "--history", hd,
+                                                             "-q"])], capture_output=True, text=True, env=env, timeout=120)
+    rec = lines(hd)[-1] if os.path.exists(os.path.join(hd, "history.jsonl")) else {}
+    drills = {(f["unit"], f["result"], f["drill"]) for f in rec.get("failures", [])}
+    F.check(p.returncode == 1 and rec.get("drill") is True and
+            drills == {("cpu 0", "fail", True), ("cpu 1", "crash", False)},
+            f"drill and crash: exit {p.returncode}, failures {drills}: {p.stderr[-300:]!r}")
+    p = history(hd, "--resume-policy")
+    F.check(p.returncode == 1 and p.stdout.startswith("hold: 3 clean standard screens to resume") and
+            "cpu 1 failed in 1 screen" in p.stdout and "cpu 0" not in p.stdout,
+            f"policy after a drill and a real crash: exit {p.returncode}: {p.stdout!r}")
+
+    # The history line cannot be written (the drill fails the append as a full disk does): the screen's marker
+    # stays, and the policy resumes nothing, not even after clean screens, until an administrator acknowledges.
+    hf = os.path.join(TMP, "full")
+    write(hf, [dict(screen("standard", 1, ["cpu 2"]), run="0" * 32)] +
+          [dict(screen(), run=f"{i:032x}") for i in range(1, 4)])
+    p = history(hf, "--resume-policy")
+    F.check(p.returncode == 0 and p.stdout.startswith("resume: 3 clean"), f"before the full disk: {p.returncode} {p.stdout!r}")
+    env = dict(os.environ, SDCSCREEN_DRILL_HISTORY_FULL="1")
+    p = subprocess.run([common.SDCSCREEN, *common.with_lock(["run", "--enable", CASE, "--inject",
+                                                             f"case={CASE},element=5,bit=3", "--history", hf, "-q"])],
+                       capture_output=True, text=True, env=env, timeout=120)
+    F.check(p.returncode == 1 and "cannot append" in p.stderr and "No space left" in p.stderr and
+            len(lines(hf)) == 4, f"full disk: exit {p.returncode}: {p.stderr[-300:]!r}")
+    markers = [n for n in os.listdir(hf) if n.startswith("unrecorded-")]
+    F.check(len(markers) == 1, f"full disk: markers {os.listdir(hf)}")
+    # A screen that ends before its first test (here a drill outside the case's output) leaves no marker.
+    p = common.run("run", "--enable", CASE, "--inject", f"case={CASE},element=99999999,bit=3", "--history", hf, "-q")
+    F.check(p.returncode == 64 and [n for n in os.listdir(hf) if n.startswith("unrecorded-")] == markers,
+            f"refused screen: exit {p.returncode}, {os.listdir(hf)}")
+    p = common.run("run", "--profile", "boot", "--history", hf, "-q")  # a later screen's line is written
+    F.check(p.returncode == 0 and len(lines(hf)) == 5, f"after the full disk: exit {p.returncode}")
+    p = history(hf, "--resume-policy", "--min-profile", "boot")
+    F.check(p.returncode == 1 and p.stdout.startswith("unrecorded: a screen left no history line: not resumed") and
+            (markers and markers[0] in p.stdout) and "--acknowledge" in p.stdout,
+            f"policy with a screen unrecorded: exit {p.returncode}: {p.stdout!r}")
+    p = history(hf)
+    F.check(p.returncode == 0 and "a screen left no line" in p.stdout, f"summary with a screen unrecorded: {p.stdout!r}")
+    p = history(hf, "--acknowledge")
+    F.check(p.returncode == 0 and "removed" in p.stdout and not [n for n in os.listdir(hf) if n.startswith("unrecorded-")],
+            f"acknowledge: exit {p.returncode}: {p.stdout!r}")
+    p = history(hf, "--resume-policy", "--min-profile", "boot")
+    # (the real boot screen names this host, not the written lines' n1: it does not cover their cpu 2)
+    F.check(p.returncode == 0 and p.stdout.startswith("resume: 3 clean"), f"after acknowledge: {p.returncode} {p.stdout!r}")
+    # Three copies of one clean line are one screen.
+    write(hf, [dict(screen("standard", 1, ["cpu 2"]), run="0" * 32)] + [dict(screen(), run="f" * 32)] * 3)
+    p = history(hf, "--resume-policy")
+    F.check(p.returncode == 1 and p.stdout.startswith("hold: 2 clean standard screens to resume") and
+            "2 lines repeat" in p.stdout, f"three identical lines: exit {p.returncode}: {p.stdout!r}")
 
     # A full profile screen is recorded as such (a boot screen on two CPUs is quick).
     p = common.run("run", "--profile", "boot", "--history", h, "-q")
@@ -117,7 +179,8 @@ try:
             (("--forget", "core 3"), 64, "not a unit kind"),
             (("--clean-screens", "0"), 64, "zero clean screens"),
             (("--min-profile", "quick"), 64, "an unknown profile"),
-            (("--output-format", "xml"), 64, "an unknown format")):
+            (("--output-format", "xml"), 64, "an unknown format"),
+            (("--acknowledge", "--forget", "cpu 1"), 64, "acknowledge and forget at once")):
         p = history(d, *args)
         F.check(p.returncode == code and p.stderr.count("\n") == 1, f"history {what}: exit {p.returncode}: {p.stderr!r}")
     missing = os.path.join(TMP, "nothing-here")

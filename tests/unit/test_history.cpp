@@ -34,6 +34,7 @@ Record screen(const std::string& profile, int exit, std::vector<std::string> scr
   for (const std::string& u : failing) {
     r.units[u] = "fail";
     r.failures.push_back({u, "gemm_f32.uniform_1024", "gemm_f32", "fail", {}, {}});
+    r.failures.back().drill = drill;  // a drill screen's failures: the drill's
   }
   return r;
 }
@@ -254,4 +255,134 @@ TEST_CASE("history: per-unit summary and flapping", "[history]") {
   CHECK(s[1].flaps == 1);  // failed, passed, failed (twice in a row is not a flap)
   CHECK(s[1].families == std::vector<std::string>{"gemm_f32"});
   CHECK(s[2].failures == 0);  // the drill does not count
+}
+
+TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
+  const PolicyConfig cfg{1, "boot"};
+  // A drill on cpu 0 and, in the same screen, a real crash on cpu 1: the crash holds the node.
+  Record both = screen("boot", 1, ALL, {"cpu 0"}, true);
+  both.units["cpu 1"] = "crash";
+  both.failures.push_back({"cpu 1", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}});
+  ResumeVerdict v = decide(of({both}), cfg);
+  CHECK(v.decision == Decision::hold);
+  REQUIRE(!v.details.empty());
+  CHECK(v.details[0].find("cpu 1 failed in 1 screen") == 0);
+  CHECK(decide(of({both, screen("boot", 0, ALL)}), cfg).decision == Decision::resume);
+  // A drill screen is never a clean one, and two screens with cpu 1's real crash are "never".
+  CHECK(decide(of({both, screen("boot", 0, ALL, {}, true)}), cfg).decision == Decision::hold);
+  CHECK(decide(of({both, both}), cfg).decision == Decision::never);
+  // The summary counts cpu 1's failure, not cpu 0's drill.
+  for (const UnitSummary& u : summarize(of({both}))) CHECK(u.failures == (u.unit == "cpu 1" ? 1 : 0));
+
+  // record_of: a failure is a drill only where an --inject drill aimed at its case and unit.
+  RunResult r;
+  r.profile = "boot";
+  for (int c = 0; c < 2; ++c) {
+    UnitResult u;
+    u.cpu.cpu = c;
+    u.tiles = 4;
+    u.failed_tiles = c == 0 ? 1 : 0;
+    u.crash_signal = c == 1 ? 11 : 0;
+    r.units.push_back(u);
+  }
+  Injection inj;
+  inj.case_id = "gemm_f32.uniform_1024";
+  inj.unit = 0;
+  inj.fired = true;
+  inj.fired_unit = 0;
+  r.injections.push_back(inj);
+  TestResult t;
+  t.id = "gemm_f32.uniform_1024";
+  t.family = "gemm_f32";
+  t.verdict = Verdict::fail;
+  t.units_failed = {0};
+  r.tests.push_back(t);
+  t.id = "softmax_f32.special_128x1000";
+  t.family = "softmax_f32";
+  t.verdict = Verdict::crash;
+  t.units_failed = {1};
+  r.tests.push_back(t);
+  Record rec = record_of(r, "n1", true);
+  REQUIRE(rec.failures.size() == 2);
+  CHECK(rec.drill);
+  CHECK(rec.failures[0].drill);
+  CHECK(!rec.failures[1].drill);
+  CHECK(to_line(rec).find("\"result\":\"crash\",\"drill\":false") != std::string::npos);
+  CHECK(decide(of({rec}), cfg).decision == Decision::hold);
+  // The same case failing on a CPU the drill did not touch is no drill; a drill on no unit covers every CPU.
+  r.tests[0].units_failed = {1};
+  CHECK(!record_of(r, "n1", true).failures[0].drill);
+  r.injections[0].unit = r.injections[0].fired_unit = -1;
+  CHECK(record_of(r, "n1", true).failures[0].drill);
+}
+
+TEST_CASE("history: run ids, duplicated lines, unrecorded screens", "[history]") {
+  TempDir d;
+  const PolicyConfig cfg{3, "boot"};
+  Record fail = screen("boot", 1, ALL, {"cpu 2"});
+  fail.run_id = new_run_id();
+  CHECK(fail.run_id.size() == 32);
+  CHECK(fail.run_id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(new_run_id() != fail.run_id);
+  fail.report_digest = std::string(32, 'a');
+  Record clean = screen("boot", 0, ALL);
+  clean.run_id = new_run_id();
+  append(d.path, fail);
+  for (int i = 0; i < 3; ++i) append(d.path, clean);  // the same line three times: one screen
+  History h;
+  bool exists = false;
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.records.size() == 2);
+  CHECK(h.duplicates == 2);
+  CHECK(h.records[0].report_digest == fail.report_digest);
+  ResumeVerdict v = decide(h, cfg);
+  CHECK(v.decision == Decision::hold);
+  CHECK(v.remaining == 2);
+  for (int i = 0; i < 2; ++i) {
+    clean.run_id = new_run_id();
+    append(d.path, clean);
+  }
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(decide(h, cfg).decision == Decision::resume);
+
+  // A screen in progress holds its marker: not unrecorded. Once it is gone without its line, nothing resumes.
+  std::string err;
+  const std::string id = new_run_id();
+  const int fd = begin_pending(d.path, id, err);
+  REQUIRE(fd >= 0);
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.in_progress == 1);
+  CHECK(h.unrecorded.empty());
+  CHECK(acknowledge(d.path).empty());  // a running screen's marker stays
+  close(fd);
+  REQUIRE(load(d.path, h, exists).empty());
+  REQUIRE(h.unrecorded.size() == 1);
+  CHECK(h.unrecorded[0].find(std::string(PENDING_PREFIX) + id) != std::string::npos);
+  v = decide(h, cfg);
+  CHECK(v.decision == Decision::unrecorded);
+  CHECK(v.short_text == "a screen left no history line: not resumed");
+  // Not even a history with no failure vouches for the node then.
+  History empty;
+  empty.unrecorded = h.unrecorded;
+  CHECK(decide(empty, cfg).decision == Decision::unrecorded);
+  CHECK(acknowledge(d.path).size() == 1);
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.unrecorded.empty());
+  CHECK(decide(h, cfg).decision == Decision::resume);
+  // A screen that ends before its first test removes its marker: nothing is left.
+  const int fd2 = begin_pending(d.path, id, err);
+  REQUIRE(fd2 >= 0);
+  end_pending(d.path, id);
+  close(fd2);
+  REQUIRE(load(d.path, h, exists).empty());
+  CHECK(h.unrecorded.empty());
+
+  // Refusals: a bad run id, a drill failure in a screen that injected nothing.
+  for (
+      const char* line :
+      {R"({"v":1,"time":"t","unix":1,"run":"xyz","host":"n","profile":"boot","selection":"profile","drill":false,"exit":0,"verdict":"pass","screened":{},"units":{},"failures":[]})",
+       R"({"v":1,"time":"t","unix":1,"host":"n","profile":"boot","selection":"profile","drill":false,"exit":1,"verdict":"fail","screened":{},"units":{},"failures":[{"unit":"cpu 1","case":"c","family":"f","result":"fail","drill":true}]})"}) {
+    write_file_atomic(d.path + "/" + FILE_NAME, std::string(line) + "\n");
+    CHECK(!load(d.path, h, exists).empty());
+  }
 }

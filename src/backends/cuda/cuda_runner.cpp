@@ -600,6 +600,12 @@ void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptio
     executors.push_back(run.back().get());
   }
   const Clock::time_point start = run_schedule(sel, opt, executors, result);
+  // A GPU the watchdog gave up on (a kernel, an input generation, the probe, its opening): every SM of it is
+  // hung in the units, as a CPU's stuck worker is (its outputs name the GPU).
+  for (UnitResult& u : result.units)
+    if (u.is_sm() && u.device >= 0 && static_cast<size_t>(u.device) < run.size() &&
+        run[static_cast<size_t>(u.device)]->gpu().stuck)
+      u.hung = true;
   // The node's GPUs judge their consensus tests together.
   std::vector<FirstRun> firsts(result.tests.size());
   for (size_t i = 0; i < result.tests.size() && !run.empty(); ++i) {
