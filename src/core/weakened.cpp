@@ -25,6 +25,7 @@ const Switch SWITCHES[] = {
     {"SDCSCREEN_NVML_LIBRARY", "the GPUs' telemetry (ECC errors, Xid) comes from this library, not the driver's NVML"},
     {"SDCSCREEN_DRILL_REPORT_CRASH", "drill: the screen crashes in its report writer"},
     {"SDCSCREEN_DRILL_TELEMETRY_AFTER", "drill: the after-run host telemetry is read under this directory"},
+    {"SDCSCREEN_DRILL_TELEMETRY_DURING", "drill: the host telemetry sampled during the run is read under this directory"},
     {"SDCSCREEN_DRILL_WORKER_EXIT", "drill: this CPU's worker exits at its first iteration"},
     {"SDCSCREEN_DRILL_SLOW_CPU", "drill: this CPU does ten times the throughput probe's work"},
     {"SDCSCREEN_DRILL_HISTORY_FULL", "drill: appending the history line fails as on a full disk"},
