@@ -158,7 +158,10 @@ with tempfile.TemporaryDirectory() as d:
         if want == 2:
             F.check(results and all(r == "error" and "CPU sensor k10temp Tctl at 96 C while it ran, above "
                                     "--max-temperature 90 C" in why for r, why in results), f"hot CPU: {results}")
-            F.check(npd.returncode == 2 and "CPU sensor k10temp Tctl at 96 C" in npd.stdout,
+            # The line names the case; two weakening switches (the fake tree and the drill) leave no room for the
+            # sensor, which the report gives (above).
+            F.check(npd.returncode == 2 and npd.stdout.startswith("Unknown: softmax_f32.special_128x1000 error")
+                    and npd.stdout.rstrip("\n").endswith(" [weakened: SDCSCREEN_HOST_ROOT+1]"),
                     f"hot CPU: NPD exit {npd.returncode} line {npd.stdout!r}")
         else:
             F.check(results and all(r == "pass" for r, _ in results), f"hot CPU under a higher limit: {results}")

@@ -136,13 +136,13 @@ F.check(npd.startswith("HW: EMU-00000001: ") and npd.endswith(" [weakened: SDCSC
 # --- 3. Xids: a hardware one fails the run, an application fault makes it inconclusive -------------------
 rc, rep, text, prom, npd = screen(f"xid {UUIDS[0]} 79\n")
 F.check(rc == 1, f"Xid 79: exit {rc}, expected 1")
-F.check("Xid 79" in text and npd.startswith("HW: GPU cuda:0") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
+F.check("Xid 79" in text and npd.startswith("HW: EMU-00000000: Xid 79") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
         f"Xid 79: not said ({npd!r})")
 if rep:
     valid("Xid 79", rep)
 rc, rep, text, prom, npd = screen(f"xid {UUIDS[0]} 13\n")
 F.check(rc == 2, f"Xid 13: exit {rc}, expected 2")
-F.check("Xid 13" in text and npd.startswith("Unknown: GPU cuda:0") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
+F.check("Xid 13" in text and npd.startswith("Unknown: EMU-00000000: Xid 13") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
         f"Xid 13: not said ({npd!r})")
 
 # --- 4. --max-temperature: a GPU above it while a case ran makes the case an error -----------------------
