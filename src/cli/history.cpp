@@ -191,7 +191,7 @@ int cmd_history(const HistoryArgs& a) {
     for (const auto& f : u.failure_list) {
       std::string sms;
       for (int sm : f.sms) sms += (sms.empty() ? "" : ",") + std::to_string(sm);
-      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? "" : " on SMs " + sms,
+      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? "" : fmt::format(" on SMs {}", sms),
           f.microcode.empty() ? "" : " (microcode " + f.microcode + ")");
     }
     if (!u.failure_list.empty() && !u.microcode.empty() && !u.failure_list.back().microcode.empty() &&

@@ -202,12 +202,16 @@ std::string render_html(const json& r) {
             R"(found in hardware</div>)";
   for (const json& w : arr(r, "weakened_by"))
     page += fmt::format(R"(<div class="drill weakened">WEAKENED VERDICT: {}{}: {}</div>)", esc(str(w, "name")),
-                        str(w, "value").empty() ? "" : "=" + esc(str(w, "value")), esc(str(w, "effect")));
+                        str(w, "value").empty() ? std::string() : fmt::format("={}", esc(str(w, "value"))),
+                        esc(str(w, "effect")));
   page += "<main>";
   page += fmt::format(R"(<pre class="reproduce">{}</pre>)", esc(str(r, "reproduce")));
   std::string left_out;
   for (const json& o : arr(r, "reproduce_left_out"))
-    if (o.is_string()) left_out += (left_out.empty() ? "" : " ") + o.get<std::string>();
+    if (o.is_string()) {
+      if (!left_out.empty()) left_out += ' ';
+      left_out += o.get<std::string>();
+    }
   if (!left_out.empty()) page += "<p>outputs and state left out of it: " + esc(left_out) + "</p>";
   if (!str(r, "drain_reason").empty()) page += "<p>drain reason: " + esc(str(r, "drain_reason")) + "</p>";
   const json& sum = obj(r, "summary");

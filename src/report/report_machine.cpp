@@ -112,7 +112,10 @@ std::string device_labels(const RunResult& r, const std::string& dev) {
 std::string slow_units(const RunResult& r) {
   std::string out;
   for (const UnitThroughput& u : r.throughput)
-    if (u.slow) out += (out.empty() ? "" : ",") + device_name(u.unit);
+    if (u.slow) {
+      if (!out.empty()) out += ',';
+      out += device_name(u.unit);
+    }
   return out;
 }
 

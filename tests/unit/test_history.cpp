@@ -33,7 +33,7 @@ Record screen(const std::string& profile, int exit, std::vector<std::string> scr
   r.screened = std::move(screened);
   for (const std::string& u : failing) {
     r.units[u] = "fail";
-    r.failures.push_back({u, "gemm_f32.uniform_1024", "gemm_f32", "fail", {}, {}});
+    r.failures.push_back({u, "gemm_f32.uniform_1024", "gemm_f32", "fail", {}, {}, "", -1, -1, false});
     r.failures.back().drill = drill;  // a drill screen's failures: the drill's
   }
   return r;
@@ -124,7 +124,7 @@ TEST_CASE("resume policy: drills and crashes", "[history]") {
   CHECK(v.short_text == "only drills failed");
   Record crash = screen("boot", 1, ALL);
   crash.units["cpu 3"] = "crash";
-  crash.failures.push_back({"cpu 3", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}});
+  crash.failures.push_back({"cpu 3", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}, "", -1, -1, false});
   recs.push_back(crash);
   CHECK(decide(of(recs), cfg).decision == Decision::hold);
   Record unplaced = screen("boot", 1, ALL);  // exit 1 with no unit named still counts as a failure
@@ -262,7 +262,7 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
   // A drill on cpu 0 and, in the same screen, a real crash on cpu 1: the crash holds the node.
   Record both = screen("boot", 1, ALL, {"cpu 0"}, true);
   both.units["cpu 1"] = "crash";
-  both.failures.push_back({"cpu 1", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}});
+  both.failures.push_back({"cpu 1", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}, "", -1, -1, false});
   ResumeVerdict v = decide(of({both}), cfg);
   CHECK(v.decision == Decision::hold);
   REQUIRE(!v.details.empty());

@@ -145,7 +145,7 @@ TEST_CASE("weakened: recorded in the history, never a clean screen", "[weakened]
   failed.exit = 1;
   failed.verdict = "fail";
   failed.units["cpu 0"] = "fail";
-  failed.failures.push_back({"cpu 0", "softmax_f32.special_128x1000", "softmax_f32", "fail", {}, {}});
+  failed.failures.push_back({"cpu 0", "softmax_f32.special_128x1000", "softmax_f32", "fail", {}, {}, "", -1, -1, false});
   failed.unix -= 100;
 
   TempDir d;
