@@ -167,8 +167,12 @@ def main():
     if len(cpus) >= 2:
         bad, good = cpus[1], cpus[0]
         ref_wrong = 0
+        # Under a sanitizer five screens whose seeds give both orders (L12: 1 and 3 put the reference on the
+        # faulty CPU, 2 does not; L3: 5 does, 4 does not); the release suite runs six seeds of each.
+        seeds = {L12: [1, 2, 3], L3: [4, 5]} if SANITIZED else {L12: range(1, 7), L3: range(1, 7)}
+        screens = sum(len(v) for v in seeds.values())
         for case in (L12, L3):
-            for seed in range(1, 7):
+            for seed in seeds[case]:
                 spec = f"case={case},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad},persist=always"
                 rc, rep, err = common.run_json("--enable", case, "--cpuset", f"{good},{bad}", "--seed", str(seed),
                                                "--time-budget", "1h", "--inject", spec)
@@ -178,8 +182,9 @@ def main():
                             f"units failed {t.get('units_failed')} ({err.strip()[:200]})")
                 fails.check(all(n.startswith(f"cpu {bad} ") for n in notes), f"reference: {notes}")
                 ref_wrong += bool(notes)
-        fails.check(ref_wrong >= 2, f"reference: the faulty CPU never computed it over 12 screens ({ref_wrong})")
-        print(f"reference: the faulty CPU computed it in {ref_wrong} of 12 screens and alone failed in all")
+        fails.check(2 <= ref_wrong < screens,
+                    f"reference: the faulty CPU computed it in {ref_wrong} of {screens} screens: both orders must occur")
+        print(f"reference: the faulty CPU computed it in {ref_wrong} of {screens} screens and alone failed in all")
 
     # ---- (d) the replay's view: level and first failing site in the text, NPD, Prometheus, Slurm and NHC --
     if len(cpus) >= 2:
