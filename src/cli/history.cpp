@@ -190,9 +190,12 @@ int cmd_history(const HistoryArgs& a) {
     if (!u.replaced_by.empty()) say("         replaced by {}: its failures no longer hold the node\n", u.replaced_by);
     for (const auto& f : u.failure_list) {
       std::string sms;
-      for (int sm : f.sms) sms += (sms.empty() ? "" : ",") + std::to_string(sm);
-      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? "" : fmt::format(" on SMs {}", sms),
-          f.microcode.empty() ? "" : " (microcode " + f.microcode + ")");
+      for (int sm : f.sms) {
+        if (!sms.empty()) sms += ',';
+        sms += std::to_string(sm);
+      }
+      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? std::string() : fmt::format(" on SMs {}", sms),
+          f.microcode.empty() ? std::string() : fmt::format(" (microcode {})", f.microcode));
     }
     if (!u.failure_list.empty() && !u.microcode.empty() && !u.failure_list.back().microcode.empty() &&
         u.failure_list.back().microcode != u.microcode)
