@@ -155,13 +155,7 @@ std::string injections_section(const json& r) {
   return s + "</ul></section>";
 }
 
-constexpr const char* STYLE = R"(
-body{font-family:sans-serif;margin:0;color:#1a1a1a;background:#ffffff;font-size:14px}
-main{padding:0 16px 24px}
-header{padding:10px 16px;color:#ffffff}
-header h1{margin:0;font-size:24px;display:inline-block;margin-right:16px}
-header .meta{display:inline-block;font-size:13px}
-.v-pass{background:#1b7837}.v-fail{background:#7f1d1d}.v-error{background:#9a5b00}
+constexpr const char* STYLE = R"(.v-error{background:#9a5b00}
 .v-slow{background:#3f2f7f}.v-interrupted{background:#555555}
 .drill{background:#ffe08a;color:#1a1a1a;padding:4px 16px;font-weight:bold}
 pre.reproduce{background:#f2f2f2;padding:6px 8px;margin:8px 0;white-space:pre-wrap;word-break:break-all}
@@ -189,7 +183,7 @@ std::string render_html(const json& r) {
   const json& tool = obj(r, "tool");
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   page += fmt::format("<title>sdcscreen {}: {}</title>", esc(verdict), esc(str(host, "hostname")));
-  page += std::string("<style>") + STYLE + "</style></head><body>";
+  page += std::string("<style>") + PAGE_STYLE + STYLE + "</style></head><body>";
   page += fmt::format(
       R"(<header class="v-{}" id="verdict" data-verdict="{}" data-exit-code="{}"><h1>{} (exit {})</h1>)"
       R"(<span class="meta">{} &middot; backend {} &middot; profile {} &middot; seed {} &middot; {} &middot; )"

@@ -28,4 +28,14 @@ namespace sdc {
 // never as an exception.
 std::string render_html(const nlohmann::json& report);
 
+// The style every page of the project begins with (the report's, the fleet's): body, header, verdict colours.
+inline constexpr const char* PAGE_STYLE = R"(
+body{font-family:sans-serif;margin:0;color:#1a1a1a;background:#ffffff;font-size:14px}
+main{padding:0 16px 24px}
+header{padding:10px 16px;color:#ffffff}
+header h1{margin:0;font-size:24px;display:inline-block;margin-right:16px}
+header .meta{display:inline-block;font-size:13px}
+.v-pass{background:#1b7837}.v-fail{background:#7f1d1d}
+)";
+
 }  // namespace sdc

@@ -8,6 +8,7 @@
 
 #include "../util/iso_time.h"
 #include "fleet.h"
+#include "html.h"
 #include "html_parts.h"
 
 namespace sdc {
@@ -15,13 +16,7 @@ namespace {
 
 using html::esc;
 
-constexpr const char* STYLE = R"(
-body{font-family:sans-serif;margin:0;color:#1a1a1a;background:#ffffff;font-size:14px}
-main{padding:0 16px 24px}
-header{padding:10px 16px;color:#ffffff}
-header h1{margin:0;font-size:24px;display:inline-block;margin-right:16px}
-header .meta{display:inline-block;font-size:13px}
-.v-pass{background:#1b7837}.v-fail{background:#7f1d1d}.v-inconclusive{background:#9a5b00}
+constexpr const char* STYLE = R"(.v-inconclusive{background:#9a5b00}
 h2{font-size:17px;margin:16px 0 6px}
 .grid{display:flex;flex-wrap:wrap;gap:2px}
 .cell{display:block;width:14px;height:14px;border:2px solid transparent}
@@ -67,7 +62,7 @@ std::string details(const FleetNode& n, size_t i) {
 std::string render_fleet_html(const Fleet& f) {
   std::string s =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sdcscreen fleet: " + esc(f.verdict) +
-      "</title><style>" + STYLE + "</style></head><body>";
+      "</title><style>" + PAGE_STYLE + STYLE + "</style></head><body>";
   s += fmt::format(
       R"(<header class="v-{}"><h1>sdcscreen fleet: {}</h1><span class="meta">{} nodes: {} fail, {} inconclusive, )"
       "{} pass; {} stale (no report in {:g} h); {} reports read, {} file{} not read; generated {}</span></header>",
