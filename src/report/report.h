@@ -32,7 +32,11 @@ bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
 
 std::string render_text(const RunResult& r, const HostInfo& host);
-std::string render_json(const RunResult& r, const HostInfo& host);
+std::string render_json(const RunResult& r, const HostInfo& host);  // report_json.cpp
+// A unit's verdict word: crash, fail (a tile it computed miscompared), hung, pass, or idle (it computed none).
+const char* unit_result(const UnitResult& u);
+// A 32-bit pattern as the reports print it: 0x0000abcd.
+std::string hex32(uint32_t v);
 // A command line as a shell would read it back.
 std::string shell_join(const std::vector<std::string>& argv);
 

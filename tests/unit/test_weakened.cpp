@@ -87,7 +87,7 @@ TEST_CASE("weakened: the environment switches, named when they take effect", "[w
   CHECK(weakenings_short(w, false) == "SDCSCREEN_SUPERVISE,SDCSCREEN_SYSFS_ROOT");
   // Every listed switch is seen; every drill is among them.
   fake_env.clear();
-  for (const std::string& n : weakening_switch_names()) fake_env[n] = "0";
+  for (const std::string& n : weakening_switch_names()) fake_env.emplace(n, "0");
   CHECK(weakenings_in(fake_getenv).size() == weakening_switch_names().size());
   for (const char* drill : {"SDCSCREEN_DRILL_REPORT_CRASH", "SDCSCREEN_DRILL_TELEMETRY_AFTER",
                             "SDCSCREEN_DRILL_WORKER_EXIT", "SDCSCREEN_DRILL_SLOW_CPU", "SDCSCREEN_DRILL_SLOW_NODE", "SDCSCREEN_DRILL_HISTORY_FULL",
