@@ -12,7 +12,7 @@ namespace sdc {
 
 struct RunArgs {
   std::string profile = "boot";
-  std::vector<std::string> enable, disable, inject;
+  std::vector<std::string> enable, enable_any, disable, inject;
   std::string time_budget;
   std::string deadline;  // --deadline DURATION: the process's hard wall-clock limit
   uint64_t seed = 0;
@@ -94,10 +94,6 @@ struct ConsensusArgs {
 int usage_error(const std::string& msg);
 int config_error(const std::string& msg);
 
-
-// The CPUs to screen: --cpuset (given), checked against what this process may use, or all of those.
-// Returns "" or what is wrong with --cpuset (src/cli/run.cpp).
-std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus);
 
 int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir);  // run.cpp
 int cmd_list(const ListArgs& a, const std::string& patterns_dir);

@@ -5,6 +5,7 @@
 
 #include "../../kernels/gemm_f32/gemm_f32_cpu.h"
 #include "../backends/cpu/cpu_topology.h"
+#include "../util/int_list.h"
 #include "../backends/cuda/cuda_backend.h"
 #include "../host/host_readers.h"
 #include "../report/report.h"
@@ -68,7 +69,7 @@ std::string info_output(const PatternsLocation& patterns, bool json) {
   const auto cpus = cpu::allowed_cpus();
   for (const auto& c : cpus) allowed.push_back(c.cpu);
   out += fmt::format("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(),
-                     cpu::format_cpu_list(allowed));
+                     format_cpu_list(allowed));
   out += fmt::format("gemm isa: {}\n", gemm_f32::fast_path_isa());
   const cuda::Availability avail = cuda::probe();
   const std::vector<DeviceInfo> gpus = avail.usable ? cuda::list_devices() : std::vector<DeviceInfo>{};

@@ -16,6 +16,7 @@
 #include "../util/run_lock.h"
 #include "../util/say.h"
 #include "commands.h"
+#include "options.h"
 
 using namespace sdc;
 
@@ -60,7 +61,13 @@ int main(int argc, char** argv) {
   run->add_option("--profile", ra.profile,
                   "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
       ->capture_default_str();
-  run->add_option("--enable", ra.enable, "run only tests whose id or family matches ID|GLOB (repeatable)");
+  run->add_option("--enable", ra.enable,
+                  "run only the profile's tests whose id or family matches ID|GLOB (repeatable); a glob that matches "
+                  "no test of --profile is an error (64)");
+  run->add_option("--enable-any", ra.enable_any,
+                  "run the tests whose id or family matches ID|GLOB from any profile of the battery (repeatable), with "
+                  "those --enable selects; a test from outside --profile runs its smallest iteration count")
+      ->check(non_empty);
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
   run->add_option("--time-budget", ra.time_budget,
                   "stop starting new work after DURATION (45s, 5m, 1h30m, or 45 seconds); default: the profile's")

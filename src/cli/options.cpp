@@ -2,7 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "../core/inject.h"
+#include "../util/atomic_file.h"
+#include "../util/int_list.h"
 
 namespace sdc::cli {
 
@@ -38,4 +45,184 @@ std::string parse_duration(const std::string& text, double& seconds) {
   return "";
 }
 
+// "512M", "8G", "1T", "1048576" (bytes): a positive size.
+std::string parse_size(const std::string& text, uint64_t& bytes) {
+  const std::string what = fmt::format("'{}' is not a size like 512M or 8G", text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return what;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return what;
+  if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
+  bytes = static_cast<uint64_t>(v * scale);
+  return "";
+}
+
 }  // namespace sdc::cli
+
+namespace sdc {
+namespace {
+
+// Whether path (a file to write) would land inside directory dir, symbolic links resolved.
+bool inside(const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec);
+  if (ec || d.empty()) return false;
+  const std::filesystem::path f = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) return false;
+  const auto rel = f.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+}  // namespace
+
+std::string choose_cpus(bool given, const std::string& cpuset, std::vector<int>& cpus) {
+  std::vector<int> allowed;
+  for (const auto& c : cpu::allowed_cpus()) allowed.push_back(c.cpu);
+  if (!given) {
+    cpus = allowed;
+    return "";
+  }
+  if (const std::string err = parse_cpu_list(cpuset, cpus); !err.empty()) return fmt::format("--cpuset: {}", err);
+  for (int c : cpus)
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+      return fmt::format("--cpuset: CPU {} does not exist or is not available to this process (available: {})", c,
+                         format_cpu_list(allowed));
+  return "";
+}
+
+SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir,
+                         RunRequest& r) {
+  ScreenRequest& s = r.screen;
+  RunOptions& opt = s.options;
+  if (!a.time_budget.empty())
+    if (const std::string err = cli::parse_duration(a.time_budget, s.time_budget_s); !err.empty())
+      return {EXIT_USAGE, fmt::format("--time-budget: {}", err)};
+  if (!a.deadline.empty())
+    if (const std::string err = cli::parse_duration(a.deadline, r.deadline_s); !err.empty())
+      return {EXIT_USAGE, fmt::format("--deadline: {}", err)};
+  opt.injections.resize(a.inject.size());
+  for (size_t i = 0; i < a.inject.size(); ++i)
+    if (const std::string err = parse_injection(a.inject[i], opt.injections[i]); !err.empty())
+      return {EXIT_USAGE, fmt::format("--inject '{}': {}", a.inject[i], err)};
+  if (!a.max_memory.empty())
+    if (const std::string err = cli::parse_size(a.max_memory, opt.max_memory_bytes); !err.empty())
+      return {EXIT_USAGE, fmt::format("--max-memory: {}", err)};
+  if (const std::string err = choose_cpus(a.cpuset_given, a.cpuset, opt.cpus); !err.empty()) return {EXIT_USAGE, err};
+  // -o - is stdout: the report goes there in the chosen format, -q or not.
+  OutputPlan& out = r.outputs;
+  out.report_to_stdout = a.output == "-";
+  out.report = out.report_to_stdout ? "" : a.output;
+  out.json = a.output_format == "json";
+  out.html = a.html;
+  out.prometheus = a.prometheus;
+  out.quiet = a.quiet;
+  out.npd = a.npd;
+  if (out.report_to_stdout && a.npd) return {EXIT_USAGE, "-o - and --npd both write stdout: choose one"};
+  if (patterns_dir.empty()) return {EXIT_CONFIG, a.patterns_not_found};
+  for (const auto& [flag, path] :
+       {std::pair{"-o", out.report}, std::pair{"--prometheus", a.prometheus}, std::pair{"--html", a.html}}) {
+    if (path.empty()) continue;
+    if (inside(path, patterns_dir))
+      return {EXIT_USAGE, fmt::format("{}: {} is inside the pattern directory {}: writing there would replace "
+                                      "pattern data",
+                                      flag, path, patterns_dir)};
+    try {
+      check_writable(path);
+    } catch (const FileError& e) {
+      return {EXIT_CONFIG, fmt::format("{}: {}", flag, e.what())};
+    }
+  }
+  s.profile = a.profile;
+  s.argv = argv;
+  s.program = a.program;
+  s.patterns_dir = patterns_dir;
+  s.seed = a.seed;
+  s.seed_given = a.seed_given;
+  s.gpu = {a.backend, a.devices_given, a.devices,
+           a.expect_devices.empty() || a.expect_devices == "pci" ? 0 : std::stoi(a.expect_devices),
+           a.expect_devices == "pci"};
+  s.force = a.force;
+  s.lock_file = a.lock_file;
+  s.force_hint = " (--force runs anyway)";
+  s.accept_patterns = a.accept_patterns;
+  s.retest = a.retest;
+  opt.keep_digests = a.digests;
+  opt.probe = true;  // slow units: measured by the probe after the battery (src/core/probe.h)
+  opt.throughput_floor = a.throughput_floor;
+  r.cases = {a.profile, a.enable, a.enable_any, a.disable};
+  r.full_battery = a.enable.empty() && a.enable_any.empty() && a.disable.empty();
+  r.history = a.history;
+  r.max_temperature = a.max_temperature;
+  r.fail_slow = a.fail_slow;
+  r.verbose = a.verbose;
+  return {};
+}
+
+SetupFailure check_injections(Screen& s) {
+  const GpuChoice& gpu = s.gpu;
+  std::vector<Injection>& injections = s.opt.injections;
+  for (Injection& inj : injections) {
+    if (inj.crash && inj.fired) continue;  // taken by an earlier screen of this run, on a CPU left out now
+    if (const std::string err =
+            check_injection(inj, s.patterns.battery, s.opt.cpus, gpu.cuda ? &gpu.selected : nullptr);
+        !err.empty())
+      return {EXIT_USAGE, fmt::format("--inject '{}': {}", inj.spec, err)};
+    if (std::none_of(s.sel.cases.begin(), s.sel.cases.end(), [&](const Case* c) { return c->id == inj.case_id; }))
+      return {EXIT_USAGE, fmt::format("--inject '{}': case {} is not selected in this run", inj.spec, inj.case_id)};
+  }
+  if (gpu.cuda)  // the digest pass applies one output fault per case, GPU and iteration
+    for (size_t i = 0; i < injections.size(); ++i)
+      for (size_t j = 0; j < i; ++j) {
+        const Injection &x = injections[i], &y = injections[j];
+        if (!x.input && !y.input && !x.hang && !y.hang && x.case_id == y.case_id && x.device == y.device &&
+            x.iteration == y.iteration)
+          return {EXIT_USAGE, fmt::format("--inject '{}': a GPU takes one output fault per case, device and "
+                                          "iteration ('{}' is another)",
+                                          x.spec, y.spec)};
+      }
+  return {};
+}
+
+SetupFailure record_request(const RecordArgs& a, const std::vector<std::string>& argv,
+                            const std::string& patterns_dir, ScreenRequest& r) {
+  if (a.repeats < 2) return {EXIT_USAGE, "--repeats: at least 2 (repeats must agree before anything is recorded)"};
+  r.time_budget_s = 3600;
+  if (!a.time_budget.empty())
+    if (const std::string err = cli::parse_duration(a.time_budget, r.time_budget_s); !err.empty())
+      return {EXIT_USAGE, fmt::format("--time-budget: {}", err)};
+  std::error_code ec;
+  if (!std::filesystem::is_directory(a.output_dir, ec))
+    return {EXIT_CONFIG, fmt::format("-o: {} is not a directory", a.output_dir)};
+  try {
+    check_writable(a.output_dir + "/recording.json");
+  } catch (const FileError& e) {
+    return {EXIT_CONFIG, fmt::format("-o: {}", e.what())};
+  }
+  r.profile = "record";
+  r.argv = argv;
+  r.patterns_dir = patterns_dir;
+  r.seed_given = true;  // seed 0: the GPUs' schedule is theirs
+  r.gpu = {"cuda", !a.devices.empty(), a.devices, 0};
+  r.force = a.force;
+  r.force_hint = " (--force records anyway)";
+  r.accept_patterns = a.accept_patterns;
+  r.options.recording = true;
+  return {};
+}
+
+}  // namespace sdc

@@ -10,8 +10,6 @@
 // pattern data or an unwritable DIR.
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "../core/patterns.h"
 #include "../core/recording.h"
 #include "../report/report.h"
@@ -26,15 +24,13 @@ namespace {
 
 // The recorded cases, narrowed by --enable/--disable; "" or a command-line error.
 std::string select_recorded(const Battery& battery, const RecordArgs& a, Selection& sel) {
-  std::vector<std::string> enable = a.enable;
-  if (enable.empty())
+  // No profile: the cases --enable names, from any profile (as run's --enable-any), or every recorded case.
+  CaseChoice choice{"", {}, a.enable, a.disable};
+  if (choice.enable_any.empty())
     for (const Case& c : battery.cases)
-      if (c.mode == Mode::recorded) enable.push_back(c.id);
-  if (enable.empty()) return "the battery has no recorded case";
-  // A case enabled explicitly runs whatever profile holds it; the profile name only has to exist.
-  if (const std::string err = select_cases(battery, battery.profiles.front().name, enable, a.disable, sel);
-      !err.empty())
-    return err;
+      if (c.mode == Mode::recorded) choice.enable_any.push_back(c.id);
+  if (choice.enable_any.empty()) return "the battery has no recorded case";
+  if (const std::string err = select_cases(battery, choice, sel); !err.empty()) return err;
   for (const Case* c : sel.cases)
     if (c->mode != Mode::recorded)
       return fmt::format("{} is a case of mode {}: only recorded cases are recorded (narrow --enable)", c->id,
@@ -47,42 +43,21 @@ std::string select_recorded(const Battery& battery, const RecordArgs& a, Selecti
 }  // namespace
 
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv, const std::string& patterns_dir) {
-  if (a.repeats < 2) return usage_error("--repeats: at least 2 (repeats must agree before anything is recorded)");
-  double budget = 3600;
-  if (!a.time_budget.empty())
-    if (const std::string err = cli::parse_duration(a.time_budget, budget); !err.empty())
-      return usage_error(fmt::format("--time-budget: {}", err));
-  std::error_code ec;
-  if (!std::filesystem::is_directory(a.output_dir, ec))
-    return config_error(fmt::format("-o: {} is not a directory", a.output_dir));
-  try {
-    check_writable(a.output_dir + "/recording.json");
-  } catch (const FileError& e) {
-    return config_error(fmt::format("-o: {}", e.what()));
-  }
   ScreenRequest req;
-  req.profile = "record";
-  req.argv = argv;
-  req.patterns_dir = patterns_dir;
-  req.time_budget_s = budget;
-  req.seed_given = true;  // seed 0: the GPUs' schedule is theirs
-  req.gpu = {"cuda", !a.devices.empty(), a.devices, 0};
-  req.force = a.force;
-  req.force_hint = " (--force records anyway)";
-  req.accept_patterns = a.accept_patterns;
+  Screen screen;
+  const auto fail = [](const SetupFailure& f) {
+    say_err("sdcscreen: {}{}\n", f.code == EXIT_INCONCLUSIVE ? "" : "error: ", f.message);
+    return f.code;
+  };
+  if (const SetupFailure f = record_request(a, argv, patterns_dir, req); f.code != 0) return fail(f);
   const auto select = [&a](const Battery& battery, Selection& sel) { return select_recorded(battery, a, sel); };
   const auto check = [](Screen& s) -> SetupFailure {  // nothing is recorded unless every requested GPU can run
     if (!s.gpu.errors.empty()) return {EXIT_INCONCLUSIVE, s.gpu.errors.front() + "; nothing recorded"};
     if (!s.gpu.unusable.empty()) return {EXIT_INCONCLUSIVE, s.gpu.unusable + "; nothing recorded"};
     return {};
   };
-  Screen screen;
-  if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) {
-    say_err("sdcscreen: {}{}\n", f.code == EXIT_INCONCLUSIVE ? "" : "error: ", f.message);
-    return f.code;
-  }
+  if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) return fail(f);
   screen.gpu.reason = "record";
-  screen.opt.recording = true;
   screen.opt.on_test_done = [](const TestResult& t, size_t i, size_t n) {
     say_err("[{}/{}] {} {} {}\n", i + 1, n, t.id, t.device, verdict_name(t.verdict));
   };

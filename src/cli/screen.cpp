@@ -14,12 +14,12 @@
 #include "gpu_watch.h"
 #include "supervisor.h"
 #include "../backends/cpu/cpu_executor.h"
-#include "../backends/cpu/cpu_topology.h"
 #include "../backends/cuda/cuda_backend.h"
 #include "../backends/cuda/pci_gpus.h"
 #include "../backends/emu/emu_device.h"
 #include "../core/activity.h"
 #include "../report/report.h"
+#include "../util/int_list.h"
 
 namespace sdc {
 namespace {
@@ -103,7 +103,7 @@ std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
   }
   std::vector<int> wanted;
   if (a.devices_given)
-    if (const std::string err = cpu::parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
+    if (const std::string err = parse_index_list(a.devices, "GPU", 1 << 16, wanted); !err.empty())
       return "--devices: " + err;
   cuda::Availability avail;
   const bool emulated = a.backend.rfind("emulated:", 0) == 0;
@@ -167,7 +167,7 @@ std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
     }
     if (!missing.empty())
       g.errors.push_back(
-          fmt::format("--devices: GPU {} not visible ({} visible)", cpu::format_cpu_list(missing), g.visible.size()));
+          fmt::format("--devices: GPU {} not visible ({} visible)", format_cpu_list(missing), g.visible.size()));
   } else {
     g.selected = g.visible;
   }
@@ -202,6 +202,7 @@ SetupFailure set_up_screen(const ScreenRequest& req,
                      s.patterns.battery_xxh3_128, built.battery_xxh3_128, s.patterns.manifest_xxh3_128,
                      built.manifest_xxh3_128)});
   }
+  s.opt = req.options;
   if (const std::string err = select(s.patterns.battery, s.sel); !err.empty()) return {EXIT_USAGE, err};
   if (const std::string err = choose_gpus(req.gpu, s.gpu); !err.empty()) return {EXIT_USAGE, err};
   if (check)
@@ -227,6 +228,8 @@ SetupFailure set_up_screen(const ScreenRequest& req,
   s.opt.seed = result.seed;
   s.opt.time_budget_s = result.time_budget_s;
   s.opt.fill_budget = profile && profile->fill;
+  s.opt.retest = req.retest >= 0 ? req.retest : profile && profile->fill ? 3 : 0;
+  result.retest = s.opt.retest;
   return {};
 }
 

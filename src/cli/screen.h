@@ -60,6 +60,10 @@ struct ScreenRequest {
   // Pattern data other than the build's (built_pattern_digests) is refused (78) unless accepted; an accepted
   // one is named in result.weakened_by.
   bool accept_patterns = false;
+  // The options the screen starts from (CPUs, injections, limits, what it keeps); set_up_screen adds the
+  // seed, the budget and the profile's defaults.
+  RunOptions options;
+  int retest = -1;  // --retest-on-failure; -1: the profile's default (3 when it fills its budget, else 0)
 };
 
 struct Screen {
@@ -79,7 +83,7 @@ struct SetupFailure {
 
 // Loads the patterns (78; 78 too when they are not the build's and not accepted), selects the cases with `select` ("" or a command-line error, 64), chooses the
 // GPUs, lets `check` refuse what the choice cannot run, takes the node's lock (2 when busy, 78), and
-// fills s.result and s.opt as every screen starts.
+// fills s.result and s.opt (from req.options) as every screen starts.
 SetupFailure set_up_screen(const ScreenRequest& req,
                            const std::function<std::string(const Battery&, Selection&)>& select,
                            const std::function<SetupFailure(Screen&)>& check, Screen& s);

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "../backends/cpu/cpu_topology.h"
 #include "../util/atomic_file.h"
+#include "../util/int_list.h"
 #include "../util/iso_time.h"
 #include "../util/strict_json.h"
 
@@ -39,7 +39,7 @@ ojson screened_json(const std::vector<std::string>& units) {
   ojson j = ojson::object();
   for (auto& [kind, ids] : by_kind) {
     std::sort(ids.begin(), ids.end());
-    j[kind] = cpu::format_cpu_list(ids);
+    j[kind] = format_cpu_list(ids);
   }
   return j;
 }
@@ -96,7 +96,7 @@ std::string parse_record(const nlohmann::json& j, Record& rec) {
   for (const auto& [kind, list] : j["screened"].items()) {
     if ((kind != "cpu" && kind != "gpu") || !list.is_string()) return fmt::format("'screened' has a bad '{}'", kind);
     std::vector<int> ids;
-    if (const std::string e = cpu::parse_cpu_list(list.get<std::string>(), ids); !e.empty())
+    if (const std::string e = parse_cpu_list(list.get<std::string>(), ids); !e.empty())
       return fmt::format("'screened.{}': {}", kind, e);
     for (int id : ids) rec.screened.push_back(fmt::format("{} {}", kind, id));
   }

@@ -8,9 +8,9 @@
 #include <set>
 #include <utility>
 
-#include "../report/report.h"
 #include "../spec/digest.h"
 #include "../util/atomic_file.h"
+#include "../util/host_facts.h"
 #include "pattern_file.h"
 #include "patterns.h"
 

@@ -181,21 +181,56 @@ TestResult new_test(const Case& c, const std::string& device, int device_index) 
 
 std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
                          const std::vector<std::string>& disable, Selection& out) {
-  if (!battery.find_profile(profile)) {
+  return select_cases(battery, CaseChoice{profile, enable, {}, disable}, out);
+}
+
+std::string select_cases(const Battery& battery, const CaseChoice& choice, Selection& out) {
+  const std::string& profile = choice.profile;
+  const auto& enable = choice.enable;
+  const auto& enable_any = choice.enable_any;
+  const auto& disable = choice.disable;
+  if (!profile.empty() && !battery.find_profile(profile)) {
     std::string names;
     for (const Profile& p : battery.profiles) names += (names.empty() ? "" : ", ") + p.name;
     return fmt::format("unknown profile '{}' (profiles: {})", profile, names);
   }
-  for (const auto* globs : {&enable, &disable})
+  for (const auto* globs : {&enable, &enable_any, &disable})
     for (const std::string& g : *globs)
       if (std::none_of(battery.cases.begin(), battery.cases.end(), [&](const Case& c) { return matches(g, c); }))
         return fmt::format("'{}' matches no test id or family (see 'sdcscreen list')", g);
+  const auto in_profile = [&](const Case& c) { return c.iterations.count(profile) > 0; };
+  // --enable selects within the profile: a glob that matches only cases of other profiles is a mistake that
+  // names them, and the way to run them.
+  for (const std::string& g : enable) {
+    std::vector<const Case*> elsewhere;
+    for (const Case& c : battery.cases)
+      if (matches(g, c)) elsewhere.push_back(&c);
+    if (std::any_of(elsewhere.begin(), elsewhere.end(), [&](const Case* c) { return in_profile(*c); })) continue;
+    std::vector<const Profile*> holding;  // the profiles that hold what it matches, the shortest budget first
+    for (const Profile& p : battery.profiles)
+      if (std::any_of(elsewhere.begin(), elsewhere.end(), [&](const Case* c) { return c->iterations.count(p.name); }))
+        holding.push_back(&p);
+    std::stable_sort(holding.begin(), holding.end(),
+                     [](const Profile* x, const Profile* y) { return x->time_budget_s < y->time_budget_s; });
+    std::string profiles;
+    for (const Profile* p : holding) profiles += (profiles.empty() ? "" : ", ") + p->name;
+    return fmt::format("--enable '{}' matches no case of profile {}, only {}{} ({}): --enable selects within "
+                       "--profile; --enable-any '{}' selects from every profile",
+                       g, profile,
+                       elsewhere.size() == 1 ? std::string("a case") : fmt::format("{} cases", elsewhere.size()),
+                       profiles.empty() ? " of no profile" : " of profile " + profiles,
+                       elsewhere.size() == 1 ? elsewhere.front()->id
+                                             : fmt::format("{}, ...", elsewhere.front()->id),
+                       g);
+  }
   out = Selection{};
   for (const Case& c : battery.cases) {
     const auto it = c.iterations.find(profile);
-    bool chosen = enable.empty()
-                      ? it != c.iterations.end()
-                      : std::any_of(enable.begin(), enable.end(), [&](const std::string& g) { return matches(g, c); });
+    const auto any = [&c](const std::vector<std::string>& globs) {
+      return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return matches(g, c); });
+    };
+    bool chosen = enable.empty() && enable_any.empty() ? it != c.iterations.end()
+                                                        : (it != c.iterations.end() && any(enable)) || any(enable_any);
     if (std::any_of(disable.begin(), disable.end(), [&](const std::string& g) { return matches(g, c); }))
       chosen = false;
     if (!chosen) continue;

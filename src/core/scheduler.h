@@ -42,9 +42,20 @@ struct Selection {
   std::vector<int> iterations;  // per case
 };
 
-// Selects the cases of a profile, narrowed by --enable and --disable globs (matched against case ids
-// and family ids). Returns "" or what is wrong (an unknown profile, a glob that matches nothing, an
-// empty selection).
+// What a run selects, as globs matched against case ids and family ids: the cases of `profile` that an
+// `enable` glob matches (all of them when neither `enable` nor `enable_any` is given), the cases of any
+// profile that an `enable_any` glob matches, less those a `disable` glob matches. A case from outside the
+// profile runs its smallest iteration count. An empty profile selects nothing of its own (`record`).
+struct CaseChoice {
+  std::string profile;
+  std::vector<std::string> enable, enable_any, disable;
+};
+
+// Returns "" or what is wrong: an unknown profile, a glob that matches no case, an --enable glob that
+// matches none of the profile's cases (naming the profiles that hold what it matches, and --enable-any),
+// an empty selection.
+std::string select_cases(const Battery& battery, const CaseChoice& choice, Selection& out);
+// The same without --enable-any.
 std::string select_cases(const Battery& battery, const std::string& profile, const std::vector<std::string>& enable,
                          const std::vector<std::string>& disable, Selection& out);
 

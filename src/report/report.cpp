@@ -1,26 +1,16 @@
-// The text report (render_text) and the facts every report carries (version, host, reproduce line); the JSON
-// report is report_json.cpp.
+// The text report (render_text) and the shell quoting of the reproduce line; the JSON report is
+// report_json.cpp. The host and version facts every report carries are src/util/host_facts.h.
 #include "report.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 #include <string_view>
 
-#include "../backends/cpu/cpu_topology.h"
+#include "../util/int_list.h"
 #include "report_gpu.h"
 #include "report_host.h"
-
-#ifndef SDCSCREEN_VERSION
-#define SDCSCREEN_VERSION "0.0.0"
-#endif
-#ifndef SDCSCREEN_GIT
-#define SDCSCREEN_GIT "unknown"
-#endif
 
 namespace sdc {
 
@@ -31,19 +21,6 @@ const char* unit_result(const UnitResult& u) {
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
 namespace {
-
-std::string os_pretty_name() {
-  std::ifstream in("/etc/os-release");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      std::string v = line.substr(12);
-      if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
-      return v;
-    }
-  return "unknown";
-}
-
 
 // The counts behind a unit's signature string, for people.
 std::string signature_detail(const Signature& g) {
@@ -185,7 +162,7 @@ std::string units_text(const RunResult& r) {
     std::sort(passing.begin(), passing.end());
     const size_t not_passing = r.units.size() - passing.size();
     s += fmt::format("\n{} cpus computed {} tiles, {} failed: {} pass{}{}\n", r.units.size(), tiles, failed,
-                     passing.size(), passing.empty() ? "" : " (cpu " + cpu::format_cpu_list(passing) + ")",
+                     passing.size(), passing.empty() ? "" : " (cpu " + format_cpu_list(passing) + ")",
                      not_passing ? fmt::format(", {} not passing:", not_passing) : "");
     if (not_passing) s += header + others;
     return s;
@@ -225,31 +202,14 @@ std::string units_text(const RunResult& r) {
     if (sms > FOLD_UNITS) {
       std::sort(passing.begin(), passing.end());
       std::sort(idle.begin(), idle.end());
-      if (!passing.empty()) s += fmt::format("  {} pass: SM {}\n", passing.size(), cpu::format_cpu_list(passing));
-      if (!idle.empty()) s += fmt::format("  {} idle: SM {}\n", idle.size(), cpu::format_cpu_list(idle));
+      if (!passing.empty()) s += fmt::format("  {} pass: SM {}\n", passing.size(), format_cpu_list(passing));
+      if (!idle.empty()) s += fmt::format("  {} idle: SM {}\n", idle.size(), format_cpu_list(idle));
     }
   }
   return s;
 }
 
 }  // namespace
-
-
-const char* tool_version() { return SDCSCREEN_VERSION; }
-const char* tool_git() { return SDCSCREEN_GIT; }
-
-HostInfo host_info() {
-  HostInfo h;
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  h.hostname = name;
-  h.os = os_pretty_name();
-  struct utsname u {};
-  if (uname(&u) == 0) h.kernel = fmt::format("{} {}", u.sysname, u.release);
-  h.cpu_model = cpu::cpu_model_name();
-  h.cpus_online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  return h;
-}
 
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
@@ -301,7 +261,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   } else {
     std::vector<int> cpus;
     for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
-    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, cpu::format_cpu_list(cpus), cpus.size(),
+    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, format_cpu_list(cpus), cpus.size(),
                      host.cpu_model);
   }
   if (r.host.identity_read) s += host_identity_text(r.host.identity);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "../core/result.h"
+#include "../util/host_facts.h"  // HostInfo, host_info(), tool_version()
 
 namespace sdc {
 
@@ -15,15 +16,6 @@ namespace sdc {
 // 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
 constexpr int REPORT_SCHEMA_VERSION = 14;
-
-struct HostInfo {
-  std::string hostname, os, kernel, cpu_model;
-  int cpus_online = 0;
-};
-HostInfo host_info();
-
-const char* tool_version();
-const char* tool_git();
 
 // The training-step replay's failing site from a miscompare's element name (kernels/train_step_f32: "replica
 // 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad embed", "L3

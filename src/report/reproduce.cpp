@@ -14,9 +14,10 @@ const char* const DROPPED_WITH_VALUE[] = {"--output", "--output-format", "--prom
                                           "--html",   "--history",       "--lock-file"};
 const char* const DROPPED_FLAGS[] = {"--quiet", "--npd", "--force", "--digests"};
 const char* const KEPT_WITH_VALUE[] = {
-    "--profile", "--enable",           "--disable",         "--time-budget",      "--deadline", "--seed",
-    "--backend", "--devices",          "--expect-devices",  "--cpuset",           "--patterns", "--max-memory",
-    "--inject",  "--throughput-floor", "--max-temperature", "--retest-on-failure"};
+    "--profile", "--enable",           "--enable-any",      "--disable",         "--time-budget",
+    "--deadline", "--seed",            "--backend",         "--devices",         "--expect-devices",
+    "--cpuset",  "--patterns",         "--max-memory",      "--inject",          "--throughput-floor",
+    "--max-temperature", "--retest-on-failure"};
 
 template <size_t N>
 const char* long_option(const std::string& arg, const char* const (&names)[N], bool* with_value) {

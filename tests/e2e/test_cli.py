@@ -52,6 +52,23 @@ usage("unknown test id for --enable", ["run", "--enable", "gemm_f32.no_such_case
 usage("unknown glob for --enable", ["run", "--enable", "nosuch_*"], "nosuch_*")
 usage("unknown test id for --disable", ["run", "--disable", "softmax_f32.no_such_case"], "softmax_f32.no_such_case")
 usage("--disable removes everything", ["run", "--enable", CASE, "--disable", "softmax_f32"], "no test selected")
+# --enable selects within the profile; a case of another profile comes in by --enable-any, and the error says so.
+usage("--enable of a case outside the profile", ["run", "--profile", "boot", "--enable", "gemm_f32.uniform_2048"],
+      "'gemm_f32.uniform_2048' matches no case of profile boot", "profile standard, burnin",
+      "--enable-any 'gemm_f32.uniform_2048'")
+usage("unknown glob for --enable-any", ["run", "--enable-any", "nosuch_*"], "nosuch_*")
+ATTENTION = {c: v for c, v in common.CASES.items() if v["family"] == "attention_f32"}
+F.check(any("boot" not in v["iterations"] for v in ATTENTION.values()), "no attention_f32 case outside boot")
+for opt, want in (("--enable", sorted(c for c, v in ATTENTION.items() if "boot" in v["iterations"])),
+                  ("--enable-any", sorted(ATTENTION))):
+    # A budget too small for more than the first case: the report lists every case selected, and its
+    # reproduce line carries the selection.
+    rc, rep, err = common.run_json("--profile", "boot", opt, "attention_f32.*", "--time-budget", "1ms")
+    got = sorted(t["id"] for t in rep["tests"]) if rep else None
+    F.check(rc == 2 and got == want, f"{opt} 'attention_f32.*' in boot: exit {rc}, selected {got}, expected {want} "
+                                     f"({err.strip()[:300]})")
+    F.check(rep is not None and f" {opt} 'attention_f32.*' " in rep.get("reproduce", ""),
+            f"{opt}: reproduce line {rep and rep.get('reproduce')!r}")
 usage("unknown profile", ["run", "--profile", "nightly"], "nightly")
 usage("unknown profile for list", ["list", "--profile", "nightly"], "nightly")
 usage("bad --seed", ["run", *SEL, "--seed", "abc"], "--seed")

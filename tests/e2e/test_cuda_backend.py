@@ -93,7 +93,7 @@ else:
     code, rep, err = common.run_json("--backend", "cuda", "--devices", str(visible), *SEL)
     F.check(code == 2, f"--devices {visible} (not present): exit {code}, expected 2")
     valid("--devices absent", rep)
-    code, rep, err = common.run_json("--backend", "cuda", "--devices", "0", "--enable", "gemm_f32.uniform_2048",
+    code, rep, err = common.run_json("--backend", "cuda", "--devices", "0", "--enable-any", "gemm_f32.uniform_2048",
                                      "--inject", "case=gemm_f32.uniform_2048,element=140000,bit=30,unit=0")
     F.check(code == 1, f"SM injection: exit {code}, expected 1")
     valid("SM injection", rep)

@@ -97,10 +97,11 @@ print(f"hang drill: exit {p.returncode} after {elapsed:.1f} s", flush=True)
 #    new screen's or, when the kill came mid-run, the in-progress report it wrote first (exit 2, naming the
 #    screen): never the previous screen's verdict passed off as current.
 out = os.path.join(tmp, "kill.json")
-# Under a sanitizer the two largest gemm_f32 boot cases alone take about the boot budget (45 s on a 2-core AVX2
-# machine under ASan), which would leave the rest skipped: without them there the run takes a few seconds, long
-# enough for every kill (within 0.6 s) to land mid-run.
-KILL_SET = ["--enable", "gemm_f32.*", "--enable", "softmax_f32.*"]
+# Every gemm_f32 case, the two outside the boot profile too (--enable-any), in the boot profile's budget. Under a
+# sanitizer those two alone take about the boot budget (45 s on a 2-core AVX2 machine under ASan), which would
+# leave the rest skipped: without them there the run takes a few seconds, long enough for every kill (within
+# 0.6 s) to land mid-run.
+KILL_SET = ["--enable-any", "gemm_f32.*", "--enable", "softmax_f32.*"]
 if os.environ.get("SDC_SANITIZED") == "tsan":
     KILL_SET = ["--enable", "softmax_f32.*"]
 elif os.environ.get("SDC_SANITIZED"):
@@ -171,7 +172,7 @@ if os.environ.get("SDC_SANITIZED"):
     # A sanitizer's allocator reserves its shadow memory up front and aborts on failure by design.
     print("SKIP: host out-of-memory check (sanitized build; an address-space limit breaks the sanitizer)")
     f.finish()
-q = subprocess.run(["prlimit", "--as=200000000", SDCSCREEN, "run", "--lock-file", lock, "--enable",
+q = subprocess.run(["prlimit", "--as=200000000", SDCSCREEN, "run", "--lock-file", lock, "--enable-any",
                     "cross_entropy_f32.uniform_512x128256", "--output-format", "json", "-o",
                     os.path.join(tmp, "oom.json"), "-q"], capture_output=True, text=True)
 f.check(q.returncode == 2, f"host out of memory: exit {q.returncode}, stderr {q.stderr[-300:]}")

@@ -4,7 +4,7 @@ every case, bit for bit against the golden digests.
 A case-run is one test result in a report. The boot profile runs with --cpuset 0, --cpuset 1, --cpuset 0-1 and
 no --cpuset, each with several --seed values (the seed rotates which CPU computes which tile, so every tile is
 checked as computed by each CPU); then the cases that belong to no boot profile (bigger shapes) run alone with
---enable on both CPUs (two iterations or more put every tile on each CPU), and the standard profile runs once
+--enable-any (--enable selects within the profile) on both CPUs (two iterations or more put every tile on each CPU), and the standard profile runs once
 with a short budget that it fills with rounds. Every result must be a pass with no miscompare, and the per-unit
 tile accounting must add up. Under a sanitizer (SDC_SANITIZED) the same paths run with less volume: two seeds
 per selection, the least costly non-boot case of each family, one boot case per family in the standard profile.
@@ -45,12 +45,12 @@ def main():
         lo, _, hi = cpuset.partition("-")
         return list(range(int(lo), int(hi or lo) + 1))
 
-    def clean_run(profile, cpuset, seed, enable=(), budget=None, disable=()):
+    def clean_run(profile, cpuset, seed, enable_any=(), budget=None, disable=()):
         args = ["--profile", profile]
         if budget is not None:
             args += ["--time-budget", budget]
-        for e in enable:
-            args += ["--enable", e]
+        for e in enable_any:
+            args += ["--enable-any", e]
         for d in disable:
             args += ["--disable", d]
         if cpuset is not None:
@@ -67,7 +67,7 @@ def main():
             fails.check(False, f"{where}: no report written")
             stats["false_positives"] += 1
             return dt
-        expect_ids = list(enable) if enable else [c for c, v in cases.items()
+        expect_ids = list(enable_any) if enable_any else [c for c, v in cases.items()
                                                   if profile in v.get("iterations", {}) and c not in disable]
         tests = rep.get("tests", [])
         fails.check(sorted(t.get("id") for t in tests) == sorted(expect_ids),
@@ -166,7 +166,7 @@ def main():
     for i, cid in enumerate(others):
         selections = ["0-1"] if expected_iterations(cases[cid], "boot") >= 2 else ["0", "1"]
         for j, cpuset in enumerate(selections):
-            clean_run("boot", cpuset, 1000 + 10 * i + j, enable=[cid], budget="600s")
+            clean_run("boot", cpuset, 1000 + 10 * i + j, enable_any=[cid], budget="600s")
     print(f"  {len(others)} non-boot cases, every tile on each CPU: {time.time() - t0:.1f} s", flush=True)
 
     # 3. The standard profile once, on both CPUs: it fills its budget with rounds, every case clean after each.

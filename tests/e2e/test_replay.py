@@ -81,10 +81,10 @@ def main():
 
     # ---- (a) clean ------------------------------------------------------------------------------------
     t0 = time.time()
-    rc, rep, err = common.run_json("--enable", "train_step_f32.*tiny*", "--cpuset", cpuset)
+    rc, rep, err = common.run_json("--enable-any", "train_step_f32.*tiny*", "--cpuset", cpuset)
     tests = rep["tests"] if rep else []
     fails.check(rc == 0 and tests and all(t["result"] == "pass" for t in tests),
-                f"run --enable 'train_step_f32.*tiny*': exit {rc}, {[(t['id'], t['result']) for t in tests]} "
+                f"run --enable-any 'train_step_f32.*tiny*': exit {rc}, {[(t['id'], t['result']) for t in tests]} "
                 f"({err.strip()[-500:]})")
     # The boot run's replays count: every tiny case's iterations (one, two and five) on eight replicas. Under a
     # sanitizer they are enough; the release suite adds standard-profile runs that fill their budget with rounds.
@@ -174,7 +174,7 @@ def main():
         for case in (L12, L3):
             for seed in seeds[case]:
                 spec = f"case={case},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad},persist=always"
-                rc, rep, err = common.run_json("--enable", case, "--cpuset", f"{good},{bad}", "--seed", str(seed),
+                rc, rep, err = common.run_json("--enable-any", case, "--cpuset", f"{good},{bad}", "--seed", str(seed),
                                                "--time-budget", "1h", "--inject", spec)
                 t = rep["tests"][0] if rep else {}
                 notes = [n for n in t.get("notes", []) if "computed the replay's reference wrong" in n]
@@ -193,7 +193,7 @@ def main():
                                  (L12, "submodule=loss.forward,element=0,bit=20", "L1 loss.forward"),
                                  (L3, "submodule=layer0.attn.wo.backward,step=5,element=3,bit=20", "L3 step 5")):
             inj = ["--inject", f"case={case},{spec},unit={bad}"]
-            sel = ["--enable", case, "--cpuset", f"{good},{bad}", "--time-budget", "1h"]
+            sel = ["--enable-any", case, "--cpuset", f"{good},{bad}", "--time-budget", "1h"]
             with tempfile.TemporaryDirectory() as d:
                 prom = os.path.join(d, "s.prom")
                 p = common.run("run", *sel, *inj, "--prometheus", prom)

@@ -204,3 +204,13 @@ TEST_CASE("the reproduce line keeps what runs and leaves out outputs and state",
   CHECK(plain.command == "sdcscreen run --seed 7 --backend cpu --history none");
   CHECK(plain.left_out.empty());
 }
+
+TEST_CASE("the reproduce line keeps --enable-any and its value", "[reproduce]") {
+  // Its value is kept as it stands, even one that looks like a short option (-q would otherwise be left out).
+  const ReproduceLine line = reproduce_line(
+      {"sdcscreen", "run", "--profile", "boot", "--enable-any", "-q*", "--enable-any=gemm_f32.uniform_2048", "-o", "r"},
+      "", "9");
+  CHECK(line.command ==
+        "sdcscreen run --profile boot --enable-any '-q*' --enable-any=gemm_f32.uniform_2048 --seed 9 --history none");
+  CHECK(line.left_out == std::vector<std::string>{"-o"});
+}

@@ -1,9 +1,9 @@
 // Option parsers: every malformed value is refused with a message; valid values parse exactly.
 #include "catch.h"
-#include "src/backends/cpu/cpu_topology.h"
 #include "src/cli/options.h"
 #include "src/core/inject.h"
 #include "src/core/result.h"
+#include "src/util/int_list.h"
 
 using namespace sdc;
 
@@ -31,13 +31,13 @@ TEST_CASE("durations", "[parsers]") {
 
 TEST_CASE("cpu lists", "[parsers]") {
   std::vector<int> cpus;
-  REQUIRE(cpu::parse_cpu_list("0-3,8,10-11", cpus).empty());
+  REQUIRE(parse_cpu_list("0-3,8,10-11", cpus).empty());
   REQUIRE(cpus == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
-  REQUIRE(cpu::parse_cpu_list("3,1,1", cpus).empty());
+  REQUIRE(parse_cpu_list("3,1,1", cpus).empty());
   REQUIRE(cpus == std::vector<int>{1, 3});
-  REQUIRE(cpu::format_cpu_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+  REQUIRE(format_cpu_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
   for (const char* bad : {"", ",", "1,", "a", "3-1", "1-", "-1", "1--2", "99999999", "0-70000"})
-    REQUIRE_FALSE(cpu::parse_cpu_list(bad, cpus).empty());
+    REQUIRE_FALSE(parse_cpu_list(bad, cpus).empty());
 }
 
 TEST_CASE("injection specs", "[parsers]") {
@@ -141,11 +141,11 @@ TEST_CASE("exit codes fail closed; a not-applicable skip alone does not make a r
 
 TEST_CASE("--devices shares the index-list grammar", "[parsers]") {
   std::vector<int> out;
-  REQUIRE(cpu::parse_index_list("0-2,5", "GPU", 8, out).empty());
+  REQUIRE(parse_index_list("0-2,5", "GPU", 8, out).empty());
   REQUIRE(out == std::vector<int>{0, 1, 2, 5});
-  REQUIRE(cpu::parse_index_list("8", "GPU", 8, out) == "'8' is not a GPU number (0..7)");
-  REQUIRE(cpu::parse_index_list("3-1", "GPU", 8, out) == "GPU range '3-1' runs backwards");
-  REQUIRE(cpu::parse_index_list("", "GPU", 8, out) == "empty GPU list");
+  REQUIRE(parse_index_list("8", "GPU", 8, out) == "'8' is not a GPU number (0..7)");
+  REQUIRE(parse_index_list("3-1", "GPU", 8, out) == "GPU range '3-1' runs backwards");
+  REQUIRE(parse_index_list("", "GPU", 8, out) == "empty GPU list");
 }
 
 TEST_CASE("GPU injections are checked against the selected GPUs", "[parsers]") {

@@ -15,6 +15,7 @@
 #include "../../core/activity.h"
 #include "../../core/miscompare.h"
 #include "../../spec/digest.h"
+#include "../../util/int_list.h"
 #include "cpu_case.h"
 #include "cpu_probe.h"
 #include "cpu_retest.h"

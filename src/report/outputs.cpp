@@ -1,0 +1,114 @@
+#include "outputs.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "../core/history.h"
+#include "../core/patterns.h"  // xxh3_128_hex
+#include "../util/atomic_file.h"
+#include "../util/say.h"
+#include "html.h"
+#include "report.h"
+
+namespace sdc {
+namespace {
+
+// The HTML page of a result: rendered from its JSON report, so that the page and the JSON never disagree.
+std::string html_of(const RunResult& r, const HostInfo& host) {
+  return render_html(nlohmann::json::parse(render_json(r, host)));
+}
+
+std::string report_of(const OutputPlan& out, const RunResult& r, const HostInfo& host) {
+  return out.json ? render_json(r, host) : render_text(r, host);
+}
+
+// The Prometheus file carries the last success over from the file it replaces (none on the first run).
+std::string prometheus_of(const OutputPlan& out, const RunResult& r) {
+  std::string previous;
+  try {
+    previous = read_file(out.prometheus);
+  } catch (const FileError&) {  // first run: no previous success to carry over
+  }
+  return render_prometheus(r, previous);
+}
+
+}  // namespace
+
+void write_in_progress(const OutputPlan& out, const RunResult& pending) {
+  if (out.report.empty() && out.prometheus.empty() && out.html.empty()) return;
+  try {  // a failure here shows again, and is reported, when the final files are written
+    if (!out.report.empty()) write_file_atomic(out.report, report_of(out, pending, host_info()));
+    if (!out.html.empty()) write_file_atomic(out.html, html_of(pending, host_info()));
+    if (!out.prometheus.empty()) write_file_atomic(out.prometheus, prometheus_of(out, pending));
+  } catch (const FileError&) {
+  }
+}
+
+bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result) {
+  bool write_failed = false;
+  if (!out.prometheus.empty()) {
+    const std::string text = prometheus_of(out, result);
+    try {
+      write_file_atomic(out.prometheus, text);
+    } catch (const FileError& e) {
+      say_err("sdcscreen: error: --prometheus: {}\n", e.what());
+      write_failed = true;
+    }
+  }
+  const HostInfo host = host_info();
+  const std::string report = report_of(out, result, host);
+  std::string report_written;  // absolute, for the history (bundle collects it)
+  if (!out.report.empty()) {
+    try {
+      write_file_atomic(out.report, report);
+      if (char* abs = realpath(out.report.c_str(), nullptr)) {
+        report_written = abs;
+        std::free(abs);
+      }
+      if (!out.quiet && !out.npd) say("{}", out.json ? render_text(result, host) : report);
+    } catch (const FileError& e) {
+      say_err("sdcscreen: error: -o: {}; the report follows on {}\n", e.what(), out.npd ? "stderr" : "stdout");
+      write_text(out.npd ? stderr : stdout, report);
+      write_failed = true;
+    }
+  } else if (out.report_to_stdout || (!out.quiet && !out.npd)) {
+    say("{}", report);
+  }
+  if (!out.html.empty()) {  // after the report: a failure here leaves it, and the exit code says so (78)
+    try {
+      write_file_atomic(out.html, html_of(result, host));
+    } catch (const FileError& e) {
+      say_err("sdcscreen: error: --html: {}\n", e.what());
+      write_failed = true;
+    }
+  }
+  if (!history.dir.empty()) {  // the node's record of this screen (src/core/history.h), after the report
+    try {
+      history::Record rec = history::record_of(result, host.hostname, history.full_battery);
+      rec.report = report_written;
+      rec.run_id = history.run_id;
+      rec.report_digest = xxh3_128_hex(report);
+      history::append(history.dir, rec);
+      history::end_pending(history.dir, history.run_id);  // the line is on disk
+    } catch (const FileError& e) {
+      if (history.is_default) {  // not asked for: said, and the exit code stays the screen's
+        say_err("sdcscreen: warning: this screen is not recorded in the default history: {}\n", e.what());
+      } else {
+        say_err("sdcscreen: error: --history: {}\n", e.what());
+        write_failed = true;
+      }
+    }
+  }
+  if (out.npd) say("{}\n", render_npd_line(result));
+  std::fflush(stdout);
+  return write_failed;
+}
+
+int exit_code_after_outputs(const RunResult& result, bool npd, bool write_failed) {
+  int code = npd ? npd_exit_code(result) : result.exit_code();
+  if (write_failed && result.exit_code() != EXIT_FAIL) code = npd ? 2 : EXIT_CONFIG;
+  return code;
+}
+
+}  // namespace sdc
