@@ -197,7 +197,9 @@ int main(int argc, char** argv) {
       "    sdcscreen run --backend cuda --devices 3 --profile standard --inject "
       "case=gemm_f32.uniform_1024,element=0,bit=3,unit=17\n"
       "  triage of a suspect core, replaying a failing run's schedule:\n"
-      "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v";
+      "    sdcscreen run --profile burnin --cpuset 12 --enable 'gemm_f32.*' --seed 1234 -v\n"
+      "  one case of the standard profile, alone, in the boot profile's budget:\n"
+      "    sdcscreen run --enable-any gemm_f32.uniform_2048 -v";
   run->footer(examples);
   app.footer(examples);
 
