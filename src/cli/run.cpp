@@ -104,26 +104,6 @@ void mark_in_progress(const RunArgs& a, const std::string& output, const Screen&
   }
 }
 
-// The units that crashed in earlier screens of this run: a `crash` test each (a failure), and the unit.
-void add_crashes(const std::vector<Crash>& crashes, Screen& s) {
-  const auto all = cpu::allowed_cpus();
-  for (const Crash& c : crashes) {
-    const Case* cs = s.patterns.battery.find_case(c.case_id);
-    TestResult t = cs ? new_test(*cs, "cpu", -1) : TestResult{};
-    if (!cs) t.id = c.case_id;
-    t.verdict = Verdict::crash;
-    t.reason = c.describe() + ": its work killed the screen; the other CPUs were screened again without it";
-    t.units_failed = {c.cpu};
-    s.result.tests.push_back(t);
-    UnitResult u;
-    u.cpu.cpu = c.cpu;
-    for (const auto& l : all)
-      if (l.cpu == c.cpu) u.cpu = l;
-    u.crash_signal = c.signal != 0 ? c.signal : -1;  // -1: its work called exit() (a crash all the same)
-    s.result.units.push_back(u);
-  }
-}
-
 // The telemetry after the run, and what changed. Drill (SDCSCREEN_DRILL_TELEMETRY_AFTER=DIR): the after
 // reading comes from the host tree under DIR (DIR/proc, DIR/sys, DIR/dev) instead, so that a test can show
 // an uncorrected error failing the run; compiled in, off unless asked, and said in every output.
@@ -252,8 +232,38 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   std::vector<Crash> crashes;
   // The supervisor's own verdict when the screen did not finish: the NPD line the screen never printed.
   std::string unfinished;
-  if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0)) {
+  ScreenEnd screen_end;
+  const double run_start = unix_now();
+  if (const std::optional<int> code =
+          supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0, &screen_end)) {
     pending.before_screen = false;  // the supervisor: its screens removed the marker, or left it for good reason
+    // A failing screen that died before its outputs: the supervisor writes those it did not (supervisor.h).
+    SupervisorOutputs so;
+    so.output = output;
+    so.report_to_stdout = report_to_stdout;
+    so.print_report = !a.quiet && !a.npd;
+    so.format = a.output_format;
+    so.html = a.html;
+    so.prometheus = a.prometheus;
+    so.history_dir = history_dir;
+    so.history_default = history_default;
+    so.run_id = run_id;
+    so.full_profile = a.enable.empty() && a.disable.empty();
+    so.patterns_dir = patterns_dir;
+    so.profile = a.profile;
+    so.program = a.program;
+    so.enable = a.enable;
+    so.disable = a.disable;
+    so.argv = argv;
+    so.seed_given = a.seed_given;
+    so.accept_patterns = a.accept_patterns;
+    so.time_budget_s = budget;
+    so.throughput_floor = a.throughput_floor;
+    so.injections = injections;
+    so.start_unix = run_start;
+    so.host_root = host_root;
+    so.telemetry = telemetry;
+    write_supervisor_outputs(so, crashes, screen_end, *code);
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
     return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
   }
@@ -311,6 +321,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   Screen screen;
   if (const SetupFailure f = set_up_screen(req, select, check, screen); f.code != 0) return fail(f.code, f.message);
   RunResult& result = screen.result;
+  activity::publish_seed(result.seed);
   result.host = telemetry;
   RunOptions& opt = screen.opt;
   opt.cpus = cpus;
@@ -374,7 +385,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
                                      "run is not judged",
                                      a.deadline));
   }
-  add_crashes(crashes, screen);
+  add_crashes(crashes, &screen.patterns.battery, screen.result);
   read_host_after(host_root, result.host);
   host::judge_cpu_tests(result, a.max_temperature);
   result.throughput_floor = a.throughput_floor;
@@ -387,7 +398,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   // Drill for the reports' own failure: the screen dies in its reporting code, outside any unit's work. The
   // supervisor then says so (exit 2, 1 after a unit's crash), and the in-progress files stay in place: never
   // the previous screen's verdict. Compiled in, off unless asked, like the other drills.
-  if (const char* d = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH"); d && std::strcmp(d, "1") == 0) std::raise(SIGSEGV);
+  // SDCSCREEN_DRILL_REPORT_CRASH=html dies later, after the Prometheus file and -o, before --html and the history.
+  const char* report_crash = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH");
+  if (report_crash && std::strcmp(report_crash, "1") == 0) std::raise(SIGSEGV);
   bool write_failed = false;
   if (!a.prometheus.empty()) {
     std::string previous;
@@ -397,6 +410,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
     try {
       write_file_atomic(a.prometheus, render_prometheus(result, previous));
+      activity::publish_output(activity::OUT_PROMETHEUS);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: --prometheus: {}\n", e.what());
       write_failed = true;
@@ -412,6 +426,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
         report_written = abs;
         std::free(abs);
       }
+      activity::publish_output(activity::OUT_REPORT);
       if (!a.quiet && !a.npd) say("{}", a.output_format == "json" ? render_text(result, host) : report);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: -o: {}; the report follows on {}\n", e.what(), a.npd ? "stderr" : "stdout");
@@ -420,10 +435,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     }
   } else if (report_to_stdout || (!a.quiet && !a.npd)) {
     say("{}", report);
+    activity::publish_output(activity::OUT_REPORT);
   }
+  if (report_crash && std::strcmp(report_crash, "html") == 0) std::raise(SIGSEGV);
   if (!a.html.empty()) {  // after the report: a failure here leaves it, and the exit code says so (78)
     try {
       write_file_atomic(a.html, html_of(result, host));
+      activity::publish_output(activity::OUT_HTML);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: --html: {}\n", e.what());
       write_failed = true;
@@ -436,6 +454,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
       rec.run_id = run_id;
       rec.report_digest = xxh3_128_hex(report);
       history::append(history_dir, rec);
+      activity::publish_output(activity::OUT_HISTORY);
       history::end_pending(history_dir, run_id);  // the line is on disk
     } catch (const FileError& e) {
       if (history_default) {  // not asked for: said, and the exit code stays the screen's
