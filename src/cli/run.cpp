@@ -396,8 +396,9 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   // --npd, whose stdout is one line), the NPD line is still printed, and the exit code says the write
   // failed (78) unless a miscompare makes it 1: a miscompare is never hidden behind a file error.
   // Drill for the reports' own failure: the screen dies in its reporting code, outside any unit's work. The
-  // supervisor then says so (exit 2, 1 after a unit's crash), and the in-progress files stay in place: never
-  // the previous screen's verdict. Compiled in, off unless asked, like the other drills.
+  // supervisor then says so: exit 2 with the in-progress files in place (never the previous screen's verdict),
+  // or, after a miscompare or a unit's crash, exit 1 and it writes the outputs the screen did not
+  // (supervisor.h). Each final output is published as written (activity.h). Compiled in, off unless asked.
   // SDCSCREEN_DRILL_REPORT_CRASH=html dies later, after the Prometheus file and -o, before --html and the history.
   const char* report_crash = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH");
   if (report_crash && std::strcmp(report_crash, "1") == 0) std::raise(SIGSEGV);
