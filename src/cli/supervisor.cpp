@@ -74,7 +74,7 @@ void fill_end(const activity::Board& board, ScreenEnd* end, int sig, const std::
   end->miscompare_case.assign(board.miscompare_case, strnlen(board.miscompare_case, sizeof board.miscompare_case));
   end->miscompare_unit = board.miscompare_unit.load();
   end->miscompare_device = board.miscompare_device.load();
-  end->miscompare_uuid.assign(board.miscompare_uuid, strnlen(board.miscompare_uuid, sizeof board.miscompare_uuid));
+  if (end->miscompare_device >= 0) end->miscompare_gpu = activity::miscompare_gpu(board);
   end->miscompare_time_s = board.miscompare_ms.load() >= 0 ? static_cast<double>(board.miscompare_ms.load()) / 1000 : -1;
   end->seed_set = board.seed_set.load() != 0;
   end->seed = board.seed.load();

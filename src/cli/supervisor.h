@@ -46,7 +46,7 @@ struct ScreenEnd {
   bool miscompare = false;
   std::string miscompare_case;
   int miscompare_unit = -1, miscompare_device = -1;
-  std::string miscompare_uuid;
+  DeviceInfo miscompare_gpu;  // with miscompare_device >= 0: that GPU, as the screen knew it
   double miscompare_time_s = -1;  // its test's time to fail, -1 when not known
   bool seed_set = false;
   uint64_t seed = 0;

@@ -77,10 +77,7 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   r.errors.push_back(said);
   const bool gpu = end.miscompare && end.miscompare_device >= 0;
   if (gpu) {
-    DeviceInfo d;
-    d.index = end.miscompare_device;
-    d.uuid = end.miscompare_uuid;
-    r.devices.push_back(d);
+    r.devices.push_back(end.miscompare_gpu);
     r.backend = "cuda";
   }
   PatternSet patterns;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 
 #include <cstdlib>
 #include <cstring>
@@ -82,15 +83,59 @@ void publish_iteration(int cpu, const char* case_id, int iteration) {
   s.stage.store(STAGE_BETWEEN_TILES, std::memory_order_relaxed);
 }
 
-void publish_miscompare(const char* case_id, int unit, int device, const char* uuid, double time_to_fail_s) {
+namespace {
+template <size_t N>
+void copy_text(char (&to)[N], const std::string& from) {
+  std::strncpy(to, from.c_str(), N - 1);
+}
+template <size_t N>
+std::string text_of(const char (&from)[N]) {
+  return std::string(from, strnlen(from, N));
+}
+}  // namespace
+
+void publish_miscompare(const char* case_id, int unit, const DeviceInfo* gpu, double time_to_fail_s) {
   if (!g_board) return;
   int32_t none = 0;
   if (!g_board->miscompares.compare_exchange_strong(none, 1)) return;  // the first one is kept
   std::strncpy(g_board->miscompare_case, case_id, sizeof g_board->miscompare_case - 1);
-  std::strncpy(g_board->miscompare_uuid, uuid ? uuid : "", sizeof g_board->miscompare_uuid - 1);
-  g_board->miscompare_device.store(device);
+  if (gpu) {
+    GpuIdentity& g = g_board->miscompare_gpu;
+    copy_text(g.name, gpu->name);
+    copy_text(g.uuid, gpu->uuid);
+    copy_text(g.pci_bus_id, gpu->pci_bus_id);
+    copy_text(g.driver, gpu->driver);
+    copy_text(g.driver_cuda, gpu->driver_cuda);
+    copy_text(g.runtime, gpu->runtime);
+    copy_text(g.ecc, gpu->ecc);
+    g.cc_major = gpu->cc_major;
+    g.cc_minor = gpu->cc_minor;
+    g.sm_count = gpu->sm_count;
+    g.emulated = gpu->emulated;
+    g.memory_bytes = gpu->memory_bytes;
+  }
+  g_board->miscompare_device.store(gpu ? gpu->index : -1);
   g_board->miscompare_ms.store(time_to_fail_s >= 0 ? static_cast<int64_t>(time_to_fail_s * 1000) : -1);
   g_board->miscompare_unit.store(unit);
+}
+
+DeviceInfo miscompare_gpu(const Board& board) {
+  const GpuIdentity& g = board.miscompare_gpu;
+  DeviceInfo d;
+  d.index = board.miscompare_device.load();
+  d.name = text_of(g.name);
+  d.uuid = text_of(g.uuid);
+  d.pci_bus_id = text_of(g.pci_bus_id);
+  d.driver = text_of(g.driver);
+  d.driver_cuda = text_of(g.driver_cuda);
+  d.runtime = text_of(g.runtime);
+  d.ecc = text_of(g.ecc);
+  d.cc_major = g.cc_major;
+  d.cc_minor = g.cc_minor;
+  d.sm_count = g.sm_count;
+  d.emulated = g.emulated != 0;
+  d.memory_bytes = g.memory_bytes;
+  return d;
 }
 
 void publish_seed(uint64_t seed) {

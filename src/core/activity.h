@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "device_info.h"
+
 namespace sdc::activity {
 
 constexpr int MAX_SLOTS = 1024;
@@ -37,6 +39,15 @@ struct Slot {
 // those it did not, and never replaces one the screen wrote with its own, less complete one.
 enum Output : int32_t { OUT_PROMETHEUS = 1, OUT_REPORT = 2, OUT_HTML = 4, OUT_HISTORY = 8 };
 
+// The GPU of the first miscompare, as the screen knew it (written once, before Board::miscompare_unit; read by
+// the supervisor after the screen ended): enough for the supervisor's report to name the GPU as the screen's did.
+struct GpuIdentity {
+  char name[128] = {}, uuid[96] = {}, pci_bus_id[32] = {}, driver[48] = {}, driver_cuda[16] = {}, runtime[16] = {},
+       ecc[8] = {};
+  int32_t cc_major = 0, cc_minor = 0, sm_count = 0, emulated = 0;
+  uint64_t memory_bytes = 0;
+};
+
 struct Board {
   std::atomic<int32_t> crashed_slot{-1};  // the slot whose thread took the fatal signal
   std::atomic<int32_t> crash_signal{0};
@@ -46,7 +57,7 @@ struct Board {
   std::atomic<int32_t> miscompare_unit{-1};  // its first failing unit (a CPU, or an SM), -1 when none was named
   char miscompare_case[120] = {};
   std::atomic<int32_t> miscompare_device{-1};  // the GPU (CUDA ordinal) of that test; -1: a CPU test
-  char miscompare_uuid[96] = {};                // that GPU's UUID, "" when not known
+  GpuIdentity miscompare_gpu;                   // that GPU (with miscompare_device >= 0)
   std::atomic<int64_t> miscompare_ms{-1};       // its test's time to fail, in ms since the run started
   // The screen's seed, once set up (seed_set 1): the supervisor's own report gives it.
   std::atomic<uint64_t> seed{0};
@@ -74,10 +85,11 @@ void publish_tile(int64_t tile);
 void publish_tile_done();
 // Published by the bound worker: the stage it enters (Stage), and the case it is for (null: unchanged).
 void publish_stage(int32_t stage, const char* case_id = nullptr);
-// Published by the screen when a test first shows a miscompare (case, first failing unit or -1, and the test's
-// GPU: its CUDA ordinal and UUID, or -1 and "" for a CPU test).
-void publish_miscompare(const char* case_id, int unit, int device = -1, const char* uuid = "",
-                        double time_to_fail_s = -1);
+// Published by the screen when a test first shows a miscompare (case, first failing unit or -1, the test's GPU
+// or null for a CPU test, its time to fail).
+void publish_miscompare(const char* case_id, int unit, const DeviceInfo* gpu = nullptr, double time_to_fail_s = -1);
+// The GPU of the first miscompare (board.miscompare_device >= 0), as published.
+DeviceInfo miscompare_gpu(const Board& board);
 // Published by the screen once set up: its seed.
 void publish_seed(uint64_t seed);
 // Published by the screen after each final output it wrote (Output).

@@ -65,8 +65,8 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
           const DeviceInfo* dev = r.device_index >= 0 && static_cast<size_t>(r.device_index) < ctx.result.devices.size()
                                       ? &ctx.result.devices[static_cast<size_t>(r.device_index)]
                                       : nullptr;
-          activity::publish_miscompare(c.id.c_str(), r.units_failed.empty() ? -1 : r.units_failed.front(),
-                                       dev ? dev->index : -1, dev ? dev->uuid.c_str() : "", r.time_to_fail_s);
+          activity::publish_miscompare(c.id.c_str(), r.units_failed.empty() ? -1 : r.units_failed.front(), dev,
+                                       r.time_to_fail_s);
         }
       }
       const bool unretested = std::any_of(r.units_failed.begin(), r.units_failed.end(), [&r](int u) {

@@ -10,6 +10,8 @@ and names the CPU of a worker that crashes outside any tile.
 4. A worker that crashes while it is pinned but in no tile (SDCSCREEN_DRILL_WORKER_CRASH: while it generates
    inputs, between two tiles, a stack overflow caught on its alternate signal stack): the crash names its
    CPU in the report's units and crash test, the drain reason and the NPD line (was anonymous: exit 2).
+5. The report crash after a miscompare on a GPU (two GPUs emulated on the CPU): the supervisor's report names
+   that GPU as the screen knew it (a valid report), and the history line's failure is that GPU's.
 docs/reliability.md lists each path with this test."""
 import glob
 import json
@@ -159,5 +161,25 @@ for where, said in (("", "while generating the inputs of "), (":between", "betwe
                 f"{what}: drain reason {r.get('drain_reason')!r}")
         F.check(any(w["name"] == "SDCSCREEN_DRILL_WORKER_CRASH" for w in r.get("weakened_by", [])),
                 f"{what}: the drill is not named in weakened_by")
+
+# 5. A GPU's miscompare, then the report crash: the GPU is named as the screen knew it.
+GEMM = "gemm_bf16_exactint.uniform_256x192x512"
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "r.json")
+    p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4,sm_90x4", "--profile", "boot",
+                                               "--enable", GEMM, "--inject", f"case={GEMM},element=0,bit=30,unit=2,device=1",
+                                               "-q", "--output-format", "json", "-o", out, "--history", d])],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, SDCSCREEN_DRILL_REPORT_CRASH="1"))
+    F.check(p.returncode == 1, f"GPU report crash: exit {p.returncode}: {p.stderr[-400:]}")
+    r = json.loads(read(out) or "null")
+    check_supervisor_report("GPU report crash", r, GEMM, "SIGSEGV")
+    if r:
+        F.check([(x["index"], x["kind"], x["uuid"].startswith("EMU-")) for x in r["devices"]] == [(1, "emulated", True)]
+                and [t["device"] for t in r["tests"]] == ["cuda:1"] and r["tests"][0]["units_failed"] == [2],
+                f"GPU report crash: devices {r['devices']}, tests {[(t['device'], t['units_failed']) for t in r['tests']]}")
+        F.check(r.get("drain_reason") == f"SDC: gpu 1 {GEMM.split('.')[0]} drill", f"GPU: drain {r.get('drain_reason')!r}")
+    h = history_lines(d)
+    F.check(len(h) == 1 and [(x["unit"], x.get("sms")) for x in h[0]["failures"]] == [("gpu 1", [2])],
+            f"GPU report crash: history {h}")
 
 F.finish()

@@ -53,13 +53,30 @@ TEST_CASE("activity: a worker is named once pinned, and its stage follows its wo
     CHECK(b.slots[0].tile.load() == 7);
   }
   // The first miscompare is kept; outputs accumulate.
-  activity::publish_miscompare("softmax_f32.special_128x1000", 3, 1, "GPU-1234", 0.25);
+  DeviceInfo gpu;
+  gpu.index = 1;
+  gpu.name = "NVIDIA H100 80GB HBM3";
+  gpu.uuid = "GPU-8c2f1a2b-0000-1111-2222-333344445555";
+  gpu.pci_bus_id = "00000000:19:00.0";
+  gpu.cc_major = 9;
+  gpu.sm_count = 132;
+  gpu.memory_bytes = 85ull << 30;
+  gpu.ecc = "on";
+  activity::publish_miscompare("softmax_f32.special_128x1000", 3, &gpu, 0.25);
   activity::publish_miscompare("gemm_f32.special_512", 5);
   CHECK(std::strcmp(b.miscompare_case, "softmax_f32.special_128x1000") == 0);
   CHECK(b.miscompare_unit.load() == 3);
   CHECK(b.miscompare_device.load() == 1);
-  CHECK(std::strcmp(b.miscompare_uuid, "GPU-1234") == 0);
   CHECK(b.miscompare_ms.load() == 250);
+  const DeviceInfo back = activity::miscompare_gpu(b);
+  CHECK(back.index == 1);
+  CHECK(back.name == gpu.name);
+  CHECK(back.uuid == gpu.uuid);
+  CHECK(back.pci_bus_id == gpu.pci_bus_id);
+  CHECK(back.cc_major == 9);
+  CHECK(back.sm_count == 132);
+  CHECK(back.memory_bytes == gpu.memory_bytes);
+  CHECK(back.ecc == "on");
   activity::publish_output(activity::OUT_PROMETHEUS);
   activity::publish_output(activity::OUT_REPORT);
   CHECK(b.outputs.load() == (activity::OUT_PROMETHEUS | activity::OUT_REPORT));
