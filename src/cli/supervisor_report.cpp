@@ -59,8 +59,8 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   r.reproduce_left_out = repro.left_out;
   r.weakened_by = weakenings_in_environment();
   if (o.accept_patterns)
-    r.weakened_by.push_back({"--accept-patterns", "",
-                             "the pattern data may not be the build's (the screen that checked it died)"});
+    r.weakened_by.push_back(
+        {"--accept-patterns", "", "the pattern data may not be the build's (the screen that checked it died)"});
   r.start_unix = o.start_unix;
   r.end_unix = unix_now();
   r.injections = o.injections;
@@ -69,9 +69,10 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   r.host.events = host::compare_telemetry(r.host.before, r.host.after);
   std::string said = "this report was written by the screen's supervisor after the screen " + end.why;
   if (end.signal && end.why.find("SIG") == std::string::npos) said += fmt::format(" ({})", signal_name(end.signal));
-  said += end.miscompare ? fmt::format(": it had found a miscompare in {} (the shared progress record) before it "
-                                       "wrote its own outputs; its other results died with it",
-                                       end.miscompare_case)
+  said += end.miscompare ? fmt::format(
+                               ": it had found a miscompare in {} (the shared progress record) before it "
+                               "wrote its own outputs; its other results died with it",
+                               end.miscompare_case)
                          : ": a unit had crashed in an earlier screen of this run (its test below); the last "
                            "screen's results died with it";
   r.errors.push_back(said);
@@ -189,8 +190,7 @@ int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash
       std::free(abs);
     }
   }
-  if (!written(activity::OUT_REPORT) && (o.report_to_stdout || (o.print_report && o.output.empty())))
-    say("{}", report);
+  if (!written(activity::OUT_REPORT) && (o.report_to_stdout || (o.print_report && o.output.empty()))) say("{}", report);
   if (!o.html.empty() && !written(activity::OUT_HTML))
     write("--html", o.html, render_html(nlohmann::json::parse(render_json(r, host))));
   if (!o.history_dir.empty() && !written(activity::OUT_HISTORY)) {
@@ -207,8 +207,8 @@ int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash
       history::append(o.history_dir, rec);
       history::end_pending(o.history_dir, o.run_id);  // the line is on disk
     } catch (const FileError& e) {
-      say_err("sdcscreen: {}: {}\n", o.history_default ? "warning: this screen is not recorded in the default history"
-                                                        : "error: --history",
+      say_err("sdcscreen: {}: {}\n",
+              o.history_default ? "warning: this screen is not recorded in the default history" : "error: --history",
               e.what());
     }
   }
