@@ -110,6 +110,7 @@ int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, 
                               "screen was in progress)";
   say_err("sdcscreen: {}{}\n", code == EXIT_FAIL ? "" : "error: ", "the screen " + line);
   fill_end(board, end, sig, why, *verdict);
+  if (end) end->interrupted = interrupted;
   return code;
 }
 

@@ -40,6 +40,7 @@ struct Crash {
 struct ScreenEnd {
   bool finished = true;  // its completion record was there: it wrote every output itself
   int signal = 0;        // the signal that ended it (0: it exited, or was not killed by one)
+  int interrupted = 0;   // the signal it quit at once on (a repeated one), 0 when none
   std::string why;       // what happened, as the stderr line says
   std::string verdict;   // the supervisor's one-line verdict (the NPD line's text)
   // The shared progress record (activity.h) at its end.

@@ -64,6 +64,7 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   r.start_unix = o.start_unix;
   r.end_unix = unix_now();
   r.injections = o.injections;
+  r.interrupted_by = end.interrupted;
   r.host = o.telemetry;
   r.host.after = host::read_telemetry(o.host_root);
   r.host.events = host::compare_telemetry(r.host.before, r.host.after);
