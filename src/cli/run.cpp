@@ -11,7 +11,6 @@
 #include <cstring>
 #include <optional>
 
-#include "../backends/cpu/cpu_topology.h"  // allowed_cpus: a crashed CPU's topology
 #include "../core/activity.h"
 #include "../core/history.h"
 #include "../host/cpu_sampler.h"
@@ -27,26 +26,6 @@
 
 namespace sdc {
 namespace {
-
-// The units that crashed in earlier screens of this run: a `crash` test each (a failure), and the unit.
-void add_crashes(const std::vector<Crash>& crashes, Screen& s) {
-  const auto all = cpu::allowed_cpus();
-  for (const Crash& c : crashes) {
-    const Case* cs = s.patterns.battery.find_case(c.case_id);
-    TestResult t = cs ? new_test(*cs, "cpu", -1) : TestResult{};
-    if (!cs) t.id = c.case_id;
-    t.verdict = Verdict::crash;
-    t.reason = c.describe() + ": its work killed the screen; the other CPUs were screened again without it";
-    t.units_failed = {c.cpu};
-    s.result.tests.push_back(t);
-    UnitResult u;
-    u.cpu.cpu = c.cpu;
-    for (const auto& l : all)
-      if (l.cpu == c.cpu) u.cpu = l;
-    u.crash_signal = c.signal != 0 ? c.signal : -1;  // -1: its work called exit() (a crash all the same)
-    s.result.units.push_back(u);
-  }
-}
 
 // The telemetry after the run, and what changed. Drill (SDCSCREEN_DRILL_TELEMETRY_AFTER=DIR): the after
 // reading comes from the host tree under DIR (DIR/proc, DIR/sys, DIR/dev) instead, so that a test can show
@@ -175,7 +154,7 @@ void settle(const RunArgs& a, const RunRequest& r, const std::vector<Crash>& cra
                                      "run is not judged",
                                      a.deadline));
   }
-  add_crashes(crashes, screen);
+  add_crashes(crashes, &screen.patterns.battery, screen.result);
   read_host_after(host_root, result.host);
   host::judge_cpu_tests(result, r.max_temperature);
   result.throughput_floor = screen.opt.throughput_floor;
@@ -226,8 +205,13 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   std::vector<Crash> crashes;
   std::string unfinished;
   const double deadline = req.deadline_s;
-  if (const std::optional<int> code = supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0)) {
+  ScreenEnd screen_end;
+  const double run_start = unix_now();
+  if (const std::optional<int> code =
+          supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0, &screen_end)) {
     pending.before_screen = false;  // the supervisor: its screens removed the marker, or left it for good reason
+    // A failing screen that died before its outputs: the supervisor writes those it did not (supervisor.h).
+    write_supervisor_outputs({&req, history, run_start, host_root, telemetry}, crashes, screen_end, *code);
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));
     return a.npd && !unfinished.empty() ? (*code == EXIT_FAIL ? 1 : 2) : *code;
   }
@@ -239,6 +223,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   Screen screen;
   if (const SetupFailure f = set_up_screen(req.screen, select, check_injections, screen); f.code != 0) return fail(f);
   RunResult& result = screen.result;
+  activity::publish_seed(result.seed);
   result.host = telemetry;
   const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
   show_progress(req, progress, screen);
@@ -254,10 +239,14 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   settle(a, req, crashes, host_root, screen);
   if (progress) say_err("\r\033[K");
   // Drill for the reports' own failure: the screen dies in its reporting code, outside any unit's work. The
-  // supervisor then says so (exit 2, 1 after a unit's crash), and the in-progress files stay in place: never
-  // the previous screen's verdict. Compiled in, off unless asked, like the other drills.
+  // supervisor then says so: exit 2 with the in-progress files in place (never the previous screen's verdict),
+  // or, after a miscompare or a unit's crash, exit 1 and it writes the outputs the screen did not
+  // (supervisor.h). Each final output is published as written (activity.h). Compiled in, off unless asked.
+  // SDCSCREEN_DRILL_REPORT_CRASH=html dies later, after the Prometheus file and -o (outputs.cpp).
   if (const char* d = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH"); d && std::strcmp(d, "1") == 0) std::raise(SIGSEGV);
   const bool write_failed = write_outputs(req.outputs, history, result);
+  if (a.npd) say("{}\n", render_npd_line(result));
+  std::fflush(stdout);
   const int code = exit_code_after_outputs(result, a.npd, write_failed);
   activity::publish_completion(code);  // last: every output is written
   // A stuck worker cannot be joined: leave without unwinding (the report is already written).

@@ -62,8 +62,34 @@ struct DeadlineTimer {
 // The verdict when the screen ended without its completion record: a miscompare it found stands (exit 1,
 // whatever killed it), then a unit that crashed earlier, else inconclusive (2), or the interruption when the
 // screen quit at once on a repeated signal. `why` says what happened; the line names the miscompare.
-int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, int interrupted, std::string why,
-               std::string* verdict) {
+// What the supervisor saw of a screen that did not finish (ScreenEnd), from the shared progress record.
+void fill_end(const activity::Board& board, ScreenEnd* end, int sig, const std::string& why,
+              const std::string& verdict) {
+  if (!end) return;
+  end->finished = false;
+  end->signal = sig;
+  end->why = why;
+  end->verdict = verdict;
+  end->miscompare = board.miscompares.load() > 0;
+  end->miscompare_case.assign(board.miscompare_case, strnlen(board.miscompare_case, sizeof board.miscompare_case));
+  end->miscompare_unit = board.miscompare_unit.load();
+  end->miscompare_device = board.miscompare_device.load();
+  if (end->miscompare_device >= 0) end->miscompare_gpu = activity::miscompare_gpu(board);
+  end->miscompare_time_s = board.miscompare_ms.load() >= 0 ? static_cast<double>(board.miscompare_ms.load()) / 1000 : -1;
+  end->seed_set = board.seed_set.load() != 0;
+  end->seed = board.seed.load();
+  end->outputs = board.outputs.load();
+}
+
+// The verdict when the screen ended without its completion record: a miscompare it found stands (exit 1,
+// whatever killed it), then a unit that crashed earlier, else inconclusive (2), or the interruption when the
+// screen quit at once on a repeated signal. `why` says what happened; the line names the miscompare. A failure
+// (1) is then written by the supervisor into the outputs the screen did not write (run.cpp); otherwise the
+// in-progress files stay.
+int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, int interrupted, const std::string& why,
+               std::string* verdict, ScreenEnd* end, int sig) {
+  std::string own_verdict;
+  if (!verdict) verdict = &own_verdict;
   int code = crashes.empty() ? EXIT_INCONCLUSIVE : EXIT_FAIL;
   if (interrupted > 0 && crashes.empty()) code = 128 + interrupted;
   std::string line = why;
@@ -72,13 +98,19 @@ int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, 
     const int unit = board.miscompare_unit.load();
     const std::string where = unit >= 0 ? fmt::format(" on unit {}", unit) : "";
     line += fmt::format("; it had found a miscompare in {}{}: the screen fails", c, where);
-    if (verdict) *verdict = fmt::format("SDC: {}{} (the screen then {})", c, where, why);
+    *verdict = fmt::format("SDC: {}{} (the screen then {})", c, where, why);
     code = EXIT_FAIL;
-  } else if (verdict) {
+  } else {
     *verdict = code == EXIT_FAIL ? fmt::format("SDC: {} (then the screen {})", crashes.front().describe(), why)
                                  : fmt::format("Unknown: the screen {}", why);
   }
+  line += code == EXIT_FAIL ? "; its supervisor writes the outputs it did not write (-o, --html, --prometheus, the "
+                              "history line) from what it saw"
+                            : "; its final report was not written (-o and --prometheus, if given, still say that a "
+                              "screen was in progress)";
   say_err("sdcscreen: {}{}\n", code == EXIT_FAIL ? "" : "error: ", "the screen " + line);
+  fill_end(board, end, sig, why, *verdict);
+  if (end) end->interrupted = interrupted;
   return code;
 }
 
@@ -96,24 +128,48 @@ void set_alarm(double seconds) {
   setitimer(ITIMER_REAL, &t, nullptr);
 }
 
+std::string signal_name(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return fmt::format("SIG{} (signal {})", name ? name : "?", sig);
+}
+
 std::string Crash::describe() const {
   const char* name = sigabbrev_np(signal);
   const std::string how = signal == 0 ? std::string("called exit() and ended the screen")
                                       : fmt::format("died of SIG{} (signal {})", name ? name : "?", signal);
-  return fmt::format("cpu {} {} in {}, iteration {}, {}", cpu, how, case_id, iteration,
-                     tile < 0 ? std::string("before its first tile") : fmt::format("tile {}", tile));
+  const std::string in =
+      iteration >= 0 ? fmt::format("in {}, iteration {}", case_id, iteration) : fmt::format("in a retest of {}", case_id);
+  std::string where;
+  switch (stage) {
+    case activity::STAGE_TILE:
+      where = fmt::format("{}, tile {}", in, tile);
+      break;
+    case activity::STAGE_BETWEEN_TILES:
+      where = in + (tile < 0 ? std::string(", before its first tile") : fmt::format(", between tiles (after tile {})", tile));
+      break;
+    case activity::STAGE_INPUTS:
+      where = "while generating the inputs of " + case_id;
+      break;
+    case activity::STAGE_REFERENCE:
+      where = "while computing the reference of " + case_id;
+      break;
+    case activity::STAGE_PROBE:
+      where = "in the throughput probe";
+      break;
+    default:
+      where = case_id.empty() ? std::string("while pinned, before any work") : "between jobs (after " + case_id + ")";
+  }
+  return fmt::format("cpu {} {} {}", cpu, how, where);
 }
 
-std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, double deadline_s) {
+std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, double deadline_s, ScreenEnd* end) {
   crashes.clear();
   if (const char* v = std::getenv("SDCSCREEN_SUPERVISE"); v && std::strcmp(v, "0") == 0) return std::nullopt;
   void* mem = mmap(nullptr, sizeof(activity::Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return std::nullopt;  // run unsupervised rather than not at all
   auto* board = new (mem) activity::Board;
   const DeadlineTimer timer(deadline_s);
-  const std::string past_deadline =
-      "did not finish by its deadline (--deadline) and was killed; its final report was not written (-o and "
-      "--prometheus, if given, still say that a screen was in progress)";
+  const std::string past_deadline = "did not finish by its deadline (--deadline) and was killed";
   struct sigaction fwd {
   }, old[3];
   fwd.sa_handler = forward;
@@ -126,9 +182,11 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, 
     board->crash_signal.store(0);
     board->exit_slot.store(-1);
     board->completed.store(0);
+    board->outputs.store(0);
     if (g_deadline_passed) {  // no time left to screen again after a crash
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
-      return unfinished(*board, crashes, 0, "reached its deadline (--deadline) before it could screen again", verdict);
+      return unfinished(*board, crashes, 0, "reached its deadline (--deadline) before it could screen again", verdict,
+                        end, 0);
     }
     const pid_t pid = fork();
     if (pid == 0) {
@@ -144,6 +202,7 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, 
       if (!crashes.empty()) {  // cannot screen the rest: what crashed stands
         say_err("sdcscreen: error: cannot start a screen after a crash: {}\n", std::strerror(errno));
         if (verdict) *verdict = "SDC: " + crashes.front().describe();
+        fill_end(*board, end, 0, "could not be started again after a crash", "SDC: " + crashes.front().describe());
         return EXIT_FAIL;
       }
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
@@ -170,11 +229,14 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, 
       c.case_id.assign(s.case_id, strnlen(s.case_id, sizeof s.case_id));
       c.iteration = s.iteration.load();
       c.tile = s.tile.load();
+      c.stage = s.stage.load();
       say_err("sdcscreen: {}; screening the other CPUs again without it\n", c.describe());
       crashes.push_back(c);
       if (crashes.size() < MAX_CRASHES) continue;
       say_err("sdcscreen: error: {} units crashed: giving up\n", crashes.size());
-      if (verdict) *verdict = fmt::format("SDC: {} units crashed, first {}", crashes.size(), crashes.front().describe());
+      const std::string v = fmt::format("SDC: {} units crashed, first {}", crashes.size(), crashes.front().describe());
+      if (verdict) *verdict = v;
+      fill_end(*board, end, c.signal, fmt::format("crashed on {} units: the supervisor gave up", crashes.size()), v);
       return EXIT_FAIL;
     }
     // Not a unit's work: the screen itself died, was killed, or left without finishing. A miscompare it had
@@ -182,15 +244,13 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, 
     // (screen.cpp) exits 128+N for the signal passed on to it: an interruption, not an unknown end.
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     const int interrupted = g_forwarded > 0 && code == 128 + g_forwarded ? g_forwarded : 0;
-    if (g_deadline_passed && !interrupted && sig == SIGKILL) return unfinished(*board, crashes, 0, past_deadline, verdict);
+    if (g_deadline_passed && !interrupted && sig == SIGKILL)
+      return unfinished(*board, crashes, 0, past_deadline, verdict, end, sig);
     const std::string why =
         interrupted ? fmt::format("quit at once on a repeated signal {}", interrupted)
-        : sig       ? fmt::format("died of signal {} outside any unit's work", sig)
+        : sig       ? fmt::format("died of {} outside any unit's work", signal_name(sig))
                     : fmt::format("exited (status {}) without finishing", code);
-    return unfinished(*board, crashes, interrupted,
-                      why + "; its final report was not written (-o and --prometheus, if given, still say that a "
-                            "screen was in progress)",
-                      verdict);
+    return unfinished(*board, crashes, interrupted, why, verdict, end, sig);
   }
 }
 

@@ -61,8 +61,13 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
         ++r.iterations_done;
         ex.compare(c, it, r);
         // On the supervisor's board at once: a screen killed from here on still fails (activity.h).
-        if (r.failed_tiles > 0)
-          activity::publish_miscompare(c.id.c_str(), r.units_failed.empty() ? -1 : r.units_failed.front());
+        if (r.failed_tiles > 0) {
+          const DeviceInfo* dev = r.device_index >= 0 && static_cast<size_t>(r.device_index) < ctx.result.devices.size()
+                                      ? &ctx.result.devices[static_cast<size_t>(r.device_index)]
+                                      : nullptr;
+          activity::publish_miscompare(c.id.c_str(), r.units_failed.empty() ? -1 : r.units_failed.front(), dev,
+                                       r.time_to_fail_s);
+        }
       }
       const bool unretested = std::any_of(r.units_failed.begin(), r.units_failed.end(), [&r](int u) {
         return std::none_of(r.retests.begin(), r.retests.end(), [u](const UnitRetest& x) { return x.unit == u; });

@@ -27,6 +27,7 @@ const Switch SWITCHES[] = {
     {"SDCSCREEN_DRILL_TELEMETRY_AFTER", "drill: the after-run host telemetry is read under this directory"},
     {"SDCSCREEN_DRILL_TELEMETRY_DURING", "drill: the host telemetry sampled during the run is read under this directory"},
     {"SDCSCREEN_DRILL_WORKER_EXIT", "drill: this CPU's worker exits at its first iteration"},
+    {"SDCSCREEN_DRILL_WORKER_CRASH", "drill: this CPU's worker crashes outside any tile (CPU[:inputs|between|stack])"},
     {"SDCSCREEN_DRILL_SLOW_CPU", "drill: this CPU does ten times the throughput probe's work"},
     {"SDCSCREEN_DRILL_HISTORY_FULL", "drill: appending the history line fails as on a full disk"},
     {"SDCSCREEN_DRILL_SLOW_NODE", "drill: every CPU does this many times the throughput probe's work"},

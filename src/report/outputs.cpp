@@ -1,9 +1,12 @@
 #include "outputs.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "../core/activity.h"
 #include "../core/history.h"
 #include "../core/patterns.h"  // xxh3_128_hex
 #include "../util/atomic_file.h"
@@ -45,23 +48,36 @@ void write_in_progress(const OutputPlan& out, const RunResult& pending) {
   }
 }
 
-bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result) {
+bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result, int32_t written) {
+  const auto done = [written](int32_t output) { return (written & output) != 0; };
   bool write_failed = false;
-  if (!out.prometheus.empty()) {
+  if (!out.prometheus.empty() && !done(activity::OUT_PROMETHEUS)) {
     const std::string text = prometheus_of(out, result);
     try {
       write_file_atomic(out.prometheus, text);
+      activity::publish_output(activity::OUT_PROMETHEUS);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: --prometheus: {}\n", e.what());
       write_failed = true;
     }
   }
   const HostInfo host = host_info();
-  const std::string report = report_of(out, result, host);
+  std::string report = report_of(out, result, host);
   std::string report_written;  // absolute, for the history (bundle collects it)
-  if (!out.report.empty()) {
+  if (!out.report.empty() && done(activity::OUT_REPORT)) {
+    // Written before (by the screen, which then died): the history line names that file and its digest.
+    if (char* abs = realpath(out.report.c_str(), nullptr)) {
+      report_written = abs;
+      std::free(abs);
+    }
+    try {
+      report = read_file(out.report);
+    } catch (const FileError&) {
+    }
+  } else if (!out.report.empty()) {
     try {
       write_file_atomic(out.report, report);
+      activity::publish_output(activity::OUT_REPORT);
       if (char* abs = realpath(out.report.c_str(), nullptr)) {
         report_written = abs;
         std::free(abs);
@@ -72,24 +88,31 @@ bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const Ru
       write_text(out.npd ? stderr : stdout, report);
       write_failed = true;
     }
-  } else if (out.report_to_stdout || (!out.quiet && !out.npd)) {
+  } else if (!done(activity::OUT_REPORT) && (out.report_to_stdout || (!out.quiet && !out.npd))) {
     say("{}", report);
+    activity::publish_output(activity::OUT_REPORT);
   }
-  if (!out.html.empty()) {  // after the report: a failure here leaves it, and the exit code says so (78)
+  // Drill (SDCSCREEN_DRILL_REPORT_CRASH=html): the screen dies here, after the Prometheus file and the report,
+  // before the HTML page and the history line, which its supervisor then writes (src/cli/supervisor.h).
+  if (const char* d = std::getenv("SDCSCREEN_DRILL_REPORT_CRASH"); d && std::strcmp(d, "html") == 0)
+    std::raise(SIGSEGV);
+  if (!out.html.empty() && !done(activity::OUT_HTML)) {  // after the report: a failure here leaves it (78)
     try {
       write_file_atomic(out.html, html_of(result, host));
+      activity::publish_output(activity::OUT_HTML);
     } catch (const FileError& e) {
       say_err("sdcscreen: error: --html: {}\n", e.what());
       write_failed = true;
     }
   }
-  if (!history.dir.empty()) {  // the node's record of this screen (src/core/history.h), after the report
+  if (!history.dir.empty() && !done(activity::OUT_HISTORY)) {  // the node's record of this screen, after the report
     try {
       history::Record rec = history::record_of(result, host.hostname, history.full_battery);
       rec.report = report_written;
       rec.run_id = history.run_id;
       rec.report_digest = xxh3_128_hex(report);
       history::append(history.dir, rec);
+      activity::publish_output(activity::OUT_HISTORY);
       history::end_pending(history.dir, history.run_id);  // the line is on disk
     } catch (const FileError& e) {
       if (history.is_default) {  // not asked for: said, and the exit code stays the screen's
@@ -100,7 +123,6 @@ bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const Ru
       }
     }
   }
-  if (out.npd) say("{}\n", render_npd_line(result));
   std::fflush(stdout);
   return write_failed;
 }

@@ -3,6 +3,7 @@
 // write that failed gives.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "../core/result.h"
@@ -35,10 +36,13 @@ struct HistoryTarget {
 void write_in_progress(const OutputPlan& out, const RunResult& pending);
 
 // After the run, in this order: the Prometheus file (carrying the previous file's last success), the report
-// (and the text report on stdout unless -q or --npd), the HTML page, the history line, the NPD line.
-// A file that cannot be written loses nothing: the report falls back to stdout (stderr with --npd, whose
-// stdout is one line) and each failure is said on stderr. Returns whether a write that was asked for failed.
-bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result);
+// (and the text report on stdout unless -q or --npd), the HTML page, the history line; each one published on the
+// shared progress record once written (src/core/activity.h), and those in `written` (activity::OUT_* bits: the
+// screen's supervisor passes what the screen wrote before it died) skipped: the history line then names the
+// report on disk and its digest. A file that cannot be written loses nothing: the report falls back to stdout
+// (stderr with --npd, whose stdout is one line) and each failure is said on stderr. Returns whether a write
+// that was asked for failed. The NPD line is the caller's.
+bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result, int32_t written = 0);
 
 // The run's exit code once its outputs are written: the verdict's (node-problem-detector's with --npd), or 78
 // (2 with --npd) when a write failed, unless a miscompare makes it 1: a miscompare is never hidden behind a

@@ -43,7 +43,8 @@ struct ActiveFault {
 enum class JobEnd { finished, stopped, stuck };
 
 // Allocates the buffers of a prepared case and generates its inputs, every worker a slice of every tensor.
-JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s);
+// case_id names the work on the activity board.
+JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s, const char* case_id = "");
 
 // Computes every tile of the case once, under the watchdog: tile t on worker (t + rotation) mod W unless a
 // fault pins it to its unit; applies the active faults and digests each tile into s.digest. A retest

@@ -63,6 +63,53 @@ int exit_drill_cpu() {
   return cpu;
 }
 
+// SDCSCREEN_DRILL_WORKER_CRASH=CPU[:WHERE]: the worker of that CPU crashes outside any tile, at its first
+// chance: `inputs` (the default) a segmentation fault while it generates its first case's inputs, `between`
+// one after its first tile and before the next, `stack` a stack overflow at its first iteration. Compiled
+// in, off unless set (and named in every output: weakened.cpp), like the other drills.
+enum class CrashAt { inputs, between, stack };
+struct CrashDrill {
+  int cpu = -1;
+  CrashAt at = CrashAt::inputs;
+};
+const CrashDrill& crash_drill() {
+  static const CrashDrill d = [] {
+    CrashDrill out;
+    const char* v = std::getenv("SDCSCREEN_DRILL_WORKER_CRASH");
+    if (!v || !*v) return out;
+    const std::string text(v);
+    const size_t colon = text.find(':');
+    const std::string cpu = text.substr(0, colon), where = colon == std::string::npos ? "inputs" : text.substr(colon + 1);
+    if (cpu.empty() || cpu.size() > 6 || cpu.find_first_not_of("0123456789") != std::string::npos) return out;
+    if (where == "between")
+      out.at = CrashAt::between;
+    else if (where == "stack")
+      out.at = CrashAt::stack;
+    else if (where != "inputs")
+      return out;
+    out.cpu = std::atoi(cpu.c_str());
+    return out;
+  }();
+  return d;
+}
+
+// The stack overflow of the crash drill: each frame keeps a page of its own alive until the guard page.
+[[gnu::noinline]] int overflow_stack(int depth) {
+  if (depth > (1 << 30)) return 0;  // never reached: the stack ends first
+  volatile char frame[4096];
+  frame[static_cast<size_t>(depth) % sizeof frame] = static_cast<char>(depth);
+  return overflow_stack(depth + 1) + frame[static_cast<size_t>(depth * 7) % sizeof frame];
+}
+
+// The crash drill's fault, when the worker of CPU `cpu` reaches `at`.
+void crash_drill_at(CrashAt at, int cpu) {
+  const CrashDrill& d = crash_drill();
+  if (d.cpu != cpu || d.at != at) return;
+  if (at == CrashAt::stack) (void)overflow_stack(0);
+  void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *static_cast<volatile int*>(page) = 1;
+}
+
 // The watchdog's deadline for one pass over a case: generous against the slowest plausible CPU (20x a
 // rate of 1 GFLOP/s per worker, or 50 ns per generated element), plus 10 s.
 Clock::time_point pass_deadline(double work_seconds) {
@@ -73,7 +120,7 @@ Clock::time_point pass_deadline(double work_seconds) {
 }  // namespace
 
 // Allocates the buffers of a prepared case and generates its inputs.
-JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
+JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s, const char* case_id) {
   const auto tensors = s.problem->inputs();
   uint64_t elements = 0;
   for (const auto& t : tensors) {
@@ -91,7 +138,9 @@ JobEnd generate_inputs(WorkerPool& pool, const StopToken& stop, CaseState& s) {
   s.done.assign(workers, 0);
   // Every worker generates a slice of every tensor, on its own CPU.
   const Watch watch{pass_deadline(50e-9 * static_cast<double>(elements) / static_cast<double>(workers)), stop};
-  return run_watched(pool, watch, [&s, tensors, workers](size_t w) {
+  return run_watched(pool, watch, [&s, &pool, tensors, workers, case_id](size_t w) {
+    activity::publish_stage(activity::STAGE_INPUTS, case_id);
+    crash_drill_at(CrashAt::inputs, pool.cpu(w).cpu);
     for (size_t t = 0; t < tensors.size(); ++t) {
       const uint64_t n = tensors[t].elements;
       const uint64_t begin = n * w / workers, end = n * (w + 1) / workers;
@@ -155,7 +204,6 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
                                   : static_cast<double>(tiles) / static_cast<double>(workers));
   const JobEnd end = run_watched(
       pool, Watch{pass_deadline(work), stop}, [&s, &pool, stop, &ws, &faults, tiles, te, case_id, iteration](size_t w) {
-        activity::bind_slot(static_cast<int>(w));
         activity::publish_iteration(pool.cpu(w).cpu, case_id, iteration);
         for (ActiveFault& f : faults) {
           const bool mine = f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w);
@@ -166,6 +214,7 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
         // Drill for a worker that leaves the process with exit(0) (a library that calls exit): the
         // supervisor must not take that for a pass (docs/reliability.md). Compiled in, off unless asked.
         if (pool.cpu(w).cpu == exit_drill_cpu()) std::exit(0);
+        crash_drill_at(CrashAt::stack, pool.cpu(w).cpu);  // the stack overflow drill
         std::vector<const float*> in;
         for (const auto& v : s.inputs) in.push_back(v.data());
         bool reads_fault = false;
@@ -213,6 +262,8 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           s.digest[t] = tile_digest(t, out, te);
           s.busy_s[w] += seconds_since(tile_start);
           ++s.done[w];
+          activity::publish_tile_done();
+          crash_drill_at(CrashAt::between, pool.cpu(w).cpu);
         }
         s.computed_by[w] = computed && reads_fault;
       });
@@ -311,7 +362,7 @@ class CpuExecutor final : public Executor {
       throw std::runtime_error(fmt::format("needs {} MiB, more than --max-memory ({} MiB)",
                                            case_bytes(*s_->problem) >> 20, max_memory >> 20));
     rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
-    JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_);
+    JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_, c.id.c_str());
     if (end == JobEnd::finished && s_->problem->has_reference()) end = check_reference(c, r);
     if (end == JobEnd::finished) return true;
     stuck_ = end == JobEnd::stuck;
@@ -340,8 +391,9 @@ class CpuExecutor final : public Executor {
       for (Injection& inj : ctx_->result.injections)
         if (inj.case_id == c.id && !inj.submodule.empty() && inj.unit == cpu_id && inj.persist_every > 0) fault = &inj;
       auto outcome = std::make_shared<std::pair<bool, std::string>>(false, "");  // fired, error
-      const JobEnd end = run_watched(*pool_, watch, [this, w, fault, outcome](size_t v) {
+      const JobEnd end = run_watched(*pool_, watch, [this, w, fault, outcome, id = c.id.c_str()](size_t v) {
         if (v != w) return;
+        activity::publish_stage(activity::STAGE_REFERENCE, id);
         try {
           outcome->first = s_->problem->compute_reference(fault);
         } catch (const std::exception& e) {
@@ -511,6 +563,7 @@ class CpuExecutor final : public Executor {
     auto secs = std::make_shared<std::vector<double>>(pool_->size(), 0.0);
     const JobEnd end = run_watched(*pool_, Watch{deadline, ctx_->opt.stop},
                                    [work = probe_.get(), secs, reps, pool = pool_.get()](size_t w) {
+                                     activity::publish_stage(activity::STAGE_PROBE, "probe.gemm_f32_64x64x256");  // cpu_probe.cpp's case
                                      const uint64_t n = reps * slow_node * (pool->cpu(w).cpu == slow_cpu ? 10 : 1);
                                      (*secs)[w] = work->run(w, n);
                                    });
@@ -584,7 +637,7 @@ std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>
                                                       : fmt::format("case {}: a worker is stuck", c->id));
     };
     s.problem = find_family(c->family)->prepare(*c);
-    if (const JobEnd e = generate_inputs(pool, stop, s); e != JobEnd::finished) throw give_up(e);
+    if (const JobEnd e = generate_inputs(pool, stop, s, c->id.c_str()); e != JobEnd::finished) throw give_up(e);
     if (const JobEnd e = compute_iteration(s, pool, stop, ws, 0, none); e != JobEnd::finished) throw give_up(e);
     const std::vector<uint64_t> first = s.digest;
     const std::vector<float> first_out = s.out;

@@ -101,7 +101,7 @@ class Retester {
       fresh.data_seed = fresh_retest_seed(c.data_seed, k);
       auto st = std::make_unique<CaseState>();
       st->problem = find_family(c.family)->prepare(fresh);
-      const JobEnd gen = generate_inputs(env_.pool, env_.stop, *st);
+      const JobEnd gen = generate_inputs(env_.pool, env_.stop, *st, c.id.c_str());
       if (gen != JobEnd::finished) {
         env_.stuck = env_.stuck || gen == JobEnd::stuck;
         if (env_.stuck) (void)st.release();

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "../../core/activity.h"
+
 namespace sdc::cpu {
 
 WorkerPool::WorkerPool(const std::vector<LogicalCpu>& cpus) : cpus_(cpus) {
@@ -93,6 +95,10 @@ void WorkerPool::loop(size_t worker) {
     err = fmt::format("cannot pin a worker to CPU {}: {}", cpus_[worker].cpu, std::strerror(rc));
   else if (sched_getcpu() != cpus_[worker].cpu)
     err = fmt::format("a worker pinned to CPU {} runs on CPU {}", cpus_[worker].cpu, sched_getcpu());
+  // From here on a crash on this thread names its CPU (activity.h), between tiles and between jobs too, and
+  // a stack overflow is caught on the thread's alternate signal stack.
+  const activity::AltStack alt_stack;
+  if (err.empty()) activity::bind_worker(static_cast<int>(worker), cpus_[worker].cpu);
   unsigned long seen = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -109,6 +115,7 @@ void WorkerPool::loop(size_t worker) {
       job = job_;
     }
     (*job)(worker);
+    activity::publish_stage(activity::STAGE_IDLE);
     std::lock_guard<std::mutex> lock(mu_);
     busy_[worker] = 0;
     if (--running_ == 0) done_cv_.notify_all();

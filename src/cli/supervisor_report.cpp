@@ -1,0 +1,173 @@
+// The outputs of a failing screen that died before it wrote them, written by its supervisor (supervisor.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "../backends/cpu/cpu_topology.h"
+#include "../core/activity.h"
+#include "../core/patterns.h"
+#include "../core/scheduler.h"
+#include "../host/host_readers.h"
+#include "../report/report.h"
+#include "../util/say.h"
+#include "options.h"
+#include "screen.h"
+#include "supervisor.h"
+
+namespace sdc {
+
+void add_crashes(const std::vector<Crash>& crashes, const Battery* battery, RunResult& result) {
+  const auto all = cpu::allowed_cpus();
+  for (const Crash& c : crashes) {
+    const Case* cs = battery ? battery->find_case(c.case_id) : nullptr;
+    TestResult t = cs ? new_test(*cs, "cpu", -1) : TestResult{};
+    if (!cs) {  // outside the battery's cases: the throughput probe's work, or a worker before any case
+      t.id = c.case_id.empty() ? "worker" : c.case_id;
+      t.family = t.id.substr(0, t.id.find('.'));
+      t.mode = "exact";
+    }
+    t.verdict = Verdict::crash;
+    t.reason = c.describe() + ": its work killed the screen; the other CPUs were screened again without it";
+    t.units_failed = {c.cpu};
+    result.tests.push_back(t);
+    UnitResult u;
+    u.cpu.cpu = c.cpu;
+    for (const auto& l : all)
+      if (l.cpu == c.cpu) u.cpu = l;
+    u.crash_signal = c.signal != 0 ? c.signal : -1;  // -1: its work called exit() (a crash all the same)
+    result.units.push_back(u);
+  }
+}
+
+namespace {
+
+// The run as the supervisor saw it: the selection it asked for, the miscompare and the crashes on the shared
+// progress record, every other test `skip` (not known: the screen's own record of it died with it).
+RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end) {
+  const ScreenRequest& q = o.request->screen;
+  RunResult r;
+  r.profile = q.profile;
+  r.argv = q.argv;
+  r.patterns_dir = q.patterns_dir;
+  r.seed = end.seed;
+  const ReproduceLine repro =
+      reproduce_line(q.argv, q.program, q.seed_given || !end.seed_set ? "" : std::to_string(end.seed));
+  r.reproduce = repro.command;
+  r.reproduce_left_out = repro.left_out;
+  r.weakened_by = weakenings_in_environment();
+  if (q.accept_patterns)
+    r.weakened_by.push_back(
+        {"--accept-patterns", "", "the pattern data may not be the build's (the screen that checked it died)"});
+  r.start_unix = o.start_unix;
+  r.end_unix = unix_now();
+  r.injections = q.options.injections;
+  r.interrupted_by = end.interrupted;
+  r.host = o.telemetry;
+  r.host.after = host::read_telemetry(o.host_root);
+  r.host.events = host::compare_telemetry(r.host.before, r.host.after);
+  std::string said = "this report was written by the screen's supervisor after the screen " + end.why;
+  if (end.signal && end.why.find("SIG") == std::string::npos) said += fmt::format(" ({})", signal_name(end.signal));
+  said += end.miscompare ? fmt::format(
+                               ": it had found a miscompare in {} (the shared progress record) before it "
+                               "wrote its own outputs; its other results died with it",
+                               end.miscompare_case)
+                         : ": a unit had crashed in an earlier screen of this run (its test below); the last "
+                           "screen's results died with it";
+  r.errors.push_back(said);
+  const bool gpu = end.miscompare && end.miscompare_device >= 0;
+  if (gpu) {
+    r.devices.push_back(end.miscompare_gpu);
+    r.backend = "cuda";
+  }
+  PatternSet patterns;
+  Selection sel;
+  bool selected = false;
+  try {
+    patterns = load_patterns(q.patterns_dir);
+    selected = select_cases(patterns.battery, o.request->cases, sel).empty();
+  } catch (const std::exception&) {  // the screen loaded them; without them, the failing test alone
+  }
+  const auto failing = [&](TestResult& t) {
+    t.verdict = Verdict::fail;
+    t.units_failed = {end.miscompare_unit};
+    t.failed_tiles = 1;
+    t.time_to_fail_s = end.miscompare_time_s >= 0 ? end.miscompare_time_s : r.end_unix - r.start_unix;
+    t.notes.push_back(
+        "a miscompare the screen found before it died (the shared progress record): its details died with it");
+    UnitResult u;
+    if (gpu) {
+      u.device = 0;
+      u.sm = end.miscompare_unit;
+    } else {
+      u.cpu.cpu = end.miscompare_unit;
+      for (const auto& l : cpu::allowed_cpus())
+        if (l.cpu == end.miscompare_unit) u.cpu = l;
+    }
+    u.tiles = u.failed_tiles = 1;
+    if (end.miscompare_unit >= 0) r.units.push_back(u);
+    if (end.miscompare_unit < 0) t.units_failed.clear();
+  };
+  bool found = false;
+  for (const Case* c : sel.cases) {
+    const bool crashed =
+        std::any_of(crashes.begin(), crashes.end(), [c](const Crash& x) { return x.case_id == c->id; });
+    if (crashed) continue;  // its crash test (add_crashes) says what is known
+    TestResult t = new_test(*c, gpu ? fmt::format("cuda:{}", end.miscompare_device) : "cpu", gpu ? 0 : -1);
+    if (end.miscompare && c->id == end.miscompare_case) {
+      failing(t);
+      found = true;
+    } else {
+      t.reason = "not known: the screen died before it wrote its report";
+    }
+    r.tests.push_back(t);
+  }
+  if (end.miscompare && !found) {  // the patterns could not be read again: the failing test alone
+    TestResult t;
+    t.id = end.miscompare_case;
+    t.family = t.id.substr(0, t.id.find('.'));
+    t.mode = "exact";
+    t.device = gpu ? fmt::format("cuda:{}", end.miscompare_device) : "cpu";
+    t.device_index = gpu ? 0 : -1;
+    failing(t);
+    r.tests.push_back(t);
+  }
+  if (!selected) r.errors.push_back("the pattern data could not be read again: only the failing test is listed");
+  const Profile* profile = selected ? patterns.battery.find_profile(q.profile) : nullptr;
+  // The budget the screen had; not known without the patterns: then the time the run lasted.
+  r.time_budget_s = q.time_budget_s > 0 ? q.time_budget_s
+                    : profile           ? profile->time_budget_s
+                                        : std::max(r.end_unix - r.start_unix, 1e-3);
+  r.throughput_floor = q.options.throughput_floor;
+  add_crashes(crashes, selected ? &patterns.battery : nullptr, r);
+  // The drills aimed at what failed fired (their failures are drills': history.h).
+  for (Injection& inj : r.injections) {
+    const bool crash = inj.crash && std::any_of(crashes.begin(), crashes.end(), [&inj](const Crash& x) {
+                         return x.case_id == inj.case_id && (inj.unit < 0 || inj.unit == x.cpu);
+                       });
+    const bool miscompare = !inj.crash && !inj.hang && end.miscompare && inj.case_id == end.miscompare_case &&
+                            (gpu ? inj.device == end.miscompare_device
+                                 : inj.device < 0 && (inj.unit < 0 || inj.unit == end.miscompare_unit));
+    if (crash || miscompare) {
+      inj.fired = true;
+      inj.fired_unit = gpu ? -1 : (crash ? inj.unit : end.miscompare_unit);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end,
+                             int code) {
+  if (end.finished || code != EXIT_FAIL) return code;  // a finished screen wrote its own; else the in-progress stay
+  const RunResult r = supervisor_result(o, crashes, end);
+  // The outputs the screen did not write (a failure to write one is said; the exit code stays 1).
+  // The report-writing drill that killed the screen is the screen's (already named in r.weakened_by): the
+  // supervisor writes through the same code and must not die of it too.
+  unsetenv("SDCSCREEN_DRILL_REPORT_CRASH");
+  write_outputs(o.request->outputs, o.history, r, end.outputs);  // its NPD line is the caller's (run.cpp)
+  return code;
+}
+
+}  // namespace sdc
