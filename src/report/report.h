@@ -14,7 +14,8 @@ namespace sdc {
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
 // 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
-constexpr int REPORT_SCHEMA_VERSION = 14;
+// 15: failures_by_iteration of tests (every differing element and failing tile per iteration)
+constexpr int REPORT_SCHEMA_VERSION = 15;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;
