@@ -26,9 +26,10 @@ HostInfo host_info();
 const char* tool_version();
 const char* tool_git();
 
-// The training-step replay's failing site from a miscompare's element name (kernels/train_step_f32: "replica
-// 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad embed", "L3
-// step 5"; "" for an element of any other family.
+// The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
+// "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
+// embed", "L3 step 5"; "" for an element of any other family. is_replay_family: the family id names such a
+// family in this build's table.
 bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
 
