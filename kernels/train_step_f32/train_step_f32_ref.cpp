@@ -99,9 +99,9 @@ ReplaySpec replay_spec(const Case& c) {
 
 namespace {
 
-class ReplayProblem final : public Problem {
+class TrainStepProblem final : public Problem, public ReplayProblem {
  public:
-  explicit ReplayProblem(const Case& c) : sp_(replay_spec(c)) {}
+  explicit TrainStepProblem(const Case& c) : sp_(replay_spec(c)) {}
 
   // The executor wants an input: one element, which the replay does not read (it generates its own).
   std::vector<TensorInfo> inputs() const override { return {{"unused", 1}}; }
@@ -127,7 +127,7 @@ class ReplayProblem final : public Problem {
                        std::countr_zero(inj.mask)};
     return replay(out, Path::fast, &flip);
   }
-  std::string check_replay_fault(Injection& inj) const override {
+  std::string check_fault(Injection& inj) const override {
     const Submodule* s = nullptr;
     for (const Submodule& x : subs_)
       if (x.name == inj.submodule) s = &x;
@@ -165,9 +165,7 @@ class ReplayProblem final : public Problem {
     return tile_name(element / tile_elements()) + ": " + names_[element % tile_elements()];
   }
   std::string tile_name(uint64_t tile) const override { return "replica " + std::to_string(tile); }
-  // About 6 operations per parameter and token for forward and backward; the replays of a tile, and the
-  // reference (computed by the first tile) counted once more.
-  bool has_reference() const override { return true; }
+  const ReplayProblem* replay() const override { return this; }
   bool compute_reference(const Injection* fault) const override {
     std::unique_ptr<BitFlip> flip;
     if (fault)
@@ -203,6 +201,8 @@ class ReplayProblem final : public Problem {
     out[4 * steps_] = 0;
     out[4 * steps_ + 1] = 0;
   }
+  // About 6 operations per parameter and token for forward and backward; the replays of a tile, and the
+  // reference (computed by the first tile) counted once more.
   double tile_flops() const override {
     double params = 0;
     for (const Tensor& t : shapes_.tensors) params += static_cast<double>(t.size());
@@ -289,7 +289,7 @@ class ReplayProblem final : public Problem {
   // L1's observer: digests every output into its slots and puts the reference in place of a mismatch.
   class Sync final : public Observer {
    public:
-    Sync(const ReplayProblem& p, const Reference& r, float* out) : p_(p), r_(r), out_(out) {}
+    Sync(const TrainStepProblem& p, const Reference& r, float* out) : p_(p), r_(r), out_(out) {}
     void output(const Submodule& s, const train_step_f32::Site& at, std::span<float> out) override {
       if (k_ >= p_.sites_.size() || p_.sites_[k_].sub != s.index || p_.sites_[k_].microbatch != at.microbatch ||
           p_.sites_[k_].output != at.output || r_.outputs[k_].size() != out.size())
@@ -302,7 +302,7 @@ class ReplayProblem final : public Problem {
     size_t seen() const { return k_; }
 
    private:
-    const ReplayProblem& p_;
+    const TrainStepProblem& p_;
     const Reference& r_;
     float* out_;
     size_t k_ = 0;
@@ -402,7 +402,7 @@ std::string validate(const Case& c) {
   return "";
 }
 
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<ReplayProblem>(c); }
+std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<TrainStepProblem>(c); }
 
 }  // namespace
 
@@ -417,20 +417,22 @@ uint64_t params_digest(const TensorSet& p) {
 }
 
 const Reference& problem_reference(const Problem& p) {
-  const auto* r = dynamic_cast<const ReplayProblem*>(&p);
+  const auto* r = dynamic_cast<const TrainStepProblem*>(&p);
   if (!r) throw std::logic_error("train_step_f32: the device replay needs the host's train_step_f32 problem");
   return r->reference();
 }
 
 Family family() {
-  return {"train_step_f32",
-          "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, one "
-          "step with parameter sync, free-running steps",
-          {Mode::exact},
-          {"cpu", "cuda"},
-          {"preset", "level", "steps", "optimizer", "replicas"},
-          validate,
-          prepare};
+  Family f{"train_step_f32",
+           "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, one "
+           "step with parameter sync, free-running steps",
+           {Mode::exact},
+           {"cpu", "cuda"},
+           {"preset", "level", "steps", "optimizer", "replicas"},
+           validate,
+           prepare};
+  f.replay = true;
+  return f;
 }
 
 }  // namespace sdc::train_step_f32

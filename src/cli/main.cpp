@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../core/activity.h"
+#include "../core/family.h"
 #include "../core/history.h"
 #include "../core/result.h"
 #include "../report/report.h"
@@ -151,9 +152,10 @@ int main(int argc, char** argv) {
       "[,persist=once|always|input|1/K] (repeatable); persist= makes a fault repeat (always; input: only on "
       "the case's own inputs; 1/K: every K-th computation) for --retest-on-failure (on a GPU with unit=SM); on a "
       "GPU, unit=SM flips the element's offset in every tile that SM computes; a "
-      "training-step replay (train_step_f32) also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the "
-      "flip of element N of that submodule's output, inside the replay, on the unit; the run is marked as "
-      "injected in every output");
+      "training-step replay (" +
+          replay_family_ids() +
+          ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip of element N of that "
+          "submodule's output, inside the replay, on the unit; the run is marked as injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
                   "output; the exit code changes only with --fail-slow). Throughput is measured after the battery "

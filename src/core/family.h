@@ -56,6 +56,27 @@ struct TileGrid {
   std::string axes;
 };
 
+// What a problem that replays whole training steps (Problem::replay, of a family with Family::replay) offers
+// beyond its tiles: faults injected inside the computation of a tile, and an in-process reference its tiles
+// are measured against.
+class ReplayProblem {
+ public:
+  virtual ~ReplayProblem() = default;
+  // A fault injected inside the computation of a tile (--inject submodule=...), where an output flip after
+  // the tile would not do. Returns whether the fault was applied.
+  virtual bool compute_tile_with_fault(const float* const* in, uint64_t tile, float* out, Workspace& ws,
+                                       const Injection&) const = 0;
+  // Checks such a fault against the case (and completes it); "" or what is wrong.
+  virtual std::string check_fault(Injection&) const = 0;
+  // The reference (computation sync and the paper's metrics need the reference tensors, not only digests). A
+  // unit that computed the reference wrong would make every healthy unit fail, so the executor has it
+  // computed on a unit of its choice (compute_reference, on that unit's thread; `fault`: a replay fault that
+  // unit carries, or null; returns whether the fault fired) and checks reference_tile, the tile a healthy
+  // unit then computes, against the golden before any tile runs.
+  virtual bool compute_reference(const Injection* fault) const = 0;
+  virtual void reference_tile(uint64_t tile, float* out) const = 0;
+};
+
 // A case prepared for computation: dimensions checked, tile geometry known.
 class Problem {
  public:
@@ -79,25 +100,8 @@ class Problem {
   virtual TileGrid tile_grid() const { return {1, tile_count(), "tiles in index order"}; }
   // Multiply-adds (or comparable operations) per tile, for throughput figures.
   virtual double tile_flops() const = 0;
-  // A fault injected inside the computation of a tile (--inject submodule=...: the training-step replay),
-  // where an output flip after the tile would not do. Returns whether the fault was applied; a family
-  // without such faults computes the tile clean.
-  virtual bool compute_tile_with_fault(const float* const* in, uint64_t tile, float* out, Workspace& ws,
-                                       const Injection&) const {
-    compute_tile(in, tile, out, ws);
-    return false;
-  }
-  // Checks such a fault against the case (and completes it); "" or what is wrong.
-  virtual std::string check_replay_fault(Injection&) const { return "its family has no training-step replay"; }
-  // A problem that computes an in-process reference its tiles are measured against (the training-step
-  // replay: computation sync and the paper's metrics need the reference tensors, not only digests). A unit
-  // that computed the reference wrong would make every healthy unit fail, so the executor has it computed on
-  // a unit of its choice (compute_reference, on that unit's thread; `fault`: a replay fault that unit
-  // carries, or null) and checks reference_tile, the tile a healthy unit then computes, against the golden
-  // before any tile runs.
-  virtual bool has_reference() const { return false; }
-  virtual bool compute_reference(const Injection* /*fault*/) const { return false; }  // whether the fault fired
-  virtual void reference_tile(uint64_t /*tile*/, float* /*out*/) const {}
+  // The training-step replay's side of the problem (ReplayProblem above); null for every other family.
+  virtual const ReplayProblem* replay() const { return nullptr; }
 };
 
 struct Family {
@@ -121,10 +125,15 @@ struct Family {
   // "kernel" (a CUDA kernel of the project's own, which the emulated device runs too), "library" (cuBLASLt:
   // a real GPU only) or "none" (a CPU-only family).
   const char* device_side = "none";
+  // The family replays whole training steps: its problems have a ReplayProblem (Problem::replay), its cases
+  // take --inject submodule=..., and its element names carry the failing site (report.h, replay_site).
+  bool replay = false;
 };
 
 // The registry: every family in one explicit list, stable order.
 const std::vector<Family>& families();
 const Family* find_family(const std::string& id);
+// The ids of the families with Family::replay, in table order, joined by ", " (for messages and --help).
+std::string replay_family_ids();
 
 }  // namespace sdc

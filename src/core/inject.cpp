@@ -144,11 +144,13 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
                             const std::vector<DeviceInfo>* gpus) {
   const Case* c = battery.find_case(inj.case_id);
   if (!c) return fmt::format("unknown case '{}'", inj.case_id);
-  const auto problem = find_family(c->family)->prepare(*c);
+  const Family& family = *find_family(c->family);
+  const auto problem = family.prepare(*c);
   if (!inj.submodule.empty()) {
-    if (c->family != "train_step_f32")
-      return fmt::format("submodule= applies to train_step_f32 cases only; {} is a {} case", c->id, c->family);
-    if (std::string e = problem->check_replay_fault(inj); !e.empty()) return fmt::format("case {}: {}", c->id, e);
+    const ReplayProblem* replay = family.replay ? problem->replay() : nullptr;
+    if (!replay)
+      return fmt::format("submodule= applies to {} cases only; {} is a {} case", replay_family_ids(), c->id, c->family);
+    if (std::string e = replay->check_fault(inj); !e.empty()) return fmt::format("case {}: {}", c->id, e);
   } else if (inj.input) {
     const auto tensors = problem->inputs();
     bool found = false;

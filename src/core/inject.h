@@ -21,8 +21,8 @@
 //                                 passes (an input-dependent fault; needs unit=)
 //                        1/K      the first computation from iteration N on and every K-th after it, retests
 //                                 included (K 2..1000): an intermittent fault (needs unit=)
-// Inside a training-step replay (train_step_f32 cases, CPUs and GPUs; on a GPU it hits replica 0, and takes
-// device=, not unit=): the flip hits one submodule's output as the
+// Inside a training-step replay (the cases of a family with Family::replay, CPUs and GPUs; on a GPU it hits
+// replica 0, and takes device=, not unit=): the flip hits one submodule's output as the
 // step computes it, so everything after it computes on the corrupted value (as on a faulty unit):
 //   submodule=NAME     <module>.<pass> of the replay, e.g. layer0.mlp.down.backward (docs/families.md)
 //   step=S             the training step (default 0); microbatch=M (default 0); output=K (default 0)

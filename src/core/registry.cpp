@@ -79,6 +79,13 @@ const Family* find_family(const std::string& id) {
   return nullptr;
 }
 
+std::string replay_family_ids() {
+  std::string ids;
+  for (const Family& f : families())
+    if (f.replay) ids += (ids.empty() ? "" : ", ") + std::string(f.id);
+  return ids;
+}
+
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::exact: return "exact";

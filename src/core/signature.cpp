@@ -134,6 +134,16 @@ uint64_t Signature::falls_total() const {
   return n;
 }
 
+std::vector<Signature::IterationCount> Signature::by_iteration() const {
+  std::vector<IterationCount> out;
+  for (const auto& [key, spot] : tiles_) {  // in (iteration, tile) order
+    if (out.empty() || out.back().iteration != key.first) out.push_back({key.first, 0, 0});
+    out.back().elements += spot.n;
+    ++out.back().tiles;
+  }
+  return out;
+}
+
 uint64_t Signature::min_elements_per_tile() const {
   uint64_t n = 0;
   for (const auto& [key, spot] : tiles_) n = n == 0 ? spot.n : std::min(n, spot.n);

@@ -96,6 +96,12 @@ class Signature {
   uint64_t min_elements_per_tile() const;
   uint64_t max_elements_per_tile() const;
   std::array<uint64_t, CLUSTERS> tiles_by_cluster() const;
+  // Differing elements and failing tiles per iteration, in iteration order (iterations with none left out).
+  struct IterationCount {
+    int iteration = 0;
+    uint64_t elements = 0, tiles = 0;
+  };
+  std::vector<IterationCount> by_iteration() const;
   Cluster cluster() const;
   StuckAt stuck_at() const;
   // The one-line signature (format at the top of this file); empty when nothing was added.

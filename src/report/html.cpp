@@ -65,8 +65,17 @@ std::string retest_section(const json& r) {
          rows + "</table></section>";
 }
 
-// A strip of every unit's throughput relative to its peers' median, the floor as a line; and any other
-// telemetry the report carries, as a table of its keys.
+// Ticks for an axis from 0 to at least `top`: a step of 1, 2 or 5 times a power of ten, at most 6 steps.
+std::vector<double> ticks_to(double top) {
+  double step = 0.1;
+  for (int i = 0; top / step > 6 && i < 40; ++i) step *= i % 3 == 1 ? 2.5 : 2;  // 0.1 0.2 0.5 1 2 5 10 ...
+  std::vector<double> t;
+  for (int k = 0; t.empty() || t.back() < top - 1e-9; ++k) t.push_back(k * step);
+  return t;
+}
+
+// A bar per unit of its throughput relative to its peers' median, the floor as a line, the axis as high as the
+// fastest unit (never cut off); and any other telemetry the report carries, as a table of its keys.
 std::string telemetry_section(const json& r) {
   const json& tp = obj(r, "throughput");
   const json& units = arr(tp, "units");
@@ -74,32 +83,64 @@ std::string telemetry_section(const json& r) {
   if (units.empty() && other.empty()) return "";
   std::string s = R"(<section id="telemetry"><h2>Telemetry</h2>)";
   if (!units.empty()) {
-    const double floor = real(tp, "floor", 0.85), top = 1.5;
-    constexpr int LEFT = 36, TOP = 8, PLOT_H = 80;
+    const double floor = real(tp, "floor", 0.85);
     const int n = static_cast<int>(units.size());
-    const int bw = std::clamp(1000 / n, 3, 24), w = LEFT + n * bw + 8, h = TOP + PLOT_H + 8;
-    auto y_of = [&](double v) { return TOP + PLOT_H - static_cast<int>(std::min(v, top) / top * PLOT_H); };
-    s += fmt::format(R"(<figure class="throughput"><figcaption>throughput relative to the median of the unit's )"
-                     R"(peers (floor {:.2f}{})</figcaption>)",
+    auto rel_of = [&](int i) {  // a relative rate the page can draw: not negative, and a bound on a corrupt one
+      const double v = real(units[static_cast<size_t>(i)], "relative");
+      return std::isfinite(v) ? std::clamp(v, 0.0, 1e6) : 0.0;
+    };
+    double fastest = 1.5;  // the axis shows at least up to 1.5x, where a healthy node's units all are
+    for (int i = 0; i < n; ++i) fastest = std::max(fastest, rel_of(i));
+    const std::vector<double> ticks = ticks_to(fastest);
+    const double top = ticks.back();
+    // Left: the axis title and the tick labels; bottom: the units' names (upright, every k-th where bars are
+    // narrow) and the axis title; right: the floor's label.
+    constexpr int LEFT = 64, TOP = 10, PLOT_H = 120, BOTTOM = 62, RIGHT = 76, LABEL_PITCH = 12;
+    const int bw = std::clamp(1000 / n, 3, 24), w = LEFT + n * bw + RIGHT, h = TOP + PLOT_H + BOTTOM;
+    const int label_every = (LABEL_PITCH + bw - 1) / bw;
+    auto y_of = [&](double v) { return TOP + PLOT_H - static_cast<int>(std::lround(v / top * PLOT_H)); };
+    s += fmt::format(R"(<figure class="throughput"><figcaption>throughput of each unit relative to the median of )"
+                     R"(its peers (1.0x: as fast as they are), floor {:.2f}x{}</figcaption>)",
                      floor, flag(tp, "fail_slow") ? ", --fail-slow" : "");
-    s += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w,
-                     h);
-    for (const double v : {0.0, 1.0, top})
-      s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{:.1f}</text>)", LEFT - 4, y_of(v) + 4, v);
+    s += fmt::format(
+        R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" data-axis-top="{:.4f}" )"
+        R"(data-plot-top="{}" data-plot-bottom="{}">)",
+        w, h, w, h, top, TOP, TOP + PLOT_H);
+    for (const double v : ticks) {
+      s += fmt::format(R"(<text x="{}" y="{}" class="axis tick" text-anchor="end">{}x</text>)", LEFT - 4, y_of(v) + 3,
+                       top >= 10 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v));
+      s += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#e4e4e4"/>)", LEFT, y_of(v), LEFT + n * bw);
+    }
+    s += fmt::format(R"r(<text class="axis-title" text-anchor="middle" transform="translate(14 {}) rotate(-90)">)r"
+                     R"(x peers' median</text>)",
+                     TOP + PLOT_H / 2);
     std::string slow;
     for (int i = 0; i < n; ++i) {
       const json& u = units[static_cast<size_t>(i)];
-      const double rel = real(u, "relative");
+      const double rel = rel_of(i);
       const bool is_slow = flag(u, "slow");
       if (is_slow) slow += (slow.empty() ? "" : ", ") + fmt::format("{} at {:.2f}x", str(u, "unit"), rel);
       s += fmt::format(R"(<rect class="throughput{}" data-unit="{}" data-relative="{:.4f}" x="{}" y="{}" width="{}" )"
                        R"(height="{}" fill="{}"><title>{}: {:.2f}x, median of {} probe rounds{}</title></rect>)",
                        is_slow ? " slow" : "", esc(str(u, "unit")), rel, LEFT + i * bw, y_of(rel), std::max(1, bw - 1),
                        TOP + PLOT_H - y_of(rel), is_slow ? SLOW_COLOUR : THROUGHPUT_COLOUR, esc(str(u, "unit")), rel,
-                       num(u, "rounds"), is_slow ? ", slow" : flag(u, "failed") ? ", failed: not judged" : "");
+                       num(u, "rounds"),
+                       is_slow             ? ", slow"
+                       : flag(u, "failed") ? ", failed: not judged"
+                                           : "");
+      if (i % label_every == 0)  // the unit's name under its bar, read bottom to top
+        s +=
+            fmt::format(R"r(<text class="axis unit-label" text-anchor="end" transform="translate({} {}) rotate(-90)">)r"
+                        R"({}</text>)",
+                        LEFT + i * bw + bw / 2 + 3, TOP + PLOT_H + 4, esc(str(u, "unit")));
     }
-    s += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#333333" stroke-dasharray="4 3"/>)", LEFT,
-                     y_of(floor), LEFT + n * bw);
+    s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#888888"/>)", LEFT, TOP + PLOT_H, LEFT + n * bw,
+                     TOP + PLOT_H);
+    s += fmt::format(R"(<line class="floor" x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#333333" )"
+                     R"(stroke-dasharray="4 3"/><text x="{3}" y="{4}" class="axis">floor {5:.2f}x</text>)",
+                     LEFT, y_of(floor), LEFT + n * bw, LEFT + n * bw + 4, y_of(floor) + 3, floor);
+    s += fmt::format(R"(<text x="{}" y="{}" class="axis-title" text-anchor="middle">unit{}</text>)", LEFT + n * bw / 2,
+                     h - 4, label_every > 1 ? fmt::format(" (one named every {})", label_every) : std::string());
     s += "</svg></figure>";
     s += slow.empty() ? "<p>No slow unit.</p>" : "<p>Slow (not a miscompare): " + esc(slow) + ".</p>";
   }
@@ -158,13 +199,17 @@ std::string injections_section(const json& r) {
 constexpr const char* STYLE = R"(.v-error{background:#9a5b00}
 .v-slow{background:#3f2f7f}.v-interrupted{background:#555555}
 .drill{background:#ffe08a;color:#1a1a1a;padding:4px 16px;font-weight:bold}
-pre.reproduce{background:#f2f2f2;padding:6px 8px;margin:8px 0;white-space:pre-wrap;word-break:break-all}
+#reproduce p{margin:4px 0}p.label{font-size:12px;color:#444444}
+pre.reproduce{background:#f2f2f2;padding:6px 8px;margin:4px 0 8px;white-space:pre-wrap}
+pre.reproduce{overflow-x:auto}pre.reproduce .w{display:inline-block;max-width:100%}pre.reproduce .w span{white-space:nowrap}
 h2{font-size:17px;margin:16px 0 6px}h3{font-size:15px;margin:12px 0 4px}
-.legend span{margin-right:14px;white-space:nowrap}.legend svg{vertical-align:middle}
+.legend span{margin-right:14px;white-space:nowrap;display:inline-block;margin-bottom:3px}
+.legend svg{vertical-align:middle}.legend span.numbers{white-space:normal}
+.num{font-size:9px}
 .maps,.charts{display:flex;flex-wrap:wrap;gap:8px 18px;align-items:flex-start}
 figure{margin:4px 0}figcaption{font-size:12px;color:#444444;margin-bottom:3px}
 .gpu-id{font-size:11px;color:#666666;margin-bottom:3px}
-.axis{font-size:9px;fill:#444444}
+.axis{font-size:9px;fill:#444444}.axis-title{font-size:10px;fill:#1a1a1a}
 table{border-collapse:collapse;font-size:12px;margin:4px 0}
 td,th{border:1px solid #cccccc;padding:2px 6px;text-align:left;vertical-align:top}
 ul.not-passing{margin:6px 0;padding-left:20px;font-size:13px}
@@ -199,7 +244,28 @@ std::string render_html(const json& r) {
                         str(w, "value").empty() ? std::string() : fmt::format("={}", esc(str(w, "value"))),
                         esc(str(w, "effect")));
   page += "<main>";
-  page += fmt::format(R"(<pre class="reproduce">{}</pre>)", esc(str(r, "reproduce")));
+  // The command that runs this screen again, labelled. Each word is a box of its own, so the lines break at the
+  // spaces between words; a word wider than a line (a drill's spec) breaks after a comma (<wbr>), between
+  // pieces that do not break, so a case id stays whole. The text is the command as it is, to copy.
+  std::string words;
+  const std::string reproduce = str(r, "reproduce");
+  for (size_t i = 0; i <= reproduce.size();) {
+    const size_t j = std::min(reproduce.find(' ', i), reproduce.size());
+    if (j > i) {
+      words += R"(<span class="w">)";
+      for (size_t k = i; k < j;) {
+        const size_t comma = std::min(reproduce.find(',', k), j - 1) + 1;
+        words += (k > i ? "<wbr><span>" : "<span>") + esc(reproduce.substr(k, comma - k)) + "</span>";
+        k = comma;
+      }
+      words += "</span>";
+    }
+    if (j < reproduce.size()) words += ' ';
+    i = j + 1;
+  }
+  page += R"(<section id="reproduce"><h2>Reproduce</h2><p class="label">the command that runs this screen )"
+          R"(again on this node:</p><pre class="reproduce">)" +
+          words + "</pre>";
   std::string left_out;
   for (const json& o : arr(r, "reproduce_left_out"))
     if (o.is_string()) {
@@ -207,6 +273,7 @@ std::string render_html(const json& r) {
       left_out += o.get<std::string>();
     }
   if (!left_out.empty()) page += "<p>outputs and state left out of it: " + esc(left_out) + "</p>";
+  page += "</section>";
   if (!str(r, "drain_reason").empty()) page += "<p>drain reason: " + esc(str(r, "drain_reason")) + "</p>";
   const json& sum = obj(r, "summary");
   page += fmt::format(

@@ -4,10 +4,12 @@
 //
 // It renders the JSON report (render_json's output, parsed), never the result objects themselves: every
 // figure on the page is one the JSON has, so the two cannot disagree, and a report kept from an earlier run
-// can be rendered again. Sections, top to bottom: the verdict and the reproduce command; a heat map of the
-// node's units (the CPUs by package and core, or each GPU as a grid of its SMs); per failing case the failing
-// tiles, the flipped bit positions and the failures over iterations; the retest classification when the
-// report has one; slow units and other telemetry when present; the other tests and the injections.
+// can be rendered again. Sections, top to bottom: the verdict and the reproduce command (labelled, its lines
+// broken between words); a heat map of the node's units (the CPUs by package and core, or each GPU as a grid
+// of its SMs), each cell with its unit's number, and a legend; per failing case the failing tiles, the flipped
+// bit positions and every differing element over the iterations (failures_by_iteration); the retest
+// classification when the report has one; each unit's relative throughput on an axis in x that reaches the
+// fastest one, and other telemetry when present; the other tests and the injections.
 //
 // Every unit is one SVG group with stable attributes a reader (or a test) can query:
 //   <g class="unit fail" data-unit="cpu 3" data-failed-tiles="2" data-tiles="100">

@@ -139,30 +139,43 @@ std::string bit_histogram(const json& t) {
   return s + "</svg></figure>";
 }
 
-// The listed differing elements per iteration: when in the run the fault showed.
+// The differing elements per iteration: when in the run the fault showed, and whether it stayed. The report's
+// failures_by_iteration counts every element (schema 15); an older report has only the listed ones (the
+// first few per tile and per test), and the caption says so: a persistent fault would look as if it faded.
 std::string timeline(const json& t) {
   std::map<int64_t, int64_t> per_iteration;
-  for (const json& m : arr(t, "miscompares"))
-    if (num(m, "iteration", -1) >= 0) ++per_iteration[num(m, "iteration")];
+  const json& counted = arr(t, "failures_by_iteration");
+  const bool all = !counted.empty();
+  for (const json& n : counted)
+    if (num(n, "iteration", -1) >= 0 && num(n, "elements") > 0)
+      per_iteration[num(n, "iteration")] += num(n, "elements");
+  if (!all)
+    for (const json& m : arr(t, "miscompares"))
+      if (num(m, "iteration", -1) >= 0) ++per_iteration[num(m, "iteration")];
   if (per_iteration.empty()) return "";
+  // A corrupt report's iteration count must not make a page of millions of bars: bars fold iterations.
   const int64_t iterations = std::max(num(t, "iterations"), per_iteration.rbegin()->first + 1);
-  constexpr int64_t MAX_BARS = 200, LEFT = 36, TOP = 8, PLOT_W = 600, PLOT_H = 60;
+  constexpr int64_t MAX_BARS = 200, LEFT = 58, TOP = 8, PLOT_W = 600, PLOT_H = 60, BOTTOM = 30;
   const int64_t per_bar = (iterations + MAX_BARS - 1) / MAX_BARS;
   const int64_t bars = (iterations + per_bar - 1) / per_bar;
   std::map<int64_t, int64_t> per_b;
   for (const auto& [it, n] : per_iteration) per_b[it / per_bar] += n;
   int64_t most = 0;
   for (const auto& [b, n] : per_b) most = std::max(most, n);
-  const int64_t bw = std::clamp<int64_t>(PLOT_W / bars, 1, 24), w = LEFT + bars * bw + 8, h = TOP + PLOT_H + 22;
-  std::string s = fmt::format(R"(<figure class="timeline"><figcaption>listed differing elements over the {} )"
-                              R"(iteration(s){}{}</figcaption>)",
-                              iterations, per_bar > 1 ? fmt::format(", {} per bar", per_bar) : "",
-                              num(t, "miscompared_elements") > static_cast<int64_t>(arr(t, "miscompares").size())
-                                  ? " (only the first elements are listed)"
-                                  : "");
+  const int64_t bw = std::clamp<int64_t>(PLOT_W / bars, 1, 24), w = LEFT + bars * bw + 8, h = TOP + PLOT_H + BOTTOM;
+  std::string s = fmt::format(
+      R"(<figure class="timeline" data-counted="{}"><figcaption>{} per iteration, over the {} iteration(s){}{})"
+      R"(</figcaption>)",
+      all ? "all" : "listed", all ? "differing elements (every one counted)" : "listed differing elements", iterations,
+      per_bar > 1 ? fmt::format(", {} per bar", per_bar) : "",
+      all ? "" : " (this report counts only the listed ones: the first few per tile and per test)");
   s +=
       fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w, h);
   s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT - 4, TOP + 8, most);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">0</text>)", LEFT - 4, TOP + PLOT_H);
+  s += fmt::format(R"r(<text class="axis-title" text-anchor="middle" transform="translate(12 {}) rotate(-90)">)r"
+                   R"(elements</text>)",
+                   TOP + PLOT_H / 2);
   s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#888888"/>)", LEFT, TOP + PLOT_H, LEFT + bars * bw,
                    TOP + PLOT_H);
   for (const auto& [b, n] : per_b) {
@@ -172,9 +185,11 @@ std::string timeline(const json& t) {
                      b * per_bar, n, LEFT + b * bw, TOP + PLOT_H - bh, std::max<int64_t>(1, bw - 1), bh, BAR_COLOUR,
                      b * per_bar, per_bar > 1 ? fmt::format("-{}", b * per_bar + per_bar - 1) : "", n);
   }
-  s += fmt::format(R"(<text x="{}" y="{}" class="axis">0</text>)", LEFT, TOP + PLOT_H + 14);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis">0</text>)", LEFT, TOP + PLOT_H + 12);
   s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT + bars * bw,
-                   TOP + PLOT_H + 14, iterations - 1);
+                   TOP + PLOT_H + 12, iterations - 1);
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis-title" text-anchor="middle">iteration</text>)",
+                   LEFT + bars * bw / 2, TOP + PLOT_H + 26);
   return s + "</svg></figure>";
 }
 

@@ -20,31 +20,45 @@ namespace {
 
 // Fixed cells that wrap: a package is rows of at most CORES_PER_ROW cores (a column of its hardware threads
 // each), a GPU rows of at most SMS_PER_ROW SMs. Sizes never depend on the node, so a 192-CPU node or eight
-// 132-SM GPUs give more rows, never smaller or overlapping cells; the figures flow side by side and wrap.
-constexpr int CELL = 14, PITCH = 17, ROW_GAP = 6;
+// 132-SM GPUs give more rows, never smaller or overlapping cells; the figures flow side by side and wrap. A
+// cell is large enough to carry its unit's number (the logical CPU, the SM), up to four digits.
+constexpr int CELL = 22, PITCH = 25, ROW_GAP = 6;
 constexpr int CORES_PER_ROW = 32, SMS_PER_ROW = 22;
 
 struct Cell {
-  std::string name;   // "cpu 3", "cuda:0 sm 17": the data-unit attribute
-  std::string title;  // the tooltip
+  std::string name;     // "cpu 3", "cuda:0 sm 17": the data-unit attribute
+  std::string title;    // the tooltip
+  int64_t number = -1;  // drawn in the cell: the logical CPU, the SM
   std::string cls;
   int64_t tiles = 0, failed = 0;
   bool slow = false;
 };
 
+// A cell's drawing: its colour, the marks that make a crashed or hung unit read as such without colour too
+// (a cross, a bar), and its number (-1: none) over them in a colour that stands out from the cell's.
+std::string cell_marks(const std::string& cls, bool slow, int64_t number, int x, int y) {
+  std::string s =
+      fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"{}/>)", x, y, CELL, CELL,
+                  unit_colour(cls), slow ? fmt::format(R"( stroke="{}" stroke-width="2")", SLOW_COLOUR) : "");
+  if (cls == "crash")
+    s += fmt::format(R"(<path d="M{} {}l{} {}M{} {}l{} {}" stroke="#777777" stroke-width="1.5"/>)", x + 2, y + 2,
+                     CELL - 4, CELL - 4, x + CELL - 2, y + 2, -(CELL - 4), CELL - 4);
+  if (cls == "hung")
+    s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="3" fill="#1a1a1a"/>)", x + 3, y + CELL - 4, CELL - 6);
+  if (number >= 0) {
+    const std::string n = std::to_string(number);
+    s += fmt::format(R"(<text class="num" x="{}" y="{}" text-anchor="middle" fill="{}"{}>{}</text>)", x + CELL / 2,
+                     y + CELL / 2 + 3, cls == "fail" || cls == "crash" ? "#ffffff" : "#1a1a1a",
+                     n.size() > 3 ? fmt::format(R"( textLength="{}" lengthAdjust="spacingAndGlyphs")", CELL - 2) : "",
+                     n);
+  }
+  return s;
+}
+
 std::string cell_svg(const Cell& c, int x, int y) {
-  std::string s = fmt::format(R"(<g class="unit {}{}" data-unit="{}" data-failed-tiles="{}" data-tiles="{}">)", c.cls,
-                              c.slow ? " slow" : "", esc(c.name), c.failed, c.tiles);
-  s += fmt::format("<title>{}</title>", esc(c.title));
-  s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"{}/>)", x, y, CELL, CELL,
-                   unit_colour(c.cls), c.slow ? fmt::format(R"( stroke="{}" stroke-width="2")", SLOW_COLOUR) : "");
-  if (c.cls == "crash")  // a cross, so that a crashed unit reads as one without colour too
-    s += fmt::format(R"(<path d="M{} {}l{} {}M{} {}l{} {}" stroke="#ffffff" stroke-width="1.5"/>)", x + 3, y + 3,
-                     CELL - 6, CELL - 6, x + CELL - 3, y + 3, -(CELL - 6), CELL - 6);
-  if (c.cls == "hung")
-    s +=
-        fmt::format(R"(<rect x="{}" y="{}" width="2" height="{}" fill="#1a1a1a"/>)", x + CELL / 2 - 1, y + 3, CELL - 6);
-  return s + "</g>";
+  return fmt::format(R"(<g class="unit {}{}" data-unit="{}" data-failed-tiles="{}" data-tiles="{}"><title>{}</title>)",
+                     c.cls, c.slow ? " slow" : "", esc(c.name), c.failed, c.tiles, esc(c.title)) +
+         cell_marks(c.cls, c.slow, c.number, x, y) + "</g>";
 }
 
 std::string cell_title(const Cell& c, const std::string& where) {
@@ -84,6 +98,7 @@ std::string cpu_map(const json& r, UnitTally& tally) {
     if (!u.is_object() || str(u, "kind") != "cpu") continue;
     Cell c;
     c.name = fmt::format("cpu {}", num(u, "cpu", -1));
+    c.number = num(u, "cpu", -1);
     c.cls = unit_class(str(u, "result"));
     c.tiles = num(u, "tiles");
     c.failed = num(u, "failed_tiles");
@@ -169,6 +184,7 @@ std::string gpu_map(const json& r, UnitTally& tally) {
     for (int64_t sm = 0; sm < n; ++sm) {
       Cell c;
       c.name = fmt::format("{} sm {}", label, sm);
+      c.number = sm;
       const auto it = g.sms.find(sm);
       if (it != g.sms.end()) {
         c.cls = unit_class(str(*it->second, "result"));
@@ -200,17 +216,24 @@ std::string units_section(const json& r) {
       R"(<section id="units" data-units="{}" data-failing-units="{}" data-failed-tiles="{}"><h2>Units</h2>)", units,
       tally.by_class["fail"], tally.failed_tiles);
   if (units == 0) return s + "<p>No unit computed anything.</p></section>";
-  // The legend names only the classes present: a passing node's page shows no failure colour at all.
+  // The legend: what a cell's number is and how the cells are laid out, then each class present with its
+  // count (only those present: a passing node's page shows no failure colour at all), as the cells draw it.
   s += R"(<div class="legend">)";
+  s += fmt::format(R"(<span class="numbers"><svg width="{0}" height="{0}">{1}</svg> the number in a cell: {2}</span>)",
+                   CELL, cell_marks("untested", false, 0, 0, 0),
+                   gpus ? fmt::format("the SM of the GPU, in rows of {}", SMS_PER_ROW)
+                        : fmt::format("the logical CPU; a package's cores left to right ({} to a row), a core's "
+                                      "hardware threads one above the other",
+                                      CORES_PER_ROW));
   for (const char* cls : UNIT_CLASSES)
     if (tally.by_class[cls])
-      s += fmt::format(R"(<span><svg width="12" height="12"><rect width="12" height="12" rx="2" fill="{}"/></svg> {} )"
-                       R"({} ({})</span>)",
-                       unit_colour(cls), cls, tally.by_class[cls], unit_meaning(cls));
+      s += fmt::format(R"(<span class="class" data-class="{0}"><svg width="{2}" height="{2}">{1}</svg> {0} {3} ({4}))"
+                       R"(</span>)",
+                       cls, cell_marks(cls, false, -1, 0, 0), CELL, tally.by_class[cls], unit_meaning(cls));
   if (!slow_units(r).empty())
-    s += fmt::format(R"(<span><svg width="12" height="12"><rect x="1" y="1" width="10" height="10" fill="none" )"
-                     R"(stroke="{}" stroke-width="2"/></svg> slow (throughput below the floor)</span>)",
-                     SLOW_COLOUR);
+    s += fmt::format(R"(<span><svg width="{0}" height="{0}"><rect x="1" y="1" width="{1}" height="{1}" fill="none" )"
+                     R"(stroke="{2}" stroke-width="2"/></svg> slow (throughput below the floor)</span>)",
+                     CELL, CELL - 2, SLOW_COLOUR);
   s += "</div>";
   s += R"(<div class="maps">)" + maps + "</div>";
   if (!tally.not_passing.empty()) {

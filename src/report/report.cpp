@@ -8,6 +8,7 @@
 #include <ctime>
 #include <string_view>
 
+#include "../core/family.h"
 #include "../util/int_list.h"
 #include "report_gpu.h"
 #include "report_host.h"
@@ -38,7 +39,10 @@ std::string signature_detail(const Signature& g) {
 
 }  // namespace
 
-bool is_replay_family(const std::string& family) { return family == "train_step_f32"; }
+bool is_replay_family(const std::string& family) {
+  const Family* f = find_family(family);
+  return f && f->replay;
+}
 
 std::string replay_site(const std::string& element_name) {
   std::string s = element_name;

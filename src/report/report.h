@@ -15,11 +15,13 @@ namespace sdc {
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
 // 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
-constexpr int REPORT_SCHEMA_VERSION = 14;
+// 15: failures_by_iteration of tests (every differing element and failing tile per iteration)
+constexpr int REPORT_SCHEMA_VERSION = 15;
 
-// The training-step replay's failing site from a miscompare's element name (kernels/train_step_f32: "replica
-// 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad embed", "L3
-// step 5"; "" for an element of any other family.
+// The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
+// "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
+// embed", "L3 step 5"; "" for an element of any other family. is_replay_family: the family id names such a
+// family in this build's table.
 bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "../util/iso_time.h"
@@ -194,6 +195,17 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
       if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, unit_json(u.unit)));
+    // Every differing element and failing tile per iteration, over the units (the signatures count them all,
+    // listed or not): when in the run the fault showed, and whether it stayed.
+    std::map<int, std::pair<uint64_t, uint64_t>> by_iteration;  // iteration -> elements, tiles
+    for (const UnitSignature& u : t.signatures)
+      for (const Signature::IterationCount& n : u.signature.by_iteration()) {
+        by_iteration[n.iteration].first += n.elements;
+        by_iteration[n.iteration].second += n.tiles;
+      }
+    jt["failures_by_iteration"] = json::array();
+    for (const auto& [iteration, n] : by_iteration)
+      jt["failures_by_iteration"].push_back({{"iteration", iteration}, {"elements", n.first}, {"tiles", n.second}});
     if (!t.unit_speed.empty()) {  // each unit's share of the test and its achieved rate
       jt["unit_throughput"] = json::array();
       for (const UnitSpeed& u : t.unit_speed)

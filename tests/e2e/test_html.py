@@ -8,7 +8,15 @@ a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
   3. a drill on SM 2 of the second of two emulated GPUs: that SM's cell in that GPU's grid is the failing one;
   4. bad --html paths: unwritable is 78, inside the pattern directory is 64, one line on stderr each; a page
      that cannot be written after the run is 78 (1 on a miscompare); a screen that dies in its reporting code
-     leaves the in-progress page (exit 2), never the previous verdict.
+     leaves the in-progress page (exit 2), never the previous verdict;
+  5. a drill on an input element every tile of a column reads, repeating on one CPU (persist=always): hundreds
+     of differing elements in each iteration, of which the report lists the first 32 (all of iteration 0): the
+     failures over iterations count every one (the JSON's failures_by_iteration), bar by bar;
+  6. two CPUs, one of them made ten times slower (SDCSCREEN_DRILL_SLOW_CPU): the other runs at several times
+     its peer's rate, and its bar is drawn to scale, inside the chart, under an axis labelled in x;
+  7. laid out by Chromium in a 480-pixel window (a script added to a copy of the page measures it): the
+     reproduce box is labelled and its lines break between words, never inside a case id or a drill; every
+     unit's cell carries its number, inside the cell, and the legend says what the number is.
 A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/test_html.cpp: this machine cannot produce its report.
 """
 import json
@@ -28,6 +36,7 @@ F = common.Failures("test_html")
 FAIL_RGB = (0xD6, 0x27, 0x28)  # the failing unit's colour (src/report/html.h)
 CPU_CASE = "softmax_f32.special_128x1000"
 GPU_CASE = "gemm_bf16_exactint.uniform_256x192x512"  # 4 x 3 tiles; block t computes tile t, on SM t % 4
+INPUT_CASE = "gemm_f32.special_512"  # 8 x 8 tiles; b's element 3 is read by every tile of the first column
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
 if CHROMIUM is None:
@@ -119,6 +128,121 @@ def screen(d, *args, html_name="page.html"):
     p = common.run("run", *args, "--html", page, "--output-format", "json", "-o", out, "-q", timeout=600)
     report = json.load(open(out)) if os.path.exists(out) else {}
     return p.returncode, report, page, p.stderr
+
+
+# Added to a copy of a page (the page itself has no script): measures what Chromium laid out and leaves it, as
+# JSON, in the body's data-measured attribute for --dump-dom.
+MEASURE = r"""<script>
+(function () {
+  const out = {};
+  const pre = document.querySelector("pre.reproduce");
+  if (pre) {  // the line of each character of the reproduce box, by the top of its box
+    const chars = [];
+    const walk = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode())
+      for (let i = 0; i < n.data.length; i++) chars.push([n, i]);
+    const tops = chars.map(([n, i]) => {
+      const r = document.createRange();
+      r.setStart(n, i);
+      r.setEnd(n, i + 1);
+      const b = r.getClientRects();
+      return b.length ? Math.round(b[0].top) : null;
+    });
+    out.text = chars.map(([n, i]) => n.data[i]).join("");
+    out.tops = tops;
+    // each word (a run of characters without a space), where it starts, and its width on one line
+    const probe = document.createElement("span");
+    probe.style.whiteSpace = "pre";
+    pre.appendChild(probe);
+    out.words = [...out.text.matchAll(/[^ ]+/g)].map(x => {
+      probe.textContent = x[0];
+      return [x[0], x.index, probe.getBoundingClientRect().width];
+    });
+    pre.removeChild(probe);
+    const style = getComputedStyle(pre);
+    out.width = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const sec = pre.closest("section");
+    out.label = sec && sec.querySelector("h2") ? sec.querySelector("h2").textContent : null;
+  }
+  out.cells = [...document.querySelectorAll("g.unit")].map(g => {
+    const cell = g.querySelector("rect").getBoundingClientRect();
+    const t = g.querySelector("text");
+    const b = t ? t.getBoundingClientRect() : null;
+    return {unit: g.getAttribute("data-unit"), number: t ? t.textContent : null,
+            inside: !!b && b.width > 0 && b.left >= cell.left - 0.5 && b.right <= cell.right + 0.5 &&
+                    b.top >= cell.top - 0.5 && b.bottom <= cell.bottom + 0.5};
+  });
+  out.legend = [...document.querySelectorAll("#units .legend")].map(l => l.textContent).join(" ");
+  const svg = document.querySelector("figure.throughput svg");
+  if (svg) {
+    const box = svg.getBoundingClientRect();
+    out.chart = {top: box.top, bottom: box.bottom,
+                 texts: [...svg.querySelectorAll("text")].map(t => t.textContent),
+                 bars: [...svg.querySelectorAll("rect.throughput")].map(r => {
+                   const b = r.getBoundingClientRect();
+                   return {unit: r.getAttribute("data-unit"), relative: +r.getAttribute("data-relative"),
+                           top: b.top, height: b.height};
+                 })};
+  }
+  document.body.setAttribute("data-measured", JSON.stringify(out));
+})();
+</script>"""
+
+
+def measured(page, width):
+    """What Chromium laid out for the page in a window `width` pixels wide (MEASURE)."""
+    copy = page + ".measure.html"
+    with open(page, encoding="utf-8") as f, open(copy, "w", encoding="utf-8") as g:
+        g.write(f.read().replace("</body>", MEASURE + "</body>"))
+    dom = Dom(chromium(copy, "--dump-dom", f"--window-size={width},900"))
+    body = next((a for t, a, _ in dom.elements if t == "body"), {})
+    try:
+        return json.loads(body.get("data-measured", "{}"))
+    except ValueError:
+        F.check(False, f"{page}: the measuring script left {body.get('data-measured')!r}")
+        return {}
+
+
+def check_timeline(dom, report, case, device, name):
+    """Every differing element counted over the iterations, as the JSON's failures_by_iteration has them."""
+    t = next((t for t in report.get("tests", []) if t["id"] == case and t["device"] == device), {})
+    want = {n["iteration"]: n["elements"] for n in t.get("failures_by_iteration", [])}
+    listed = {}
+    for m in t.get("miscompares", []):
+        listed[m["iteration"]] = listed.get(m["iteration"], 0) + 1
+    F.check(sum(want.values()) == t.get("miscompared_elements") and len(want) >= 2 and
+            all(want[i] > listed.get(i, 0) for i in want),
+            f"{name}: want a fault of more elements than the 32 listed: {t.get('miscompared_elements')} differing, "
+            f"{len(t.get('miscompares', []))} listed, by iteration {want}")
+    bars = {int(a["data-iteration"]): int(a["data-elements"]) for a in dom.having("iteration")}
+    F.check(bars == want, f"{name}: failures over iterations drawn {bars}, JSON {want}")
+    F.check([a.get("data-counted") for a in dom.having("timeline")] == ["all"],
+            f"{name}: timeline {dom.having('timeline')}")
+
+
+def check_layout(page, report, name, numbered):
+    """The reproduce box and the unit cells as Chromium lays them out in a narrow window."""
+    m = measured(page, 480)
+    F.check(m.get("label") == "Reproduce", f"{name}: the reproduce box's label {m.get('label')!r}")
+    text, tops = m.get("text", ""), m.get("tops", [])
+    F.check(text == report.get("reproduce") and len(set(tops)) >= 2,
+            f"{name}: the reproduce box holds {text!r} on {len(set(tops))} line(s), want the report's on several")
+    # A word that fits the box stays on one line; a longer one (a drill) breaks after a comma, never inside
+    # a case id.
+    for word, start, width in m.get("words", []):
+        lines = set(tops[start:start + len(word)])
+        F.check(len(lines) == 1 or width > m.get("width", 0),
+                f"{name}: {word!r} ({width:.0f} px) broken across {len(lines)} lines of a {m.get('width')} px box")
+        breaks = [k for k in range(start + 1, start + len(word)) if tops[k] != tops[k - 1]]
+        F.check(all(text[k - 1] == "," for k in breaks),
+                f"{name}: {word!r} broken after {[text[start:k] for k in breaks]}, not after a comma")
+    for t in report.get("tests", []):
+        for at in (i for i in range(len(text)) if text.startswith(t["id"], i)):
+            F.check(len(set(tops[at:at + len(t["id"])])) == 1, f"{name}: case id {t['id']} broken across lines")
+    cells = m.get("cells", [])
+    F.check(len(cells) == len(numbered) and all(c["inside"] and c["number"] == numbered.get(c["unit"]) for c in cells),
+            f"{name}: cell numbers {[(c['unit'], c['number'], c['inside']) for c in cells][:8]}, want {numbered}")
+    F.check("the number in a cell" in m.get("legend", ""), f"{name}: legend {m.get('legend')!r}")
 
 
 def self_contained(page, name):
@@ -215,6 +339,7 @@ with tempfile.TemporaryDirectory() as d:
         chromium(page, f"--screenshot={png}", "--window-size=1280,900")
         n = fail_pixels(png) if os.path.exists(png) else 0
         F.check(n >= 100, f"cpu drill: {n} pixels of the failing unit's colour in the screenshot, want a cell's worth")
+        check_layout(page, report, "cpu drill", {f"cpu {u['cpu']}": str(u["cpu"]) for u in report.get("units", [])})
 
     # 2. The same case without a fault: nothing failing on the page, no failure colour in the screenshot.
     code, report, page, err = screen(d, "--enable", CPU_CASE, html_name="clean.html")
@@ -247,10 +372,53 @@ with tempfile.TemporaryDirectory() as d:
         gpus = [a.get("data-device") for a in dom.having("gpu")]
         F.check(gpus == ["cuda:0", "cuda:1"], f"gpu drill: GPU grids {gpus}")
         check_case(dom, report, GPU_CASE, "cuda:1", "gpu drill")
+        check_layout(page, report, "gpu drill", {f"cuda:{g} sm {s}": str(s) for g in (0, 1) for s in range(4)})
         png = os.path.join(d, "gpu.png")
         chromium(page, f"--screenshot={png}", "--window-size=1280,900")
         n = fail_pixels(png) if os.path.exists(png) else 0
         F.check(n >= 100, f"gpu drill: {n} pixels of the failing unit's colour")
+
+    # 5. A fault that stays, in more elements than the report lists: every iteration's bar counts all of them.
+    unit = sorted(os.sched_getaffinity(0))[-1]
+    code, report, page, err = screen(d, "--enable", INPUT_CASE, "--inject", f"case={INPUT_CASE},target=input,tensor=b,"
+                                     f"element=3,bit=30,unit={unit},persist=always", html_name="input.html")
+    F.check(code == 1, f"input drill: exit {code}: {err[-300:]}")
+    if os.path.exists(page):
+        check_timeline(dump_dom(page), report, INPUT_CASE, "cpu", "input drill")
+
+    # 6. Two CPUs, one doing ten times the probe's work: the other runs at several times its peer's rate. Its
+    #    bar is drawn to scale (heights in proportion to the rates) and inside the chart, the axis labelled in x.
+    pair = sorted(os.sched_getaffinity(0))[:2]
+    if len(pair) < 2:
+        print("SKIP part 6: needs two CPUs (a unit's peer)")
+    else:
+        page, out = os.path.join(d, "slow.html"), os.path.join(d, "slow.json")
+        p = subprocess.run([common.SDCSCREEN, *common.with_lock(
+            ["run", "--time-budget", "1h", "--cpuset", f"{pair[0]},{pair[1]}", "--enable", CPU_CASE, "-q",
+             "--html", page, "--output-format", "json", "-o", out])],
+            capture_output=True, text=True, timeout=600, env=dict(os.environ, SDCSCREEN_DRILL_SLOW_CPU=str(pair[1])))
+        report = json.load(open(out)) if os.path.exists(out) else {}
+        rates = {u["unit"]: u["relative"] for u in report.get("throughput", {}).get("units", [])}
+        F.check(p.returncode == 0 and len(rates) == 2 and max(rates.values(), default=0) > 1.5,
+                f"slow drill: exit {p.returncode}, rates {rates}: {p.stderr[-300:]}")
+        if os.path.exists(page):
+            chart = measured(page, 1280).get("chart", {})
+            bars = chart.get("bars", [])
+            F.check({b["unit"]: round(b["relative"], 2) for b in bars} == {k: round(v, 2) for k, v in rates.items()},
+                    f"slow drill: bars {bars}, JSON {rates}")
+            tall = max(bars, key=lambda b: b["relative"], default={"relative": 1, "height": 0})
+            for b in bars:
+                F.check(b["top"] >= chart.get("top", 0) and
+                        abs(b["height"] - tall["height"] * b["relative"] / tall["relative"]) <= 1.5,
+                        f"slow drill: {b['unit']} at {b['relative']}x drawn {b['height']:.1f} px high from "
+                        f"{b['top']:.1f}, {tall['unit']} at {tall['relative']}x {tall['height']:.1f} px; chart from "
+                        f"{chart.get('top')}")
+            texts = chart.get("texts", [])
+            ticks = [t for t in texts if t.endswith("x") and t[:-1].replace(".", "", 1).isdigit()]
+            F.check(len(ticks) >= 3 and max(float(t[:-1]) for t in ticks) >= max(rates.values(), default=0),
+                    f"slow drill: the axis's ticks {ticks} do not reach {max(rates.values(), default=0)}")
+            F.check(any("median" in t for t in texts) and any(t.startswith("floor ") for t in texts) and
+                    all(u in texts for u in rates), f"slow drill: the chart's labels {texts}")
 
     # 4. Bad paths: one line on stderr, the right code, nothing written.
     def one_line(name, p, code, word):

@@ -181,6 +181,7 @@ if base:
     mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
     mutant("schema_version is 13 (before drain_reason)", setp(["schema_version"], 13))
     mutant("schema_version is 12 (before weakened_by)", setp(["schema_version"], 12))
+    mutant("schema_version is 14 (before failures_by_iteration)", setp(["schema_version"], 14))
     mutant("no weakened_by", delp(["weakened_by"]))
     mutant("a weakened_by entry without its name", setp(["weakened_by"], [{"value": "0", "effect": "x"}]))
     mutant("schema_version is 11 (before the memory and sampled CPU temperatures)", setp(["schema_version"], 11))
@@ -219,6 +220,9 @@ if base:
     mutant("throughput floor is 1", setp(["throughput", "floor"], 1))
     mutant("exit 3 with the verdict pass", setp(["exit"], {"code": 3, "verdict": "pass"}))
     mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
+    mutant("tests[0] without failures_by_iteration", delp(["tests", 0, "failures_by_iteration"]))
+    mutant("a failures_by_iteration entry without its elements",
+           setp(["tests", 0, "failures_by_iteration"], [{"iteration": 0, "tiles": 1}]))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
     mutant("tests[0].judged_by 'golden'", setp(["tests", 0, "judged_by"], "golden"))
     mutant("tests[0].library is 0", setp(["tests", 0, "library"], 0))
@@ -346,7 +350,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 14, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 15, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

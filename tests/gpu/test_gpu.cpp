@@ -80,8 +80,8 @@ struct Prepared {
   explicit Prepared(const Case& c) : p(find_family(c.family)->prepare(c)), d(find_family(c.family)->prepare_cuda(c)) {
     tiles = p->tile_count();
     te = p->tile_elements();
-    if (p->has_reference()) {  // the training-step replay: the host's reference, as the runner gives it
-      p->compute_reference(nullptr);
+    if (p->replay()) {  // the training-step replay: the host's reference, as the runner gives it
+      p->replay()->compute_reference(nullptr);
       d->use_reference(*p);
     }
     for (size_t t = 0; t < p->inputs().size(); ++t) {

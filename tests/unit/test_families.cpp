@@ -136,6 +136,20 @@ TEST_CASE("a family's backends are the ones it declares, and its device side is 
   }
 }
 
+TEST_CASE("a family replays training steps exactly when it says so: its problems have the replay side", "[families]") {
+  std::string ids;
+  for (const Family& f : families())
+    if (f.replay) ids += (ids.empty() ? "" : ", ") + std::string(f.id);
+  CHECK(!ids.empty());  // the replay's paths (reference, in-tile faults) have a family to run them
+  CHECK(replay_family_ids() == ids);
+  for (const Case& c : small_cases()) {
+    INFO(c.family);
+    const Family* f = find_family(c.family);
+    REQUIRE(f != nullptr);
+    CHECK(f->replay == (f->prepare(c)->replay() != nullptr));
+  }
+}
+
 TEST_CASE("fast path equals the specification on every tile, with no NaN", "[families]") {
   for (const Case& c : small_cases()) {
     INFO(c.family << " " << static_cast<int>(c.distribution));

@@ -218,8 +218,7 @@ TEST_CASE("html: retests when the report has them, no section when it has none",
        {"same_seed", {{"runs", 3}, {"failed", 2}, {"same_bits", 2}}},
        {"fresh_seeds", {{"runs", 3}, {"failed", 0}, {"compared_with", {{"kind", "cpu"}, {"cpu", 0}}}}},
        {"input_dependent", true},
-       {"siblings",
-        {{{"unit", {{"kind", "cpu"}, {"cpu", 5}}}, {"relation", "same core"}, {"runs", 3}, {"failed", 0}}}},
+       {"siblings", {{{"unit", {{"kind", "cpu"}, {"cpu", 5}}}, {"relation", "same core"}, {"runs", 3}, {"failed", 0}}}},
        {"complete", true}}};
   const std::string page = sdc::render_html(r);
   CHECK(count(page, "id=\"retest\"") == 1);
@@ -257,4 +256,96 @@ TEST_CASE("html: every string of the report is escaped; a malformed report rende
   std::string page2;
   CHECK_NOTHROW(page2 = sdc::render_html(bad));
   CHECK(page2.find("</html>") != std::string::npos);
+}
+
+TEST_CASE("html: failures over iterations count every differing element, not the listed ones", "[html]") {
+  // A persistent fault: 40 differing elements in each of two iterations, of which the report lists the first 32
+  // (24 of iteration 0, 8 of iteration 1, as the screen's cap leaves them).
+  json r = skeleton("cuda");
+  json t = failing_test("cuda:0", 2, 3, {{"kind", "sm"}, {"device", 0}, {"sm", 2}});
+  t["miscompared_elements"] = 80;
+  const json listed = t["miscompares"][0];
+  t["miscompares"] = json::array();
+  for (int i = 0; i < 32; ++i) {
+    json m = listed;
+    m["iteration"] = i < 24 ? 0 : 1;
+    t["miscompares"].push_back(m);
+  }
+  t["failures_by_iteration"] = {{{"iteration", 0}, {"elements", 40}, {"tiles", 5}},
+                                {{"iteration", 1}, {"elements", 40}, {"tiles", 5}}};
+  r["tests"].push_back(t);
+  const std::string page = sdc::render_html(r);
+  CHECK(count(page, "class=\"iteration\" data-iteration=\"0\" data-elements=\"40\"") == 1);
+  CHECK(count(page, "class=\"iteration\" data-iteration=\"1\" data-elements=\"40\"") == 1);
+  CHECK(count(page, "<figure class=\"timeline\" data-counted=\"all\">") == 1);
+  // A report from before the counts (schema 14) draws the listed ones, and says that it does.
+  r["tests"][0].erase("failures_by_iteration");
+  const std::string old = sdc::render_html(r);
+  CHECK(count(old, "class=\"iteration\" data-iteration=\"0\" data-elements=\"24\"") == 1);
+  CHECK(count(old, "<figure class=\"timeline\" data-counted=\"listed\">") == 1);
+  CHECK(count(old, "counts only the listed ones") == 1);
+}
+
+TEST_CASE("html: the throughput axis reaches the fastest unit, with units on its labels", "[html]") {
+  json r = skeleton("cpu");
+  const double rel[] = {1.0, 2.71, 0.4, 1.05};
+  for (int i = 0; i < 4; ++i)
+    r["throughput"]["units"].push_back(
+        {{"unit", fmt::format("cpu {}", i)}, {"relative", rel[i]}, {"rounds", 7}, {"slow", i == 2}});
+  const std::string page = sdc::render_html(r);
+  const std::regex bar(
+      R"re(data-unit="cpu (\d)" data-relative="([0-9.]+)" x="\d+" y="(\d+)" width="\d+" height="(\d+)")re");
+  const std::regex plot(R"re(data-axis-top="([0-9.]+)" data-plot-top="(\d+)" data-plot-bottom="(\d+)")re");
+  std::smatch p;
+  REQUIRE(std::regex_search(page, p, plot));
+  const double top = std::stod(p[1].str()), plot_h = std::stod(p[3].str()) - std::stod(p[2].str());
+  CHECK(top >= 2.71);
+  int bars = 0;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), bar); it != std::sregex_iterator(); ++it, ++bars) {
+    const double v = std::stod((*it)[2].str()), h = std::stod((*it)[4].str());
+    INFO((*it)[0].str());
+    CHECK(std::abs(h - v / top * plot_h) <= 1.0);                            // in proportion, none cut off
+    CHECK(std::stoi((*it)[3].str()) >= std::stoi(p[2].str()));               // inside the plot
+    CHECK(count(page, fmt::format(">cpu {}</text>", (*it)[1].str())) == 1);  // named under its bar
+  }
+  CHECK(bars == 4);
+  CHECK(count(page, ">3.0x</text>") == 1);
+  CHECK(count(page, ">1.0x</text>") == 1);
+  CHECK(count(page, "x peers' median</text>") == 1);
+  CHECK(count(page, ">floor 0.85x</text>") == 1);
+  check_svg_sizes(page, 400);
+}
+
+TEST_CASE("html: every cell carries its unit's number; the legend says what it is; the reproduce box", "[html]") {
+  json r = skeleton("cpu");
+  for (int c = 0; c < 4; ++c)
+    r["units"].push_back({{"kind", "cpu"},
+                          {"cpu", c},
+                          {"core", c % 2},
+                          {"package", 0},
+                          {"tiles", 10},
+                          {"failed_tiles", c == 3 ? 1 : 0},
+                          {"result", c == 3 ? "fail" : "pass"}});
+  r["reproduce"] =
+      "sdcscreen run --profile boot --enable gemm_bf16_exactint.uniform_256x192x512 --seed 7 --inject "
+      "case=gemm_f32.uniform_1024,element=0,bit=20";
+  const std::string page = sdc::render_html(r);
+  for (int c = 0; c < 4; ++c) {
+    INFO("cpu " << c);
+    const size_t g = page.find(fmt::format("data-unit=\"cpu {}\"", c));
+    REQUIRE(g != std::string::npos);
+    const std::string cell = page.substr(g, page.find("</g>", g) - g);
+    CHECK(count(cell, fmt::format(R"(fill="{}">{}</text>)", c == 3 ? "#ffffff" : "#1a1a1a", c)) == 1);
+  }
+  CHECK(count(page, "the number in a cell: the logical CPU") == 1);
+  CHECK(count(page, "<section id=\"reproduce\"><h2>Reproduce</h2>") == 1);
+  CHECK(count(page,
+              "<span class=\"w\"><span>gemm_bf16_exactint.uniform_256x192x512</span></span> <span "
+              "class=\"w\"><span>--seed</span></span>") == 1);
+  CHECK(count(page,
+              "<span class=\"w\"><span>case=gemm_f32.uniform_1024,</span><wbr><span>element=0,</span><wbr><span>"
+              "bit=20</span></span></pre>") == 1);
+  json gpu = skeleton("cuda");
+  gpu["devices"].push_back({{"index", 0}, {"kind", "cuda"}, {"name", "GPU"}, {"sm_count", 4}});
+  CHECK(count(sdc::render_html(gpu), "the number in a cell: the SM of the GPU") == 1);
 }

@@ -171,4 +171,8 @@ TEST_CASE("GPU injections are checked against the selected GPUs", "[parsers]") {
   REQUIRE(check_injection(inj, b, {}, &gpus).find("cannot be pinned to an SM") != std::string::npos);
   REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,device=0", inj).empty());
   REQUIRE(check_injection(inj, b, {0}) == "device= applies to GPU runs (--backend cuda) only");
+  // A fault inside a training-step replay: refused for a family without one, naming the ones that have it.
+  REQUIRE(parse_injection("case=softmax_f32.t,submodule=layer0.mlp.down.backward,element=3,bit=1", inj).empty());
+  REQUIRE(check_injection(inj, b, {0}) ==
+          "submodule= applies to " + replay_family_ids() + " cases only; softmax_f32.t is a softmax_f32 case");
 }

@@ -682,10 +682,12 @@ Vec replay_tile(const Problem& p, const Injection* inj = nullptr) {
   Vec out(p.tile_elements());
   sdc::Workspace ws;
   const float* in = nullptr;
-  if (inj)
-    REQUIRE(p.compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
-  else
+  if (inj) {
+    REQUIRE(p.replay());
+    REQUIRE(p.replay()->compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
+  } else {
     p.compute_tile(&in, 0, out.data(), ws);
+  }
   return out;
 }
 
@@ -757,7 +759,7 @@ TEST_CASE(
     const Vec clean = replay_tile(*p);
     // token 5 of micro-batch 1 (token 0 attends to itself alone: its query and key get no gradient)
     Injection inj = replay_fault("layer0.mlp.down.backward", 0, 1, 0, 5 * 192 + 100, 20);
-    REQUIRE(p->check_replay_fault(inj).empty());
+    REQUIRE(p->replay()->check_fault(inj).empty());
     const auto d = differing(*p, replay_tile(*p, &inj), clean);
     std::vector<std::string> l1;
     for (const auto& n : d)
@@ -776,17 +778,17 @@ TEST_CASE(
     CHECK(any_starts(d, "L2 grad layer0.mlp.up grad_diff_ratio"));
 
     Injection unknown = replay_fault("layer0.mlp.nothing.backward", 0, 0, 0, 0, 3);
-    CHECK_FALSE(p->check_replay_fault(unknown).empty());
+    CHECK_FALSE(p->replay()->check_fault(unknown).empty());
     Injection late = replay_fault("layer0.mlp.down.backward", 1, 0, 0, 0, 3);
-    CHECK_FALSE(p->check_replay_fault(late).empty());
+    CHECK_FALSE(p->replay()->check_fault(late).empty());
     Injection outside = replay_fault("loss.step", 0, 0, 0, 1, 3);
-    CHECK_FALSE(p->check_replay_fault(outside).empty());
+    CHECK_FALSE(p->replay()->check_fault(outside).empty());
   }
   {
     const auto p = f.prepare(replay_case(3, 4));
     const Vec clean = replay_tile(*p);
     Injection inj = replay_fault("layer0.mlp.down.backward", 2, 0, 0, 100, 20);
-    REQUIRE(p->check_replay_fault(inj).empty());
+    REQUIRE(p->replay()->check_fault(inj).empty());
     const auto d = differing(*p, replay_tile(*p, &inj), clean);
     REQUIRE_FALSE(d.empty());
     CHECK(d.front().rfind("L3 step 2 ", 0) == 0);

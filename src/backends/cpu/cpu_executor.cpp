@@ -236,9 +236,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
             if (!f.inj->submodule.empty() && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
               replay = &f;
           try {
-            if (!replay) {
+            if (!replay || !s.problem->replay()) {
               s.problem->compute_tile(in.data(), t, out, ws[w]);
-            } else if (s.problem->compute_tile_with_fault(in.data(), t, out, ws[w], *replay->inj) &&
+            } else if (s.problem->replay()->compute_tile_with_fault(in.data(), t, out, ws[w], *replay->inj) &&
                        !replay->inj->fired) {
               replay->inj->fired = true;
               replay->inj->fired_unit = pool.cpu(w).cpu;
@@ -363,19 +363,19 @@ class CpuExecutor final : public Executor {
                                            case_bytes(*s_->problem) >> 20, max_memory >> 20));
     rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
     JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_, c.id.c_str());
-    if (end == JobEnd::finished && s_->problem->has_reference()) end = check_reference(c, r);
+    if (end == JobEnd::finished && s_->problem->replay()) end = check_reference(c, r);
     if (end == JobEnd::finished) return true;
     stuck_ = end == JobEnd::stuck;
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
-      r.reason = s_->problem->has_reference() ? "watchdog: input generation or the reference did not finish"
-                                              : "watchdog: input generation did not finish";
+      r.reason = s_->problem->replay() ? "watchdog: input generation or the reference did not finish"
+                                       : "watchdog: input generation did not finish";
     }
     return false;
   }
 
-  // A problem's in-process reference (Problem::has_reference: the training-step replay) is computed on one
-  // unit and checked against the golden before any tile runs. A unit that computed it wrong fails (the
+  // A problem's in-process reference (Problem::replay: the training-step replay) is computed on one unit
+  // and checked against the golden before any tile runs. A unit that computed it wrong fails (the
   // reference is its output like any other) and the next one computes it, in the order of the case's
   // schedule; a replay fault that repeats (persist=) on that unit corrupts its reference as it would any
   // other replay of it.
@@ -395,7 +395,7 @@ class CpuExecutor final : public Executor {
         if (v != w) return;
         activity::publish_stage(activity::STAGE_REFERENCE, id);
         try {
-          outcome->first = s_->problem->compute_reference(fault);
+          outcome->first = s_->problem->replay()->compute_reference(fault);
         } catch (const std::exception& e) {
           outcome->second = e.what();
         }
@@ -406,7 +406,7 @@ class CpuExecutor final : public Executor {
         fault->fired = true;
         fault->fired_unit = cpu_id;
       }
-      s_->problem->reference_tile(0, tile.data());
+      s_->problem->replay()->reference_tile(0, tile.data());
       if (tile_digest(0, tile.data(), te) == golden_->tile_digests[0]) return JobEnd::finished;
       ++r.failed_tiles;
       ++ctx_->result.units[unit_base_ + w].failed_tiles;

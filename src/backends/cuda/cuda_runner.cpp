@@ -32,10 +32,11 @@ namespace {
 // host thread and checked against the golden before the GPU runs anything: a reference this CPU computed
 // wrong would make a healthy GPU fail, so the test is an error that names the CPU instead.
 void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc, bool fresh_seed) {
-  dc.problem->compute_reference(nullptr);
+  const ReplayProblem& replay = *dc.problem->replay();
+  replay.compute_reference(nullptr);
   const uint32_t te = dc.problem->tile_elements();
   std::vector<float> tile(te);
-  dc.problem->reference_tile(0, tile.data());
+  replay.reference_tile(0, tile.data());
   const auto golden = sh.patterns.golden.find(c.id);
   if (!fresh_seed && has_cpu_golden(c.mode) && golden != sh.patterns.golden.end() &&
       !golden->second.tile_digests.empty() && tile_digest(0, tile.data(), te) != golden->second.tile_digests[0])
@@ -65,7 +66,7 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
     r.reason = fmt::format("not applicable on {} ({}): {}", g.info.label(), g.info.architecture(), why);
     return true;
   }
-  if (dc.problem->has_reference()) use_checked_reference(sh, c, dc, fresh_seed);
+  if (dc.problem->replay()) use_checked_reference(sh, c, dc, fresh_seed);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();

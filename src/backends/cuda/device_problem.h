@@ -71,7 +71,7 @@ class DeviceProblem {
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
-  // For a problem with an in-process reference (Problem::has_reference, the training-step replay): the host's
+  // For a problem with an in-process reference (Problem::replay, the training-step replay): the host's
   // problem, whose reference the runner has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).
   virtual void use_reference(const Problem& /*host*/) {}
