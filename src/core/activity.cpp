@@ -50,12 +50,13 @@ void publish_iteration(int cpu, const char* case_id, int iteration) {
   s.tile.store(-1, std::memory_order_relaxed);
 }
 
-void publish_miscompare(const char* case_id, int unit) {
+void publish_miscompare(const char* case_id, int unit, int gpu) {
   if (!g_board) return;
   int32_t none = 0;
   if (!g_board->miscompares.compare_exchange_strong(none, 1)) return;  // the first one is kept
   std::strncpy(g_board->miscompare_case, case_id, sizeof g_board->miscompare_case - 1);
   g_board->miscompare_unit.store(unit);
+  g_board->miscompare_gpu.store(gpu);
 }
 
 void publish_completion(int code) {

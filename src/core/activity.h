@@ -25,6 +25,7 @@ struct Board {
   // (SIGKILL from the OOM killer, a crash in the report writer) still fails (the supervisor reads it).
   std::atomic<int32_t> miscompares{0};      // 1 once any test computed wrong bits
   std::atomic<int32_t> miscompare_unit{-1};  // its first failing unit (a CPU, or an SM), -1 when none was named
+  std::atomic<int32_t> miscompare_gpu{-1};   // the CUDA ordinal of that SM's GPU; -1: the unit is a CPU
   char miscompare_case[120] = {};
   std::atomic<int32_t> exit_slot{-1};  // the worker slot that called exit() in the middle of its work
   // The completion record: set by the screen once its report and outputs are final, with the exit code it
@@ -43,8 +44,9 @@ void bind_slot(int slot);
 // Published by the bound worker: the case and iteration it starts, the tile it starts.
 void publish_iteration(int cpu, const char* case_id, int iteration);
 void publish_tile(int64_t tile);
-// Published by the screen when a test first shows a miscompare (case, first failing unit or -1).
-void publish_miscompare(const char* case_id, int unit);
+// Published by the screen when a test first shows a miscompare (case, first failing unit or -1, and the unit's
+// GPU when it is an SM).
+void publish_miscompare(const char* case_id, int unit, int gpu = -1);
 // Published by the screen as its last act, after every output: the exit code it returns.
 void publish_completion(int code);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "html_parts.h"
+#include "unit_json.h"
 
 namespace sdc {
 namespace {
@@ -31,9 +32,8 @@ std::string runs_failed(const json& j) {
 // A retest's unit as the report gives it ({"kind": "cpu", "cpu": 3}, or an SM of a GPU), in words.
 std::string retest_unit(const json& u) {
   if (!u.is_object()) return u.is_null() ? "-" : text_of(u);
-  if (str(u, "kind") == "sm") return fmt::format("cuda:{} sm {}", text_of(field(u, "device")), text_of(field(u, "sm")));
-  if (str(u, "kind") == "gpu") return fmt::format("cuda:{}", text_of(field(u, "device")));
-  return "cpu " + text_of(field(u, "cpu"));
+  UnitName n;
+  return unit_from_json(u, n) ? unit_text(n) : fmt::format("cpu {}", text_of(field(u, "cpu")));
 }
 
 // A retest (when the report has one): whether the failure came back on the same unit with the same inputs

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "../core/result.h"
+#include "../core/unit_name.h"
 
 namespace sdc {
 
@@ -14,7 +15,9 @@ namespace sdc {
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
 // 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
-constexpr int REPORT_SCHEMA_VERSION = 14;
+// 15: a unit object names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu,
+// the test result not_applicable and summary.not_applicable
+constexpr int REPORT_SCHEMA_VERSION = 15;
 
 struct HostInfo {
   std::string hostname, os, kernel, cpu_model;
@@ -53,6 +56,14 @@ struct ReproduceLine {
 // invoked by; seed: the seed to add ("" when the command line gives it).
 ReproduceLine reproduce_line(const std::vector<std::string>& argv, const std::string& program,
                              const std::string& seed);
+// The command that screens one failing unit alone with the burn-in profile: a CPU by --cpuset, a GPU (or the GPU
+// of an SM) by --devices; the run's --patterns and --max-memory kept, and, like the reproduce line, no output or
+// state option, with --history none: safe to paste on the node.
+std::string retest_line(const std::vector<std::string>& argv, const std::string& program, const UnitName& unit);
+// The text report's "next:" lines (report_next.cpp): per failing unit of a failed screen (a CPU, or a GPU with
+// its failing SMs) what to do now: drain, the retest line, and replace or RMA when the retest found the fault
+// persistent; "" when the screen did not fail.
+std::string next_steps_text(const RunResult& r);
 
 }  // namespace sdc
 

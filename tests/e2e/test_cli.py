@@ -78,13 +78,13 @@ inject_cases = [
     ("input without tensor", f"case={CASE},element=5,bit=3,target=input", "tensor"),
     ("bad target", f"case={CASE},element=5,bit=3,target=weights", "weights"),
     ("unknown case", "case=softmax_f32.no_such_case,element=5,bit=3", "softmax_f32.no_such_case"),
-    ("unit not selected", f"case={CASE},element=5,bit=3,unit=7", "unit 7"),
+    ("unit not selected", f"case={CASE},element=5,bit=3,unit=7", "unit=7: cpu 7 is not"),
     ("case not selected", "case=softmax_f32.uniform_256x4096,element=5,bit=3", "softmax_f32.uniform_256x4096"),
     ("empty spec", "", "--inject"),
 ]
 for name, spec, word in inject_cases:
     usage(f"--inject {name}", ["run", *SEL, "--inject", spec], word)
-usage("--inject unit outside --cpuset", ["run", *SEL, "--cpuset", "0", "--inject", f"case={CASE},element=5,bit=3,unit=1"], "unit 1")
+usage("--inject unit outside --cpuset", ["run", *SEL, "--cpuset", "0", "--inject", f"case={CASE},element=5,bit=3,unit=1"], "unit=1: cpu 1 is not")
 
 # --cpuset
 usage("--cpuset letters", ["run", *SEL, "--cpuset", "ab"], "--cpuset", "ab")

@@ -148,7 +148,7 @@ for npd in ([], ["--npd"]):
         F.check(len(crashed) == 1 and crashed[0]["units_failed"] == [victim],
                 f"exit(0): the report's crash tests {crashed}")
         if npd:
-            F.check(p.stdout.startswith(f"SDC: cpu{victim}"), f"exit(0) --npd: NPD line {p.stdout!r}")
+            F.check(p.stdout.startswith(f"SDC: cpu {victim}"), f"exit(0) --npd: NPD line {p.stdout!r}")
 
 # 6. A unit that hangs while its peers finish (the watchdog's hang drill) is a failed unit: exit 1 and the
 #    Slurm health check drains with a reason that says hung (was 2, Unknown, left in service). A hang of
@@ -159,7 +159,7 @@ if len(cpus) >= 2:
     F.check(f"reason=SDC: cpu {victim} hung" in p.stderr, f"hang: the health check's drain: {p.stderr[-800:]}")
 p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--cpuset", str(victim), *hang, "--npd"])],
                    capture_output=True, text=True, timeout=300)
-F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu{victim} hung"),
+F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu {victim} hung"),
         f"hang of the only unit: exit {p.returncode}, want 2; NPD {p.stdout!r}")
 
 F.finish()

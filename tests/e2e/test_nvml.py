@@ -126,8 +126,8 @@ if rep:
 F.check("fail: GPU hardware error during the run" in text and UUIDS[1] in text, "ECC: the text does not say it")
 F.check(f'sdcscreen_gpu_ecc_errors{{uuid="{UUIDS[1]}",counter="volatile",type="uncorrected"}} 1' in prom,
         "ECC: no Prometheus gauge")
-F.check(f'sdcscreen_device_healthy{{device="gpu1",uuid="{UUIDS[1]}"}} 0' in prom
-        and f'sdcscreen_device_healthy{{device="gpu0",uuid="{UUIDS[0]}"}} 1' in prom, "ECC: device_healthy")
+F.check(f'sdcscreen_device_healthy{{gpu="1",uuid="{UUIDS[1]}"}} 0' in prom
+        and f'sdcscreen_device_healthy{{gpu="0",uuid="{UUIDS[0]}"}} 1' in prom, "ECC: device_healthy")
 # The NPD line names the GPU by its UUID's first group; the fake NVML weakens the verdict, and the line ends with
 # its mark, which the 80-character cut keeps whole.
 F.check(npd.startswith("HW: EMU-00000001: ") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]") and len(npd) <= 80
