@@ -205,7 +205,7 @@ def runner():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4",
                                                "--profile", "boot", *[x for c in few for x in ("--enable", c)],
                                                "--npd"])], capture_output=True, text=True, timeout=600)
-    F.check(p.returncode == 1 and p.stdout.startswith("SDC: EMU-00000000 "), f"sticky error --npd: {p.stdout.strip()!r}")
+    F.check(p.returncode == 1 and p.stdout.startswith("SDC: gpu 0 (EMU-00000000) "), f"sticky error --npd: {p.stdout.strip()!r}")
 
     # 5. Device memory runs out: that case is an error that says so; the other GPU passes it.
     big = "gemm_f32.uniform_1024"
@@ -322,7 +322,7 @@ def replay():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
                                                l12, "--inject", spec, "--npd"])], capture_output=True, text=True,
                        timeout=600)
-    F.check(p.stdout.strip() == "SDC: EMU-00000000 replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
+    F.check(p.stdout.strip() == "SDC: gpu 0 (EMU-00000000) replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
     # Level 3: steps 0..4 match, step 5 on differ (its loss or parameter digest), the final distance too.
     code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",
                                  "--enable", l3, "--inject",
@@ -385,7 +385,7 @@ def retest():
         F.check(fs.get("runs") == 3 and fs.get("failed") == fresh_failed and fs.get("compared_with") == {"kind": "host"}
                 and x.get("input_dependent") == dep, f"{persist}: fresh seeds {fs}, input_dependent "
                 f"{x.get('input_dependent')}, want {fresh_failed} failed, {dep}")
-        F.check(x.get("siblings") == [{"unit": {"kind": "gpu", "device": 1}, "relation": "other SMs of the GPU",
+        F.check(x.get("siblings") == [{"unit": {"kind": "gpu", "gpu": 1}, "relation": "other SMs of the GPU",
                                        "runs": 3, "failed": 0}] and x.get("complete") is True,
                 f"{persist}: siblings {x.get('siblings')}")
     # The other outputs of a persistent SM fault.
@@ -478,7 +478,7 @@ def hung():
         F.check(f'sdcscreen_device_hung{{gpu="0",uuid="{uuid}"}} 1' in screen.metrics and uuid,
                 f"launch {launch} hung: Prometheus does not name the GPU ({uuid}): "
                 f"{[x for x in screen.metrics.splitlines() if 'hung' in x]}")
-        F.check(screen.npd.startswith(f"Unknown: {uuid[:12]} hung (watchdog)"),
+        F.check(screen.npd.startswith(f"Unknown: gpu 0 ({uuid[:12]}) hung (watchdog)"),
                 f"launch {launch} hung: NPD line {screen.npd!r}")
         F.check(took < 60, f"launch {launch} hung: the process took {took:.0f} s to end; the watchdog's deadline is "
                            "about 10 s")

@@ -430,7 +430,8 @@ try:
     spec.loader.exec_module(mod)
     report = {"units": [{"kind": "sm", "gpu": 0, "sm": s, "tiles": t, "failed_tiles": 0, "result": "pass" if t else "idle"}
                         for s, t in ((0, 4), (1, 0), (2, 4), (5, 1), (130, 2), (131, 0))]
-              + [{"kind": "sm", "device": 1, "sm": 7, "tiles": 3,  # schema_version 14's key "failed_tiles": 0, "result": "pass"},
+              # GPU 1's SM in a report of schema_version 14, which named the GPU "device"
+              + [{"kind": "sm", "device": 1, "sm": 7, "tiles": 3, "failed_tiles": 0, "result": "pass"},
                  {"kind": "cpu", "cpu": 3, "core": 3, "package": 0, "tiles": 9, "failed_tiles": 0, "result": "pass"}]}
     F.check(mod.device_sm_ids(report, 0) == [0, 2, 5, 130], f"device_sm_ids(device 0): {mod.device_sm_ids(report, 0)}")
     F.check(mod.device_sm_ids(report, 1) == [7], f"device_sm_ids(device 1): {mod.device_sm_ids(report, 1)}")
