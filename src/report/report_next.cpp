@@ -99,8 +99,9 @@ std::string next_steps_text(const RunResult& r) {
       const char* what = f.miscompared ? "not retested" : f.crashed ? "crashed" : "hung";
       action = fmt::format("{}: replace or RMA {} if the retest fails again", what, part);
     }
-    s += fmt::format("next: {}: drain the node; retest it alone: {}; {}\n", who,
-                     retest_line(r.argv, r.program, f.unit), action);
+    s += fmt::format("next: {}: drain the node; retest it alone: {}; {}{}\n", who,
+                     retest_line(r.argv, r.program, f.unit), action,
+                     r.injections.empty() ? "" : " [drill: the failure was injected]");
   }
   return s;
 }

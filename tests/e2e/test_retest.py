@@ -88,7 +88,8 @@ lines = text.splitlines()
 nexts = [ln for ln in lines if ln.startswith("next: ")]
 want = (f"next: cpu {bad}: drain the node; retest it alone: {common.SDCSCREEN} run --profile burnin --backend cpu "
         f"--cpuset {bad} --history none; persistent: replace or RMA its package")
-F.check(len(nexts) == 1 and nexts[0].startswith(want) and "-o" not in nexts[0].split() and "--prometheus" not in nexts[0],
+F.check(len(nexts) == 1 and nexts[0].startswith(want) and "-o" not in nexts[0].split() and "--prometheus" not in nexts[0]
+        and nexts[0].endswith(" [drill: the failure was injected]"),
         f"persist=always: next lines {nexts}, want one starting {want!r}")
 order = [next((i for i, ln in enumerate(lines) if ln.startswith(p)), -1)
          for p in ("  signature on ", f"  retest on cpu {bad} ", "  iteration ")]
@@ -121,7 +122,8 @@ F.check(code == 1 and len(r) == 1 and r[0]["classification"] == "not reproduced"
         and r[0]["fresh_seeds"]["failed"] == 0, f"persist=once: exit {code}, {r}")
 F.check(npd == f"SDC: cpu {bad} not reproduced softmax_f32 [drill]", f"persist=once: npd line '{npd}'")
 F.check(any(ln.startswith(f"next: cpu {bad}: drain the node; ") and "; not reproduced: replace or RMA its package" in ln
-            and ln.endswith(" if the retest fails again") for ln in text.splitlines()), f"persist=once: next line:\n{text}")
+            and ln.endswith(" if the retest fails again [drill: the failure was injected]") for ln in text.splitlines()),
+        f"persist=once: next line:\n{text}")
 F.check(f'sdcscreen_device_fault_class{{cpu="{bad}",class="not_reproduced"}} 1' in prom, "once: prometheus")
 
 # --- an intermittent fault: every other computation; the rate follows from the count -------------------------
