@@ -4,6 +4,7 @@ closed pipes; and the supervisor takes a pass only from a screen that finished (
 fails its unit). docs/reliability.md lists each path with this test."""
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -94,6 +95,9 @@ with tempfile.TemporaryDirectory() as d:
     F.check(p.returncode == 1, f"SIGKILL of the screen after a miscompare: exit {p.returncode}, want 1: {err[-400:]}")
     F.check(out.startswith("SDC: ") and FAIL_CASE in out, f"SIGKILL: NPD line {out!r}")
     F.check("found a miscompare in " + FAIL_CASE in err, f"SIGKILL: stderr does not name the miscompare: {err[-400:]}")
+    # The unit as every output spells it ("cpu 3"), not "unit 3".
+    F.check(re.search(rf"^SDC: {re.escape(FAIL_CASE)} on cpu \d+ ", out) is not None and " unit " not in out,
+            f"SIGKILL: NPD line does not name the CPU: {out!r}")
 
 # 3. A crash in the report writer after a miscompare (the reporting drill): exit 1 (was 2), and the NPD line.
 env = dict(os.environ, SDCSCREEN_DRILL_REPORT_CRASH="1")
