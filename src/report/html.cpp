@@ -125,7 +125,8 @@ std::string tests_section(const json& r) {
         num(t, "tiles"), real(t, "duration_s"), esc(str(t, "reason")));
     all += row;
     // A case that cannot run on this backend is not a problem: the JSON and the text say so once per reason.
-    if (result != "pass" && !(result == "skip" && str(t, "reason").find("not applicable") != std::string::npos) &&
+    if (result != "pass" && result != "not_applicable" &&
+        !(result == "skip" && str(t, "reason").find("not applicable") != std::string::npos) &&
         str(t, "reason").find("runs on GPUs only") == std::string::npos) {
       problems += row;
       ++problem_count;
@@ -210,8 +211,10 @@ std::string render_html(const json& r) {
   if (!str(r, "drain_reason").empty()) page += "<p>drain reason: " + esc(str(r, "drain_reason")) + "</p>";
   const json& sum = obj(r, "summary");
   page += fmt::format(
-      "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash &middot; {} ({} cpus online) &middot; {}</p>",
+      "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash, {} not applicable &middot; {} ({} cpus online) "
+      "&middot; {}</p>",
       num(sum, "tests"), num(sum, "pass"), num(sum, "fail"), num(sum, "error"), num(sum, "skip"), num(sum, "crash"),
+      num(sum, "not_applicable"),
       esc(str(host, "cpu")), num(host, "cpus_online"), esc(str(host, "os")));
   if (!str(r, "backend_reason").empty()) page += "<p>backend: " + esc(str(r, "backend_reason")) + "</p>";
   if (field(r, "interrupted_by_signal").is_number())

@@ -12,6 +12,7 @@
 #include "src/core/result.h"
 #include "src/core/unit_name.h"
 #include "src/report/fleet.h"
+#include "src/report/html.h"
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "src/report/unit_json.h"
@@ -313,4 +314,31 @@ TEST_CASE("the report reader reads units and not-applicable cases of this schema
     CHECK(f.nodes.at("n1").failures[0].identity == "gpu 1 sm 5 (GPU-ab)");
   }
   std::filesystem::remove(file);
+}
+
+TEST_CASE("html: a not-applicable case is counted apart and is no problem", "[units][html]") {
+  RunResult r;
+  r.backend = "cuda";
+  DeviceInfo d;
+  d.index = 0;
+  d.uuid = "GPU-ab";
+  d.sm_count = 1;
+  r.devices = {d};
+  UnitResult u;
+  u.device = 0;
+  u.sm = 0;
+  u.tiles = 10;
+  r.units = {u};
+  TestResult ok = with_verdict("gemm_f32.a", Verdict::pass);
+  ok.device = "cuda:0";
+  ok.device_index = 0;
+  TestResult fp8 = not_applicable("gemm_fp8_exactint.b");
+  fp8.device = "cuda:0";
+  fp8.device_index = 0;
+  fp8.reason = "not applicable on gpu 0 (sm_80): fp8 tensor cores need compute capability 8.9 or newer";
+  r.tests = {ok, fp8};
+  REQUIRE(r.exit_code() == EXIT_PASS);
+  const std::string page = render_html(json::parse(render_json(r, HostInfo{})));
+  CHECK(page.find("did not pass") == std::string::npos);
+  CHECK(page.find("2 tests: 1 pass, 0 fail, 0 error, 0 skip, 0 crash, 1 not applicable") != std::string::npos);
 }
