@@ -67,7 +67,7 @@ def device_sm_ids(report, device):
     tiles): the ids the device really uses, in increasing order. units[] lists every id below %nsmid, idle
     ones (no tiles) too, so the count of SMs says nothing about which ids exist."""
     return sorted({u["sm"] for u in report.get("units", [])
-                   if u.get("kind") == "sm" and u.get("device") == device and u.get("tiles", 0) > 0})
+                   if u.get("kind") == "sm" and u.get("gpu", u.get("device")) == device and u.get("tiles", 0) > 0})
 
 
 def id_ranges(ids):
@@ -84,7 +84,7 @@ def id_ranges(ids):
 
 def not_applicable(rep):
     """Whether the GPU cannot run the report's one test at all (fp8 before compute capability 8.9)."""
-    return bool(rep and rep["tests"] and rep["tests"][0]["result"] == "skip"
+    return bool(rep and rep["tests"] and rep["tests"][0]["result"] in ("not_applicable", "skip")
                 and "not applicable" in rep["tests"][0].get("reason", ""))
 
 
@@ -183,7 +183,7 @@ def main():
                 mask = f"0x{1 << bit:08x}"
                 ok = (t["failed_tiles"] == 1 and t["miscompared_elements"] == 1 and len(ms) == 1 and
                       ms[0]["element"] == element and ms[0]["xor_mask"] == mask and
-                      ms[0]["unit"] == {"kind": "sm", "device": a.device, "sm": inj["fired_unit"]} and
+                      ms[0]["unit"] == {"kind": "sm", "gpu": a.device, "sm": inj["fired_unit"]} and
                       t["units_failed"] == [inj["fired_unit"]])
                 if ok and sample:
                     ok = ms[0]["tile"] == sample["tile"]

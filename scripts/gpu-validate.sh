@@ -323,7 +323,7 @@ if want profile; then
     -o "$WORK/profile.json" -q >"$WORK/profile.log" 2>&1
   rc=$?
   SUMMARY=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]
-print("%(tests)d tests: %(pass)d pass, %(fail)d fail, %(error)d error, %(skip)d skip, %(crash)d crash" % s)' \
+print("{tests} tests: {pass} pass, {fail} fail, {error} error, {skip} skip, {na} not applicable, {crash} crash".format(na=s.get("not_applicable", 0), **s))' \
     "$WORK/profile.json" 2>/dev/null)
   check "\`$PROFILE\` profile, every case on every GPU bit-identical to its golden (${SUMMARY:-no report}; \`$BASE-$PROFILE.json\`)" $rc
   [ -f "$WORK/profile.json" ] || fail_line "\`$PROFILE\` profile: no JSON report written: **FAIL**"

@@ -2,6 +2,7 @@
 // decision for a node drained for SDC (--resume-policy, read by the Slurm health check and sweep), and an
 // administrator's --forget after a repair.
 #include "../core/history.h"
+#include "../core/unit_name.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -189,12 +190,12 @@ int cmd_history(const HistoryArgs& a) {
       say("         uuid {}{}\n", u.uuid, u.serial.empty() ? "" : fmt::format(", serial {}", u.serial));
     if (!u.replaced_by.empty()) say("         replaced by {}: its failures no longer hold the node\n", u.replaced_by);
     for (const auto& f : u.failure_list) {
-      std::string sms;
+      std::string sms;  // "sm 3, sm 17": the SMs of the GPU this entry names
       for (int sm : f.sms) {
-        if (!sms.empty()) sms += ',';
-        sms += std::to_string(sm);
+        if (!sms.empty()) sms += ", ";
+        sms += unit_text(UnitName{-1, -1, sm});
       }
-      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? std::string() : fmt::format(" on SMs {}", sms),
+      say("         failed {} {}{}{}\n", f.time, f.case_id, sms.empty() ? std::string() : " on " + sms,
           f.microcode.empty() ? std::string() : fmt::format(" (microcode {})", f.microcode));
     }
     if (!u.failure_list.empty() && !u.microcode.empty() && !u.failure_list.back().microcode.empty() &&

@@ -218,6 +218,7 @@ SetupFailure set_up_screen(const ScreenRequest& req,
   RunResult& result = s.result;
   result.profile = req.profile;
   result.argv = req.argv;
+  result.program = !req.program.empty() ? req.program : req.argv.empty() ? "sdcscreen" : req.argv.front();
   result.patterns_dir = s.patterns.dir;
   result.seed =
       req.seed_given ? req.seed : (std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32)) >> 1;

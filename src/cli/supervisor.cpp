@@ -13,6 +13,7 @@
 
 #include "../core/activity.h"
 #include "../core/result.h"
+#include "../core/unit_name.h"
 #include "../util/say.h"
 
 namespace sdc {
@@ -96,7 +97,9 @@ int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, 
   if (board.miscompares.load() > 0) {
     const std::string c(board.miscompare_case, strnlen(board.miscompare_case, sizeof board.miscompare_case));
     const int unit = board.miscompare_unit.load();
-    const std::string where = unit >= 0 ? fmt::format(" on unit {}", unit) : "";
+    const int gpu = board.miscompare_device.load();
+    const std::string where =
+        unit < 0 ? "" : fmt::format(" on {}", unit_text(gpu >= 0 ? UnitName::of_sm(gpu, unit) : UnitName::of_cpu(unit)));
     line += fmt::format("; it had found a miscompare in {}{}: the screen fails", c, where);
     *verdict = fmt::format("SDC: {}{} (the screen then {})", c, where, why);
     code = EXIT_FAIL;

@@ -20,14 +20,15 @@
 #include "../util/int_list.h"
 #include "../util/iso_time.h"
 #include "../util/strict_json.h"
+#include "unit_name.h"
 
 namespace sdc::history {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string cpu_label(int cpu) { return fmt::format("cpu {}", cpu); }
-std::string gpu_label(int index) { return fmt::format("gpu {}", index); }
+std::string cpu_label(int cpu) { return unit_text(UnitName::of_cpu(cpu)); }
+std::string gpu_label(int index) { return unit_text(UnitName::of_gpu(index)); }
 
 // Screened units as compact lists per kind ({"cpu": "0-3,8", "gpu": "0-7"}) and back.
 ojson screened_json(const std::vector<std::string>& units) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "unit_name.h"
+
 namespace sdc {
 namespace {
 
@@ -184,12 +186,13 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
     if (!inj.submodule.empty() && inj.unit >= 0)
       return "submodule= cannot be pinned to an SM: a replay's kernels span the GPU (give device=, not unit=)";
     if (inj.unit >= gpu->sm_count)
-      return fmt::format("unit {} is not an SM of cuda:{} ({} SMs)", inj.unit, gpu->index, gpu->sm_count);
+      return fmt::format("unit={}: {} is not an SM of {} ({} SMs)", inj.unit, unit_text(UnitName{-1, -1, inj.unit}),
+                         unit_text(UnitName::of_gpu(gpu->index)), gpu->sm_count);
     return "";
   }
   if (inj.device >= 0) return "device= applies to GPU runs (--backend cuda) only";
   if (inj.unit >= 0 && std::find(cpus.begin(), cpus.end(), inj.unit) == cpus.end())
-    return fmt::format("unit {} is not among the selected CPUs", inj.unit);
+    return fmt::format("unit={}: {} is not among the selected CPUs", inj.unit, unit_text(UnitName::of_cpu(inj.unit)));
   return "";
 }
 

@@ -5,7 +5,13 @@
 #include <algorithm>
 #include <map>
 
+#include "unit_name.h"
+
 namespace sdc {
+
+const char* result_name(const TestResult& t) {
+  return t.verdict == Verdict::skip && t.not_applicable ? "not_applicable" : verdict_name(t.verdict);
+}
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -81,8 +87,8 @@ bool unit_failed(const RunResult& r, const std::string& name) {
   for (const UnitResult& u : r.units) {
     if (!bad(u)) continue;
     const std::string n = u.is_sm() && static_cast<size_t>(u.device) < r.devices.size()
-                              ? fmt::format("gpu {}", r.devices[static_cast<size_t>(u.device)].index)
-                              : u.is_sm() ? "" : fmt::format("cpu {}", u.cpu.cpu);
+                              ? unit_text(UnitName::of_gpu(r.devices[static_cast<size_t>(u.device)].index))
+                              : u.is_sm() ? "" : unit_text(UnitName::of_cpu(u.cpu.cpu));
     if (n == name) return true;
   }
   return false;

@@ -18,6 +18,12 @@ namespace sdc {
 // crash: the unit's work killed the screen (a fatal signal in its worker); a failure like fail.
 enum class Verdict { pass, fail, error, skip, crash };
 const char* verdict_name(Verdict v);
+struct TestResult;
+// A test's result as every output names it: its verdict's name, or "not_applicable" for a skip of a case this
+// backend or device cannot run (counted apart: it is neither a skip of something that should have run nor a pass).
+const char* result_name(const TestResult& t);
+// The results in the order the reports count them (the JSON summary, the Prometheus result label, the text summary).
+constexpr const char* RESULT_NAMES[] = {"pass", "fail", "error", "skip", "crash", "not_applicable"};
 
 // Exit codes (docs/design.md, "Verdicts and exit codes"): the fleet reads them.
 enum ExitCode : int {
@@ -147,7 +153,7 @@ struct ProbeRun {
 
 // A unit's throughput relative to its peers on the node, from the probe alone (assess_throughput).
 struct UnitThroughput {
-  std::string unit;       // "cpu 3", "gpu 1"
+  std::string unit;       // "cpu 3", "gpu 1" (unit_text, src/core/unit_name.h)
   double rate = 0;        // work items per second, median over the rounds
   double relative = 0;    // median over the rounds of its rate / the median rate of its peers in that round
   double low = 0, high = 0;  // the least and greatest of those per-round figures (the spread)
@@ -170,6 +176,7 @@ struct RunResult {
   double time_budget_s = 0;
   std::string patterns_dir;
   std::vector<std::string> argv;
+  std::string program;  // the name the tool was invoked by (the reproduce and retest lines begin with it)
   std::string reproduce;
   std::vector<std::string> reproduce_left_out;  // the options of outputs and state the reproduce line leaves out
   double start_unix = 0, end_unix = 0;

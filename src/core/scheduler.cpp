@@ -27,6 +27,11 @@ struct DeviceLoop {
   std::mutex& callback_mutex;  // progress and per-test callbacks come from several threads
 
   TestResult& test(size_t ci) { return ctx.result.tests[ci * stride + slot]; }
+  // The progress callbacks count the cases that apply to this device: a CPU node's GPU-only cases are not
+  // steps of its screen (counted[ci]: the case's place among them, NOT_COUNTED for one that does not apply).
+  static constexpr size_t NOT_COUNTED = SIZE_MAX;
+  std::vector<size_t> counted;
+  size_t counted_total = 0;
   bool out_of_time() const { return Clock::now() >= ctx.deadline; }
   // No new round, and no case of one, may start.
   bool over() const { return ctx.stopping() || ex.stuck() || !ex.unusable().empty() || out_of_time(); }
@@ -55,7 +60,7 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
         if (ctx.stopping() || (it > first && out_of_time())) break;
         if (ctx.opt.on_progress && slot == 0) {
           std::lock_guard<std::mutex> lock(callback_mutex);
-          ctx.opt.on_progress(c, index, sel.cases.size(), it - first, iterations);
+          ctx.opt.on_progress(c, counted[index], counted_total, it - first, iterations);
         }
         if (!ex.run_iteration(c, it, r)) break;
         ++r.iterations_done;
@@ -124,6 +129,11 @@ void DeviceLoop::settle(TestResult& r) const {
 // profile that fills its budget then repeats rounds until the budget ends.
 void DeviceLoop::run() {
   ex.open();
+  counted.assign(sel.cases.size(), NOT_COUNTED);
+  for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
+    TestResult scratch;
+    if (ex.applicable(*sel.cases[ci], scratch) || !scratch.not_applicable) counted[ci] = counted_total++;
+  }
   for (int round = 0;; ++round) {
     for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
       const Case& c = *sel.cases[ci];
@@ -157,9 +167,9 @@ void DeviceLoop::run() {
         if (r.iterations_done > 0 && r.judged_by.empty()) r.judged_by = mode_name(c.mode);
         settle(r);
       }
-      if (ctx.opt.on_test_done) {
+      if (ctx.opt.on_test_done && !r.not_applicable && counted[ci] != NOT_COUNTED) {
         std::lock_guard<std::mutex> lock(callback_mutex);
-        ctx.opt.on_test_done(r, ci, sel.cases.size());
+        ctx.opt.on_test_done(r, counted[ci], counted_total);
       }
     }
     if (!ctx.opt.fill_budget || over()) break;
@@ -267,7 +277,7 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
   std::mutex callback_mutex;
   std::vector<DeviceLoop> loops;
   for (size_t i = 0; i < devices.size(); ++i)
-    loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex});
+    loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex, {}, 0});
   if (loops.size() == 1) {
     loops[0].run();
   } else {

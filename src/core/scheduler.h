@@ -76,6 +76,8 @@ struct RunOptions {
   bool probe = false;  // after the battery, the throughput probe (src/core/probe.h), for slow units
   double throughput_floor = 0.85;  // the probe's floor (--throughput-floor): a unit below it is measured again
   StopToken stop;      // the run stops at the next tile when it asks
+  // Progress: index and count number the cases that apply to the device (a not-applicable case is no step of
+  // the screen, and on_test_done is not called for it).
   std::function<void(const TestResult&, size_t index, size_t count)> on_test_done;  // after round 0
   std::function<void(const Case&, size_t index, size_t count, int iteration, int iterations)> on_progress;
 };

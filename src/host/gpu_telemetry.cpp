@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../core/unit_name.h"
+
 namespace sdc::host {
 
 std::string throttle_reason_names(uint64_t bits) {
@@ -59,7 +61,8 @@ bool NvmlTelemetry::any(const char* severity) const {
 std::string NvmlTelemetry::causes(const char* severity) const {
   std::string s;
   for (const GpuTelemetry& g : gpus)
-    if (g.any(severity)) s += fmt::format("{}cuda:{} {}: {}", s.empty() ? "" : "; ", g.device, g.uuid, g.causes(severity));
+    if (g.any(severity)) s += fmt::format("{}{}: {}", s.empty() ? "" : "; ", unit_text(UnitName::of_gpu(g.device), g.uuid),
+                                        g.causes(severity));
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "../core/unit_name.h"
 #include "host_readers.h"
 
 namespace sdc::host {
@@ -270,11 +271,11 @@ std::vector<HostEvent> compare_telemetry(const TelemetrySnapshot& before, const 
       }
   for (const CpuCount& a : after.machine_checks)
     for (const CpuCount& b : before.machine_checks)
-      if (a.cpu == b.cpu) counter("machine_check", fmt::format("cpu {}", a.cpu), "MCE", b.count, a.count, true);
+      if (a.cpu == b.cpu) counter("machine_check", unit_text(UnitName::of_cpu(a.cpu)), "MCE", b.count, a.count, true);
   for (const ThrottleCounts& a : after.throttle)
     for (const ThrottleCounts& b : before.throttle)
       if (a.cpu == b.cpu) {
-        const std::string unit = fmt::format("cpu {}", a.cpu);
+        const std::string unit = unit_text(UnitName::of_cpu(a.cpu));
         counter("core_throttle", unit, "core_throttle_count", b.core, a.core, false);
         counter("package_throttle", unit, "package_throttle_count", b.package, a.package, false);
       }

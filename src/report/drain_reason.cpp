@@ -199,7 +199,9 @@ std::string drain_reason(const nlohmann::json& r) {
     for (const json& u : r["units"])
       if (str_of(u, "result") == "hung") {
         const bool sm = str_of(u, "kind") == "sm";
-        const std::pair<std::string, std::string> h = {sm ? "gpu" : "cpu", str_of(u, sm ? "device" : "cpu")};
+        // An SM's GPU is "gpu" (schema_version 15), "device" before.
+        const char* key = !sm ? "cpu" : u.contains("gpu") ? "gpu" : "device";
+        const std::pair<std::string, std::string> h = {sm ? "gpu" : "cpu", str_of(u, key)};
         if (std::find(hung.begin(), hung.end(), h) == hung.end()) hung.push_back(h);
       }
   if (whats.empty() && !hung.empty()) {

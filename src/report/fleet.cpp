@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "../core/unit_name.h"
 #include "../util/iso_time.h"
 
 namespace sdc {
@@ -12,10 +13,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// "cpu 3"; a GPU's unit ("SM 17") with its ordinal and, when the report knows it, its UUID.
+// "cpu 3"; a GPU's unit ("sm 17") with its ordinal and, when the report knows it, its UUID: "gpu 0 sm 17 (GPU-...)".
 std::string identity(const TestView& t, const std::string& unit) {
-  if (t.device == "cpu") return unit;
-  return t.uuid.empty() ? fmt::format("{} {}", t.device, unit) : fmt::format("{} {} {}", t.device, t.uuid, unit);
+  UnitName u;
+  if (t.gpu < 0 || !parse_unit_text(unit, u)) return unit;
+  u.gpu = t.gpu;
+  return unit_text(u, t.uuid);
 }
 
 std::string age_text(double s) {

@@ -12,7 +12,8 @@
 
 namespace sdc {
 
-// A failing unit of a node's newest report. identity names the hardware: "cpu 3", or "cuda:0 GPU-<uuid> SM 17".
+// A failing unit of a node's newest report. identity names the hardware: "cpu 3", or "gpu 0 sm 17 (GPU-<uuid>)"
+// (unit_text).
 struct FleetFailure {
   std::string test, identity, signature, classification;  // signature, classification: "" when the report has none
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "html_parts.h"
+#include "unit_json.h"
 
 namespace sdc {
 namespace {
@@ -31,9 +32,8 @@ std::string runs_failed(const json& j) {
 // A retest's unit as the report gives it ({"kind": "cpu", "cpu": 3}, or an SM of a GPU), in words.
 std::string retest_unit(const json& u) {
   if (!u.is_object()) return u.is_null() ? "-" : text_of(u);
-  if (str(u, "kind") == "sm") return fmt::format("cuda:{} sm {}", text_of(field(u, "device")), text_of(field(u, "sm")));
-  if (str(u, "kind") == "gpu") return fmt::format("cuda:{}", text_of(field(u, "device")));
-  return "cpu " + text_of(field(u, "cpu"));
+  UnitName n;
+  return unit_from_json(u, n) ? unit_text(n) : fmt::format("cpu {}", text_of(field(u, "cpu")));
 }
 
 // A retest (when the report has one): whether the failure came back on the same unit with the same inputs
@@ -166,7 +166,8 @@ std::string tests_section(const json& r) {
         num(t, "tiles"), real(t, "duration_s"), esc(str(t, "reason")));
     all += row;
     // A case that cannot run on this backend is not a problem: the JSON and the text say so once per reason.
-    if (result != "pass" && !(result == "skip" && str(t, "reason").find("not applicable") != std::string::npos) &&
+    if (result != "pass" && result != "not_applicable" &&
+        !(result == "skip" && str(t, "reason").find("not applicable") != std::string::npos) &&
         str(t, "reason").find("runs on GPUs only") == std::string::npos) {
       problems += row;
       ++problem_count;
@@ -277,8 +278,10 @@ std::string render_html(const json& r) {
   if (!str(r, "drain_reason").empty()) page += "<p>drain reason: " + esc(str(r, "drain_reason")) + "</p>";
   const json& sum = obj(r, "summary");
   page += fmt::format(
-      "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash &middot; {} ({} cpus online) &middot; {}</p>",
+      "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash, {} not applicable &middot; {} ({} cpus online) "
+      "&middot; {}</p>",
       num(sum, "tests"), num(sum, "pass"), num(sum, "fail"), num(sum, "error"), num(sum, "skip"), num(sum, "crash"),
+      num(sum, "not_applicable"),
       esc(str(host, "cpu")), num(host, "cpus_online"), esc(str(host, "os")));
   if (!str(r, "backend_reason").empty()) page += "<p>backend: " + esc(str(r, "backend_reason")) + "</p>";
   if (field(r, "interrupted_by_signal").is_number())

@@ -13,7 +13,7 @@
 //
 // Every unit is one SVG group with stable attributes a reader (or a test) can query:
 //   <g class="unit fail" data-unit="cpu 3" data-failed-tiles="2" data-tiles="100">
-//   <g class="unit pass" data-unit="cuda:0 sm 17" data-failed-tiles="0" data-tiles="48">
+//   <g class="unit pass" data-unit="gpu 0 sm 17" data-failed-tiles="0" data-tiles="48">
 // Its second class is one of pass, fail, hung, crash, untested (a JSON result of idle, or an SM with no unit
 // entry), each with one colour (unit_colour in html.cpp): fail is #d62728 and nothing else on the page
 // uses that colour, so a screenshot shows a failing unit by its pixels alone.

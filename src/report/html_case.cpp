@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "html_parts.h"
+#include "unit_json.h"
 
 namespace sdc::html {
 namespace {
@@ -19,9 +20,8 @@ namespace {
 // ---- a failing case --------------------------------------------------------------------------------------
 
 std::string miscompare_unit(const json& m) {
-  const json& u = obj(m, "unit");
-  return str(u, "kind") == "sm" ? fmt::format("cuda:{} sm {}", num(u, "device"), num(u, "sm"))
-                                : fmt::format("cpu {}", num(u, "cpu"));
+  UnitName n;
+  return unit_from_json(obj(m, "unit"), n) ? unit_text(n) : fmt::format("cpu {}", num(obj(m, "unit"), "cpu"));
 }
 
 // The failing tiles over the output, where the report's tile_grid puts them (tile t at row t / cols, column

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "html_parts.h"
+#include "unit_json.h"
 
 namespace sdc::html {
 namespace {
@@ -97,7 +98,7 @@ std::string cpu_map(const json& r, UnitTally& tally) {
   for (const json& u : arr(r, "units")) {
     if (!u.is_object() || str(u, "kind") != "cpu") continue;
     Cell c;
-    c.name = fmt::format("cpu {}", num(u, "cpu", -1));
+    c.name = unit_text(UnitName::of_cpu(static_cast<int>(num(u, "cpu", -1))));
     c.number = num(u, "cpu", -1);
     c.cls = unit_class(str(u, "result"));
     c.tiles = num(u, "tiles");
@@ -155,7 +156,7 @@ std::string gpu_map(const json& r, UnitTally& tally) {
       g.sm_count = num(d, "sm_count");
     }
   for (const json& u : arr(r, "units"))
-    if (u.is_object() && str(u, "kind") == "sm") gpus[num(u, "device")].sms[num(u, "sm")] = &u;
+    if (u.is_object() && str(u, "kind") == "sm") gpus[num(u, u.contains("gpu") ? "gpu" : "device")].sms[num(u, "sm")] = &u;
   for (const json& t : arr(r, "tests"))
     if (str(t, "result") == "crash" && arr(t, "units_failed").empty() && str(t, "device").rfind("cuda:", 0) == 0) {
       const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
@@ -166,14 +167,15 @@ std::string gpu_map(const json& r, UnitTally& tally) {
     // No GPU has near MAX_SMS SMs: a bound that keeps a corrupt report from making a page of millions of cells.
     constexpr int64_t MAX_SMS = 1024;
     const int64_t n = std::min(MAX_SMS, std::max(g.sm_count, g.sms.empty() ? 0 : g.sms.rbegin()->first + 1));
-    const std::string label = fmt::format("cuda:{}", index);
-    const bool gpu_slow = slow.count(fmt::format("gpu {}", index)) > 0;
+    const std::string device = fmt::format("cuda:{}", index);  // the tests' device (data-device)
+    const std::string label = unit_text(UnitName::of_gpu(static_cast<int>(index)));
+    const bool gpu_slow = slow.count(label) > 0;
     const int columns = static_cast<int>(std::min<int64_t>(std::max<int64_t>(n, 1), SMS_PER_ROW));
     const int rows = static_cast<int>((n + SMS_PER_ROW - 1) / SMS_PER_ROW);
     const int w = columns * PITCH, h = std::max(rows, 1) * PITCH;
     s += fmt::format(
         R"(<figure class="gpu{}{}" data-device="{}"><figcaption><b>{}</b> {} &middot; {} SMs{}{}</figcaption>)",
-        g.crashes.empty() ? "" : " crash", gpu_slow ? " slow" : "", label, label, esc(g.name), n,
+        g.crashes.empty() ? "" : " crash", gpu_slow ? " slow" : "", device, label, esc(g.name), n,
         gpu_slow ? " &middot; <b>slow</b>" : "",
         g.crashes.empty() ? ""
                           : " &middot; <b>context lost</b> in " + esc(g.crashes.front()) +
@@ -183,7 +185,7 @@ std::string gpu_map(const json& r, UnitTally& tally) {
                      h);
     for (int64_t sm = 0; sm < n; ++sm) {
       Cell c;
-      c.name = fmt::format("{} sm {}", label, sm);
+      c.name = unit_text(UnitName::of_sm(static_cast<int>(index), static_cast<int>(sm)));
       c.number = sm;
       const auto it = g.sms.find(sm);
       if (it != g.sms.end()) {

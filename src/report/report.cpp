@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <ctime>
 #include <string_view>
 
 #include "../core/family.h"
+#include "../core/unit_name.h"
 #include "../util/int_list.h"
 #include "report_gpu.h"
 #include "report_host.h"
@@ -67,8 +69,7 @@ namespace {
 // A failing unit's retest, for people: its classification, what it rests on, and its neighbours.
 std::string retest_text(const UnitRetest& u) {
   const char* cls = u.classification();
-  const std::string who =
-      u.device >= 0 ? fmt::format("cuda:{} SM {}", u.device, u.unit) : fmt::format("cpu {}", u.unit);
+  const std::string who = unit_text(u.device >= 0 ? UnitName::of_sm(u.device, u.unit) : UnitName::of_cpu(u.unit));
   std::string s =
       fmt::format("  retest on {} ({} failing tile(s), {} run(s) each way): {}", who, u.tiles, u.same_seed_runs, cls);
   if (u.same_seed_runs > 0) {
@@ -79,7 +80,7 @@ std::string retest_text(const UnitRetest& u) {
   const int dep = u.input_dependent();
   if (u.fresh_seed_runs > 0)
     s += fmt::format("; fresh seeds: {} of {} failed against {}{}", u.fresh_seed_failed, u.fresh_seed_runs,
-                     u.fresh_on_host ? std::string("the host CPU") : fmt::format("cpu {}", u.fresh_reference),
+                     u.fresh_on_host ? std::string("the host CPU") : unit_text(UnitName::of_cpu(u.fresh_reference)),
                      dep == 1   ? ": input-dependent"
                      : dep == 0 ? ": not input-dependent"
                                 : "");
@@ -90,18 +91,22 @@ std::string retest_text(const UnitRetest& u) {
   s += "\n";
   for (const SiblingRetest& x : u.siblings)
     s += x.unit < 0 ? fmt::format("    neighbours ({}): {} of {} runs failed\n", x.relation, x.failed, x.runs)
-                    : fmt::format("    neighbour cpu {} ({}): {} of {} failed\n", x.unit, x.relation, x.failed, x.runs);
+                    : fmt::format("    neighbour {} ({}): {} of {} failed\n", unit_text(UnitName::of_cpu(x.unit)),
+                                  x.relation, x.failed, x.runs);
   return s;
 }
 
 // Where a miscompare's unit is, in words: a logical CPU with its core and package, or an SM of a GPU.
 std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
-  if (t.device_index >= 0)
-    return unit >= 0 ? fmt::format("{} SM {}", t.device, unit) : fmt::format("{} (its kernels span the GPU)", t.device);
+  if (t.device_index >= 0) {
+    const int gpu = r.devices[static_cast<size_t>(t.device_index)].index;
+    return unit >= 0 ? unit_text(UnitName::of_sm(gpu, unit))
+                     : unit_text(UnitName::of_gpu(gpu)) + " (its kernels span the GPU)";
+  }
   for (const UnitResult& u : r.units)
     if (!u.is_sm() && u.cpu.cpu == unit)
-      return fmt::format("cpu {} (core {}, package {})", unit, u.cpu.core, u.cpu.package);
-  return fmt::format("cpu {}", unit);
+      return fmt::format("{} (core {}, package {})", unit_text(UnitName::of_cpu(unit)), u.cpu.core, u.cpu.package);
+  return unit_text(UnitName::of_cpu(unit));
 }
 
 // The replay's failing sites per unit, in the order listed (L1's first is the first faulty submodule: the
@@ -125,9 +130,19 @@ std::string replay_text(const RunResult& r, const TestResult& t) {
 }
 
 std::string device_line(const DeviceInfo& d) {
-  return fmt::format("{} {}  {}  pci {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}", d.label(),
+  return fmt::format("{}  {}  {}  pci {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}", unit_text(UnitName::of_gpu(d.index)),
                      d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc,
                      d.driver, d.driver_cuda, d.runtime);
+}
+
+// The differing elements the text report lists per failing test (the JSON report has every one it recorded):
+// the signature and the retest say more than a long list of elements.
+constexpr size_t FOLD_ELEMENTS = 4;
+
+// The device a test ran on, for people: "cpu" (the CPU backend's pool), or "gpu 0".
+std::string device_text(const RunResult& r, const TestResult& t) {
+  if (t.device_index < 0 || static_cast<size_t>(t.device_index) >= r.devices.size()) return t.device;
+  return unit_text(UnitName::of_gpu(r.devices[static_cast<size_t>(t.device_index)].index));
 }
 
 // Above this many units (CPUs of the node, SMs of one GPU) the text report folds the passing ones into
@@ -185,8 +200,8 @@ std::string units_text(const RunResult& r) {
       failed += u.failed_tiles;
       used += u.tiles > 0;
       if (u.failed_tiles)
-        failing +=
-            fmt::format("  {} SM {:>3}: {} of {} tiles failed\n", r.devices[d].label(), u.sm, u.failed_tiles, u.tiles);
+        failing += fmt::format("  {}: {} of {} tiles failed\n", unit_text(UnitName::of_sm(r.devices[d].index, u.sm)),
+                               u.failed_tiles, u.tiles);
       else
         (u.tiles ? passing : idle).push_back(u.sm);
     }
@@ -199,15 +214,16 @@ std::string units_text(const RunResult& r) {
       }
     const std::string spanning =
         whole ? fmt::format("; {} tiles ({} failed) by kernels that span the GPU", whole, whole_failed) : "";
-    s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}{}\n", r.devices[d].label(), used, tiles, failed,
+    s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}{}\n", unit_text(UnitName::of_gpu(r.devices[d].index)),
+                     used, tiles, failed,
                      spanning, failed ? " -- failing SMs:" : "");
     s += failing;
     // A big GPU also says which SMs passed and which computed nothing, as ranges of SM ids.
     if (sms > FOLD_UNITS) {
       std::sort(passing.begin(), passing.end());
       std::sort(idle.begin(), idle.end());
-      if (!passing.empty()) s += fmt::format("  {} pass: SM {}\n", passing.size(), format_cpu_list(passing));
-      if (!idle.empty()) s += fmt::format("  {} idle: SM {}\n", idle.size(), format_cpu_list(idle));
+      if (!passing.empty()) s += fmt::format("  {} pass: sm {}\n", passing.size(), format_cpu_list(passing));
+      if (!idle.empty()) s += fmt::format("  {} idle: sm {}\n", idle.size(), format_cpu_list(idle));
     }
   }
   return s;
@@ -261,7 +277,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   if (!r.backend_reason.empty()) s += fmt::format("backend: {}\n", r.backend_reason);
   if (r.backend == "cuda") {
     s += fmt::format("host {}  {}\n", host.hostname, host.cpu_model);
-    for (const DeviceInfo& d : r.devices) s += fmt::format("gpu {}\n", device_line(d));
+    for (const DeviceInfo& d : r.devices) s += device_line(d) + "\n";
   } else {
     std::vector<int> cpus;
     for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
@@ -305,13 +321,13 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   size_t id_w = 4, device_w = 7, mode_w = 13;
   for (const TestResult* t : shown) {
     id_w = std::max(id_w, t->id.size());
-    device_w = std::max(device_w, t->device.size());
+    device_w = std::max(device_w, device_text(r, *t).size());
     mode_w = std::max(mode_w, mode_of(*t).size());
   }
   s += fmt::format("\n{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", id_w, "device", device_w, "mode",
                    mode_w, "result", "iters", "tiles", "time_s", "GFLOP/s");
   for (const TestResult* t : shown) {
-    s += fmt::format("{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t->id, id_w, t->device, device_w,
+    s += fmt::format("{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t->id, id_w, device_text(r, *t), device_w,
                      mode_of(*t), mode_w, verdict_name(t->verdict), t->iterations_done, t->tiles, t->duration_s,
                      t->gflops);
     if (!t->reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t->verdict), t->reason);
@@ -324,14 +340,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     if (t.verdict != Verdict::fail) continue;
     if (!any_fail) s += "\nfailures:\n";
     any_fail = true;
-    s += fmt::format("{} on {}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id, t.device,
-                     t.failed_tiles, t.miscompared_elements, t.time_to_fail_s);
-    for (const Miscompare& m : t.miscompares)
-      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n",
-                       m.iteration, m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected),
-                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
-    if (t.miscompared_elements > t.miscompares.size())
-      s += fmt::format("  ({} more differing elements not listed)\n", t.miscompared_elements - t.miscompares.size());
+    s += fmt::format("{} on {}: {} failed tile(s), {} element(s) differ, time to fail {:.3f} s\n", t.id,
+                     device_text(r, t), t.failed_tiles, t.miscompared_elements, t.time_to_fail_s);
+    // What the fault looks like and whether it comes back, then the first few elements as evidence.
     if (is_replay_family(t.family))
       s += replay_text(r, t);
     else
@@ -340,15 +351,29 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
           s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
                            signature_detail(u.signature));
     for (const UnitRetest& u : t.retests) s += retest_text(u);
+    const size_t listed = std::min(t.miscompares.size(), FOLD_ELEMENTS);
+    for (size_t k = 0; k < listed; ++k) {
+      const Miscompare& m = t.miscompares[k];
+      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n",
+                       m.iteration, m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected),
+                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
+    }
+    if (t.miscompared_elements > listed)
+      s += fmt::format("  ({} more differing element(s) not shown{})\n", t.miscompared_elements - listed,
+                       t.miscompares.size() > listed
+                           ? fmt::format("; the JSON report lists {} of them", t.miscompares.size() - listed)
+                           : "");
   }
+  s += next_steps_text(r);  // a crashed or hung unit has no failure above, but a next line
   for (const Injection& i : r.injections)
     s += fmt::format("injection {}: {}\n", i.spec,
                      !i.fired           ? std::string("DID NOT FIRE (the drill proves nothing)")
                      : r.masked(i)      ? std::string("fired, masked (no output changed: the drill proves nothing)")
                      : i.fired_unit < 0 ? std::string("fired")
                      : i.device >= 0
-                         ? fmt::format("fired on cuda:{} SM {} (tile {})", i.device, i.fired_unit, i.fired_tile)
-                         : fmt::format("fired on cpu {}", i.fired_unit));
+                         ? fmt::format("fired on {} (tile {})", unit_text(UnitName::of_sm(i.device, i.fired_unit)),
+                                       i.fired_tile)
+                         : fmt::format("fired on {}", unit_text(UnitName::of_cpu(i.fired_unit))));
   if (r.any_slow()) {
     s += fmt::format("slow units (probe throughput below {:.2f}x the median of their peers; not a miscompare{}):\n",
                      r.throughput_floor, r.fail_slow ? ", but --fail-slow" : "");
@@ -359,8 +384,8 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   }
   if (!r.probe.not_run.empty() && r.probe.not_run != "interrupted")
     s += fmt::format("throughput probe not run: {}\n", r.probe.not_run);
-  int counts[5] = {};
-  for (const TestResult& t : r.tests) ++counts[static_cast<int>(t.verdict)];
+  std::map<std::string, size_t> counts;
+  for (const TestResult& t : r.tests) ++counts[result_name(t)];
   if (r.interrupted_by) s += fmt::format("interrupted by signal {}: results are partial\n", r.interrupted_by);
   if (r.host.any_fatal())
     s += fmt::format("fail: uncorrected hardware error during the run ({}){}\n", host_fatal_units(r.host),
@@ -370,8 +395,10 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   if (r.nvml.any("error"))
     s += fmt::format("error: the driver stopped work of this run ({}): results cannot be trusted\n",
                      r.nvml.causes("error"));
-  s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip{}; {:.2f} s\n", r.tests.size(), counts[0],
-                   counts[1], counts[2], counts[3], counts[4] ? fmt::format(", {} crash", counts[4]) : "",
+  s += fmt::format("summary: {} tests: {} pass, {} fail, {} error, {} skip{}{}; {:.2f} s\n", r.tests.size(),
+                   counts["pass"], counts["fail"], counts["error"], counts["skip"],
+                   counts["crash"] ? fmt::format(", {} crash", counts["crash"]) : "",
+                   counts["not_applicable"] ? fmt::format(", {} not applicable", counts["not_applicable"]) : "",
                    r.end_unix - r.start_unix);
   s += fmt::format("reproduce: {}\n", r.reproduce);
   if (!r.reproduce_left_out.empty()) {

@@ -5,6 +5,7 @@
 
 #include "../core/result.h"
 #include "../util/host_facts.h"  // HostInfo, host_info(), tool_version()
+#include "../core/unit_name.h"
 
 namespace sdc {
 
@@ -15,7 +16,9 @@ namespace sdc {
 // 11: host.identity (CPU, firmware, board, kernel) and host.telemetry (counters before and after, events)
 // 12: GPU memory temperature, CPU temperatures sampled during the run; 13: weakened_by (what weakened the verdict)
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
-// 15: failures_by_iteration of tests (every differing element and failing tile per iteration)
+// 15: failures_by_iteration of tests (every differing element and failing tile per iteration); a unit object
+// names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
+// result not_applicable and summary.not_applicable
 constexpr int REPORT_SCHEMA_VERSION = 15;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
@@ -47,6 +50,14 @@ struct ReproduceLine {
 // invoked by; seed: the seed to add ("" when the command line gives it).
 ReproduceLine reproduce_line(const std::vector<std::string>& argv, const std::string& program,
                              const std::string& seed);
+// The command that screens one failing unit alone with the burn-in profile: a CPU by --cpuset, a GPU (or the GPU
+// of an SM) by --devices; the run's --patterns and --max-memory kept, and, like the reproduce line, no output or
+// state option, with --history none: safe to paste on the node.
+std::string retest_line(const std::vector<std::string>& argv, const std::string& program, const UnitName& unit);
+// The text report's "next:" lines (report_next.cpp): per failing unit of a failed screen (a CPU, or a GPU with
+// its failing SMs) what to do now: drain, the retest line, and replace or RMA when the retest found the fault
+// persistent; "" when the screen did not fail.
+std::string next_steps_text(const RunResult& r);
 
 }  // namespace sdc
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "../core/unit_name.h"
+
 namespace sdc {
 namespace {
 
@@ -99,12 +101,12 @@ std::string gpu_telemetry_text(const host::NvmlTelemetry& t, double max_temperat
   std::string s;
   for (const host::GpuTelemetry& g : t.gpus) {
     if (!g.not_matched.empty()) {
-      s += fmt::format("gpu cuda:{} {}: not found by NVML ({})\n", g.device, g.uuid, g.not_matched);
+      s += fmt::format("{}: not found by NVML ({})\n", unit_text(UnitName::of_gpu(g.device), g.uuid), g.not_matched);
       continue;
     }
     const host::GpuIdentity& id = g.identity;
     const auto v = [](const std::string& x) { return x.empty() ? std::string("n/a") : x; };
-    s += fmt::format("gpu cuda:{} {}: serial {}  part {}  vbios {}  inforom {}  driver {}", g.device, g.uuid,
+    s += fmt::format("{}: serial {}  part {}  vbios {}  inforom {}  driver {}", unit_text(UnitName::of_gpu(g.device), g.uuid),
                      v(id.serial), v(id.board_part_number), v(id.vbios), v(id.inforom), v(id.driver));
     if (g.before.pcie_generation && g.before.pcie_width)
       s += fmt::format("  pcie gen{} x{}", *g.before.pcie_generation, *g.before.pcie_width);

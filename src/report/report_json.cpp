@@ -10,6 +10,7 @@
 #include "report.h"
 #include "report_gpu.h"
 #include "report_host.h"
+#include "unit_json.h"
 
 namespace sdc {
 
@@ -41,16 +42,15 @@ nlohmann::json retest_json(const UnitRetest& u) {
   json sib = json::array();
   for (const SiblingRetest& x : u.siblings)
     sib.push_back(
-        {{"unit", x.unit < 0 ? json{{"kind", "gpu"}, {"device", u.device}} : json{{"kind", "cpu"}, {"cpu", x.unit}}},
+        {{"unit", unit_json(x.unit < 0 ? UnitName::of_gpu(u.device) : UnitName::of_cpu(x.unit))},
          {"relation", x.relation},
          {"runs", x.runs},
          {"failed", x.failed}});
   const int dep = u.input_dependent();
   const json compared = u.fresh_on_host          ? json{{"kind", "host"}}
-                        : u.fresh_reference >= 0 ? json{{"kind", "cpu"}, {"cpu", u.fresh_reference}}
+                        : u.fresh_reference >= 0 ? unit_json(UnitName::of_cpu(u.fresh_reference))
                                                  : json();
-  return {{"unit", u.device >= 0 ? json{{"kind", "sm"}, {"device", u.device}, {"sm", u.unit}}
-                                 : json{{"kind", "cpu"}, {"cpu", u.unit}}},
+  return {{"unit", unit_json(u.device >= 0 ? UnitName::of_sm(u.device, u.unit) : UnitName::of_cpu(u.unit))},
           {"classification", u.classification()},
           {"rate", u.rate()},
           {"tiles", u.tiles},
@@ -139,7 +139,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   for (const UnitResult& u : r.units)
     if (u.is_sm())
       j["units"].push_back({{"kind", "sm"},
-                            {"device", r.devices[static_cast<size_t>(u.device)].index},
+                            {"gpu", r.devices[static_cast<size_t>(u.device)].index},
                             {"sm", u.sm},
                             {"tiles", u.tiles},
                             {"failed_tiles", u.failed_tiles},
@@ -153,15 +153,15 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                             {"failed_tiles", u.failed_tiles},
                             {"result", unit_result(u)}});
   j["tests"] = json::array();
-  int counts[5] = {};
+  std::map<std::string, size_t> counts;
   for (const TestResult& t : r.tests) {
-    ++counts[static_cast<int>(t.verdict)];
+    ++counts[result_name(t)];
     json jt = {{"id", t.id},
                {"family", t.family},
                {"mode", t.mode},
                {"distribution", t.distribution},
                {"device", t.device},
-               {"result", verdict_name(t.verdict)},
+               {"result", result_name(t)},
                {"iterations", t.iterations_done},
                {"iterations_planned", t.iterations_planned},
                {"tiles", t.tiles},
@@ -176,16 +176,17 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["library"] = t.library.empty() ? json(nullptr) : json(t.library);
     jt["algorithm"] = t.algorithm.empty() ? json(nullptr) : json(t.algorithm);
     if (!t.reason.empty()) jt["reason"] = t.reason;
-    auto unit_json = [&](int unit) {
-      return t.device_index >= 0
-                 ? json{{"kind", "sm"}, {"device", r.devices[static_cast<size_t>(t.device_index)].index}, {"sm", unit}}
-                 : json{{"kind", "cpu"}, {"cpu", unit}};
+    auto test_unit_json = [&](int unit) {  // an SM, the whole GPU (-1: its kernels span it), or a CPU
+      if (t.device_index < 0 && unit < 0) return json{{"kind", "cpu"}, {"cpu", unit}};  // no CPU named
+      return unit_json(t.device_index >= 0
+                           ? UnitName::of_sm(r.devices[static_cast<size_t>(t.device_index)].index, unit)
+                           : UnitName::of_cpu(unit));
     };
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares)
       jt["miscompares"].push_back({{"iteration", m.iteration},
                                    {"tile", m.tile},
-                                   {"unit", unit_json(m.unit)},
+                                   {"unit", test_unit_json(m.unit)},
                                    {"element", m.element},
                                    {"element_name", m.element_name},
                                    {"expected", hex32(m.expected)},
@@ -194,7 +195,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                    {"ulps", m.ulps}});
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
-      if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, unit_json(u.unit)));
+      if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
     // Every differing element and failing tile per iteration, over the units (the signatures count them all,
     // listed or not): when in the run the fault showed, and whether it stayed.
     std::map<int, std::pair<uint64_t, uint64_t>> by_iteration;  // iteration -> elements, tiles
@@ -271,8 +272,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                         {"failed", u.failed},
                                         {"slow", u.slow}});
   j["errors"] = r.errors;
-  j["summary"] = {{"tests", r.tests.size()}, {"pass", counts[0]}, {"fail", counts[1]},
-                  {"error", counts[2]},      {"skip", counts[3]}, {"crash", counts[4]}};
+  j["summary"] = {{"tests", r.tests.size()}};
+  for (const char* name : RESULT_NAMES) j["summary"][name] = counts[name];
   j["interrupted_by_signal"] = r.interrupted_by ? json(r.interrupted_by) : json(nullptr);
   j["exit"] = {{"code", r.exit_code()}, {"verdict", r.exit_word()}};
   const std::string drain = drain_reason(j);  // from the JSON, as 'sdcscreen reason' reads a report

@@ -40,21 +40,24 @@ void gauge(std::string& out, const char* name, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
 }
 
-// How the NPD line names a GPU (an index into r.devices): by its UUID, cut to the first group so that the
-// line keeps to 80 characters ("GPU-1a2b3c4d": "GPU-" and the first 8 hex digits, which nvidia-smi -L shows
-// in full), else, when no UUID is known, by its CUDA ordinal ("gpu0").
-std::string npd_gpu(const RunResult& r, int device_index) {
-  if (device_index < 0 || static_cast<size_t>(device_index) >= r.devices.size()) return fmt::format("gpu{}", device_index);
+// How the NPD line names a GPU (an index into r.devices), or an SM of it: as every output does (unit_text),
+// followed by its UUID cut to the first group so that the line keeps to 80 characters ("gpu 0 sm 17
+// (GPU-1a2b3c4d)": "GPU-" and the first 8 hex digits, which nvidia-smi -L shows in full); no UUID when none
+// is known.
+std::string npd_gpu(const RunResult& r, int device_index, int sm = -1) {
+  if (device_index < 0 || static_cast<size_t>(device_index) >= r.devices.size())
+    return unit_text(UnitName::of_sm(device_index, sm));
   const DeviceInfo& d = r.devices[static_cast<size_t>(device_index)];
   const size_t dash = d.uuid.find('-');
-  if (dash != std::string::npos && dash > 0 && d.uuid.size() >= dash + 9 &&
+  const bool shortened =
+      dash != std::string::npos && dash > 0 && d.uuid.size() >= dash + 9 &&
       std::all_of(d.uuid.begin() + static_cast<long>(dash) + 1, d.uuid.begin() + static_cast<long>(dash) + 9,
-                  [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
-    return d.uuid.substr(0, dash + 9);
-  return fmt::format("gpu{}", d.index);
+                  [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  return unit_text(UnitName::of_sm(d.index, sm), shortened ? d.uuid.substr(0, dash + 9) : "");
 }
 
-// The GPUs' NVML events of a severity, each GPU named as above: "GPU-1a2b3c4d: Xid 79; gpu1: ecc_uncorrected +1".
+// The GPUs' NVML events of a severity, each GPU named as above: "gpu 0 (GPU-1a2b3c4d): Xid 79; gpu 1:
+// ecc_uncorrected +1".
 std::string npd_gpu_causes(const RunResult& r, const char* severity) {
   std::string s;
   for (const host::GpuTelemetry& g : r.nvml.gpus)
@@ -66,16 +69,22 @@ std::string npd_gpu_causes(const RunResult& r, const char* severity) {
 
 namespace {
 
-// "cpu 3" as the metrics and the NPD line name a device: "cpu3".
-std::string device_name(std::string unit) {
-  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
-  return unit;
+// The labels of a unit's series (unit_labels): cpu="3"; gpu="0",uuid="..."; gpu="0",uuid="...",sm="5". The UUID
+// (when known) lets a fleet query follow the part when CUDA renumbers it.
+std::string labels_of(const RunResult& r, const UnitName& u) {
+  for (const DeviceInfo& d : r.devices)
+    if (!u.is_cpu() && d.index == u.gpu) return unit_labels(u, d.uuid);
+  return unit_labels(u);
 }
 
-// The labels of a device's series: device="gpu0/sm3", and on every GPU series the GPU's uuid, so a fleet
-// query follows the part when CUDA renumbers it (device= stays for the dashboards that key on it).
-// The units the watchdog gave up on, for the NPD line: "cpu3", a GPU whose every SM hung by its name
-// ("GPU-8c2f1a2b", npd_gpu), an SM alone as "GPU-8c2f1a2b/sm5".
+// The labels of a unit the probe names ("cpu 3", "gpu 1"); a name that is none of ours as unit="...".
+std::string labels_of(const RunResult& r, const std::string& unit) {
+  UnitName u;
+  return parse_unit_text(unit, u) ? labels_of(r, u) : fmt::format("unit=\"{}\"", unit);
+}
+
+// The units the watchdog gave up on, for the NPD line: "cpu 3", a GPU whose every SM hung by its name
+// ("gpu 0 (GPU-8c2f1a2b)", npd_gpu), an SM alone as "gpu 0 sm 5 (GPU-8c2f1a2b)".
 std::string hung_units(const RunResult& r) {
   std::map<int, std::pair<size_t, size_t>> sms;  // device -> (hung SMs, SMs)
   for (const UnitResult& u : r.units)
@@ -89,38 +98,26 @@ std::string hung_units(const RunResult& r) {
     if (!u.hung) continue;
     std::string name;
     if (!u.is_sm())
-      name = fmt::format("cpu{}", u.cpu.cpu);
+      name = unit_text(UnitName::of_cpu(u.cpu.cpu));
     else if (sms[u.device].first < sms[u.device].second)
-      name = fmt::format("{}/sm{}", npd_gpu(r, u.device), u.sm);
+      name = npd_gpu(r, u.device, u.sm);
     else if (named.insert(u.device).second)
       name = npd_gpu(r, u.device);
-    if (!name.empty()) out += (out.empty() ? "" : ",") + name;
+    if (!name.empty()) out += (out.empty() ? "" : ", ") + name;
   }
   return out;
 }
 
-std::string device_labels(const RunResult& r, const std::string& dev) {
-  std::string s = fmt::format("device=\"{}\"", dev);
-  if (dev.rfind("gpu", 0) != 0) return s;
-  const int n = std::atoi(dev.c_str() + 3);
-  for (const DeviceInfo& d : r.devices)
-    if (d.index == n && !d.uuid.empty()) return s + fmt::format(",uuid=\"{}\"", d.uuid);
-  return s;
-}
-
-// "cpu3,gpu1": the slow units.
+// "cpu 3, gpu 1": the slow units.
 std::string slow_units(const RunResult& r) {
   std::string out;
   for (const UnitThroughput& u : r.throughput)
-    if (u.slow) {
-      if (!out.empty()) out += ',';
-      out += device_name(u.unit);
-    }
+    if (u.slow) out += (out.empty() ? "" : ", ") + u.unit;
   return out;
 }
 
-// Each retested unit's classification, over the failing tests: "cpu3" -> the worst of its classifications
-// (persistent over intermittent over not reproduced) and its highest rate.
+// Each retested unit's classification, over the failing tests: the unit's labels -> the worst of its
+// classifications (persistent over intermittent over not reproduced) and its highest rate.
 struct UnitClass {
   std::string cls;
   double rate = 0;
@@ -131,7 +128,7 @@ std::map<std::string, UnitClass> unit_classes(const RunResult& r) {
   for (const TestResult& t : r.tests)
     for (const UnitRetest& u : t.retests) {
       if (u.same_seed_runs == 0) continue;  // not retested after all (cut short before its first run)
-      UnitClass& c = out[u.device >= 0 ? fmt::format("gpu{}/sm{}", u.device, u.unit) : fmt::format("cpu{}", u.unit)];
+      UnitClass& c = out[labels_of(r, u.device >= 0 ? UnitName::of_sm(u.device, u.unit) : UnitName::of_cpu(u.unit))];
       if (c.cls.empty() || class_rank(u.classification()) > class_rank(c.cls)) c.cls = u.classification();
       c.rate = std::max(c.rate, u.rate());
     }
@@ -145,12 +142,14 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   std::string s;
   gauge(s, "sdcscreen_last_run_timestamp_seconds", "Unix time the last screen ended.");
   s += fmt::format("sdcscreen_last_run_timestamp_seconds {:.3f}\n", r.end_unix);
-  // 0 until a screen passes (no previous success carried over): a staleness alert then fires for a node that
-  // never passed, where an absent series would raise nothing.
-  const double last_success = std::max(
-      0.0, passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds", r.end_unix));
-  gauge(s, "sdcscreen_last_success_timestamp_seconds", "Unix time of the last screen that passed; 0: none has passed.");
-  s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
+  // Absent until a screen passes (no previous success carried over), never 0: a zero would read as a success in
+  // 1970 to a max_over_time or a "time() - x" panel. A node that never passed has the run's series without this
+  // one, which the never-passed alert matches (a per-node absent(): deploy/prometheus/sdcscreen.rules.yml).
+  const double last_success =
+      passed ? r.end_unix : previous_value(previous, "sdcscreen_last_success_timestamp_seconds", r.end_unix);
+  gauge(s, "sdcscreen_last_success_timestamp_seconds",
+        "Unix time of the last screen that passed; absent until one has passed.");
+  if (last_success >= 0) s += fmt::format("sdcscreen_last_success_timestamp_seconds {:.3f}\n", last_success);
   gauge(s, "sdcscreen_run_duration_seconds", "Wall time of the last screen.");
   s += fmt::format("sdcscreen_run_duration_seconds {:.3f}\n", r.end_unix - r.start_unix);
   gauge(s, "sdcscreen_exit_code",
@@ -173,7 +172,8 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
                    tool_version());
   // A device is healthy when it computed tiles and none failed; one that computed nothing is not.
   gauge(s, "sdcscreen_device_healthy",
-        "1 when the device (a logical CPU or a GPU) computed tiles and none miscompared (a GPU: and NVML reported no hardware failure).");
+        "1 when the device (a logical CPU: cpu label; a GPU: gpu and uuid labels) computed tiles and none miscompared "
+        "(a GPU: and NVML reported no hardware failure).");
   std::vector<uint64_t> gpu_tiles(r.devices.size()), gpu_failed(r.devices.size());
   for (const TestResult& t : r.tests)  // a GPU whose context a test's work destroyed is not healthy
     if (t.verdict == Verdict::crash && t.device_index >= 0) ++gpu_failed[static_cast<size_t>(t.device_index)];
@@ -185,34 +185,33 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
       gpu_tiles[static_cast<size_t>(u.device)] += u.tiles;
       gpu_failed[static_cast<size_t>(u.device)] += u.failed_tiles + (u.hung ? 1 : 0);
     } else {
-      s += fmt::format("sdcscreen_device_healthy{{device=\"cpu{}\"}} {}\n", u.cpu.cpu,
+      s += fmt::format("sdcscreen_device_healthy{{{}}} {}\n", labels_of(r, UnitName::of_cpu(u.cpu.cpu)),
                        u.tiles > 0 && u.failed_tiles == 0 && !u.hung && !u.crash_signal ? 1 : 0);
     }
   }
   for (size_t d = 0; d < r.devices.size(); ++d)
-    s += fmt::format("sdcscreen_device_healthy{{device=\"gpu{}\",uuid=\"{}\"}} {}\n", r.devices[d].index,
-                     r.devices[d].uuid, gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
+    s += fmt::format("sdcscreen_device_healthy{{{}}} {}\n", labels_of(r, UnitName::of_gpu(r.devices[d].index)),
+                     gpu_tiles[d] > 0 && gpu_failed[d] == 0 ? 1 : 0);
   gauge(s, "sdcscreen_device_relative_throughput",
         "The device's throughput over its peers' median in the last screen (median over comparable cases).");
   for (const UnitThroughput& u : r.throughput)
-    s += fmt::format("sdcscreen_device_relative_throughput{{{}}} {:.4f}\n", device_labels(r, device_name(u.unit)),
-                     u.relative);
+    s += fmt::format("sdcscreen_device_relative_throughput{{{}}} {:.4f}\n", labels_of(r, u.unit), u.relative);
   gauge(s, "sdcscreen_device_slow", "1 for a device below the throughput floor of its peers (present only then).");
   for (const UnitThroughput& u : r.throughput)
-    if (u.slow) s += fmt::format("sdcscreen_device_slow{{{}}} 1\n", device_labels(r, device_name(u.unit)));
+    if (u.slow) s += fmt::format("sdcscreen_device_slow{{{}}} 1\n", labels_of(r, u.unit));
   const auto classes = unit_classes(r);
   gauge(s, "sdcscreen_device_fault_class",
-        "1 for a device whose failure was retested (--retest-on-failure), labelled with its classification: "
-        "persistent, intermittent or not_reproduced (present only then).");
-  for (const auto& [dev, c] : classes) {
+        "1 for a unit (a logical CPU, or an SM: gpu and sm labels) whose failure was retested (--retest-on-failure), "
+        "labelled with its classification: persistent, intermittent or not_reproduced (present only then).");
+  for (const auto& [labels, c] : classes) {
     std::string cls = c.cls;
     std::replace(cls.begin(), cls.end(), ' ', '_');
-    s += fmt::format("sdcscreen_device_fault_class{{{},class=\"{}\"}} 1\n", device_labels(r, dev), cls);
+    s += fmt::format("sdcscreen_device_fault_class{{{},class=\"{}\"}} 1\n", labels, cls);
   }
   gauge(s, "sdcscreen_device_fault_rate",
         "The fraction of a failing device's retests that failed again (present only for retested devices).");
-  for (const auto& [dev, c] : classes)
-    s += fmt::format("sdcscreen_device_fault_rate{{{}}} {:.4f}\n", device_labels(r, dev), c.rate);
+  for (const auto& [labels, c] : classes)
+    s += fmt::format("sdcscreen_device_fault_rate{{{}}} {:.4f}\n", labels, c.rate);
   // The replay's first failing site per unit (L1's slots are in execution order: the first faulty submodule);
   // bounded labels: the model's submodules and tensors, its steps.
   gauge(s, "sdcscreen_replay_failed",
@@ -221,32 +220,32 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   for (const TestResult& t : r.tests)
     if (is_replay_family(t.family))
       for (const Miscompare& m : t.miscompares) {
-        const std::string dev = t.device_index >= 0
-                                    ? fmt::format("gpu{}", r.devices[static_cast<size_t>(t.device_index)].index)
-                                    : fmt::format("cpu{}", m.unit);
+        const std::string dev = labels_of(r, t.device_index >= 0 ? UnitName::of_gpu(r.devices[static_cast<size_t>(t.device_index)].index)
+                                                                 : UnitName::of_cpu(m.unit));
         if (const std::string site = replay_site(m.element_name);
             !site.empty() && (t.device_index >= 0 || m.unit >= 0) && replay_devices.insert(dev).second)
-          s += fmt::format("sdcscreen_replay_failed{{{},level=\"{}\",site=\"{}\"}} 1\n", device_labels(r, dev),
-                           site.substr(1, 1), site.substr(3));
+          s += fmt::format("sdcscreen_replay_failed{{{},level=\"{}\",site=\"{}\"}} 1\n", dev, site.substr(1, 1),
+                           site.substr(3));
       }
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
-    if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{device=\"cpu{}\"}} 1\n", u.cpu.cpu);
+    if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", labels_of(r, UnitName::of_cpu(u.cpu.cpu)));
   for (size_t d = 0; d < r.devices.size(); ++d)  // a GPU whose SMs the watchdog gave up on, by ordinal and UUID
     if (std::any_of(r.units.begin(), r.units.end(),
                     [d](const UnitResult& u) { return u.hung && u.is_sm() && u.device == static_cast<int>(d); }))
-      s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", device_labels(r, fmt::format("gpu{}", r.devices[d].index)));
+      s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", labels_of(r, UnitName::of_gpu(r.devices[d].index)));
   std::map<std::string, uint64_t> tiles_failed;
   std::map<std::string, int> results;
   for (const TestResult& t : r.tests) {
     tiles_failed[t.family] += t.failed_tiles;
-    ++results[verdict_name(t.verdict)];
+    ++results[result_name(t)];
   }
   gauge(s, "sdcscreen_miscompared_tiles", "Tiles that miscompared in the last screen, by kernel family.");
   for (const auto& [family, n] : tiles_failed)
     s += fmt::format("sdcscreen_miscompared_tiles{{family=\"{}\"}} {}\n", family, n);
-  gauge(s, "sdcscreen_tests", "Tests of the last screen by result.");
-  for (const char* v : {"pass", "fail", "error", "skip", "crash"})
+  gauge(s, "sdcscreen_tests",
+        "Tests of the last screen by result (not_applicable: cases this backend or device cannot run, not skips).");
+  for (const char* v : RESULT_NAMES)
     s += fmt::format("sdcscreen_tests{{result=\"{}\"}} {}\n", v, results.count(v) ? results[v] : 0);
   s += host_prometheus(r.host);
   s += gpu_prometheus(r.nvml);
@@ -276,16 +275,17 @@ std::string render_npd_line(const RunResult& r) {
     }
     case 1: {
       std::string where, families;
+      std::set<std::string> named;  // "cpu 1, cpu 3": each unit once, in the order of the tests
+      const auto add_unit = [&](const std::string& u) {
+        if (named.insert(u).second) where += (where.empty() ? "" : ", ") + u;
+      };
       for (const TestResult& t : r.tests) {
         if (t.verdict != Verdict::fail && t.verdict != Verdict::crash) continue;
         if (t.units_failed.empty() && t.device_index >= 0) {  // a GPU that lost its context: the GPU itself
-          const std::string u = npd_gpu(r, t.device_index) + ",";
-          if (where.find(u) == std::string::npos) where += u;
+          add_unit(npd_gpu(r, t.device_index));
         }
-        for (int unit : t.units_failed) {  // cpu3, or GPU-1a2b3c4d/sm17 (gpu0/sm17 without a UUID)
-          const std::string u = t.device_index >= 0 ? fmt::format("{}/sm{},", npd_gpu(r, t.device_index), unit)
-                                                    : fmt::format("cpu{},", unit);
-          if (where.find(u) == std::string::npos) where += u;
+        for (int unit : t.units_failed) {  // cpu 3, or gpu 0 sm 17 (GPU-1a2b3c4d)
+          add_unit(t.device_index >= 0 ? npd_gpu(r, t.device_index, unit) : unit_text(UnitName::of_cpu(unit)));
         }
         // A replay names its level and first failing site: "replay L1 layer1.mlp.down.forward".
         std::string what = t.family;
@@ -294,7 +294,6 @@ std::string render_npd_line(const RunResult& r) {
             what = "replay " + site;
         if (families.find(what + ",") == std::string::npos) families += what + ",";
       }
-      if (!where.empty()) where.pop_back();
       if (!families.empty()) families.pop_back();
       // Units the watchdog gave up on (exit 1 when their peers finished): "cpu1 hung (watchdog) in CASE".
       std::string hung = hung_units(r);

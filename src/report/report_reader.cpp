@@ -8,6 +8,7 @@
 
 #include "../util/atomic_file.h"
 #include "../util/strict_json.h"
+#include "../core/unit_name.h"
 #include "report.h"
 
 namespace sdc {
@@ -47,30 +48,47 @@ int64_t integer_member(const json& o, const char* key, const std::string& where)
   return v.get<int64_t>();
 }
 
-// A signature's unit object: a logical CPU, or an SM of a GPU.
+// A signature's unit object: a logical CPU, or an SM of a GPU; its GPU is "gpu" (schema 15), "device" before.
 std::string unit_name(const json& u, const std::string& where) {
   if (!u.is_object()) throw NotReport(where + "'unit' is not an object");
   const std::string kind = string_member(u, "kind", where + "unit: ");
-  if (kind == "cpu") return fmt::format("cpu {}", integer_member(u, "cpu", where + "unit: "));
-  if (kind == "sm") {  // the case names its GPU; "SM k" compares across a renumbering
-    integer_member(u, "device", where + "unit: ");
-    return fmt::format("SM {}", integer_member(u, "sm", where + "unit: "));
+  if (kind == "cpu") return unit_text(UnitName::of_cpu(static_cast<int>(integer_member(u, "cpu", where + "unit: "))));
+  if (kind == "sm") {  // the case names its GPU; "sm k" compares across a renumbering
+    integer_member(u, u.contains("gpu") ? "gpu" : "device", where + "unit: ");
+    return unit_text(UnitName{-1, -1, static_cast<int>(integer_member(u, "sm", where + "unit: "))});
   }
-  throw NotReport(fmt::format("{}unit kind '{}' is neither cpu nor sm", where, kind));
+  if (kind == "gpu") return unit_text(UnitName::of_gpu(static_cast<int>(integer_member(u, "gpu", where + "unit: "))));
+  throw NotReport(fmt::format("{}unit kind '{}' is neither cpu, sm nor gpu", where, kind));
 }
 
-TestView read_test(const json& t, size_t index) {
+TestView read_test(const json& t, size_t index, int64_t schema_version) {
   std::string where = fmt::format("tests[{}]: ", index);
   if (!t.is_object()) throw NotReport(where + "not an object");
   TestView v;
   v.id = string_member(t, "id", where);
   where = fmt::format("tests[{}] ({}): ", index, v.id);
   v.device = string_member(t, "device", where);
+  if (v.device.rfind("cuda:", 0) == 0) {
+    const char* digits = v.device.c_str() + 5;
+    int n = 0;
+    const auto [end, ec] = std::from_chars(digits, v.device.c_str() + v.device.size(), n);
+    if (ec != std::errc() || *end != '\0' || end == digits || n < 0)
+      throw NotReport(where + fmt::format("device '{}' is not cpu or cuda:N", v.device));
+    v.gpu = n;
+  }
   v.result = string_member(t, "result", where);
+  // Before schema_version 15 a case this backend or device cannot run was a skip that said so in its reason:
+  // read as not_applicable, so that a report of either version compares with one of the other.
+  if (schema_version < 15 && v.result == "skip" && t.contains("reason") && t["reason"].is_string()) {
+    const std::string why = t["reason"].get<std::string>();
+    if (why.rfind("not applicable", 0) == 0 || why.find("runs on GPUs only") != std::string::npos)
+      v.result = "not_applicable";
+  }
   for (const json& u : array_member(t, "units_failed", where)) {
-    if (!u.is_number_integer()) throw NotReport(where + "'units_failed' holds a non-integer");
-    const auto n = u.get<int64_t>();
-    v.units_failed.push_back(v.device == "cpu" ? fmt::format("cpu {}", n) : fmt::format("SM {}", n));
+    if (!u.is_number_integer() || u.get<int64_t>() < 0 || u.get<int64_t>() > INT32_MAX)
+      throw NotReport(where + "'units_failed' holds something else than a unit number");
+    const int n = static_cast<int>(u.get<int64_t>());
+    v.units_failed.push_back(unit_text(v.gpu < 0 ? UnitName::of_cpu(n) : UnitName{-1, -1, n}));
   }
   std::sort(v.units_failed.begin(), v.units_failed.end());
   for (const json& g : array_member(t, "signatures", where)) {
@@ -144,7 +162,7 @@ ReportView read_report(const std::string& file) {
     r.microcode = h["identity"]["cpu"]["microcode"].get<std::string>();
   const json& tests = array_member(j, "tests", where);
   for (size_t i = 0; i < tests.size(); ++i) {
-    r.tests.push_back(read_test(tests[i], i));
+    r.tests.push_back(read_test(tests[i], i, r.schema_version));
     if (const auto u = r.uuid_of.find(r.tests.back().device); u != r.uuid_of.end()) r.tests.back().uuid = u->second;
     for (size_t k = 0; k + 1 < r.tests.size(); ++k)
       if (r.tests[k].id == r.tests.back().id && r.tests[k].device == r.tests.back().device)

@@ -19,10 +19,12 @@ struct NotReport : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One test of a report, as much of it as a comparison reads. Units are named as people read them: "cpu 3",
-// "cuda:0 SM 17".
+// One test of a report, as much of it as a comparison reads. Units are named as people read them (unit_text):
+// "cpu 3", or an SM of the test's GPU as "sm 17" (without its ordinal: a comparison follows a GPU by UUID when
+// CUDA renumbers it).
 struct TestView {
   std::string id, device, result;
+  int gpu = -1;      // the GPU's CUDA ordinal (device "cuda:N"), -1 for the CPU
   std::string uuid;  // the GPU's, from the report's devices; "" for the CPU or a report without it
   std::vector<std::string> units_failed;
   std::map<std::string, std::vector<std::string>> signatures;  // signature -> the units that have it

@@ -101,4 +101,38 @@ ReproduceLine reproduce_line(const std::vector<std::string>& argv, const std::st
   return out;
 }
 
+std::string retest_line(const std::vector<std::string>& argv, const std::string& program, const UnitName& unit) {
+  std::vector<std::string> cmd = {program.empty() ? (argv.empty() ? "sdcscreen" : argv[0]) : program, "run",
+                                  "--profile", "burnin"};
+  // The original run's pattern data and memory cap still apply; its backend too when it named a GPU backend
+  // (an emulated one in tests), else a GPU is retested on CUDA.
+  std::string backend;
+  for (size_t i = 2; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") break;
+    for (const char* kept : {"--patterns", "--max-memory", "--backend"}) {
+      const std::string name = kept;
+      std::string value;
+      if (a == name && i + 1 < argv.size())
+        value = argv[i + 1];
+      else if (a.rfind(name + "=", 0) == 0)
+        value = a.substr(name.size() + 1);
+      else
+        continue;
+      if (name == "--backend")
+        backend = value;
+      else
+        cmd.insert(cmd.end(), {name, value});
+    }
+  }
+  if (unit.is_cpu()) {
+    cmd.insert(cmd.end(), {"--backend", "cpu", "--cpuset", std::to_string(unit.cpu)});
+  } else {
+    cmd.insert(cmd.end(), {"--backend", backend.empty() || backend == "auto" || backend == "cpu" ? "cuda" : backend,
+                           "--devices", std::to_string(unit.gpu)});
+  }
+  cmd.insert(cmd.end(), {"--history", "none"});
+  return shell_join(cmd);
+}
+
 }  // namespace sdc

@@ -106,8 +106,8 @@ CPU_FAMILIES = [f for f in FAMILIES if f not in GPU_ONLY_FAMILIES]
 
 
 def gpu_only_skip(test):
-    """A test of a GPU-only family, skipped on a CPU run as not applicable, as it must be."""
-    return (test.get("family") in GPU_ONLY_FAMILIES and test.get("result") == "skip"
+    """A test of a GPU-only family, not applicable on a CPU run (its own result, not a skip), as it must be."""
+    return (test.get("family") in GPU_ONLY_FAMILIES and test.get("result") == "not_applicable"
             and "runs on GPUs only" in test.get("reason", ""))
 
 

@@ -74,8 +74,20 @@ def expected(alert, instance, labels):
         alert, "critical" if alert in ("SilentDataCorruption", "SilentDataCorruptionUnit", "SDCScreenUnitHung",
                                        "SDCScreenUncorrectedHardwareError") else "warning"))
     summary, description = ANNOTATIONS[alert]
-    render = lambda t: t.replace("{{ $labels.instance }}", instance).replace("{{ $labels.device }}", labels.get("device", ""))
+    render = lambda t: t.replace("{{ $labels.instance }}", instance).replace(UNIT_TEMPLATE, unit_text(labels))
     return {"exp_labels": lab, "exp_annotations": {"summary": render(summary), "description": render(description)}}
+
+
+# How the annotations name a unit from its labels (cpu; gpu and sm), and the same in Python: "cpu 3", "gpu 0 sm 5".
+UNIT_TEMPLATE = ("{{ if $labels.cpu }}cpu {{ $labels.cpu }}{{ else }}gpu {{ $labels.gpu }}"
+                 "{{ if $labels.sm }} sm {{ $labels.sm }}{{ end }}{{ end }}")
+F.check(UNIT_TEMPLATE in open(RULES).read(), "the rules name units with another template than this test renders")
+
+
+def unit_text(labels):
+    if "cpu" in labels:
+        return f"cpu {labels['cpu']}"
+    return f"gpu {labels.get('gpu', '')}" + (f" sm {labels['sm']}" if "sm" in labels else "")
 
 
 TESTS = []
@@ -105,11 +117,17 @@ def unhealthy_in(lines):
 
 
 unhealthy = unhealthy_in(bad_lines)
-F.check(len(unhealthy) >= 1, f"miscompare drill: no unhealthy unit in {bad_lines}")
+F.check(len(unhealthy) >= 1 and all(set(u) == {"cpu"} for u in unhealthy),
+        f"miscompare drill: no unhealthy unit labelled cpu=\"N\" alone in {bad_lines}")
+# No pass yet: the last success is absent (not 0), which the never-passed alert reads.
+F.check(not any(ln.startswith("sdcscreen_last_success_timestamp_seconds") for ln in bad_lines),
+        f"a textfile before any pass has a last success: {[ln for ln in bad_lines if 'success' in ln]}")
+F.check(any(ln.startswith("sdcscreen_last_success_timestamp_seconds ") for ln in ok_lines),
+        "a passing screen's textfile has no last success")
 scenario("miscompare", series(bad_lines, "n1", sdcscreen_fault_injection="0"), "10m",
          {"SilentDataCorruption": [expected("SilentDataCorruption", "n1", {})],
           "SilentDataCorruptionUnit": [expected("SilentDataCorruptionUnit", "n1", u) for u in unhealthy]})
-# 3. The same file as the drill wrote it: no corruption alert; never passed (its fresh file says 0) after 1 h.
+# 3. The same file as the drill wrote it: no corruption alert; never passed (its fresh file has no success) after 1 h.
 scenario("drill", series(bad_lines, "n1"), "2h",
          {"SDCScreenNeverPassed": [expected("SDCScreenNeverPassed", "n1", {})]})
 # 4. A hung CPU (the hang drill, flag cleared): the unit fires.

@@ -95,13 +95,13 @@ inject_cases = [
     ("input without tensor", f"case={CASE},element=5,bit=3,target=input", "tensor"),
     ("bad target", f"case={CASE},element=5,bit=3,target=weights", "weights"),
     ("unknown case", "case=softmax_f32.no_such_case,element=5,bit=3", "softmax_f32.no_such_case"),
-    ("unit not selected", f"case={CASE},element=5,bit=3,unit=7", "unit 7"),
+    ("unit not selected", f"case={CASE},element=5,bit=3,unit=7", "unit=7: cpu 7 is not"),
     ("case not selected", "case=softmax_f32.uniform_256x4096,element=5,bit=3", "softmax_f32.uniform_256x4096"),
     ("empty spec", "", "--inject"),
 ]
 for name, spec, word in inject_cases:
     usage(f"--inject {name}", ["run", *SEL, "--inject", spec], word)
-usage("--inject unit outside --cpuset", ["run", *SEL, "--cpuset", "0", "--inject", f"case={CASE},element=5,bit=3,unit=1"], "unit 1")
+usage("--inject unit outside --cpuset", ["run", *SEL, "--cpuset", "0", "--inject", f"case={CASE},element=5,bit=3,unit=1"], "unit=1: cpu 1 is not")
 
 # --cpuset
 usage("--cpuset letters", ["run", *SEL, "--cpuset", "ab"], "--cpuset", "ab")
@@ -268,10 +268,14 @@ F.check(p.returncode == 0, f"boot text: exit {p.returncode} ({p.stderr.strip()[:
 if "  backend cpu  " in first:
     boot_cases = [c["id"] for c in bat["cases"] if "boot" in c["iterations"]]
     gpu_only = [c for c in boot_cases if common.CASES[c]["family"] in common.GPU_ONLY_FAMILIES]
-    collapsed = [l for l in p.stdout.splitlines() if "not applicable" in l]
+    collapsed = [l for l in p.stdout.splitlines() if "not applicable" in l and not l.startswith("summary: ")]
     F.check(len(gpu_only) >= 2 and len(collapsed) == 1 and
             collapsed[0].startswith(f"{len(gpu_only)} GPU-only cases not applicable on the cpu backend (families "),
             f"boot text: the {len(gpu_only)} GPU-only cases are not one line: {collapsed!r}")
+    # and the summary counts them apart: not applicable is not a skip.
+    summary = [l for l in p.stdout.splitlines() if l.startswith("summary: ")]
+    F.check(len(summary) == 1 and f" 0 skip, {len(gpu_only)} not applicable;" in summary[0],
+            f"boot text: summary {summary}")
     F.check("runs on GPUs only" not in p.stdout and "  skip: " not in p.stdout,
             "boot text: a 'skip: family ... runs on GPUs only' line is left")
     rows = table_rows(p.stdout)

@@ -101,7 +101,7 @@ else:
         inj = rep["injections"][0]
         F.check(inj["fired"] and inj["fired_unit"] == 0 and inj["device"] == 0, f"injection record {inj}")
         ms = rep["tests"][0]["miscompares"]
-        F.check(ms and all(m["unit"] == {"kind": "sm", "device": 0, "sm": 0} and m["xor_mask"] == "0x40000000" for m in ms),
+        F.check(ms and all(m["unit"] == {"kind": "sm", "gpu": 0, "sm": 0} and m["xor_mask"] == "0x40000000" for m in ms),
                 f"miscompares not all on SM 0 with xor 0x40000000: {ms[:3]}")
         F.check(rep["tests"][0]["units_failed"] == [0], f"units_failed {rep['tests'][0]['units_failed']}")
     # A recorded case without an accepted recording: judged by consensus, and the report says so.

@@ -121,7 +121,7 @@ def battery():
     code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--enable", lt, "--enable",
                                  "gemm_bf16_exactint.mantissa_walk_128x64x96")
     t = by_device(report, lt).get("cuda:0", {})
-    F.check(code == 0 and t.get("result") == "skip" and "runs only on a real GPU" in t.get("reason", ""),
+    F.check(code == 0 and t.get("result") == "not_applicable" and "runs only on a real GPU" in t.get("reason", ""),
             f"cuBLASLt on the emulated device: exit {code}, {t.get('result')} ({t.get('reason')})")
     F.finish()
 
@@ -205,7 +205,7 @@ def runner():
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4",
                                                "--profile", "boot", *[x for c in few for x in ("--enable", c)],
                                                "--npd"])], capture_output=True, text=True, timeout=600)
-    F.check(p.returncode == 1 and p.stdout.startswith("SDC: EMU-00000000 "), f"sticky error --npd: {p.stdout.strip()!r}")
+    F.check(p.returncode == 1 and p.stdout.startswith("SDC: gpu 0 (EMU-00000000) "), f"sticky error --npd: {p.stdout.strip()!r}")
 
     # 5. Device memory runs out: that case is an error that says so; the other GPU passes it.
     big = "gemm_f32.uniform_1024"
@@ -270,7 +270,7 @@ def runner():
     fp8 = "gemm_fp8_exactint.mantissa_walk_128x192x64"
     code, report, err = run_json("--backend", "emulated:sm_80x4,sm_89x4", "--profile", "boot", "--enable", fp8)
     t = by_device(report, fp8)
-    F.check(code == 0 and t.get("cuda:0", {}).get("result") == "skip"
+    F.check(code == 0 and t.get("cuda:0", {}).get("result") == "not_applicable"
             and "compute capability 8.9" in t.get("cuda:0", {}).get("reason", ""),
             f"sm_80: exit {code}, {t.get('cuda:0', {}).get('result')} ({t.get('cuda:0', {}).get('reason')})")
     F.check(t.get("cuda:1", {}).get("result") == "pass", f"sm_89: {t.get('cuda:1', {}).get('result')}")
@@ -314,15 +314,15 @@ def replay():
         p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
                                                    l12, "--inject", spec, "--prometheus", prom])],
                            capture_output=True, text=True, timeout=600)
-        F.check(p.returncode == 1 and "replay on cuda:0 (its kernels span the GPU): first L1 layer1.mlp.down.backward;"
-                in p.stdout and " SM -1" not in p.stdout, f"L12 drill: text:\n{p.stdout[-1500:]}")
+        F.check(p.returncode == 1 and "replay on gpu 0 (its kernels span the GPU): first L1 layer1.mlp.down.backward;"
+                in p.stdout and " sm -1" not in p.stdout, f"L12 drill: text:\n{p.stdout[-1500:]}")
         # Every GPU series carries the GPU's uuid beside its device label.
-        want = r'sdcscreen_replay_failed\{device="gpu0",uuid="EMU-[^"]+",level="1",site="layer1\.mlp\.down\.backward"\} 1'
+        want = r'sdcscreen_replay_failed\{gpu="0",uuid="EMU-[^"]+",level="1",site="layer1\.mlp\.down\.backward"\} 1'
         F.check(os.path.exists(prom) and re.search(want, open(prom).read()), f"L12 drill: no '{want}' in the Prometheus file")
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
                                                l12, "--inject", spec, "--npd"])], capture_output=True, text=True,
                        timeout=600)
-    F.check(p.stdout.strip() == "SDC: EMU-00000000 replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
+    F.check(p.stdout.strip() == "SDC: gpu 0 (EMU-00000000) replay L1 layer1.mlp.down.backward [drill]", f"npd: '{p.stdout.strip()}'")
     # Level 3: steps 0..4 match, step 5 on differ (its loss or parameter digest), the final distance too.
     code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",
                                  "--enable", l3, "--inject",
@@ -375,7 +375,7 @@ def retest():
                 f"{persist}: GPU 0 {t.get('cuda:0', {}).get('result')}")
         rt = t.get("cuda:1", {}).get("retest") or [{}]
         x = rt[0]
-        F.check(len(rt) == 1 and x.get("unit") == {"kind": "sm", "device": 1, "sm": 1} and x.get("tiles") == 3,
+        F.check(len(rt) == 1 and x.get("unit") == {"kind": "sm", "gpu": 1, "sm": 1} and x.get("tiles") == 3,
                 f"{persist}: retest {rt}")
         F.check(x.get("classification") == cls and x.get("same_seed", {}).get("runs") == 3
                 and x.get("same_seed", {}).get("failed") == same_failed
@@ -385,7 +385,7 @@ def retest():
         F.check(fs.get("runs") == 3 and fs.get("failed") == fresh_failed and fs.get("compared_with") == {"kind": "host"}
                 and x.get("input_dependent") == dep, f"{persist}: fresh seeds {fs}, input_dependent "
                 f"{x.get('input_dependent')}, want {fresh_failed} failed, {dep}")
-        F.check(x.get("siblings") == [{"unit": {"kind": "gpu", "device": 1}, "relation": "other SMs of the GPU",
+        F.check(x.get("siblings") == [{"unit": {"kind": "gpu", "gpu": 1}, "relation": "other SMs of the GPU",
                                        "runs": 3, "failed": 0}] and x.get("complete") is True,
                 f"{persist}: siblings {x.get('siblings')}")
     # The other outputs of a persistent SM fault.
@@ -395,15 +395,15 @@ def retest():
         p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot",
                                                    "--enable", gemm, "--inject", spec, "--retest-on-failure", "2",
                                                    "--prometheus", prom])], capture_output=True, text=True, timeout=600)
-        F.check(p.returncode == 1 and "retest on cuda:0 SM 1 (3 failing tile(s), 2 run(s) each way): persistent" in p.stdout
+        F.check(p.returncode == 1 and "retest on gpu 0 sm 1 (3 failing tile(s), 2 run(s) each way): persistent" in p.stdout
                 and "against the host CPU: not input-dependent" in p.stdout
                 and "neighbours (other SMs of the GPU): 0 of 2 runs failed" in p.stdout, f"text:\n{p.stdout[-1500:]}")
-        line = r'sdcscreen_device_fault_class\{device="gpu0/sm1",uuid="EMU-[^"]+",class="persistent"\} 1'
+        line = r'sdcscreen_device_fault_class\{gpu="0",uuid="EMU-[^"]+",sm="1",class="persistent"\} 1'
         F.check(os.path.exists(prom) and re.search(line, open(prom).read()), f"no '{line}' in the Prometheus file")
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4", "--profile", "boot", "--enable",
                                                gemm, "--inject", spec, "--retest-on-failure", "2", "--npd"])],
                        capture_output=True, text=True, timeout=600)
-    F.check(p.stdout.strip() == "SDC: EMU-00000000/sm1 persistent gemm_bf16_exactint [drill]", f"npd: {p.stdout.strip()!r}")
+    F.check(p.stdout.strip() == "SDC: gpu 0 sm 1 (EMU-00000000) persistent gemm_bf16_exactint [drill]", f"npd: {p.stdout.strip()!r}")
     # Refused: a GPU input drill cannot repeat on one SM.
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--enable", gemm, "--inject",
                                                f"case={gemm},target=input,tensor=a,element=0,bit=3,unit=1,persist=always",
@@ -453,7 +453,7 @@ def hung():
 
     def hung_units(report, device):
         """The results of a GPU's SM units in the report."""
-        return {u["result"] for u in (report or {}).get("units", []) if u["kind"] == "sm" and u["device"] == device}
+        return {u["result"] for u in (report or {}).get("units", []) if u["kind"] == "sm" and u["gpu"] == device}
 
     # Launch 1 is the SM-id query (before any test: a watchdog of its own); 2 and 3 generate the inputs; 4 is the
     # case's first computation; 6 is past the first iteration (compute and digest), in the second.
@@ -475,10 +475,10 @@ def hung():
         # and UUID), the NPD line leads with it.
         uuid = ((report or {}).get("devices") or [{}])[0].get("uuid") or ""
         F.check(hung_units(report, 0) == {"hung"}, f"launch {launch} hung: its SMs are {hung_units(report, 0)}")
-        F.check(f'sdcscreen_device_hung{{device="gpu0",uuid="{uuid}"}} 1' in screen.metrics and uuid,
+        F.check(f'sdcscreen_device_hung{{gpu="0",uuid="{uuid}"}} 1' in screen.metrics and uuid,
                 f"launch {launch} hung: Prometheus does not name the GPU ({uuid}): "
                 f"{[x for x in screen.metrics.splitlines() if 'hung' in x]}")
-        F.check(screen.npd.startswith(f"Unknown: {uuid[:12]} hung (watchdog)"),
+        F.check(screen.npd.startswith(f"Unknown: gpu 0 ({uuid[:12]}) hung (watchdog)"),
                 f"launch {launch} hung: NPD line {screen.npd!r}")
         F.check(took < 60, f"launch {launch} hung: the process took {took:.0f} s to end; the watchdog's deadline is "
                            "about 10 s")
@@ -491,7 +491,7 @@ def hung():
             f"{[(d, x.get('result'), x.get('reason')) for d, x in by.items()]}: {err[-400:]}")
     F.check(hung_units(report, 0) == {"hung"} and "hung" not in hung_units(report, 1),
             f"two GPUs, one hung: SMs {hung_units(report, 0)} and {hung_units(report, 1)}")
-    F.check(two.npd.startswith("SDC: ") and " hung (watchdog)" in two.npd and 'device="gpu1"' not in
+    F.check(two.npd.startswith("SDC: ") and " hung (watchdog)" in two.npd and 'gpu="1"' not in
             "".join(x for x in two.metrics.splitlines() if x.startswith("sdcscreen_device_hung")),
             f"two GPUs, one hung: NPD {two.npd!r}")
     F.check(took < 60, f"two GPUs, one hung: the process took {took:.0f} s to end")

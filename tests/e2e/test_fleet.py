@@ -94,8 +94,8 @@ try:
     F.check(cf == [{"identity": cpu_unit, "test": SOFTMAX, "signature": cpu_sig, "classification": None}],
             f"small: the CPU node's failures {cf}")
     gf = node(j, "c-gpu").get("failures", [])
-    F.check(len(gf) == 1 and gf[0]["identity"] == f"cuda:0 {gpu_uuid} SM 1" and gf[0]["classification"] == "persistent",
-            f"small: the GPU node's failures {gf} (want cuda:0 {gpu_uuid} SM 1, persistent)")
+    F.check(len(gf) == 1 and gf[0]["identity"] == f"gpu 0 sm 1 ({gpu_uuid})" and gf[0]["classification"] == "persistent",
+            f"small: the GPU node's failures {gf} (want gpu 0 sm 1 ({gpu_uuid}), persistent)")
     F.check(node(j, "a-pass").get("version") == pass_r["tool"]["version"], "small: the version column")
     F.check(j.get("exit") == {"code": 1, "verdict": "fail"} and j.get("counts", {}).get("stale") == 0,
             f"small: exit {j.get('exit')} counts {j.get('counts')}")

@@ -72,7 +72,7 @@ if cmd != "run":
 time.sleep(float(E.get("STUB_RUN_SLEEP", "0")))
 case = opt("--enable", "all")
 spec = dict(kv.split("=", 1) for kv in opt("--inject").split(",")) if "--inject" in args else None
-units = [{"kind": "sm", "device": 0, "sm": s, "tiles": 8, "failed_tiles": 0, "result": "pass"} for s in SM_IDS]
+units = [{"kind": "sm", "gpu": 0, "sm": s, "tiles": 8, "failed_tiles": 0, "result": "pass"} for s in SM_IDS]
 test = {"id": case, "result": "pass", "failed_tiles": 0, "miscompared_elements": 0, "miscompares": [], "units_failed": []}
 rep = {"devices": [{"index": 0, "sm_count": 8}], "units": units, "injections": [], "tests": [test],
        "summary": {"tests": 1 if case != "all" else 40, "pass": 1 if case != "all" else 40, "fail": 0, "error": 0,
@@ -88,7 +88,7 @@ elif spec:
     rep["injections"] = [{"fired": True, "unit": sm, "fired_unit": sm}]
     test.update(result="fail", failed_tiles=1, miscompared_elements=1, units_failed=[sm],
                 miscompares=[{"tile": element // 1024, "element": element, "xor_mask": f"0x{1 << bit:08x}",
-                              "unit": {"kind": "sm", "device": 0, "sm": sm}}])
+                              "unit": {"kind": "sm", "gpu": 0, "sm": sm}}])
     code = 1
 if opt("-o"):
     with open(opt("-o"), "w") as f:

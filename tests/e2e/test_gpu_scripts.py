@@ -77,7 +77,7 @@ if cmd == "run" and opt("--enable", "").startswith("gemm_fp8_exactint."):
 if cmd == "run":
     time.sleep(float(E.get("STUB_RUN_SLEEP", "0")))
     spec = dict(kv.split("=", 1) for kv in opt("--inject").split(",")) if "--inject" in args else None
-    units = [{"kind": "sm", "device": 0, "sm": s, "tiles": (8 if s in SM_IDS else 0), "failed_tiles": 0,
+    units = [{"kind": "sm", "gpu": 0, "sm": s, "tiles": (8 if s in SM_IDS else 0), "failed_tiles": 0,
               "result": "pass" if s in SM_IDS else "idle"} for s in range(12)]
     rep = {"devices": [{"index": 0, "kind": "cuda", "name": GPU, "uuid": UUID, "sm_count": 8}], "units": units,
            "summary": {"tests": 1, "pass": 1, "fail": 0, "error": 0, "skip": 0, "crash": 0}, "injections": [],
@@ -94,7 +94,7 @@ if cmd == "run":
         if fired:
             rep["tests"][0].update(result="fail", failed_tiles=1, miscompared_elements=1, units_failed=[sm],
                                    miscompares=[{"tile": tile, "element": element, "xor_mask": mask,
-                                                 "unit": {"kind": "sm", "device": 0, "sm": sm}}])
+                                                 "unit": {"kind": "sm", "gpu": 0, "sm": sm}}])
             code = 1
     if opt("-o"):
         with open(opt("-o"), "w") as f:
@@ -428,8 +428,9 @@ try:
     spec = importlib.util.spec_from_file_location("gpu_drills", DRILLS)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    report = {"units": [{"kind": "sm", "device": 0, "sm": s, "tiles": t, "failed_tiles": 0, "result": "pass" if t else "idle"}
+    report = {"units": [{"kind": "sm", "gpu": 0, "sm": s, "tiles": t, "failed_tiles": 0, "result": "pass" if t else "idle"}
                         for s, t in ((0, 4), (1, 0), (2, 4), (5, 1), (130, 2), (131, 0))]
+              # GPU 1's SM in a report of schema_version 14, which named the GPU "device"
               + [{"kind": "sm", "device": 1, "sm": 7, "tiles": 3, "failed_tiles": 0, "result": "pass"},
                  {"kind": "cpu", "cpu": 3, "core": 3, "package": 0, "tiles": 9, "failed_tiles": 0, "result": "pass"}]}
     F.check(mod.device_sm_ids(report, 0) == [0, 2, 5, 130], f"device_sm_ids(device 0): {mod.device_sm_ids(report, 0)}")

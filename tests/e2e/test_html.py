@@ -258,7 +258,7 @@ def check_units(dom, report, name):
     names = [c.get("data-unit") for c in cells]
     want = {}
     for u in report.get("units", []):
-        key = f"cpu {u['cpu']}" if u["kind"] == "cpu" else f"cuda:{u['device']} sm {u['sm']}"
+        key = f"cpu {u['cpu']}" if u["kind"] == "cpu" else f"gpu {u['gpu']} sm {u['sm']}"
         want[key] = u
     F.check(len(names) == len(set(names)), f"{name}: a unit is drawn twice: {sorted(names)}")
     F.check(set(want) <= set(names), f"{name}: units missing from the page: {set(want) - set(names)}")
@@ -367,7 +367,7 @@ with tempfile.TemporaryDirectory() as d:
         dom = dump_dom(page)
         cells = check_units(dom, report, "gpu drill")
         F.check(len(cells) == 8, f"gpu drill: {len(cells)} SM cells, want 2 x 4")
-        F.check([a.get("data-unit") for a in dom.having("unit", "fail")] == ["cuda:1 sm 2"],
+        F.check([a.get("data-unit") for a in dom.having("unit", "fail")] == ["gpu 1 sm 2"],
                 f"gpu drill: failing cells {[a.get('data-unit') for a in dom.having('unit', 'fail')]}")
         gpus = [a.get("data-device") for a in dom.having("gpu")]
         F.check(gpus == ["cuda:0", "cuda:1"], f"gpu drill: GPU grids {gpus}")

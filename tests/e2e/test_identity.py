@@ -53,7 +53,7 @@ try:
     code, out = policy(d)
     F.check(code == 1 and out.startswith("never: gpu 1 failed twice"), f"renumbered GPU: {code} {out!r}")
     p = common.run("history", d, timeout=60)
-    F.check(p.returncode == 0 and "uuid GPU-aaaa" in p.stdout and "on SMs 3,17" in p.stdout,
+    F.check(p.returncode == 0 and "uuid GPU-aaaa" in p.stdout and "on sm 3, sm 17" in p.stdout,
             f"history text: no uuid or SMs: {p.stdout!r}")
     p = common.run("history", d, "--output-format", "json", timeout=60)
     try:

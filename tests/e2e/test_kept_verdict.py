@@ -4,6 +4,7 @@ closed pipes; and the supervisor takes a pass only from a screen that finished (
 fails its unit). docs/reliability.md lists each path with this test."""
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -94,6 +95,9 @@ with tempfile.TemporaryDirectory() as d:
     F.check(p.returncode == 1, f"SIGKILL of the screen after a miscompare: exit {p.returncode}, want 1: {err[-400:]}")
     F.check(out.startswith("SDC: ") and FAIL_CASE in out, f"SIGKILL: NPD line {out!r}")
     F.check("found a miscompare in " + FAIL_CASE in err, f"SIGKILL: stderr does not name the miscompare: {err[-400:]}")
+    # The unit as every output spells it ("cpu 3"), not "unit 3".
+    F.check(re.search(rf"^SDC: {re.escape(FAIL_CASE)} on cpu \d+ ", out) is not None and " unit " not in out,
+            f"SIGKILL: NPD line does not name the CPU: {out!r}")
 
 # 3. A crash in the report writer after a miscompare (the reporting drill): exit 1 (was 2), and the NPD line.
 env = dict(os.environ, SDCSCREEN_DRILL_REPORT_CRASH="1")
@@ -148,7 +152,7 @@ for npd in ([], ["--npd"]):
         F.check(len(crashed) == 1 and crashed[0]["units_failed"] == [victim],
                 f"exit(0): the report's crash tests {crashed}")
         if npd:
-            F.check(p.stdout.startswith(f"SDC: cpu{victim}"), f"exit(0) --npd: NPD line {p.stdout!r}")
+            F.check(p.stdout.startswith(f"SDC: cpu {victim}"), f"exit(0) --npd: NPD line {p.stdout!r}")
 
 # 6. A unit that hangs while its peers finish (the watchdog's hang drill) is a failed unit: exit 1 and the
 #    Slurm health check drains with a reason that says hung (was 2, Unknown, left in service). A hang of
@@ -159,7 +163,7 @@ if len(cpus) >= 2:
     F.check(f"reason=SDC: cpu {victim} hung" in p.stderr, f"hang: the health check's drain: {p.stderr[-800:]}")
 p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "cpu", "--cpuset", str(victim), *hang, "--npd"])],
                    capture_output=True, text=True, timeout=300)
-F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu{victim} hung"),
+F.check(p.returncode == 2 and p.stdout.startswith(f"Unknown: cpu {victim} hung"),
         f"hang of the only unit: exit {p.returncode}, want 2; NPD {p.stdout!r}")
 
 F.finish()

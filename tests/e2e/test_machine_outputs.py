@@ -25,7 +25,7 @@ for name, args, code, prefix in (("pass", CLEAN, 0, "OK:"), ("fail", FAULT, 1, "
     f.check(len(lines) == 1 and len(lines[0]) <= 80, f"--npd {name}: stdout must be one line <= 80 chars: {p.stdout!r}")
     f.check(bool(lines) and lines[0].startswith(prefix), f"--npd {name}: line {lines[:1]} should start {prefix}")
     if name == "fail":
-        f.check("cpu1" in lines[0] and "softmax_f32" in lines[0] and "[drill]" in lines[0],
+        f.check("cpu 1" in lines[0] and "softmax_f32" in lines[0] and "[drill]" in lines[0],
                 f"--npd fail: names the CPU, the family and the drill: {lines[0]!r}")
 p = run("run", "--npd", "--enable", "softmax_f32.*", "--time-budget", "1ms")
 f.check(p.returncode == 2 and p.stdout.startswith("Unknown:"), f"--npd with nothing run is Unknown: {p.returncode} {p.stdout!r}")
@@ -89,7 +89,7 @@ try:
     m = series(scrape())
     f.check(m.get("node_textfile_scrape_error") == 0, f"node_textfile_scrape_error is {m.get('node_textfile_scrape_error')}")
     f.check(m.get("sdcscreen_healthy") == 1 and m.get("sdcscreen_exit_code") == 0, "clean: healthy 1, exit code 0")
-    f.check(m.get('sdcscreen_device_healthy{device="cpu0"}') == 1 and m.get('sdcscreen_device_healthy{device="cpu1"}') == 1,
+    f.check(m.get('sdcscreen_device_healthy{cpu="0"}') == 1 and m.get('sdcscreen_device_healthy{cpu="1"}') == 1,
             "clean: every CPU healthy")
     first_success = m.get("sdcscreen_last_success_timestamp_seconds", 0)
     f.check(abs(first_success - time.time()) < 60, f"last success timestamp is now: {first_success}")
@@ -106,7 +106,7 @@ try:
     m = series(scrape())
     f.check(m.get("node_textfile_scrape_error") == 0, "fault: node_textfile_scrape_error 0")
     f.check(m.get("sdcscreen_healthy") == 0 and m.get("sdcscreen_exit_code") == 1, "fault: healthy 0, exit code 1")
-    f.check(m.get('sdcscreen_device_healthy{device="cpu1"}') == 0 and m.get('sdcscreen_device_healthy{device="cpu0"}') == 1,
+    f.check(m.get('sdcscreen_device_healthy{cpu="1"}') == 0 and m.get('sdcscreen_device_healthy{cpu="0"}') == 1,
             "fault: cpu1 unhealthy, cpu0 healthy")
     f.check(m.get('sdcscreen_miscompared_tiles{family="softmax_f32"}') == 1, "fault: one miscompared softmax tile")
     f.check(m.get("sdcscreen_fault_injection") == 1, "fault: marked as a drill")

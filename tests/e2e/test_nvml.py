@@ -126,23 +126,23 @@ if rep:
 F.check("fail: GPU hardware error during the run" in text and UUIDS[1] in text, "ECC: the text does not say it")
 F.check(f'sdcscreen_gpu_ecc_errors{{uuid="{UUIDS[1]}",counter="volatile",type="uncorrected"}} 1' in prom,
         "ECC: no Prometheus gauge")
-F.check(f'sdcscreen_device_healthy{{device="gpu1",uuid="{UUIDS[1]}"}} 0' in prom
-        and f'sdcscreen_device_healthy{{device="gpu0",uuid="{UUIDS[0]}"}} 1' in prom, "ECC: device_healthy")
-# The NPD line names the GPU by its UUID's first group; the fake NVML weakens the verdict, and the line ends with
+F.check(f'sdcscreen_device_healthy{{gpu="1",uuid="{UUIDS[1]}"}} 0' in prom
+        and f'sdcscreen_device_healthy{{gpu="0",uuid="{UUIDS[0]}"}} 1' in prom, "ECC: device_healthy")
+# The NPD line names the GPU by its ordinal and its UUID's first group; the fake NVML weakens the verdict, and the line ends with
 # its mark, which the 80-character cut keeps whole.
-F.check(npd.startswith("HW: EMU-00000001: ") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]") and len(npd) <= 80
+F.check(npd.startswith("HW: gpu 1 (EMU-00000001): ") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]") and len(npd) <= 80
         and "ecc_uncorrected" in text, f"ECC: NPD line {npd!r}")
 
 # --- 3. Xids: a hardware one fails the run, an application fault makes it inconclusive -------------------
 rc, rep, text, prom, npd = screen(f"xid {UUIDS[0]} 79\n")
 F.check(rc == 1, f"Xid 79: exit {rc}, expected 1")
-F.check("Xid 79" in text and npd.startswith("HW: EMU-00000000: Xid 79") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
+F.check("Xid 79" in text and npd.startswith("HW: gpu 0 (EMU-00000000): Xid 79") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
         f"Xid 79: not said ({npd!r})")
 if rep:
     valid("Xid 79", rep)
 rc, rep, text, prom, npd = screen(f"xid {UUIDS[0]} 13\n")
 F.check(rc == 2, f"Xid 13: exit {rc}, expected 2")
-F.check("Xid 13" in text and npd.startswith("Unknown: EMU-00000000: Xid 13") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
+F.check("Xid 13" in text and npd.startswith("Unknown: gpu 0 (EMU-00000000): Xid 13") and npd.endswith(" [weakened: SDCSCREEN_NVML_LIBRARY]"),
         f"Xid 13: not said ({npd!r})")
 
 # --- 4. --max-temperature: a GPU above it while a case ran makes the case an error -----------------------

@@ -200,10 +200,10 @@ def main():
                 fails.check(p.returncode == 1 and f"replay on cpu {bad} (" in p.stdout and f": first {site};" in p.stdout
                             and "signature on" not in p.stdout, f"view {spec}: text:\n{p.stdout[-1500:]}")
                 level, where = site[1], site[3:]
-                want = f'sdcscreen_replay_failed{{device="cpu{bad}",level="{level}",site="{where}"}} 1'
+                want = f'sdcscreen_replay_failed{{cpu="{bad}",level="{level}",site="{where}"}} 1'
                 fails.check(os.path.exists(prom) and want in open(prom).read(), f"view {spec}: no '{want}'")
             p = common.run("run", *sel, *inj, "--npd")
-            fails.check(p.stdout.strip() == f"SDC: cpu{bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
+            fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
         p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "
                                        f"case={L12},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad}")
         fails.check(f"reason=SDC: cpu {bad} replay L1 layer1.mlp.down.forward drill" in p.stderr,

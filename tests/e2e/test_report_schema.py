@@ -48,7 +48,7 @@ def validate(name, report):
 def consistent(name, rc, report):
     """What a schema cannot say: counts add up, the exit object is the process exit code."""
     F.check(report["exit"]["code"] == rc, f"{name}: exit.code {report['exit']['code']} != process exit code {rc}")
-    counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip", "crash")}
+    counts = {k: sum(1 for t in report["tests"] if t["result"] == k) for k in ("pass", "fail", "error", "skip", "crash", "not_applicable")}
     F.check(report.get("seed_text") == str(report["seed"]), f"{name}: seed_text {report.get('seed_text')} != seed")
     s = report["summary"]
     F.check(s["tests"] == len(report["tests"]), f"{name}: summary.tests {s['tests']} != len(tests) {len(report['tests'])}")
@@ -180,6 +180,9 @@ if base:
     mutant("schema_version is 6 (before throughput)", setp(["schema_version"], 6))
     mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
     mutant("schema_version is 13 (before drain_reason)", setp(["schema_version"], 13))
+    mutant("schema_version is 14 (before gpu= units and not_applicable)", setp(["schema_version"], 14))
+    mutant("summary without not_applicable", delp(["summary", "not_applicable"]))
+    mutant("a test result 'n/a'", setp(["tests", 0, "result"], "n/a"))
     mutant("schema_version is 12 (before weakened_by)", setp(["schema_version"], 12))
     mutant("schema_version is 14 (before failures_by_iteration)", setp(["schema_version"], 14))
     mutant("no weakened_by", delp(["weakened_by"]))
@@ -266,6 +269,7 @@ if base:
     mutant("failed test with failed_tiles 0", setp(["tests", 0, "failed_tiles"], 0))
     if clean:
         mutant("skip without a reason", setp(["tests", 0, "result"], "skip"), on=clean)
+        mutant("not_applicable without a reason", setp(["tests", 0, "result"], "not_applicable"), on=clean)
         mutant("pass with a reason", setp(["tests", 0, "reason"], "because"), on=clean)
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
         if base["tests"][0].get("signatures"):
@@ -298,14 +302,14 @@ if base:
         "samples": 30, "xid_events_watched": True,
         "events": [{"kind": "throttle", "severity": "info", "time": 1.7e9 + 30, "text": "throttled (sw_power_cap)"}]}
     gpu["nvml"] = {"available": True, "why": "", "library": "libnvidia-ml.so.1"}
-    gpu["units"] = [{"kind": "sm", "device": 0, "sm": 17, "tiles": 40, "failed_tiles": 1, "result": "fail"},
-                    {"kind": "sm", "device": 0, "sm": 18, "tiles": 0, "failed_tiles": 0, "result": "idle"}]
+    gpu["units"] = [{"kind": "sm", "gpu": 0, "sm": 17, "tiles": 40, "failed_tiles": 1, "result": "fail"},
+                    {"kind": "sm", "gpu": 0, "sm": 18, "tiles": 0, "failed_tiles": 0, "result": "idle"}]
     for t in gpu["tests"]:
         t["device"] = "cuda:0"
         t["library"], t["algorithm"] = "sdcscreen-kernels 1", "mma.sync m16n8k16 f32 accumulators"
         t["units_failed"] = [17] if t["result"] == "fail" else []
         for m in t["miscompares"] + t["signatures"]:
-            m["unit"] = {"kind": "sm", "device": 0, "sm": 17}
+            m["unit"] = {"kind": "sm", "gpu": 0, "sm": 17}
     for i in gpu["injections"]:
         i["device"], i["fired_unit"] = 0, 17
     F.check(not errors_of(copy.deepcopy(gpu)), f"the GPU-shaped report does not validate: {errors_of(copy.deepcopy(gpu))[:1]}")
@@ -315,7 +319,9 @@ if base:
     mutant("sm unit with a cpu key", setp(["units", 0, "cpu"], 3), on=gpu)
     mutant("sm unit without sm", delp(["units", 0, "sm"]), on=gpu)
     mutant("idle sm with tiles", setp(["units", 1, "tiles"], 5), on=gpu)
-    mutant("miscompare unit sm without device", delp(["tests", 0, "miscompares", 0, "unit", "device"]), on=gpu)
+    mutant("miscompare unit sm without gpu", delp(["tests", 0, "miscompares", 0, "unit", "gpu"]), on=gpu)
+    mutant("sm unit naming its GPU 'device' (schema_version 14)",
+           lambda r: r["units"][0].update(device=r["units"][0].pop("gpu")), on=gpu)
     mutant("test device 'gpu0'", setp(["tests", 0, "device"], "gpu0"), on=gpu)
     mutant("injection without device", delp(["injections", 0, "device"]), on=gpu)
     mutant("gpu device without telemetry", delp(["devices", 0, "telemetry"]), on=gpu)

@@ -7,6 +7,8 @@ and the history. The drills' persist= option makes the faults: once (the default
 """
 import json
 import os
+import shlex
+import subprocess
 import sys
 import tempfile
 
@@ -80,9 +82,26 @@ F.check(f"retest on cpu {bad} (1 failing tile(s), 3 run(s) each way): persistent
         f"the same bits); fresh seeds: 3 of 3 failed against cpu {good}: not input-dependent" in text,
         f"persist=always: text report:\n{text}")
 F.check(f"neighbour cpu {good} (" in text and "): 0 of 3 failed" in text, f"persist=always: neighbours:\n{text}")
-F.check(f'sdcscreen_device_fault_class{{device="cpu{bad}",class="persistent"}} 1' in prom and
-        f'sdcscreen_device_fault_rate{{device="cpu{bad}"}} 1.0000' in prom, f"persist=always: prometheus:\n{prom}")
-F.check(npd == f"SDC: cpu{bad} persistent softmax_f32 [drill]", f"persist=always: npd line '{npd}'")
+# What to do: one next line for the failing CPU (drain; its burn-in retest alone, safe to paste: none of the run's
+# outputs; replace or RMA, since the retest found it persistent), after the signature and the retest.
+lines = text.splitlines()
+nexts = [ln for ln in lines if ln.startswith("next: ")]
+want = (f"next: cpu {bad}: drain the node; retest it alone: {common.SDCSCREEN} run --profile burnin --backend cpu "
+        f"--cpuset {bad} --history none; persistent: replace or RMA its package")
+F.check(len(nexts) == 1 and nexts[0].startswith(want) and "-o" not in nexts[0].split() and "--prometheus" not in nexts[0]
+        and nexts[0].endswith(" [drill: the failure was injected]"),
+        f"persist=always: next lines {nexts}, want one starting {want!r}")
+order = [next((i for i, ln in enumerate(lines) if ln.startswith(p)), -1)
+         for p in ("  signature on ", f"  retest on cpu {bad} ", "  iteration ")]
+F.check(-1 not in order and order == sorted(order), f"persist=always: signature, retest, elements out of order: {order}")
+if nexts:  # the retest line runs as pasted (here cut short by a 1 ms budget: inconclusive, never a usage error)
+    cmd = shlex.split(nexts[0].split("retest it alone: ", 1)[1].split("; ")[0])
+    p = subprocess.run([cmd[0], *common.with_lock(cmd[1:]), "--time-budget", "1ms", "-q"], capture_output=True,
+                       text=True, timeout=120)
+    F.check(p.returncode == 2, f"the next line's retest as pasted: exit {p.returncode} {p.stderr[-300:]}")
+F.check(f'sdcscreen_device_fault_class{{cpu="{bad}",class="persistent"}} 1' in prom and
+        f'sdcscreen_device_fault_rate{{cpu="{bad}"}} 1.0000' in prom, f"persist=always: prometheus:\n{prom}")
+F.check(npd == f"SDC: cpu {bad} persistent softmax_f32 [drill]", f"persist=always: npd line '{npd}'")
 check_schema(rep, "persist=always")
 inj = rep["injections"][0] if rep else {}
 F.check(inj.get("persist") == "always" and inj.get("fired"), f"persist=always: injection {inj}")
@@ -101,8 +120,11 @@ r = retests(rep)
 F.check(code == 1 and len(r) == 1 and r[0]["classification"] == "not reproduced" and r[0]["rate"] == 0
         and r[0]["same_seed"]["failed"] == 0 and r[0]["input_dependent"] is None
         and r[0]["fresh_seeds"]["failed"] == 0, f"persist=once: exit {code}, {r}")
-F.check(npd == f"SDC: cpu{bad} not reproduced softmax_f32 [drill]", f"persist=once: npd line '{npd}'")
-F.check(f'sdcscreen_device_fault_class{{device="cpu{bad}",class="not_reproduced"}} 1' in prom, "once: prometheus")
+F.check(npd == f"SDC: cpu {bad} not reproduced softmax_f32 [drill]", f"persist=once: npd line '{npd}'")
+F.check(any(ln.startswith(f"next: cpu {bad}: drain the node; ") and "; not reproduced: replace or RMA its package" in ln
+            and ln.endswith(" if the retest fails again [drill: the failure was injected]") for ln in text.splitlines()),
+        f"persist=once: next line:\n{text}")
+F.check(f'sdcscreen_device_fault_class{{cpu="{bad}",class="not_reproduced"}} 1' in prom, "once: prometheus")
 
 # --- an intermittent fault: every other computation; the rate follows from the count -------------------------
 code, rep, text, prom, npd, err = screen("--retest-on-failure", "3", "--inject", drill("1/2"))

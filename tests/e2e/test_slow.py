@@ -83,8 +83,8 @@ F.check(u.get(f"cpu {other}", {}).get("slow") is False and u.get(f"cpu {other}",
         f"slow drill: the other CPU: {u}")
 F.check(f"cpu {slow_cpu} at " in p.stdout and "SLOW" in p.stdout and "14 of 14 below the floor" in p.stdout,
         f"slow drill: text report {p.stdout[-600:]!r}")
-F.check(f'sdcscreen_device_slow{{device="cpu{slow_cpu}"}} 1' in prom and
-        f'sdcscreen_device_relative_throughput{{device="cpu{slow_cpu}"}}' in prom, "slow drill: Prometheus")
+F.check(f'sdcscreen_device_slow{{cpu="{slow_cpu}"}} 1' in prom and
+        f'sdcscreen_device_relative_throughput{{cpu="{slow_cpu}"}}' in prom, "slow drill: Prometheus")
 F.check(median_round_s(r) >= 0.8 * pr.get("target_s", 1), f"slow drill: rounds shorter than the target: {pr}")
 validates(r, "slow drill")
 reps_here = pr.get("reps", 0)

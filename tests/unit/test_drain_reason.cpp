@@ -89,9 +89,10 @@ TEST_CASE("a hang names its unit", "[drain_reason]") {
   r["units"] = {{{"kind", "cpu"}, {"cpu", 12}, {"result", "hung"}},
                 {{"kind", "cpu"}, {"cpu", 2}, {"result", "hung"}},
                 {{"kind", "cpu"}, {"cpu", 3}, {"result", "pass"}},
-                {{"kind", "sm"}, {"device", 0}, {"sm", 7}, {"result", "hung"}},
-                {{"kind", "sm"}, {"device", 0}, {"sm", 9}, {"result", "hung"}}};
-  CHECK(drain_reason(r) == "SDC: cpu 2,cpu 12,gpu 0 hung (watchdog)");
+                {{"kind", "sm"}, {"gpu", 0}, {"sm", 7}, {"result", "hung"}},
+                {{"kind", "sm"}, {"gpu", 0}, {"sm", 9}, {"result", "hung"}},
+                {{"kind", "sm"}, {"device", 1}, {"sm", 4}, {"result", "hung"}}};  // schema_version 14's key
+  CHECK(drain_reason(r) == "SDC: cpu 2,cpu 12,gpu 0,gpu 1 hung (watchdog)");
 }
 
 TEST_CASE("an uncorrected hardware error names its unit", "[drain_reason]") {

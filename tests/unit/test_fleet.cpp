@@ -38,9 +38,10 @@ ReportView report(const std::string& host, const std::string& start, int64_t cod
     t.device = "cuda:1";
     t.uuid = "GPU-1234";
     t.result = "fail";
-    t.units_failed = {"SM 7"};
-    if (!sig.empty()) t.signatures[sig] = {"SM 7"};
-    t.classes["SM 7"] = "persistent";
+    t.gpu = 1;
+    t.units_failed = {"sm 7"};
+    if (!sig.empty()) t.signatures[sig] = {"sm 7"};
+    t.classes["sm 7"] = "persistent";
     r.tests.push_back(t);
   }
   return r;
@@ -82,7 +83,7 @@ TEST_CASE("failures grouped by signature; a failure wins", "[fleet]") {
   REQUIRE(f.signatures.size() == 2);
   REQUIRE(f.signatures[0].signature == "gemm_f32:bits=m3");
   REQUIRE(f.signatures[0].nodes.size() == 2);
-  REQUIRE(f.signatures[0].nodes[0] == std::pair<std::string, std::string>{"n1", "cuda:1 GPU-1234 SM 7"});
+  REQUIRE(f.signatures[0].nodes[0] == std::pair<std::string, std::string>{"n1", "gpu 1 sm 7 (GPU-1234)"});
   REQUIRE(f.nodes.at("n1").failures[0].classification == "persistent");
   REQUIRE(f.nodes.at("n4").failures.size() == 1);
   REQUIRE(f.nodes.at("n4").failures[0].signature.empty());

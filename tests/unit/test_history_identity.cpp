@@ -254,17 +254,18 @@ TEST_CASE("identity: every GPU series of the Prometheus file carries the GPU's u
   t.retests.push_back(rt);
   r.tests.push_back(t);
   const std::string prom = render_prometheus(r, "");
-  // Today's device= labels stay (dashboards key on them); the uuid rides beside them on every GPU series.
-  CHECK(prom.find("sdcscreen_device_healthy{device=\"gpu1\",uuid=\"GPU-0001\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{device=\"gpu0\",uuid=\"GPU-0000\"} 1.0000") !=
-        std::string::npos);
-  CHECK(prom.find("sdcscreen_device_slow{device=\"gpu1\",uuid=\"GPU-0001\"} 1") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_class{device=\"gpu1/sm7\",uuid=\"GPU-0001\",class=") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_rate{device=\"gpu1/sm7\",uuid=\"GPU-0001\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{device=\"cpu3\"} 1.0000") != std::string::npos);
+  // Labels that join across series: gpu= with the GPU's uuid beside it, an SM as sm= (never packed into one
+  // label), a CPU as cpu=.
+  CHECK(prom.find("sdcscreen_device_healthy{gpu=\"1\",uuid=\"GPU-0001\"}") != std::string::npos);
+  CHECK(prom.find("sdcscreen_device_relative_throughput{gpu=\"0\",uuid=\"GPU-0000\"} 1.0000") != std::string::npos);
+  CHECK(prom.find("sdcscreen_device_slow{gpu=\"1\",uuid=\"GPU-0001\"} 1") != std::string::npos);
+  CHECK(prom.find("sdcscreen_device_fault_class{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\",class=") != std::string::npos);
+  CHECK(prom.find("sdcscreen_device_fault_rate{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\"}") != std::string::npos);
+  CHECK(prom.find("sdcscreen_device_relative_throughput{cpu=\"3\"} 1.0000") != std::string::npos);
+  CHECK(prom.find("device=\"") == std::string::npos);
   // No GPU line without its uuid.
   size_t pos = 0, gpu_lines = 0;
-  while ((pos = prom.find("device=\"gpu", pos)) != std::string::npos) {
+  while ((pos = prom.find("gpu=\"", pos)) != std::string::npos) {
     const size_t end = prom.find('}', pos);
     CHECK(prom.substr(pos, end - pos).find("uuid=\"GPU-") != std::string::npos);
     ++gpu_lines;

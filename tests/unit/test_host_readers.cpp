@@ -377,7 +377,7 @@ TEST_CASE("host: a CPU test that ran while a CPU sensor was above --max-temperat
   CHECK(brief.tests[0].verdict == Verdict::error);
 }
 
-TEST_CASE("npd: a failing GPU is named by its UUID's first group, by its ordinal without one", "[host]") {
+TEST_CASE("npd: a failing GPU is named by its ordinal and its UUID's first group, by its ordinal alone without one", "[host]") {
   RunResult r;
   r.backend = "cuda";
   DeviceInfo d;
@@ -393,9 +393,9 @@ TEST_CASE("npd: a failing GPU is named by its UUID's first group, by its ordinal
   t.failed_tiles = 1;
   t.units_failed = {17};
   r.tests = {t};
-  CHECK(render_npd_line(r) == "SDC: GPU-1a2b3c4d/sm17 gemm_f32");
+  CHECK(render_npd_line(r) == "SDC: gpu 3 sm 17 (GPU-1a2b3c4d) gemm_f32");
   r.devices[0].uuid.clear();
-  CHECK(render_npd_line(r) == "SDC: gpu3/sm17 gemm_f32");
+  CHECK(render_npd_line(r) == "SDC: gpu 3 sm 17 gemm_f32");
   // A GPU's own hardware failure through NVML, no test failed: the GPU by its UUID too.
   r.devices[0].uuid = d.uuid;
   r.tests[0].verdict = Verdict::pass;
@@ -407,6 +407,6 @@ TEST_CASE("npd: a failing GPU is named by its UUID's first group, by its ordinal
   g.uuid = d.uuid;
   g.events.push_back({"xid", "failure", 79, 0, 0, 0, ""});
   r.nvml.gpus = {g};
-  CHECK(render_npd_line(r) == "HW: GPU-1a2b3c4d: Xid 79 during the screen");
+  CHECK(render_npd_line(r) == "HW: gpu 3 (GPU-1a2b3c4d): Xid 79 during the screen");
   CHECK(render_npd_line(r).size() <= 80);
 }

@@ -170,16 +170,16 @@ TEST_CASE("html: eight GPUs of 132 SMs, every SM once in its GPU's grid", "[html
       if (d == 5 && sm == 131) continue;  // an SM with no unit entry: drawn untested, not left out
       const bool fail = d == 3 && sm == 17;
       r["units"].push_back({{"kind", "sm"},
-                            {"device", d},
+                            {"gpu", d},
                             {"sm", sm},
                             {"tiles", 12},
                             {"failed_tiles", fail ? 2 : 0},
                             {"result", fail ? "fail" : "pass"}});
     }
   }
-  r["tests"].push_back(failing_test("cuda:3", 17, 40, {{"kind", "sm"}, {"device", 3}, {"sm", 17}}));
+  r["tests"].push_back(failing_test("cuda:3", 17, 40, {{"kind", "sm"}, {"gpu", 3}, {"sm", 17}}));
   // GPU 6 lost its context: the GPU as a whole is marked.
-  json crashed = failing_test("cuda:6", 0, 0, {{"kind", "sm"}, {"device", 6}, {"sm", 0}});
+  json crashed = failing_test("cuda:6", 0, 0, {{"kind", "sm"}, {"gpu", 6}, {"sm", 0}});
   crashed["result"] = "crash";
   crashed["units_failed"] = json::array();
   crashed["id"] = "attention_f32.causal_uniform_8x512x64";
@@ -191,13 +191,13 @@ TEST_CASE("html: eight GPUs of 132 SMs, every SM once in its GPU's grid", "[html
   const std::string page = sdc::render_html(r);
   for (int d = 0; d < 8; ++d)
     for (int sm = 0; sm < 132; ++sm) {
-      INFO("cuda:" << d << " sm " << sm);
-      CHECK(count(page, fmt::format("data-unit=\"cuda:{} sm {}\"", d, sm)) == 1);
+      INFO("gpu " << d << " sm " << sm);
+      CHECK(count(page, fmt::format("data-unit=\"gpu {} sm {}\"", d, sm)) == 1);
     }
   CHECK(count(page, "<g class=\"unit ") == 8 * 132);
   CHECK(count(page, "class=\"unit fail") == 1);
-  CHECK(count(page, "<g class=\"unit fail\" data-unit=\"cuda:3 sm 17\" data-failed-tiles=\"2\"") == 1);
-  CHECK(count(page, "<g class=\"unit untested\" data-unit=\"cuda:5 sm 131\"") == 1);
+  CHECK(count(page, "<g class=\"unit fail\" data-unit=\"gpu 3 sm 17\" data-failed-tiles=\"2\"") == 1);
+  CHECK(count(page, "<g class=\"unit untested\" data-unit=\"gpu 5 sm 131\"") == 1);
   CHECK(count(page, "<figure class=\"gpu") == 8);
   CHECK(count(page, "<figure class=\"gpu crash\" data-device=\"cuda:6\"") == 1);
   CHECK(count(page, "<figure class=\"gpu slow\" data-device=\"cuda:2\"") == 1);

@@ -183,3 +183,30 @@ TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, nev
   REQUIRE(last.reason == "the deadline ended the run before it started");
   REQUIRE(r.probe.not_run.empty());  // the probe is not asked for here (opt.probe is false)
 }
+
+// The progress counter counts the steps of this device's screen: a GPU-only case on a CPU is not one (a CPU
+// node's counter used to stop at [90/92]), and no per-test line is said for it.
+TEST_CASE("progress counts only the cases that apply to the device", "[interrupt]") {
+  Fixture f;
+  const std::string gpu_only = "gemm_bf16.uniform_1024x1024x1024";
+  REQUIRE(select_cases(f.ps.battery, "boot", {CASES[0], gpu_only, CASES[1]}, {}, f.sel).empty());
+  REQUIRE(f.sel.cases.size() == 3);
+  std::vector<std::pair<size_t, size_t>> done, progress;
+  std::vector<std::string> done_ids;
+  f.opt.on_test_done = [&](const TestResult& t, size_t index, size_t count) {
+    done.emplace_back(index, count);
+    done_ids.push_back(t.id);
+  };
+  f.opt.on_progress = [&](const Case&, size_t index, size_t count, int, int) { progress.emplace_back(index, count); };
+  RunResult r;
+  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  REQUIRE(r.exit_code() == EXIT_PASS);
+  REQUIRE(done == std::vector<std::pair<size_t, size_t>>{{0, 2}, {1, 2}});
+  REQUIRE(std::find(done_ids.begin(), done_ids.end(), gpu_only) == done_ids.end());
+  REQUIRE_FALSE(progress.empty());
+  for (const auto& [index, count] : progress) {
+    CHECK(count == 2);
+    CHECK(index < 2);
+  }
+  CHECK(progress.back().first == 1);  // the last step shown is [2/2]
+}

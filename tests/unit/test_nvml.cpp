@@ -230,7 +230,7 @@ TEST_CASE("nvml: counter arithmetic between the before and after readings", "[nv
   REQUIRE(by.count("throttle"));
   CHECK(by["throttle"]->detail == "hw_slowdown, sw_thermal_slowdown");
   CHECK(g.any("failure"));
-  CHECK(t.causes("failure").find("cuda:0 GPU-A: ecc_uncorrected +1") == 0);
+  CHECK(t.causes("failure").find("gpu 0 (GPU-A): ecc_uncorrected +1") == 0);
 }
 
 TEST_CASE("nvml: an unchanged GPU has no events", "[nvml]") {

@@ -164,7 +164,7 @@ TEST_CASE("GPU injections are checked against the selected GPUs", "[parsers]") {
   REQUIRE(check_injection(inj, b, {}, &gpus).empty());
   REQUIRE(inj.device == 2);  // the first selected GPU by default
   REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,unit=132", inj).empty());
-  REQUIRE(check_injection(inj, b, {}, &gpus) == "unit 132 is not an SM of cuda:2 (132 SMs)");
+  REQUIRE(check_injection(inj, b, {}, &gpus) == "unit=132: sm 132 is not an SM of gpu 2 (132 SMs)");
   REQUIRE(parse_injection("case=softmax_f32.t,element=3,bit=1,device=0", inj).empty());
   REQUIRE(check_injection(inj, b, {}, &gpus) == "device 0 is not among the selected GPUs");
   REQUIRE(parse_injection("case=softmax_f32.t,target=input,tensor=x,element=3,bit=1,unit=4", inj).empty());

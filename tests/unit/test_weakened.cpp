@@ -115,7 +115,7 @@ TEST_CASE("weakened: said in the text, JSON, Prometheus and NPD outputs", "[weak
   failed.tests[0].units_failed = {0};
   const std::string line = render_npd_line(failed);
   CHECK(line.size() == NPD_LINE_MAX);
-  CHECK(line.rfind("SDC: cpu0 ", 0) == 0);
+  CHECK(line.rfind("SDC: cpu 0 ", 0) == 0);
   const std::string tail = "... [weakened: SDCSCREEN_SUPERVISE+1]";
   CHECK(line.substr(line.size() - tail.size()) == tail);
   const std::string prom = render_prometheus(r, "");

@@ -14,6 +14,7 @@
 
 #include "../../core/activity.h"
 #include "../../core/miscompare.h"
+#include "../../core/unit_name.h"
 #include "../../spec/digest.h"
 #include "../../util/int_list.h"
 #include "cpu_case.h"
@@ -551,7 +552,7 @@ class CpuExecutor final : public Executor {
   std::vector<std::string> probe_units() const override {
     std::vector<std::string> out;
     if (stuck_) return out;
-    for (size_t w = 0; w < pool_->size(); ++w) out.push_back(fmt::format("cpu {}", pool_->cpu(w).cpu));
+    for (size_t w = 0; w < pool_->size(); ++w) out.push_back(unit_text(UnitName::of_cpu(pool_->cpu(w).cpu)));
     return out;
   }
   std::string probe_work() const override { return ProbeWork::description(); }

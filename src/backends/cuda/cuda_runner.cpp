@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "../../core/inject.h"
+#include "../../core/unit_name.h"
 #include "../../spec/digest.h"
 #include "cuda_backend.h"
 #include "runner_state.h"
@@ -57,13 +58,13 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   if (!dc.device) {
     r.verdict = Verdict::skip;
     r.not_applicable = true;
-    r.reason = fmt::format("not applicable on {}: {}", g.info.label(), cannot);
+    r.reason = fmt::format("not applicable on {}: {}", unit_text(UnitName::of_gpu(g.info.index)), cannot);
     return true;
   }
   if (const std::string why = dc.device->unsupported(g.info.cc_major, g.info.cc_minor); !why.empty()) {
     r.verdict = Verdict::skip;
     r.not_applicable = true;
-    r.reason = fmt::format("not applicable on {} ({}): {}", g.info.label(), g.info.architecture(), why);
+    r.reason = fmt::format("not applicable on {} ({}): {}", unit_text(UnitName::of_gpu(g.info.index)), g.info.architecture(), why);
     return true;
   }
   if (dc.problem->replay()) use_checked_reference(sh, c, dc, fresh_seed);
@@ -79,7 +80,7 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
         fmt::format("needs {} MiB of device memory, more than --max-memory ({} MiB)", need >> 20, max_memory >> 20));
   if (need > free_b)
     throw std::runtime_error(
-        fmt::format("needs {} MiB of device memory, {} MiB free on {}", need >> 20, free_b >> 20, g.info.label()));
+        fmt::format("needs {} MiB of device memory, {} MiB free on {}", need >> 20, free_b >> 20, unit_text(UnitName::of_gpu(g.info.index))));
   DeviceRuntime& rt = *g.rt;
   for (size_t t = 0; t < tensors.size(); ++t) dc.inputs.emplace_back(rt, dc.device->input_bytes(t));
   dc.out = DeviceBuffer(rt, tiles * te * 4);
@@ -251,7 +252,7 @@ class GpuExecutor final : public Executor {
       }
   }
   std::string unusable() const override {
-    return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", g_.info.label(), g_.dead);
+    return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", unit_text(UnitName::of_gpu(g_.info.index)), g_.dead);
   }
   bool stuck() const override { return g_.stuck; }
   const char* watchdog_skip_reason() const override { return "not run: the watchdog ended this GPU's run"; }
@@ -465,9 +466,9 @@ class GpuExecutor final : public Executor {
     if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
       if (ce->sticky()) {
         g_.dead = ce->what();
-        return fmt::format("{} lost its context: {}", g_.info.label(), ce->what());
+        return fmt::format("{} lost its context: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what());
       }
-      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", g_.info.label(), ce->what())
+      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what())
                                  : ce->what();
     }
     return Executor::error_reason(e);
@@ -487,7 +488,7 @@ class GpuExecutor final : public Executor {
   // so that a hung kernel cannot block this thread in a full launch queue past the deadline.
   std::vector<std::string> probe_units() const override {
     if (!g_.dead.empty() || g_.stuck) return {};
-    return {fmt::format("gpu {}", g_.info.index)};
+    return {unit_text(UnitName::of_gpu(g_.info.index))};
   }
   std::string probe_work() const override {
     return g_.info.emulated ? "gemm_f32 128x128x128 on the whole emulated GPU, CPU time of its stream's thread"
