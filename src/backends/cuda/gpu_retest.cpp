@@ -78,8 +78,7 @@ void GpuExecutor::retest(const Case& c, TestResult& r) {
   // Fresh seeds need a second copy of the case beside the first (which stays allocated).
   const uint64_t max_memory = sh_.run->opt.max_memory_bytes;
   const bool fresh_fits = !max_memory || 2 * dc_->bytes <= max_memory;
-  if (!fresh_fits)
-    r.notes.push_back("retest: fresh seeds not run: a second copy of the case would pass --max-memory");
+  if (!fresh_fits) r.notes.push_back("retest: fresh seeds not run: a second copy of the case would pass --max-memory");
   const int n_fresh = fresh_fits ? n : 0;
   for (int k = 0; k < n_fresh && complete; ++k) {  // fresh seeds, against the host
     if (!time_left()) {
