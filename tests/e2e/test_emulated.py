@@ -1,5 +1,5 @@
 """The CUDA backend on the emulated device (CTest label emu): the project's CUDA kernel sources, compiled for
-the host, and the CUDA runner (per-GPU threads and streams, digests, SM localization, fault drills, the
+the host, and the GPU executor (per-GPU threads and streams, digests, SM localization, fault drills, the
 watchdog, consensus across GPUs) run on GPUs emulated on the CPU (--backend emulated:SPEC, a test-only
 backend that --help does not show; src/backends/emu/emu_device.h). What this proves, and what only a real
 GPU can, is in docs/gpu.md.
@@ -11,7 +11,7 @@ GPU can, is in docs/gpu.md.
                              SM faults (persist= drills) classified, in JSON, text, Prometheus and NPD
   test_emulated.py replay    the training-step replay's device side: drills inside a submodule found and
                              localized as on a CPU, with the CPU's own numbers; level 3's divergence step
-  test_emulated.py hung      a kernel that never ends (not the hang drill, which the runner releases): the
+  test_emulated.py hung      a kernel that never ends (not the hang drill, which the GPU executor releases): the
                              watchdog fires, the report is written, the exit code is 2 and the process ends,
                              although the emulated device, like the CUDA runtime, waits for it in cudaFree
                              and at exit()

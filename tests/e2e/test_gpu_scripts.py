@@ -60,7 +60,7 @@ if cmd == "info":
     print(f"gpu:      cuda:0 {GPU}  {UUID}  00000000:19:00.0  cc 9.0  8 SMs  81559 MiB  ECC on  driver 580.65 (CUDA 13.0)  runtime 13.0")
     print("patterns: /stub/patterns"); sys.exit(0)
 # STUB_FAMILIES: the families listed, in order (default gemm_f32); gemm_fp8_exactint is not applicable on this
-# GPU (as on one before compute capability 8.9): its runs are skipped with the runner's reason.
+# GPU (as on one before compute capability 8.9): its runs are skipped with the GPU executor's reason.
 FAMILIES = E.get("STUB_FAMILIES", "gemm_f32").split(",")
 if cmd == "list":
     cases = [{"id": f"{f}.stub_512", "family": f, "mode": "exact", "iterations": {"boot": 2},

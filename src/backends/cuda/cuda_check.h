@@ -1,7 +1,7 @@
 // One error-check idiom for every CUDA runtime call and after every kernel launch, in device-side code
 // (the CUDA runtime's, or the emulated device's calls of the same names): the failed expression as
 // written, the error's name and message, and the source file and line. A failure throws CudaError
-// (device_error.h), which the runner turns into an `error` result for that device's test; other devices
+// (device_error.h), which the GPU executor turns into an `error` result for that device's test; other devices
 // go on.
 #pragma once
 
@@ -43,7 +43,7 @@ inline void check(cudaError_t e, const char* expr, const char* file, int line) {
 
 // A vendor library's call on the device (cuBLASLt) failed with `what`. The library's status does not say
 // whether the context went with it; the stream's state does: a lost context (a sticky error) is the device's
-// failure as any kernel fault is, so this throws CudaError context_lost (the runner then ends that GPU's run,
+// failure as any kernel fault is, so this throws CudaError context_lost (the GPU executor then ends that GPU's run,
 // a crash); otherwise it returns and the caller rethrows the library's error, one test's `error`.
 inline void check_library_failure(const std::string& what, cudaError_t stream_state) {
   if (stream_state == cudaSuccess || stream_state == cudaErrorNotReady) return;

@@ -1,4 +1,4 @@
-// Comparison of a finished GPU iteration with its reference (runner_state.h), and the choice of that
+// Comparison of a finished GPU iteration with its reference (gpu_state.h), and the choice of that
 // reference: a golden, an accepted recording, or the case's own first run (consensus).
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "../../core/miscompare.h"
 #include "../../core/patterns.h"
-#include "runner_state.h"
+#include "gpu_state.h"
 
 namespace sdc::cuda {
 namespace {

@@ -1,5 +1,5 @@
-// The screen on GPUs: one executor per GPU (src/core/scheduler.h runs each in a host thread of its own,
-// with one stream), every selected case on every GPU at once.
+// The screen on GPUs: one executor per GPU (gpu_executor.h; src/core/scheduler.h runs each in a host thread
+// of its own, with one stream), every selected case on every GPU at once. The retest is gpu_retest.cpp's.
 // Per case and GPU: inputs generated on the device (never copied over PCIe), then per iteration the
 // family's kernels, one digest pass (which also applies injected faults), and a copy of the per-tile
 // digests and SM ids to the host; the host compares them with the golden digests and, for a failing
@@ -24,7 +24,7 @@
 #include "../../core/unit_name.h"
 #include "../../spec/digest.h"
 #include "cuda_backend.h"
-#include "runner_state.h"
+#include "gpu_executor.h"
 
 namespace sdc::cuda {
 namespace {
@@ -47,10 +47,10 @@ void use_checked_reference(const Shared& sh, const Case& c, DeviceCase& dc, bool
   dc.device->use_reference(*dc.problem);
 }
 
-// Allocates a case's buffers and generates its inputs; false when the watchdog gave up.
-// fresh_seed: a retest's copy of the case with another data seed (no golden; its reference is not checked).
+}  // namespace
+
 bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint64_t max_memory, TestResult& r,
-                  bool fresh_seed = false) {
+                  bool fresh_seed) {
   const Family& f = *find_family(c.family);
   dc.problem = f.prepare(c);
   std::string cannot;
@@ -103,10 +103,8 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   return false;
 }
 
-// The faults of iteration `it`, or (retest) of a retest run with the case's own inputs or fresh ones: an output
-// drill that repeats (persist=) fires as fires_now says; every other drill at its iteration only.
-IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it, bool retest = false,
-                           bool fresh = false) {
+IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const DeviceCase& dc, int it, bool retest,
+                           bool fresh) {
   const Problem& p = *dc.problem;
   IterationFaults f;
   for (Injection& inj : sh.run->result.injections) {
@@ -148,6 +146,8 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
   return f;
 }
 
+namespace {
+
 // The pacing of a long computation (DeviceProblem::set_pacer): records an event and waits for the one
 // recorded two calls before, so at most two chunks of launches are queued; false when the deadline passed.
 struct Pacer {
@@ -165,6 +165,8 @@ struct Pacer {
     return p.in_time;
   }
 };
+
+}  // namespace
 
 // Enqueues one iteration and waits for it; false when the watchdog gave up.
 // The copies back go to pinned buffers: a copy to pageable memory would return only when the kernel
@@ -219,356 +221,183 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
   return true;
 }
 
-class GpuExecutor final : public Executor {
- public:
-  GpuExecutor(Shared& sh, const DeviceInfo& info, size_t slot, int sm_ids) : sh_(sh), g_(info, slot, 0, sm_ids) {}
-  Gpu& gpu() { return g_; }
+std::vector<UnitResult> GpuExecutor::units() const {
+  std::vector<UnitResult> out(static_cast<size_t>(g_.sm_ids));
+  for (int sm = 0; sm < g_.sm_ids; ++sm) {
+    out[static_cast<size_t>(sm)].device = static_cast<int>(g_.slot);
+    out[static_cast<size_t>(sm)].sm = sm;
+  }
+  return out;
+}
 
-  std::string device() const override { return g_.info.label(); }
-  int device_index() const override { return static_cast<int>(g_.slot); }
-  // One unit per SM id the GPU can report (%nsmid, usually the SM count).
-  std::vector<UnitResult> units() const override {
-    std::vector<UnitResult> out(static_cast<size_t>(g_.sm_ids));
-    for (int sm = 0; sm < g_.sm_ids; ++sm) {
-      out[static_cast<size_t>(sm)].device = static_cast<int>(g_.slot);
-      out[static_cast<size_t>(sm)].sm = sm;
-    }
-    return out;
-  }
-  void attach(RunContext& ctx, size_t unit_base) override {
-    sh_.run = &ctx;
-    g_.unit_base = unit_base;
-  }
-  void open() override {
-    if (g_.dead.empty()) try {
-        g_.rt->make_current();
-        g_.stream = std::make_unique<Stream>(*g_.rt);
-        g_.event = std::make_unique<Event>(*g_.rt);
-        for (auto& e : g_.pace) e = std::make_unique<Event>(*g_.rt);
-        g_.hang_flag = PinnedBuffer(*g_.rt, sizeof(int));
-        g_.hang_release = g_.hang_flag.as<volatile int>();
-      } catch (const CudaError& e) {
-        g_.dead = e.what();
-      }
-  }
-  std::string unusable() const override {
-    return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", unit_text(UnitName::of_gpu(g_.info.index)), g_.dead);
-  }
-  bool stuck() const override { return g_.stuck; }
-  const char* watchdog_skip_reason() const override { return "not run: the watchdog ended this GPU's run"; }
-  const char* interrupted_skip_reason() const override { return "interrupted before it ran"; }
-  const char* budget_skip_reason() const override { return "time budget ran out before it ran"; }
-  bool repeats_failed() const override { return false; }
-
-  bool applicable(const Case& c, TestResult& r) const override {
-    if (find_family(c.family)->prepare_cuda || g_.info.emulated) return true;
-    r.verdict = Verdict::skip;
-    r.reason = fmt::format("family {} has no CUDA kernel", c.family);
-    return false;
-  }
-
-  bool prepare(const Case& c, TestResult& r) override {
-    dc_ = std::make_unique<DeviceCase>();
-    expected_cache_.clear();
-    if (!prepare_case(sh_, g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
-      g_.stuck = true;
-      return false;
-    }
-    if (r.not_applicable) return false;
-    if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
-    const uint64_t tiles = dc_->problem->tile_count();
-    r.tiles = tiles;
-    r.tiles_without_sm = !dc_->device->records_sm();
-    const Engine engine = dc_->device->engine();
-    r.library = engine.library;
-    r.algorithm = engine.algorithm;
-    ref_ = choose_reference(sh_, g_, c, *dc_, r);
-    if (ref_.kind == Reference::repeats) {
-      // Consensus compares runs with each other (minimum_iterations). The first run's output stays on
-      // the device (when it fits) so that a later miscompare lists elements, not only tiles.
-      const uint64_t bytes = tiles * dc_->problem->tile_elements() * 4ull;
-      uint64_t free_b = 0, total_b = 0;
-      g_.rt->mem_info(free_b, total_b);
-      if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
-    }
-    work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
-    return true;
-  }
-  uint64_t tiles() const override { return dc_->problem->tile_count(); }
-  TileGrid tile_grid() const override { return dc_->problem->tile_grid(); }
-  double tile_flops() const override { return dc_->problem->tile_flops(); }
-  int coverage_iterations(uint64_t) const override { return 1; }  // every tile on the SMs the GPU chose
-  // Consensus compares runs with each other: at least two, until a first run is kept.
-  int minimum_iterations(const TestResult&) const override {
-    return ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
-  }
-
-  // One retest run of dc (the case's own buffers, or a fresh seed's) with the faults a retest fires; false
-  // when the watchdog gave up (the GPU is then stuck).
-  bool retest_run(const Case& c, DeviceCase& dc, bool fresh) {
-    const IterationFaults f = faults_for(sh_, g_, c, dc, -1, true, fresh);
-    if (run_device_iteration(g_, dc, f, deadline_after(work_, g_.rt->slowness()))) return true;
-    g_.stuck = true;
-    return false;
-  }
-
-  bool run_iteration(const Case& c, int it, TestResult& r) override {
-    faults_ = faults_for(sh_, g_, c, *dc_, it);
-    const auto it_start = Clock::now();
-    if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_, g_.rt->slowness()))) return true;
-    r.verdict = Verdict::error;
-    r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g_.info.label(),
-                           seconds_since(it_start));
-    if (faults_.hang) {
-      faults_.hang->fired = true;
-      faults_.hang->fired_unit = -1;
-      *g_.hang_release = 1;  // the drill's kernel may end now; the buffers stay leaked all the same
-    }
-    g_.stuck = true;
-    return false;
-  }
-  void compare(const Case&, int it, TestResult& r) override {
-    compare_iteration(sh_, g_, *dc_, faults_, it, ref_, expected_cache_, ws_, r);
-  }
-  // --retest-on-failure N on a GPU: the whole case N more times with its own inputs (every SM computes again,
-  // so one batch of runs retests every failing SM and counts the rest of the GPU as its sibling), then N times
-  // with fresh seeds, each failing SM's tiles of that run checked against the host CPU's computation of them.
-  // A tile may land on another SM in another run: an SM's tiles are those it computed in that run, and its
-  // same bits are judged on the failing tiles it computed again.
-  void retest(const Case& c, TestResult& r) override {
-    const int n = sh_.run->opt.retest;
-    if (ref_.kind != Reference::golden) {
-      r.notes.push_back(fmt::format("not retested: judged by {}, not by a golden", r.judged_by));
-      return;
-    }
-    std::map<int, UnitRetest> us;
-    for (const auto& [sm, tiles] : dc_->wrong) {
-      if (std::any_of(r.retests.begin(), r.retests.end(), [sm](const UnitRetest& x) { return x.unit == sm; })) continue;
-      UnitRetest& u = us[sm];
-      u.device = g_.info.index;
-      u.unit = sm;
-      u.tiles = std::min<uint64_t>(tiles.size(), RETEST_TILES);
-      u.siblings.push_back({-1, "other SMs of the GPU", 0, 0});
-    }
-    if (us.empty()) return;
-    const std::vector<uint64_t>& golden = *ref_.digests;
-    const uint64_t tiles = dc_->problem->tile_count();
-    const auto time_left = [&] { return !sh_.run->stopping() && !g_.stuck && Clock::now() < sh_.run->deadline; };
-    bool complete = true;
-    for (int k = 0; k < n && complete; ++k) {  // the case's own inputs
-      if (!time_left()) {
-        complete = false;
-        break;
-      }
-      if (!retest_run(c, *dc_, false)) {
-        r.notes.push_back(fmt::format("watchdog: retest run {} with the case's own inputs did not finish", k + 1));
-        complete = false;
-        break;
-      }
-      std::set<int> failed;
-      for (uint64_t t = 0; t < tiles; ++t)  // a tile a sampling (emulated) device did not compute has no SM
-        if (dc_->host_sm[t] != NO_SM && dc_->host_digests[t] != golden[t])
-          failed.insert(static_cast<int>(dc_->host_sm[t]));
-      for (auto& [sm, u] : us) {
-        const bool fails = failed.count(sm) > 0;
-        bool same = fails;
-        int checked = 0;
-        for (const auto& [t, digest] : dc_->wrong.at(sm))
-          if (checked++ < static_cast<int>(RETEST_TILES) && dc_->host_sm[t] == static_cast<uint32_t>(sm))
-            same = same && dc_->host_digests[t] == digest;
-        ++u.same_seed_runs;
-        u.same_seed_failed += fails;
-        u.same_bits += same;
-        ++u.siblings[0].runs;
-        u.siblings[0].failed += failed.size() > (fails ? 1u : 0u);
-      }
-    }
-    // Fresh seeds need a second copy of the case beside the first (which stays allocated).
-    const uint64_t max_memory = sh_.run->opt.max_memory_bytes;
-    const bool fresh_fits = !max_memory || 2 * dc_->bytes <= max_memory;
-    if (!fresh_fits)
-      r.notes.push_back("retest: fresh seeds not run: a second copy of the case would pass --max-memory");
-    const int n_fresh = fresh_fits ? n : 0;
-    for (int k = 0; k < n_fresh && complete; ++k) {  // fresh seeds, against the host
-      if (!time_left()) {
-        complete = false;
-        break;
-      }
-      Case fresh = c;
-      fresh.data_seed = fresh_retest_seed(c.data_seed, k);
-      auto fc = std::make_unique<DeviceCase>();
-      TestResult scratch;
-      try {
-        if (!prepare_case(sh_, g_, fresh, *fc, max_memory ? max_memory - dc_->bytes : 0, scratch, true)) {
-          g_.stuck = true;
-          (void)fc.release();  // the watchdog gave up on it: a kernel may still write its buffers
-          r.notes.push_back("watchdog: a retest's fresh-seed inputs were not generated in time");
-          complete = false;
-          break;
-        }
-      } catch (const CudaError& e) {
-        if (e.sticky()) throw;  // the context is lost: the test's error, as in any iteration
-        r.notes.push_back(fmt::format("retest: fresh seeds not run: {}", e.what()));
-        break;
-      } catch (const std::runtime_error& e) {  // no room for a second copy
-        r.notes.push_back(fmt::format("retest: fresh seeds not run: {}", e.what()));
-        break;
-      }
-      if (!retest_run(fresh, *fc, true)) {
-        if (g_.stuck) fc->leak(), (void)fc.release();
-        r.notes.push_back(fmt::format("watchdog: retest run {} with a fresh seed did not finish", k + 1));
-        complete = false;
-        break;
-      }
-      std::vector<const float*> in;
-      for (const auto& v : fc->generated_host_inputs()) in.push_back(v.data());
-      const uint32_t te = fc->problem->tile_elements();
-      std::vector<float> expect(te);
-      for (auto& [sm, u] : us) {
-        bool fails = false;
-        uint64_t checked = 0;
-        for (uint64_t t = 0; t < tiles && checked < RETEST_TILES; ++t) {
-          if (fc->host_sm[t] != static_cast<uint32_t>(sm)) continue;
-          ++checked;
-          fc->problem->compute_tile(in.data(), t, expect.data(), ws_);
-          fails = fails || tile_digest(t, expect.data(), te) != fc->host_digests[t];
-        }
-        ++u.fresh_seed_runs;
-        u.fresh_seed_failed += fails;
-        u.fresh_on_host = true;
-      }
-    }
-    for (auto& [sm, u] : us) {
-      u.complete = complete;
-      r.retests.push_back(u);
-    }
-    std::sort(r.retests.begin(), r.retests.end(),
-              [](const UnitRetest& a, const UnitRetest& b) { return a.unit < b.unit; });
-  }
-
-  void release_case() override {
-    if (dc_ && (g_.stuck || !g_.dead.empty())) {
-      dc_->leak();  // a kernel may still be running on them, or the context cannot free them
-      (void)dc_.release();
-    }
-    dc_.reset();
-    faults_ = {};
-    ref_ = {};
-  }
-
-  // A lost context (a kernel fault, an uncorrectable ECC error, a contained error) ends this GPU's run and is
-  // this GPU's failure: what the unit computed made the device unusable, as a crash does a CPU's.
-  Verdict error_verdict(const std::exception& e) const override {
-    const auto* ce = dynamic_cast<const CudaError*>(&e);
-    return ce && ce->sticky() ? Verdict::crash : Verdict::error;
-  }
-  std::string error_reason(const std::exception& e) override {
-    if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
-      if (ce->sticky()) {
-        g_.dead = ce->what();
-        return fmt::format("{} lost its context: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what());
-      }
-      return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what())
-                                 : ce->what();
-    }
-    return Executor::error_reason(e);
-  }
-  // A pass needs one complete iteration; a consensus test needs a second run (or another GPU of the
-  // node that agrees: apply_node_consensus).
-  bool settle(TestResult& r) const override {
-    if (r.judged_by != "consensus" || r.iterations_done != 1) return false;
-    r.verdict = Verdict::skip;
-    r.reason = CONSENSUS_ONE_RUN;
-    return true;
-  }
-  // The throughput probe (src/core/probe.h) on a GPU: the GPU as one unit, its work item one exact fp32
-  // GEMM over the whole device (gemm_f32, 2048 x 2048 x 2048; 128 cubed on the emulated device), timed by
-  // this host thread from the first launch to the stream's event (the emulated device: by its stream
-  // thread's CPU time, DeviceRuntime::stream_cpu_seconds). Launches are paced as the replay's are,
-  // so that a hung kernel cannot block this thread in a full launch queue past the deadline.
-  std::vector<std::string> probe_units() const override {
-    if (!g_.dead.empty() || g_.stuck) return {};
-    return {unit_text(UnitName::of_gpu(g_.info.index))};
-  }
-  std::string probe_work() const override {
-    return g_.info.emulated ? "gemm_f32 128x128x128 on the whole emulated GPU, CPU time of its stream's thread"
-                            : "gemm_f32 2048x2048x2048 on the whole GPU, wall time of its stream";
-  }
-  std::string probe(uint64_t reps, Clock::time_point deadline, std::vector<double>& seconds) override {
-    if (!g_.dead.empty() || g_.stuck) return fmt::format("{} cannot run the probe", g_.info.label());
-    try {
-      g_.rt->make_current();  // the probe may run on another host thread than the screen did
-      if (!probe_case_) {
-        Case c;
-        c.id = "probe.gemm_f32";
-        c.family = "gemm_f32";
-        c.data_seed = 0x70726f6265ull;
-        const int64_t n = g_.info.emulated ? 128 : 2048;
-        c.shape.dims = {{"m", n}, {"n", n}, {"k", n}};
-        auto dc = std::make_unique<DeviceCase>();
-        TestResult scratch;
-        const bool in_time = prepare_case(sh_, g_, c, *dc, sh_.run->opt.max_memory_bytes, scratch, true);
-        if (!in_time) {
-          g_.stuck = true;
-          dc->leak(), (void)dc.release();
-          return fmt::format("watchdog: the probe's inputs on {} were not generated in time", g_.info.label());
-        }
-        if (scratch.not_applicable) return scratch.reason;
-        probe_case_ = std::move(dc);
-      }
-      DeviceCase& dc = *probe_case_;
-      cudaStream_t s = g_.stream->get();
-      std::vector<const void*> in;
-      for (const DeviceBuffer& b : dc.inputs) in.push_back(b.get());
-      Pacer pacer{g_, s, deadline};
-      const auto start = Clock::now();
-      const double cpu_start = g_.rt->stream_cpu_seconds(s);
-      for (uint64_t i = 0; i < reps && pacer.in_time; ++i) {
-        dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
-        if (i % 64 == 63) Pacer::pace(&pacer);
-      }
-      if (pacer.in_time) {
-        g_.rt->record(g_.event->get(), s);
-        pacer.in_time = wait_until(*g_.rt, g_.event->get(), deadline);
-      }
-      if (!pacer.in_time) {
-        g_.stuck = true;
-        probe_case_->leak(), (void)probe_case_.release();
-        return fmt::format("watchdog: the probe did not finish on {}", g_.info.label());
-      }
-      const double cpu_end = cpu_start >= 0 ? g_.rt->stream_cpu_seconds(s) : -1;
-      seconds = {cpu_end >= cpu_start && cpu_start >= 0 ? cpu_end - cpu_start : seconds_since(start)};
-      return "";
+void GpuExecutor::open() {
+  if (g_.dead.empty()) try {
+      g_.rt->make_current();
+      g_.stream = std::make_unique<Stream>(*g_.rt);
+      g_.event = std::make_unique<Event>(*g_.rt);
+      for (auto& e : g_.pace) e = std::make_unique<Event>(*g_.rt);
+      g_.hang_flag = PinnedBuffer(*g_.rt, sizeof(int));
+      g_.hang_release = g_.hang_flag.as<volatile int>();
     } catch (const CudaError& e) {
-      if (e.sticky()) g_.dead = e.what();
-      return fmt::format("{}: {}", g_.info.label(), e.what());
-    } catch (const std::exception& e) {
-      return fmt::format("{}: {}", g_.info.label(), e.what());
+      g_.dead = e.what();
     }
+}
+
+bool GpuExecutor::applicable(const Case& c, TestResult& r) const {
+  if (find_family(c.family)->prepare_cuda || g_.info.emulated) return true;
+  r.verdict = Verdict::skip;
+  r.reason = fmt::format("family {} has no CUDA kernel", c.family);
+  return false;
+}
+
+bool GpuExecutor::prepare(const Case& c, TestResult& r) {
+  dc_ = std::make_unique<DeviceCase>();
+  expected_cache_.clear();
+  if (!prepare_case(sh_, g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
+    g_.stuck = true;
+    return false;
   }
-
-  void abandon() override {  // a kernel may still run: its stream, event, flag and device stay
-    (void)g_.stream.release();
-    (void)g_.event.release();
-    for (auto& e : g_.pace) (void)e.release();
-    g_.hang_flag.release();
-    (void)g_.rt.release();
+  if (r.not_applicable) return false;
+  if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
+  const uint64_t tiles = dc_->problem->tile_count();
+  r.tiles = tiles;
+  r.tiles_without_sm = !dc_->device->records_sm();
+  const Engine engine = dc_->device->engine();
+  r.library = engine.library;
+  r.algorithm = engine.algorithm;
+  ref_ = choose_reference(sh_, g_, c, *dc_, r);
+  if (ref_.kind == Reference::repeats) {
+    // Consensus compares runs with each other (minimum_iterations). The first run's output stays on
+    // the device (when it fits) so that a later miscompare lists elements, not only tiles.
+    const uint64_t bytes = tiles * dc_->problem->tile_elements() * 4ull;
+    uint64_t free_b = 0, total_b = 0;
+    g_.rt->mem_info(free_b, total_b);
+    if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
   }
+  work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
+  return true;
+}
 
- private:
-  Shared& sh_;
-  Gpu g_;
-  // The prepared case.
-  std::unique_ptr<DeviceCase> dc_;
-  Reference ref_;
-  IterationFaults faults_;
-  std::map<uint64_t, std::vector<float>> expected_cache_;
-  Workspace ws_;
-  double work_ = 0;
-  std::unique_ptr<DeviceCase> probe_case_;  // the throughput probe's case, prepared when it first runs
-};
+bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
+  faults_ = faults_for(sh_, g_, c, *dc_, it);
+  const auto it_start = Clock::now();
+  if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_, g_.rt->slowness()))) return true;
+  r.verdict = Verdict::error;
+  r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g_.info.label(),
+                         seconds_since(it_start));
+  if (faults_.hang) {
+    faults_.hang->fired = true;
+    faults_.hang->fired_unit = -1;
+    *g_.hang_release = 1;  // the drill's kernel may end now; the buffers stay leaked all the same
+  }
+  g_.stuck = true;
+  return false;
+}
 
-}  // namespace
+void GpuExecutor::release_case() {
+  if (dc_ && (g_.stuck || !g_.dead.empty())) {
+    dc_->leak();  // a kernel may still be running on them, or the context cannot free them
+    (void)dc_.release();
+  }
+  dc_.reset();
+  faults_ = {};
+  ref_ = {};
+}
+
+Verdict GpuExecutor::error_verdict(const std::exception& e) const {
+  const auto* ce = dynamic_cast<const CudaError*>(&e);
+  return ce && ce->sticky() ? Verdict::crash : Verdict::error;
+}
+
+std::string GpuExecutor::error_reason(const std::exception& e) {
+  if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+    if (ce->sticky()) {
+      g_.dead = ce->what();
+      return fmt::format("{} lost its context: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what());
+    }
+    return ce->out_of_memory() ? fmt::format("out of device memory on {}: {}", unit_text(UnitName::of_gpu(g_.info.index)), ce->what())
+                               : ce->what();
+  }
+  return Executor::error_reason(e);
+}
+
+bool GpuExecutor::settle(TestResult& r) const {
+  if (r.judged_by != "consensus" || r.iterations_done != 1) return false;
+  r.verdict = Verdict::skip;
+  r.reason = CONSENSUS_ONE_RUN;
+  return true;
+}
+
+std::vector<std::string> GpuExecutor::probe_units() const {
+  if (!g_.dead.empty() || g_.stuck) return {};
+  return {unit_text(UnitName::of_gpu(g_.info.index))};
+}
+
+std::string GpuExecutor::probe_work() const {
+  return g_.info.emulated ? "gemm_f32 128x128x128 on the whole emulated GPU, CPU time of its stream's thread"
+                          : "gemm_f32 2048x2048x2048 on the whole GPU, wall time of its stream";
+}
+
+std::string GpuExecutor::probe(uint64_t reps, Clock::time_point deadline, std::vector<double>& seconds) {
+  if (!g_.dead.empty() || g_.stuck) return fmt::format("{} cannot run the probe", g_.info.label());
+  try {
+    g_.rt->make_current();  // the probe may run on another host thread than the screen did
+    if (!probe_case_) {
+      Case c;
+      c.id = "probe.gemm_f32";
+      c.family = "gemm_f32";
+      c.data_seed = 0x70726f6265ull;
+      const int64_t n = g_.info.emulated ? 128 : 2048;
+      c.shape.dims = {{"m", n}, {"n", n}, {"k", n}};
+      auto dc = std::make_unique<DeviceCase>();
+      TestResult scratch;
+      const bool in_time = prepare_case(sh_, g_, c, *dc, sh_.run->opt.max_memory_bytes, scratch, true);
+      if (!in_time) {
+        g_.stuck = true;
+        dc->leak(), (void)dc.release();
+        return fmt::format("watchdog: the probe's inputs on {} were not generated in time", g_.info.label());
+      }
+      if (scratch.not_applicable) return scratch.reason;
+      probe_case_ = std::move(dc);
+    }
+    DeviceCase& dc = *probe_case_;
+    cudaStream_t s = g_.stream->get();
+    std::vector<const void*> in;
+    for (const DeviceBuffer& b : dc.inputs) in.push_back(b.get());
+    Pacer pacer{g_, s, deadline};
+    const auto start = Clock::now();
+    const double cpu_start = g_.rt->stream_cpu_seconds(s);
+    for (uint64_t i = 0; i < reps && pacer.in_time; ++i) {
+      dc.device->compute(in.data(), dc.out.as<float>(), dc.tile_sm.as<uint32_t>(), dc.scratch.get(), s);
+      if (i % 64 == 63) Pacer::pace(&pacer);
+    }
+    if (pacer.in_time) {
+      g_.rt->record(g_.event->get(), s);
+      pacer.in_time = wait_until(*g_.rt, g_.event->get(), deadline);
+    }
+    if (!pacer.in_time) {
+      g_.stuck = true;
+      probe_case_->leak(), (void)probe_case_.release();
+      return fmt::format("watchdog: the probe did not finish on {}", g_.info.label());
+    }
+    const double cpu_end = cpu_start >= 0 ? g_.rt->stream_cpu_seconds(s) : -1;
+    seconds = {cpu_end >= cpu_start && cpu_start >= 0 ? cpu_end - cpu_start : seconds_since(start)};
+    return "";
+  } catch (const CudaError& e) {
+    if (e.sticky()) g_.dead = e.what();
+    return fmt::format("{}: {}", g_.info.label(), e.what());
+  } catch (const std::exception& e) {
+    return fmt::format("{}: {}", g_.info.label(), e.what());
+  }
+}
+
+void GpuExecutor::abandon() {
+  (void)g_.stream.release();
+  (void)g_.event.release();
+  for (auto& e : g_.pace) (void)e.release();
+  g_.hang_flag.release();
+  (void)g_.rt.release();
+}
 
 std::unique_ptr<DeviceRuntime> open_runtime(const DeviceInfo& gpu) {
   return gpu.emulated ? open_emulated_runtime(gpu) : open_cuda_runtime(gpu);

@@ -66,7 +66,7 @@ class CudaRuntime final : public DeviceRuntime {
   void copy_async(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
     SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   }
-  // cudaMemcpy would go to the legacy default stream, which the runner's non-blocking streams do not wait for.
+  // cudaMemcpy would go to the legacy default stream, which the GPU executor's non-blocking streams do not wait for.
   void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) override {
     SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
     SDC_CUDA_CHECK(cudaStreamSynchronize(s));

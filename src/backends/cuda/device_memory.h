@@ -1,4 +1,4 @@
-// RAII for the device resources the runner holds: device buffers, pinned host buffers, a stream, an event,
+// RAII for the device resources the GPU executor holds: device buffers, pinned host buffers, a stream, an event,
 // each on its DeviceRuntime. Each can be leaked on purpose (release()) when a kernel that may still be
 // running uses it: the watchdog ended the wait, and freeing memory under a running kernel is worse than
 // keeping it until the process ends.

@@ -1,4 +1,4 @@
-// The generic device passes the CUDA runner launches around a family's kernels (device_util.cu), once per
+// The generic device passes the GPU executor launches around a family's kernels (device_util.cu), once per
 // target that source is compiled for: `gpu` (nvcc, a CUDA build only) and `emu` (the emulated device,
 // every build). Plain C++ declarations: the runtimes (device_runtime.h) call their own target's.
 #pragma once

@@ -1,6 +1,6 @@
 // The device side of a prepared case. A family's .cu file implements it beside the CPU reference; the
 // CUDA runner owns buffers, streams, digests, comparison, injection and the watchdog, so a family owns
-// only its input generation and its kernels. Plain C++ (no device code, no CUDA header): the runner includes
+// only its input generation and its kernels. Plain C++ (no device code, no CUDA header): the GPU executor includes
 // it in every build, and a family's .cu implements it for each target (the GPU, the emulated device).
 #pragma once
 
@@ -23,7 +23,7 @@ struct Injection;  // src/core/inject.h
 
 namespace sdc::cuda {
 
-// Where a case's output lies in the runner's output buffer. By default tile t's Problem::tile_elements()
+// Where a case's output lies in the GPU executor's output buffer. By default tile t's Problem::tile_elements()
 // elements are contiguous at out + t * tile_elements, in the CPU path's offsets. A library that writes a
 // plain matrix (cuBLASLt) uses the matrix layout: tile t is the block of tile_rows x tile_cols elements
 // at block row t / tiles_per_row, block column t % tiles_per_row of a row-major matrix whose rows are
@@ -72,14 +72,14 @@ class DeviceProblem {
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
   // For a problem with an in-process reference (Problem::replay, the training-step replay): the host's
-  // problem, whose reference the runner has computed and checked against the golden. Called once, after
+  // problem, whose reference the GPU executor has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).
   virtual void use_reference(const Problem& /*host*/) {}
   // A computation of many thousands of launches (the training-step replay) calls `pace` every few hundred:
   // a GPU's launch queue holds about a thousand, and a launch into a full queue behind a hung kernel would
   // block the host thread past the watchdog. pace waits (until the watchdog's deadline) for the work queued
-  // two calls before; false: the deadline passed, stop queueing (the runner then reports the watchdog).
-  // Null: no pacing (the runner sets it around each compute()).
+  // two calls before; false: the deadline passed, stop queueing (the GPU executor then reports the watchdog).
+  // Null: no pacing (the GPU executor sets it around each compute()).
   using Pace = bool (*)(void* context);
   virtual void set_pacer(Pace /*pace*/, void* /*context*/) {}
   // A fault inside the computation (--inject submodule=: the training-step replay) that the next compute()

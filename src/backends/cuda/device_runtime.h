@@ -1,8 +1,8 @@
-// The seam between the CUDA runner and a device: the one small interface through which the runner
+// The seam between the GPU executor and a device: the one small interface through which the GPU executor
 // allocates, copies, launches a family's kernels and its own passes, records and polls events, and learns
 // what the device is. Two implementations: the CUDA runtime (cuda_runtime.cpp, a CUDA build only) and the
 // emulated device (src/backends/emu/emu_device.cpp, every build), which runs the same kernel sources on the
-// CPU. Plain C++: the runner is compiled once, without any CUDA header, and drives either.
+// CPU. Plain C++: the GPU executor is compiled once, without any CUDA header, and drives either.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +52,13 @@ class DeviceRuntime {
   // done, as CUDA's does.
   virtual void copy_async(void* dst, const void* src, uint64_t bytes, cudaStream_t s) = 0;
   // Synchronous, on stream s: device to host or device to device, after the work enqueued on s before it, and
-  // done when it returns. Never on the legacy default stream, which does not wait for the runner's streams
+  // done when it returns. Never on the legacy default stream, which does not wait for the GPU executor's streams
   // (they are non-blocking): a copy of a buffer is ordered on the stream its kernels ran on.
   virtual void copy(void* dst, const void* src, uint64_t bytes, cudaStream_t s) = 0;
   virtual void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
                        uint64_t rows, cudaStream_t s) = 0;
 
-  // The runner's own passes (device_passes.h), compiled for this device's target.
+  // The GPU executor's own passes (device_passes.h), compiled for this device's target.
   virtual void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
                             const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s) = 0;
   virtual void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) = 0;
@@ -67,7 +67,7 @@ class DeviceRuntime {
 
   // Around a family's compute(): a device that computes only a sample of the compute kernels' blocks (the
   // emulated device, for speed) says so; the tiles those blocks did not compute keep their poisoned SM
-  // id, and the runner checks only the tiles that were computed. A GPU computes every block.
+  // id, and the GPU executor checks only the tiles that were computed. A GPU computes every block.
   virtual void compute_begin(cudaStream_t) {}
   virtual void compute_end(cudaStream_t) {}
   virtual bool samples_blocks() const { return false; }
@@ -89,7 +89,7 @@ std::unique_ptr<DeviceRuntime> open_runtime(const DeviceInfo& gpu);
 std::unique_ptr<DeviceRuntime> open_cuda_runtime(const DeviceInfo& gpu);
 std::unique_ptr<DeviceRuntime> open_emulated_runtime(const DeviceInfo& gpu);
 // The CUDA runtime of the calling thread's current GPU, opened on first use and kept (the GPU tests and the
-// benchmark, which drive one GPU through the runner's seam).
+// benchmark, which drive one GPU through the GPU executor's seam).
 DeviceRuntime& current_cuda_runtime();
 
 }  // namespace sdc::cuda

@@ -40,7 +40,7 @@ Engine LtGemmDevice::engine() const {
 void LtGemmDevice::compute(const void* const* in, float* out, uint32_t*, void* scratch, cudaStream_t s) const {
   if (!plan_) throw std::runtime_error(refusal_);
   // cuBLASLt carries its own CUDA runtime: its launch is checked by its status (LtGemm::run throws),
-  // not by this runtime's cudaGetLastError; an asynchronous fault shows at the runner's next wait. A failed
+  // not by this runtime's cudaGetLastError; an asynchronous fault shows at the GPU executor's next wait. A failed
   // call that took the context with it is the GPU's failure, not only this test's error.
   try {
     plan_->run(in[0], in[1], out, scratch, s);

@@ -1,11 +1,11 @@
 // The device side of a case computed by cuBLASLt: C (M x N fp32) = A (M x K) * B (N x K)^T through an
 // LtGemm plan (cublaslt.h) with its pinned algorithm. Input generation is the family's (a callable), so
-// that any family whose inputs fit the plan's dtype can use it. Plain C++: the runner and the tests
+// that any family whose inputs fit the plan's dtype can use it. Plain C++: the GPU executor and the tests
 // include it.
 //
 // What differs from a family's own kernel:
 //  * output layout: cuBLASLt writes a plain row-major matrix (rows N apart), so output_layout() is the
-//    matrix layout of 64 x 64 tiles and the runner's digest pass and tile copy read the tiles there;
+//    matrix layout of 64 x 64 tiles and the GPU executor's digest pass and tile copy read the tiles there;
 //  * no SM ids: a library kernel cannot say which SM computed a tile (records_sm() is false);
 //  * the engine: the loaded library's version and the pinned algorithm's description, so that a changed
 //    choice (another GPU, another library) can never be mistaken for the same algorithm.
@@ -44,7 +44,7 @@ class LtGemmDevice final : public DeviceProblem {
   Engine engine() const override;
   uint64_t scratch_bytes() const override { return WORKSPACE_BYTES; }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override { generate_(tensor, dst, s); }
-  // tile_sm is left as the runner poisoned it. Throws LtError when cublasLtMatmul fails.
+  // tile_sm is left as the GPU executor poisoned it. Throws LtError when cublasLtMatmul fails.
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void* scratch, cudaStream_t s) const override;
 
   // The plan (every algorithm the heuristic offers, for the GPU tests and the benchmark); null when this

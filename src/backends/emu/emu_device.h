@@ -4,7 +4,7 @@
 // memsets, event records), a kernel's blocks one after another, each block's threads as fibers (block.h).
 // Block b of a launch runs on SM b % sms (the documented placement that SM localization then reports).
 //
-// What a fault can look like is emulated too, for the runner's tests: a kernel launch that fails and loses
+// What a fault can look like is emulated too, for the GPU executor's tests: a kernel launch that fails and loses
 // the context (a sticky error), a kernel launch that never ends, memory that runs out, and one lane of the
 // tensor cores of one SM flipping a bit of its mma.sync result. As on a GPU, freeing memory waits for the
 // device's streams (cudaFree synchronizes), and so does the end of the process through exit() (the CUDA
@@ -30,7 +30,7 @@ struct Spec {
   int sms = 8;
   uint64_t memory_bytes = uint64_t{1} << 30;
   // At most this many blocks of each compute kernel run (a seeded sample, the same for every launch of
-  // the same kernel and grid); 0: every block. The runner compares only the tiles the sample computed.
+  // the same kernel and grid); 0: every block. The GPU executor compares only the tiles the sample computed.
   unsigned sample_blocks = 64;
   uint64_t fail_launch = 0;  // the n-th kernel launch on this device faults and loses the context (0: none)
   // The n-th kernel launch on this device never ends (0: none): a hung kernel that, unlike the hang drill's

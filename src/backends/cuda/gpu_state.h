@@ -1,5 +1,6 @@
-// The CUDA runner's per-GPU state, shared by the run loop (cuda_runner.cpp) and the comparison of a
-// finished iteration with its reference (cuda_compare.cpp). Internal to the CUDA backend.
+// The GPU executor's per-GPU state, shared by its run loop (cuda_runner.cpp), its retest (gpu_retest.cpp)
+// and the comparison of a finished iteration with its reference (cuda_compare.cpp). Internal to the CUDA
+// backend.
 #pragma once
 
 #include <chrono>

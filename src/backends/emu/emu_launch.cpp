@@ -1,0 +1,160 @@
+// Kernel launches on the emulated device: a launch enqueued on a stream runs there, its blocks one after
+// another on the stream's thread (a block runner per thread, block.h), or a seeded sample of them; the
+// injected faults of a Spec (a launch that fails, one that never ends, a slow device, a tensor-core lane
+// that flips a bit); and the calls kernel code makes (mma.sync, nanosleep, the race checker's queries).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <time.h>
+
+#include "emu_device_impl.h"
+
+namespace sdc::emu::detail {
+namespace {
+
+thread_local const Spec* t_launch_spec = nullptr;  // the device whose kernel this stream thread runs
+thread_local const char* t_kernel = "";            // that kernel's name
+thread_local uint64_t t_block_serial = 0;          // blocks run on this thread so far
+
+struct Launch {
+  std::string what;
+  unsigned grid, block;
+  std::function<void()> body;
+  bool compute;
+};
+
+void thread_body(void* arg) { static_cast<const Launch*>(arg)->body(); }
+
+// The blocks a launch runs: all, or for a compute kernel a seeded sample of spec.sample_blocks of them,
+// the same for every launch of that kernel with that grid (so every iteration, and every emulated device
+// with the same spec, computes the same tiles).
+std::vector<unsigned> blocks_to_run(const Launch& l, const Spec& spec) {
+  std::vector<unsigned> all(l.grid);
+  for (unsigned b = 0; b < l.grid; ++b) all[b] = b;
+  if (!l.compute || spec.sample_blocks == 0 || l.grid <= spec.sample_blocks) return all;
+  uint64_t seed = 0x5dc5c4ee11ull ^ l.grid;
+  for (char c : l.what) seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  std::mt19937_64 rng(seed);
+  for (unsigned i = 0; i < spec.sample_blocks; ++i) {
+    std::uniform_int_distribution<unsigned> pick(i, l.grid - 1);
+    std::swap(all[i], all[pick(rng)]);
+  }
+  all.resize(spec.sample_blocks);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+double this_thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void run_launch(Device& dev, const Launch& l) {
+  if (dev.lost()) return;  // nothing runs after the context is lost
+  const uint64_t n = dev.next_launch();
+  if (dev.spec.hang_launch && n == dev.spec.hang_launch)  // a block that never finishes: nothing releases it
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (dev.spec.fail_launch && n == dev.spec.fail_launch) {
+    dev.lose(
+        fmt::format("{}: cudaErrorIllegalAddress (an illegal memory access was encountered; injected: "
+                    "kernel launch {} of emulated device {})",
+                    l.what, n, dev.info.index));
+    return;
+  }
+  thread_local BlockRunner runner;
+  const double cpu_start = dev.spec.slow > 1 ? this_thread_cpu_seconds() : 0;
+  t_launch_spec = &dev.spec;
+  t_kernel = l.what.c_str();
+  const unsigned sms = static_cast<unsigned>(dev.spec.sms);
+  try {
+    for (unsigned b : blocks_to_run(l, dev.spec)) {
+      ++t_block_serial;
+      runner.run(l.what.c_str(), Dim3{l.grid, 1, 1}, Dim3{l.block, 1, 1}, Dim3{b, 1, 1}, b % sms, sms, 0, thread_body,
+                 const_cast<Launch*>(&l));
+    }
+  } catch (const std::exception& e) {  // a KernelFault, or an exception out of the kernel's code
+    dev.lose(fmt::format("{}: cudaErrorLaunchFailure (unspecified launch failure): {}", l.what, e.what()));
+  }
+  t_launch_spec = nullptr;
+  t_kernel = "";
+  if (dev.spec.slow > 1) {  // a slower GPU: this thread busy for (slow - 1) times what the launch took
+    const double until = cpu_start + dev.spec.slow * (this_thread_cpu_seconds() - cpu_start);
+    while (this_thread_cpu_seconds() < until) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sdc::emu::detail
+
+namespace sdc::emu {
+
+using namespace detail;
+
+void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body) {
+  t_last = cudaSuccess;
+  Stream* st = stream_of(s);
+  if (!st || grid == 0 || block == 0 || block > 1024) {
+    t_last = !st ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
+    return;
+  }
+  if (st->dev.lost()) {
+    t_last = cudaErrorLaunchFailure;
+    return;
+  }
+  auto l = std::make_shared<Launch>(Launch{what, grid, block, std::move(body), st->sampling});
+  Device& d = st->dev;
+  st->enqueue([&d, l] { run_launch(d, *l); });
+}
+
+void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  struct Regs {
+    const uint32_t* a;
+    const uint32_t* b;
+    float* d;
+  };
+  struct Ctx {
+    MmaType t;
+    const Spec* spec;
+    unsigned sm;
+  };
+  Regs mine{a, b, d};
+  Ctx ctx{t, t_launch_spec, here().sm};
+  warp_exchange(
+      0xffffffffu, &mine,
+      [](void* c, void* const* lanes) {
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        uint32_t ra[32][4], rb[32][2];
+        float rc[32][4], rd[32][4];
+        for (int l = 0; l < 32; ++l) {
+          const Regs& r = *static_cast<const Regs*>(lanes[l]);
+          for (int i = 0; i < 4; ++i) ra[l][i] = r.a[i], rc[l][i] = r.d[i];
+          for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
+        }
+        mma_sync(x.t, ra, rb, rc, rd);
+        if (x.spec && x.spec->mma_sm == static_cast<int>(x.sm)) {  // the planted tensor-core fault
+          uint32_t bits;
+          std::memcpy(&bits, &rd[x.spec->mma_lane][0], 4);
+          bits ^= 1u << x.spec->mma_bit;
+          std::memcpy(&rd[x.spec->mma_lane][0], &bits, 4);
+        }
+        for (int l = 0; l < 32; ++l)
+          for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
+      },
+      &ctx);
+}
+
+void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+const char* current_kernel() { return t_kernel; }
+uint64_t block_serial() { return t_block_serial; }
+
+}  // namespace sdc::emu
