@@ -38,7 +38,7 @@ using Prepare = std::unique_ptr<cuda::DeviceProblem> (*)(const Case&);
 // A family lists its backends itself (its family()); the registry binds the device sides of those with
 // one. A build without CUDA has no CUDA backend: there, "cuda" is not among the backends it can offer (the
 // emulated device, a test-only backend, runs the emulated side all the same).
-Family bind(Family f, const char* device_side, [[maybe_unused]] Prepare gpu, Prepare emu) {
+Family with_device_side(Family f, const char* device_side, [[maybe_unused]] Prepare gpu, Prepare emu) {
   f.device_side = device_side;
 #if SDC_HAVE_CUDA
   f.prepare_cuda = gpu;
@@ -63,9 +63,9 @@ const std::vector<Family>& families() {
 #else  // a build of the core alone (the fuzz harnesses): no device sides at all
 #define SDC_EMU_SIDE(ns) nullptr
 #endif
-#define SDC_FAMILY(ns) bind(ns::family(), "kernel", SDC_GPU_SIDE(ns), SDC_EMU_SIDE(ns)),
-#define SDC_FAMILY_LIBRARY(ns) bind(ns::family(), "library", SDC_GPU_SIDE(ns), nullptr),
-#define SDC_FAMILY_CPU(ns) bind(ns::family(), "none", nullptr, nullptr),
+#define SDC_FAMILY(ns) with_device_side(ns::family(), "kernel", SDC_GPU_SIDE(ns), SDC_EMU_SIDE(ns)),
+#define SDC_FAMILY_LIBRARY(ns) with_device_side(ns::family(), "library", SDC_GPU_SIDE(ns), nullptr),
+#define SDC_FAMILY_CPU(ns) with_device_side(ns::family(), "none", nullptr, nullptr),
 #include "../../kernels/families.def"
 #undef SDC_GPU_SIDE
 #undef SDC_EMU_SIDE

@@ -146,7 +146,7 @@ class Executor {
   // retested, opt.retest times (UnitRetest), into r.retests. A device that cannot says so in r.notes.
   virtual void retest(const Case&, TestResult& r) {
     const char* note = "not retested: this backend does not retest a failure yet";
-    if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+    if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.emplace_back(note);
   }
   // Done with the prepared case (kept alive when a job may still use it).
   virtual void release_case() = 0;

@@ -25,6 +25,15 @@ if not SDCSCREEN or not os.access(SDCSCREEN, os.X_OK):
 LOCK_FILE = os.path.join(tempfile.gettempdir(), f"sdcscreen-test-{os.getpid()}.lock")
 
 
+# The lines of a history directory's history.jsonl, parsed; [] when there is none.
+def history_lines(d):
+    path = os.path.join(d, "history.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def with_lock(args):
     args = list(args)
     if args and args[0] == "run" and "--lock-file" not in args and "--force" not in args:

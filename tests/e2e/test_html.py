@@ -372,7 +372,7 @@ with tempfile.TemporaryDirectory() as d:
         gpus = [a.get("data-device") for a in dom.having("gpu")]
         F.check(gpus == ["cuda:0", "cuda:1"], f"gpu drill: GPU grids {gpus}")
         check_case(dom, report, GPU_CASE, "cuda:1", "gpu drill")
-        check_layout(page, report, "gpu drill", {f"cuda:{g} sm {s}": str(s) for g in (0, 1) for s in range(4)})
+        check_layout(page, report, "gpu drill", {f"gpu {g} sm {s}": str(s) for g in (0, 1) for s in range(4)})
         png = os.path.join(d, "gpu.png")
         chromium(page, f"--screenshot={png}", "--window-size=1280,900")
         n = fail_pixels(png) if os.path.exists(png) else 0

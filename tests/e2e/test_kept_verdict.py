@@ -11,20 +11,12 @@ import tempfile
 import time
 
 import common
-from common import Failures, SDCSCREEN, with_lock
+from common import Failures, SDCSCREEN, history_lines, with_lock
 
 F = Failures("e2e_kept_verdict")
 FAIL_CASE, LONG_CASE = "gemm_f32.special_512", "attention_f32.causal_uniform_16x2048x128"
 QUICK = "softmax_f32.special_128x1000"
 DRILL = ["--inject", f"case={FAIL_CASE},element=5000,bit=3"]
-
-
-def history_lines(d):
-    path = os.path.join(d, "history.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def children(pid):

@@ -23,21 +23,13 @@ import tempfile
 import jsonschema
 
 import common
-from common import Failures, SCHEMA, SDCSCREEN, with_lock
+from common import Failures, SCHEMA, SDCSCREEN, history_lines, with_lock
 
 F = Failures("e2e_supervisor_outputs")
 FAIL_CASE, LONG_CASE = "gemm_f32.special_512", "attention_f32.causal_uniform_16x2048x128"
 QUICK = "softmax_f32.special_128x1000"
 with open(SCHEMA) as f:
     VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
-
-
-def history_lines(d):
-    path = os.path.join(d, "history.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def read(path):
@@ -150,7 +142,7 @@ for where, said in (("", "while generating the inputs of "), (":between", "betwe
         what = f"worker crash{where or ':inputs'}"
         F.check(p.returncode == 1 and f"cpu {victim} died of SIGSEGV" in p.stderr and said in p.stderr,
                 f"{what}: exit {p.returncode}, stderr {p.stderr[-400:]}")
-        F.check(p.stdout.startswith(f"SDC: cpu{victim} "), f"{what}: NPD line {p.stdout!r}")
+        F.check(p.stdout.startswith(f"SDC: cpu {victim} "), f"{what}: NPD line {p.stdout!r}")
         r = json.loads(read(out) or "null") or {"tests": [], "units": []}
         crashed = [t for t in r["tests"] if t["result"] == "crash"]
         F.check(len(crashed) == 1 and crashed[0]["units_failed"] == [victim] and said in crashed[0].get("reason", ""),

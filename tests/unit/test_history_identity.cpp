@@ -84,7 +84,7 @@ TEST_CASE("identity: a replaced GPU starts a new record", "[history][identity]")
   CHECK(v.remaining == 3);
   bool said = false;
   for (const std::string& d : v.details)
-    said = said || d.find("gpu 0 (GPU-A)") != std::string::npos && d.find("replaced by GPU-C") != std::string::npos;
+    said = said || (d.find("gpu 0 (GPU-A)") != std::string::npos && d.find("replaced by GPU-C") != std::string::npos);
   CHECK(said);
   const auto units = summarize(h);
   REQUIRE(find(units, "uuid GPU-A") != nullptr);
