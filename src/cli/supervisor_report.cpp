@@ -93,7 +93,7 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
     t.units_failed = {end.miscompare_unit};
     t.failed_tiles = 1;
     t.time_to_fail_s = end.miscompare_time_s >= 0 ? end.miscompare_time_s : r.end_unix - r.start_unix;
-    t.notes.push_back(
+    t.notes.emplace_back(
         "a miscompare the screen found before it died (the shared progress record): its details died with it");
     UnitResult u;
     if (gpu) {

@@ -107,7 +107,7 @@ void apply_node_consensus(RunResult& result, const std::vector<FirstRun>& first_
     std::vector<uint64_t> bad;
     switch (j.standing) {
       case NodeStanding::alone:
-        r.notes.push_back("the only GPU of this node with its architecture and engine: judged by its own repeats");
+        r.notes.emplace_back("the only GPU of this node with its architecture and engine: judged by its own repeats");
         break;
       case NodeStanding::agrees:
         r.notes.push_back(
