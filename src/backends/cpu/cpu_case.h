@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,25 @@ struct ActiveFault {
 // all did so within STOP_GRACE (the pool is usable and nothing is leaked); `stuck` when the deadline
 // passed, or a worker did not return in the grace, so the job may still be running.
 enum class JobEnd { finished, stopped, stuck };
+
+// When a job must end: its deadline (the watchdog) and the stop signal.
+struct Watch {
+  Clock::time_point deadline;
+  StopToken stop;
+  bool ok(WorkerPool& pool, const std::function<void(size_t)>& job) const {
+    return pool.run_until(job, deadline, [stop = stop] { return stop.stop_requested(); });
+  }
+};
+
+// Runs job on every worker under the watch. A job that may still be running on a stuck worker is leaked
+// rather than destroyed; the caller leaks what the job refers to as well.
+JobEnd run_watched(WorkerPool& pool, const Watch& watch, std::function<void(size_t)> fn);
+
+// The watchdog's deadline for one pass over a case (cpu_passes.cpp).
+Clock::time_point pass_deadline(double work_seconds);
+
+uint64_t string_hash(const std::string& s);
+double seconds_since(Clock::time_point t);
 
 // Allocates the buffers of a prepared case and generates its inputs, every worker a slice of every tensor.
 // case_id names the work on the activity board.
