@@ -86,6 +86,10 @@ struct DeviceCase {
   DeviceCase(const Family& f, const Case& c, cudaStream_t s) : p(f.prepare(c)), d(f.prepare_cuda(c)) {
     tiles = p->tile_count();
     te = p->tile_elements();
+    if (p->replay()) {  // the training-step replay is measured against the host's reference, as the runner gives
+      p->replay()->compute_reference(nullptr);  // it (before scratch_bytes: the reference sizes the scratch)
+      d->use_reference(*p);
+    }
     for (size_t t = 0; t < p->inputs().size(); ++t) {
       in.emplace_back(gpu(), d->input_bytes(t));
       d->generate(t, in.back().get(), s);
