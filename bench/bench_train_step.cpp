@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
   }
   if (!keep_coretype) sdc::bench::ensure_openblas_coretype(argv);
   openblas_set_num_threads(1);
-  std::printf("openblas core %s, 1 thread; the replay's training step, exact vs its matmuls by sgemm\n",
-              openblas_get_corename());
+  std::printf("%s, 1 thread; the replay's training step, exact vs its matmuls by sgemm\n",
+              sdc::bench::openblas_core_choice().text.c_str());
   std::printf("%-12s %10s %12s %12s %12s %9s  %s\n", "preset", "params", "matmul GF", "exact ms", "sgemm ms", "ratio",
               "loss exact / sgemm");
   constexpr uint64_t SEED = 1234;

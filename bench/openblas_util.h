@@ -22,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 // OpenBLAS built with DYNAMIC_ARCH picks its kernels from the CPU model; under some hypervisors it does not
 // recognise the CPU and falls back to SSE3 kernels, several times slower, which would make any ratio
 // meaningless. Unless OPENBLAS_CORETYPE is set, the benchmark runs itself again naming the best kernel
-// family this CPU supports.
+// family this CPU supports (and marks that it did, so that the kernels' origin can be said).
+inline constexpr const char* kCoreSetByBench = "SDC_BENCH_CORETYPE_SET";
+
 inline void ensure_openblas_coretype(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE")) return;
   const std::string core = openblas_get_corename();
@@ -37,8 +39,35 @@ inline void ensure_openblas_coretype(char** argv) {
   std::printf("openblas autodetected core %s; re-running with OPENBLAS_CORETYPE=%s\n", core.c_str(), want);
   std::fflush(stdout);
   setenv("OPENBLAS_CORETYPE", want, 1);
+  setenv(kCoreSetByBench, core.c_str(), 1);
   execv("/proc/self/exe", argv);
   std::perror("execv");  // fall through and measure with the autodetected core
+}
+
+// Whose choice OpenBLAS's kernels are in this process. A ratio means little without it: OPENBLAS_CORETYPE
+// set in the environment (some sites set it because older OpenBLAS builds misbehave on new CPUs) can name a
+// kernel family older than the CPU's, and the ratio against it flatters the exact code.
+struct CoreChoice {
+  std::string core;    // the kernels OpenBLAS runs (openblas_get_corename)
+  std::string forced;  // OPENBLAS_CORETYPE's value when the environment set it, else empty
+  std::string text;    // one line for the output
+};
+
+inline CoreChoice openblas_core_choice() {
+  CoreChoice c;
+  c.core = openblas_get_corename();
+  const char* env = std::getenv("OPENBLAS_CORETYPE");
+  const char* by_bench = std::getenv(kCoreSetByBench);
+  if (env && by_bench) {
+    c.text = "openblas kernels " + c.core + " (OPENBLAS_CORETYPE=" + env + " set by this benchmark: OpenBLAS chose " +
+             by_bench + ", a fallback slower than this CPU allows)";
+  } else if (env) {
+    c.forced = env;
+    c.text = "openblas kernels " + c.core + " (forced by OPENBLAS_CORETYPE=" + env + " in the environment)";
+  } else {
+    c.text = "openblas kernels " + c.core + " (OpenBLAS's own choice for this CPU)";
+  }
+  return c;
 }
 
 inline double median(std::vector<double> v) {

@@ -16,23 +16,38 @@ __global__ void generate_kernel(float* dst, uint64_t n, Distribution d, Exponent
 constexpr unsigned DIGEST_THREADS = 256;
 
 // One block per tile (grid-stride over tiles); each thread sums the terms of a strided subset of the
-// tile's elements, then the block adds the 256 partial sums (mod 2^64: any order gives the same sum).
+// tile's elements (offsets threadIdx.x, + DIGEST_THREADS, ...), then the block adds the 256 partial sums
+// (mod 2^64: any order gives the same sum). The digest is integer-bound (two 64-bit multiplies an element),
+// so no element pays for a division: each thread's (row, column) inside the tile advances by a fixed step
+// with one carry. A contiguous tile is one row of `te`.
 __global__ void __launch_bounds__(DIGEST_THREADS)
     digest_kernel(float* out, OutputLayout layout, uint64_t tiles, uint32_t te, const uint32_t* tile_sm, DeviceFault f,
                   uint64_t* digests) {
   __shared__ uint64_t warp_sum[DIGEST_THREADS / 32];
+  const uint32_t cols = layout.matrix() ? layout.tile_cols : (te ? te : 1);
+  const uint64_t ld = layout.matrix() ? layout.ld : cols;
+  const uint32_t step_rows = DIGEST_THREADS / cols, step_cols = DIGEST_THREADS % cols;
+  const uint32_t row0 = threadIdx.x / cols, col0 = threadIdx.x % cols;
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint64_t key = digest_key(t);
     const bool hit = f.mask != 0 && (t == f.tile || (f.sm >= 0 && tile_sm[t] == static_cast<uint32_t>(f.sm)));
+    float* const tile = out + layout.index(t, 0, te);
+    uint32_t r = row0, c = col0;
     uint64_t sum = 0;
     for (uint32_t i = threadIdx.x; i < te; i += DIGEST_THREADS) {
-      float& e = out[layout.index(t, i, te)];
+      float& e = tile[r * ld + c];
       uint32_t bits = float_bits(e);
       if (hit && i == f.offset) {
         bits ^= f.mask;
         e = bits_float(bits);
       }
       sum += digest_term(key, i, bits);
+      r += step_rows;
+      c += step_cols;
+      if (c >= cols) {
+        c -= cols;
+        ++r;
+      }
     }
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
     if ((threadIdx.x & 31) == 0) warp_sum[threadIdx.x / 32] = sum;
