@@ -8,12 +8,11 @@
 // in parallel in ways proved (and tested on the host) to give the specification's bits. The tile's partial
 // (output 16) is the specification's pairwise_sum over the 16 losses, on one thread.
 #include <memory>
-#include <stdexcept>
 
-#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/family.h"
 #include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/spec/fpmath.h"
+#include "../rows/row_device.cuh"
 #include "cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32::SDC_TARGET {
@@ -47,14 +46,14 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
+void launch_rows(const cuda::RowLaunch& l) {
+  l("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.x(), l.cols, l.seed, l.out, l.tile_sm);
+}
+
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  const cuda::RowShape shape{"tokens", "vocab", 1, TILE_ROWS, chunked::MAX_ROW};
-  return cuda::make_row_device(c, shape, input_window, [](const cuda::RowLaunch& l) {
-    cuda::launch("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.tiles, THREADS, l.stream,
-                 static_cast<const float*>(l.in[0]), l.cols, l.seed, l.out, l.tile_sm);
-  });
+  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::cross_entropy_f32::SDC_TARGET

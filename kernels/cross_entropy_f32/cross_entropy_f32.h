@@ -10,6 +10,7 @@
 #pragma once
 
 #include "../../src/spec/generator.h"
+#include "../rows/row_family.h"
 
 namespace sdc::cross_entropy_f32 {
 
@@ -17,12 +18,23 @@ constexpr int TILE_ROWS = 16;
 
 // special: logits below 2^101: m + log(s) and the difference stay finite; s >= 1 so log(s) >= 0 and
 // every loss is >= 0 (rounding is monotone), so the partial sums never meet inf - inf.
-SDC_HD ExponentWindow input_window(Distribution d) {
+SDC_HD ExponentWindow input_window(uint32_t, Distribution d) {
   return d == Distribution::special ? ExponentWindow{-149, 100} : ExponentWindow{-3, 3};
 }
 
 SDC_HD uint64_t target(uint64_t seed, uint64_t token, uint64_t vocab) {
   return element_hash(tensor_key(seed, 1), token) % vocab;
 }
+
+// The family: logits of tokens x vocab (vocab >= 2), a tile of 16 tokens, loss[token], then the tile's
+// partial sum.
+inline constexpr RowLayout LAYOUT{"tokens", "vocab", 2, {"logits", ""}, false, 1, "loss", "partial"};
+inline constexpr RowFamily ROW_FAMILY{
+    "cross_entropy_f32",
+    TILE_ROWS,
+    1 << 18,
+    input_window,
+    LAYOUT,
+    "fp32 token losses (log-sum-exp minus the target logit) and their pairwise batch reduction"};
 
 }  // namespace sdc::cross_entropy_f32

@@ -1,7 +1,7 @@
 // cross_entropy_f32 on the CPU: fast path on vector lanes, specification beside it.
-#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
+#include "../rows/row_problem.h"
 #include "cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32 {
@@ -9,13 +9,8 @@ namespace {
 
 class CrossEntropyProblem final : public RowTiledProblem {
  public:
-  explicit CrossEntropyProblem(const Case& c)
-      : RowTiledProblem(c, dim(c, "tokens"), dim(c, "vocab"), TILE_ROWS, 1, 1, "loss", "partial") {}
+  explicit CrossEntropyProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
 
-  std::vector<TensorInfo> inputs() const override { return {{"logits", static_cast<uint64_t>(rows_ * cols_)}}; }
-  void generate_input(size_t, uint64_t begin, uint64_t end, float* dst) const override {
-    fill(0, input_window(dist_), begin, end, dst);
-  }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
     const auto n = static_cast<uint32_t>(cols_);
     ws.g.resize(n);
@@ -44,22 +39,8 @@ class CrossEntropyProblem final : public RowTiledProblem {
   double tile_flops() const override { return 3.0 * TILE_ROWS * static_cast<double>(cols_); }
 };
 
-std::string validate(const Case& c) {
-  return check_shape(c, {{"tokens", TILE_ROWS, 1 << 20, TILE_ROWS}, {"vocab", 2, 1 << 18, 1}});
-}
-
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<CrossEntropyProblem>(c); }
-
 }  // namespace
 
-Family family() {
-  return {"cross_entropy_f32",
-          "fp32 token losses (log-sum-exp minus the target logit) and their pairwise batch reduction",
-          {Mode::exact},
-          {"cpu", "cuda"},
-          {"tokens", "vocab"},
-          validate,
-          prepare};
-}
+Family family() { return row_family<ROW_FAMILY, CrossEntropyProblem>(); }
 
 }  // namespace sdc::cross_entropy_f32

@@ -29,9 +29,10 @@ std::unique_ptr<Problem> prepare_case(const Case& c) {
   return prepare(F::FORMAT, c);
 }
 
-// The registration of a format's two families (F: a format's traits type, exactint.h). The mma.sync family
-// gemm_<f>_exactint runs on the CPU (the exact reference) and CUDA; its cuBLASLt twin on CUDA only, on the
-// same inputs, so it shares the twin's goldens (goldens_of) and a CPU run skips it as not applicable.
+// The registration of a format's two families (F: a format's traits type, exactint.h), one per engine of the
+// family table's SDC_GEMM_EXACTINT lines (exactint_families.cpp). The mma.sync family gemm_<f>_exactint runs
+// on the CPU (the exact reference) and CUDA; its cuBLASLt twin on CUDA only, on the same inputs, so it shares
+// the twin's goldens (goldens_of) and a CPU run skips it as not applicable.
 // The fp8 family's own kernel is an mma.sync m16n8k32 e4m3: native on compute capability 8.9 (Ada), but on
 // 9.0 (Hopper, whose fp8 tensor cores only wgmma reaches) ptxas emulates it (more SASS and registers than on
 // sm_89: conversions and f16 tensor-core instructions), so there it does not exercise the fp8 tensor cores;
@@ -43,14 +44,15 @@ inline constexpr const char* FP8_MMA_SYNC_NOTE =
 template <class F>
 Family mma_family() {
   static_assert(format_ok<F>(), "the header's proof and the compiler agree");
-  static const std::string description =
-      std::string(F::NAME) + " tensor-core matrix product on inputs whose every partial sum is exact (" +
-      std::to_string(F::FORMAT.bound_bits) + "-bit bound)" + (F::TYPE == Narrow::e4m3 ? std::string("; ") + FP8_MMA_SYNC_NOTE : "");
+  static const std::string description = std::string(F::NAME) +
+                                         " tensor-core matrix product on inputs whose every partial sum is exact (" +
+                                         std::to_string(F::FORMAT.bound_bits) + "-bit bound)" +
+                                         (F::TYPE == Narrow::e4m3 ? std::string("; ") + FP8_MMA_SYNC_NOTE : "");
   return {F::ID,           description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"},
           {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
 }
 template <class F>
-Family lt_family() {
+Family cublaslt_family() {
   static const std::string id = std::string(F::ID) + "_cublaslt";
   static const std::string description = std::string(F::NAME) +
                                          " cuBLASLt matrix product (pinned heuristic algorithm) on " + F::ID +

@@ -107,3 +107,11 @@ struct E4m3 : exactint::FormatTraits<uint8_t, exactint::Narrow::e4m3, 544, 7, 3>
 };
 
 }  // namespace sdc::gemm_fp8_exactint
+
+// The formats by the names the family table's SDC_GEMM_EXACTINT lines give them (kernels/families.def).
+namespace sdc::exactint::formats {
+using bf16 = gemm_bf16_exactint::Bf16;
+using f16 = gemm_f16_exactint::F16;
+using tf32 = gemm_tf32_exactint::Tf32;
+using fp8 = gemm_fp8_exactint::E4m3;
+}  // namespace sdc::exactint::formats

@@ -7,9 +7,9 @@
 // one more butterfly.
 #include <memory>
 
-#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/family.h"
 #include "../../src/spec/chunked_reduce.cuh"
+#include "../rows/row_device.cuh"
 #include "reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32::SDC_TARGET {
@@ -18,7 +18,6 @@ namespace {
 using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;  // segments in flight per warp
-static_assert(MAX_COLS <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
 
 __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_t cols, float* out, uint32_t* tile_sm) {
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
@@ -35,13 +34,14 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_
   b.record_sm(tile_sm);
 }
 
+void launch_rows(const cuda::RowLaunch& l) {
+  l("reduce_sum_f32 reduce_kernel", reduce_kernel, l.x(), l.cols, l.out, l.tile_sm);
+}
+
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device(c, {"rows", "cols", 1, TILE_ROWS, 0}, input_window, [](const cuda::RowLaunch& l) {
-    cuda::launch("reduce_sum_f32 reduce_kernel", reduce_kernel, l.tiles, THREADS, l.stream,
-                 static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
-  });
+  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::reduce_sum_f32::SDC_TARGET

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../../src/spec/generator.h"
+#include "../rows/row_family.h"
 
 namespace sdc::reduce_sum_f32 {
 
@@ -11,8 +12,14 @@ constexpr int TILE_ROWS = 16;
 constexpr int64_t MAX_COLS = 1 << 16;
 
 // special: |x| < 2^111 and at most 2^16 terms, so every partial sum is below 2^127: no inf, no inf - inf.
-SDC_HD ExponentWindow input_window(Distribution d) {
+SDC_HD ExponentWindow input_window(uint32_t, Distribution d) {
   return d == Distribution::special ? ExponentWindow{-149, 110} : ExponentWindow{-3, 3};
 }
+
+// The family: x of rows x cols, a tile of 16 rows, y[row].
+inline constexpr RowLayout LAYOUT{"rows", "cols", 1, {"x", ""}, false, 0, "y", ""};
+inline constexpr RowFamily ROW_FAMILY{
+    "reduce_sum_f32", TILE_ROWS, MAX_COLS,
+    input_window,     LAYOUT,    "fp32 row sums by a fixed pairwise tree that depends on the length alone"};
 
 }  // namespace sdc::reduce_sum_f32

@@ -7,9 +7,9 @@
 // Division and square root are IEEE (nvcc -prec-div=true -prec-sqrt=true), never rsqrtf.
 #include <memory>
 
-#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/family.h"
 #include "../../src/spec/chunked_reduce.cuh"
+#include "../rows/row_device.cuh"
 #include "rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32::SDC_TARGET {
@@ -18,7 +18,6 @@ namespace {
 using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;
-static_assert(MAX_COLS <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
 
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_kernel(const float* x, const float* w, uint32_t cols, float* out, uint32_t* tile_sm) {
@@ -47,14 +46,15 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
+// Tensor 0 is x (rows x cols), tensor 1 is w (cols).
+void launch_rows(const cuda::RowLaunch& l) {
+  l("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.x(), l.w(), l.cols, l.out, l.tile_sm);
+}
+
 }  // namespace
 
-// Tensor 0 is x (rows x cols), tensor 1 is w (cols).
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device(c, {"rows", "cols", 2, TILE_ROWS, 0}, input_window, [](const cuda::RowLaunch& l) {
-    cuda::launch("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.tiles, THREADS, l.stream,
-                 static_cast<const float*>(l.in[0]), static_cast<const float*>(l.in[1]), l.cols, l.out, l.tile_sm);
-  });
+  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::rmsnorm_f32::SDC_TARGET

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "../../src/spec/generator.h"
+#include "../rows/row_family.h"
 
 namespace sdc::rmsnorm_f32 {
 
@@ -21,5 +22,11 @@ SDC_HD ExponentWindow input_window(uint32_t tensor, Distribution d) {
   if (d == Distribution::special) return tensor == 0 ? ExponentWindow{-149, 55} : ExponentWindow{-20, 20};
   return ExponentWindow{-3, 3};
 }
+
+// The family: x of rows x cols and w of cols, a tile of 4 rows, y[row][col].
+inline constexpr RowLayout LAYOUT{"rows", "cols", 1, {"x", "w"}, true, 0, "y", ""};
+inline constexpr RowFamily ROW_FAMILY{
+    "rmsnorm_f32", TILE_ROWS, MAX_COLS,
+    input_window,  LAYOUT,    "fp32 RMS normalization: pairwise sum of squares, IEEE sqrt and division, weight"};
 
 }  // namespace sdc::rmsnorm_f32

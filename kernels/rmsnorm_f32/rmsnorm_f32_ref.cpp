@@ -1,9 +1,9 @@
 // rmsnorm_f32 on the CPU: fast path on vector lanes, specification beside it.
 #include <cmath>
 
-#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
+#include "../rows/row_problem.h"
 #include "rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32 {
@@ -11,16 +11,8 @@ namespace {
 
 class RmsnormProblem final : public RowTiledProblem {
  public:
-  explicit RmsnormProblem(const Case& c)
-      : RowTiledProblem(c, dim(c, "rows"), dim(c, "cols"), TILE_ROWS, dim(c, "cols"), 0, "y", "") {}
+  explicit RmsnormProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
 
-  std::vector<TensorInfo> inputs() const override {
-    return {{"x", static_cast<uint64_t>(rows_ * cols_)}, {"w", static_cast<uint64_t>(cols_)}};
-  }
-  void generate_input(size_t tensor, uint64_t begin, uint64_t end, float* dst) const override {
-    const auto t = static_cast<uint32_t>(tensor);
-    fill(t, input_window(t, dist_), begin, end, dst);
-  }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
     const auto n = static_cast<uint32_t>(cols_);
     ws.g.resize(n);
@@ -44,19 +36,8 @@ class RmsnormProblem final : public RowTiledProblem {
   double tile_flops() const override { return 4.0 * TILE_ROWS * static_cast<double>(cols_); }
 };
 
-std::string validate(const Case& c) {
-  return check_shape(c, {{"rows", TILE_ROWS, 1 << 20, TILE_ROWS}, {"cols", 1, MAX_COLS, 1}});
-}
-
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<RmsnormProblem>(c); }
-
 }  // namespace
 
-Family family() {
-  return {"rmsnorm_f32",    "fp32 RMS normalization: pairwise sum of squares, IEEE sqrt and division, weight",
-          {Mode::exact},    {"cpu", "cuda"},
-          {"rows", "cols"}, validate,
-          prepare};
-}
+Family family() { return row_family<ROW_FAMILY, RmsnormProblem>(); }
 
 }  // namespace sdc::rmsnorm_f32

@@ -7,12 +7,11 @@
 // on the same elements by the same threads. Max and sum are evaluated in parallel in ways proved (and
 // tested on the host) to give the specification's bits.
 #include <memory>
-#include <stdexcept>
 
-#include "../../src/backends/cuda/row_device.cuh"
 #include "../../src/core/family.h"
 #include "../../src/spec/chunked_reduce.cuh"
 #include "../../src/spec/fpmath.h"
+#include "../rows/row_device.cuh"
 #include "softmax_f32.h"
 
 namespace sdc::softmax_f32::SDC_TARGET {
@@ -43,14 +42,14 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
+void launch_rows(const cuda::RowLaunch& l) {
+  l("softmax_f32 softmax_kernel", softmax_kernel, l.x(), l.cols, l.out, l.tile_sm);
+}
+
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  const cuda::RowShape shape{"rows", "cols", 1, TILE_ROWS, chunked::MAX_ROW};
-  return cuda::make_row_device(c, shape, input_window, [](const cuda::RowLaunch& l) {
-    cuda::launch("softmax_f32 softmax_kernel", softmax_kernel, l.tiles, THREADS, l.stream,
-                 static_cast<const float*>(l.in[0]), l.cols, l.out, l.tile_sm);
-  });
+  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::softmax_f32::SDC_TARGET

@@ -1,7 +1,7 @@
 // softmax_f32 on the CPU: fast path on vector lanes, specification beside it.
-#include "../../src/core/row_problem.h"
 #include "../../src/spec/fpmath.h"
 #include "../../src/spec/lanes.h"
+#include "../rows/row_problem.h"
 #include "softmax_f32.h"
 
 namespace sdc::softmax_f32 {
@@ -9,13 +9,8 @@ namespace {
 
 class SoftmaxProblem final : public RowTiledProblem {
  public:
-  explicit SoftmaxProblem(const Case& c)
-      : RowTiledProblem(c, dim(c, "rows"), dim(c, "cols"), TILE_ROWS, dim(c, "cols"), 0, "y", "") {}
+  explicit SoftmaxProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
 
-  std::vector<TensorInfo> inputs() const override { return {{"x", static_cast<uint64_t>(rows_ * cols_)}}; }
-  void generate_input(size_t, uint64_t begin, uint64_t end, float* dst) const override {
-    fill(0, input_window(dist_), begin, end, dst);
-  }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
     const auto n = static_cast<uint32_t>(cols_);
     for (int r = 0; r < TILE_ROWS; ++r) {
@@ -40,19 +35,8 @@ class SoftmaxProblem final : public RowTiledProblem {
   double tile_flops() const override { return 4.0 * TILE_ROWS * static_cast<double>(cols_); }
 };
 
-std::string validate(const Case& c) {
-  return check_shape(c, {{"rows", TILE_ROWS, 1 << 20, TILE_ROWS}, {"cols", 1, 1 << 17, 1}});
-}
-
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<SoftmaxProblem>(c); }
-
 }  // namespace
 
-Family family() {
-  return {"softmax_f32",    "fp32 row-wise softmax: fold max, the project's exp, pairwise sum, IEEE division",
-          {Mode::exact},    {"cpu", "cuda"},
-          {"rows", "cols"}, validate,
-          prepare};
-}
+Family family() { return row_family<ROW_FAMILY, SoftmaxProblem>(); }
 
 }  // namespace sdc::softmax_f32

@@ -84,9 +84,21 @@ def listing(*args):
 
 
 def table_lines():
-    """(macro, family id) of each line of the family table (kernels/families.def), in its order."""
+    """(kind, family id) of each family line of the family table (kernels/families.def), in its order. A
+    tensor-core GEMM line (SDC_GEMM_EXACTINT or SDC_GEMM_RECORDED: id, engine, format) reads as the kind its
+    engine makes it: mma as SDC_FAMILY, cublaslt as SDC_FAMILY_LIBRARY."""
+    engine_kind = {"mma": "SDC_FAMILY", "cublaslt": "SDC_FAMILY_LIBRARY"}
+    lines = []
     with open(os.path.join(SOURCE_DIR, "kernels", "families.def")) as f:
-        return [(m.group(1), m.group(2)) for m in (re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU|SDC_FAMILY_LIBRARY)\(([a-z0-9_]+)\)$", l.strip()) for l in f) if m]
+        for l in f:
+            m = re.match(r"^(SDC_FAMILY|SDC_FAMILY_CPU|SDC_FAMILY_LIBRARY)\(([a-z0-9_]+)\)$", l.strip())
+            if m:
+                lines.append((m.group(1), m.group(2)))
+                continue
+            m = re.match(r"^SDC_GEMM_(?:EXACTINT|RECORDED)\(([a-z0-9_]+), (mma|cublaslt), [a-z0-9_]+\)$", l.strip())
+            if m:
+                lines.append((engine_kind[m.group(2)], m.group(1)))
+    return lines
 
 
 def table_families():

@@ -27,38 +27,65 @@ Case make_case(const std::string& family, Distribution d, std::map<std::string, 
   return c;
 }
 
-// Small cases of every family of the table, in every distribution the family defines. A family of the
+// Small cases of the families, in every distribution each defines: those of a family with a folder of its
+// own by its id (folder_cases), those of a tensor-core GEMM by its table line's kind.
+struct SmallCases {
+  std::vector<Distribution> distributions;
+  std::vector<std::map<std::string, int64_t>> shapes;
+};
+
+const std::vector<Distribution> ALL_DISTRIBUTIONS = {Distribution::uniform, Distribution::heavy_tail,
+                                                     Distribution::special, Distribution::mantissa_walk};
+
+const std::map<std::string, SmallCases>& folder_cases() {
+  static const std::map<std::string, SmallCases> cases = {
+      {"gemm_f32", {ALL_DISTRIBUTIONS, {{{"m", 128}, {"n", 192}, {"k", 77}}}}},
+      {"attention_f32",
+       {ALL_DISTRIBUTIONS,
+        {{{"heads", 2}, {"seq", 96}, {"dim", 40}, {"causal", 1}},
+         {{"heads", 1}, {"seq", 64}, {"dim", 128}, {"causal", 0}}}}},
+      {"reduce_sum_f32", {ALL_DISTRIBUTIONS, {{{"rows", 32}, {"cols", 1000}}}}},
+      {"softmax_f32", {ALL_DISTRIBUTIONS, {{{"rows", 8}, {"cols", 777}}}}},
+      {"rmsnorm_f32", {ALL_DISTRIBUTIONS, {{{"rows", 8}, {"cols", 513}}}}},
+      {"cross_entropy_f32", {ALL_DISTRIBUTIONS, {{{"tokens", 32}, {"vocab", 1001}}}}},
+      // The tensor-core attentions: the exact-integer pattern defines uniform and mantissa_walk,
+      // attention_bf16 uniform only.
+      {"attention_bf16_exactint",
+       {{Distribution::uniform, Distribution::mantissa_walk},
+        {{{"heads", 2}, {"seq", 128}, {"dim", 32}, {"causal", 1}}}}},
+      {"attention_bf16", {{Distribution::uniform}, {{{"heads", 2}, {"seq", 128}, {"dim", 64}, {"causal", 0}}}}},
+      // The training-step replay generates its own data (the uniform distribution only), tiny preset.
+      {"train_step_f32",
+       {{Distribution::uniform},
+        {{{"preset", 0}, {"level", 12}, {"steps", 2}, {"optimizer", 0}, {"replicas", 2}},
+         {{"preset", 0}, {"level", 3}, {"steps", 2}, {"optimizer", 0}, {"replicas", 2}}}}},
+  };
+  return cases;
+}
+
+// A tensor-core GEMM line's: exact-integer patterns define uniform and mantissa_walk, recorded ones
+// uniform and heavy_tail; K a multiple of 32, as both engines take it.
+const SmallCases EXACTINT_GEMM = {{Distribution::uniform, Distribution::mantissa_walk},
+                                  {{{"m", 128}, {"n", 64}, {"k", 96}}}};
+const SmallCases RECORDED_GEMM = {{Distribution::uniform, Distribution::heavy_tail},
+                                  {{{"m", 128}, {"n", 64}, {"k", 96}}}};
+
+// Small cases of every family of the table (kernels/families.def, read here line by line). A family of the
 // table without one fails "every family has a small case" below: it is never skipped silently.
 std::vector<Case> small_cases() {
   std::vector<Case> out;
-  for (Distribution d :
-       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
-    out.push_back(make_case("gemm_f32", d, {{"m", 128}, {"n", 192}, {"k", 77}}));
-    out.push_back(make_case("attention_f32", d, {{"heads", 2}, {"seq", 96}, {"dim", 40}, {"causal", 1}}));
-    out.push_back(make_case("attention_f32", d, {{"heads", 1}, {"seq", 64}, {"dim", 128}, {"causal", 0}}));
-    out.push_back(make_case("reduce_sum_f32", d, {{"rows", 32}, {"cols", 1000}}));
-    out.push_back(make_case("softmax_f32", d, {{"rows", 8}, {"cols", 777}}));
-    out.push_back(make_case("rmsnorm_f32", d, {{"rows", 8}, {"cols", 513}}));
-    out.push_back(make_case("cross_entropy_f32", d, {{"tokens", 32}, {"vocab", 1001}}));
-  }
-  // The tensor-core families: exact-integer patterns define uniform and mantissa_walk, the recorded ones
-  // uniform and heavy_tail, attention_bf16 uniform only.
-  for (const char* f : {"gemm_bf16_exactint", "gemm_f16_exactint", "gemm_tf32_exactint", "gemm_fp8_exactint",
-                        "gemm_bf16_exactint_cublaslt", "gemm_f16_exactint_cublaslt", "gemm_tf32_exactint_cublaslt",
-                        "gemm_fp8_exactint_cublaslt"})
-    for (Distribution d : {Distribution::uniform, Distribution::mantissa_walk})
-      out.push_back(make_case(f, d, {{"m", 128}, {"n", 64}, {"k", 96}}));
-  for (Distribution d : {Distribution::uniform, Distribution::mantissa_walk})
-    out.push_back(make_case("attention_bf16_exactint", d, {{"heads", 2}, {"seq", 128}, {"dim", 32}, {"causal", 1}}));
-  for (const char* f : {"gemm_bf16", "gemm_f16", "gemm_bf16_cublaslt", "gemm_f16_cublaslt"})
-    for (Distribution d : {Distribution::uniform, Distribution::heavy_tail})
-      out.push_back(make_case(f, d, {{"m", 128}, {"n", 64}, {"k", 96}}));
-  out.push_back(
-      make_case("attention_bf16", Distribution::uniform, {{"heads", 2}, {"seq", 128}, {"dim", 64}, {"causal", 0}}));
-  // The training-step replay generates its own data (the uniform distribution only), tiny preset.
-  for (int level : {12, 3})
-    out.push_back(make_case("train_step_f32", Distribution::uniform,
-                            {{"preset", 0}, {"level", level}, {"steps", 2}, {"optimizer", 0}, {"replicas", 2}}));
+  const auto add = [&](const char* family, const SmallCases& s) {
+    for (Distribution d : s.distributions)
+      for (const auto& dims : s.shapes) out.push_back(make_case(family, d, dims));
+  };
+  const auto add_folder = [&](const char* family) {
+    const auto it = folder_cases().find(family);
+    if (it != folder_cases().end()) add(family, it->second);
+  };
+#define SDC_FAMILY(id) add_folder(#id);
+#define SDC_GEMM_EXACTINT(id, engine, format) add(#id, EXACTINT_GEMM);
+#define SDC_GEMM_RECORDED(id, engine, format) add(#id, RECORDED_GEMM);
+#include "kernels/families.def"
   return out;
 }
 
@@ -111,6 +138,10 @@ TEST_CASE("every family has a small case, valid and with a uniform one among the
     INFO(c.family << " " << static_cast<int>(c.distribution));
     REQUIRE(find_family(c.family) != nullptr);
     REQUIRE(find_family(c.family)->validate(c) == "");
+  }
+  for (const auto& [id, s] : folder_cases()) {  // no small cases of a family that is not in the table
+    INFO(id);
+    REQUIRE(find_family(id) != nullptr);
   }
 }
 

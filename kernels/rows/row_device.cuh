@@ -5,14 +5,13 @@
 #pragma once
 
 #include <memory>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
+#include <utility>
 
-#include "../../core/family.h"
-#include "../../spec/chunked_reduce.cuh"
-#include "../../spec/fpmath.h"
-#include "device_util.cuh"
+#include "../../src/backends/cuda/device_util.cuh"
+#include "../../src/core/family.h"
+#include "../../src/spec/chunked_reduce.cuh"
+#include "../../src/spec/fpmath.h"
+#include "row_family.h"
 
 namespace sdc::cuda {
 
@@ -102,16 +101,6 @@ __device__ __forceinline__ MaxExpSum max_exp_sum(const RowBlock<TILE_ROWS>& b, c
   return {m, chunked::group_sum<G>(ws, red, b.wig, b.lane, b.sp.warps)};
 }
 
-// How a row family's case maps onto RowDevice: its shape keys, its tensors (1, or 2 with rmsnorm's w),
-// rows per tile, and the longest row its device reduction takes (0: no limit).
-struct RowShape {
-  const char* rows_key;
-  const char* cols_key;
-  size_t tensors;
-  int tile_rows;
-  uint64_t max_cols;
-};
-
 // What a row family's launch gets: one block per tile, `tiles` of them.
 struct RowLaunch {
   const void* const* in;
@@ -121,60 +110,60 @@ struct RowLaunch {
   unsigned tiles;
   uint32_t cols;
   uint64_t seed;
+
+  const float* x() const { return static_cast<const float*>(in[0]); }
+  const float* w() const { return static_cast<const float*>(in[1]); }
+  // Enqueues kernel(args...) as one block of RowBlock's threads per tile (launch: `what` names it).
+  template <class... P, class... A>
+  void operator()(const char* what, void (*kernel)(P...), A&&... args) const {
+    launch(what, kernel, tiles, RowBlock<1>::THREADS, stream, std::forward<A>(args)...);
+  }
 };
 
-// window: the family's input_window, of (distribution) or of (tensor, distribution); launch(const
-// RowLaunch&): enqueues the family's kernel and checks the launch (SDC_CUDA_CHECK_LAUNCH).
-template <class Window, class Launch>
+// The inputs of a case of the row family F (generated from its pattern in F's exponent windows) and the
+// launch of its kernel: launch(const RowLaunch&) enqueues it and checks the launch (SDC_CUDA_CHECK_LAUNCH).
+template <class Launch>
 class RowDevice final : public DeviceProblem {
  public:
-  RowDevice(const Case& c, const RowShape& shape, Window window, Launch launch)
-      : rows_(static_cast<uint64_t>(c.shape.dims.at(shape.rows_key))),
-        cols_(static_cast<uint32_t>(c.shape.dims.at(shape.cols_key))),
-        tensors_(shape.tensors),
-        tile_rows_(shape.tile_rows),
+  RowDevice(const Case& c, const RowFamily& f, Launch launch)
+      : f_(f),
+        rows_(static_cast<uint64_t>(c.shape.dims.at(f.layout.rows_key))),
+        cols_(static_cast<uint32_t>(c.shape.dims.at(f.layout.cols_key))),
         dist_(c.distribution),
         seed_(c.data_seed),
-        window_(window),
-        launch_(launch) {
-    if (shape.max_cols && cols_ > shape.max_cols)
-      throw std::invalid_argument(c.family + ": row too long for the device reduction");
-  }
+        launch_(launch) {}
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
   Engine engine() const override { return {OWN_KERNELS, "simt fp32, fixed chunked pairwise trees (exact)"}; }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, window(t), tensor_key(seed_, t),
-                                 stream);
+    SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, f_.window(t, dist_),
+                                 tensor_key(seed_, t), stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
-    launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(tile_rows_)), cols_,
-                      seed_});
+    launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(f_.tile_rows)),
+                      cols_, seed_});
   }
 
  private:
-  ExponentWindow window(uint32_t tensor) const {
-    if constexpr (std::is_invocable_v<Window, uint32_t, Distribution>)
-      return window_(tensor, dist_);
-    else
-      return window_(dist_);
+  uint64_t elements(size_t tensor) const {
+    return tensor == 0 ? rows_ * cols_ : (tensor < f_.layout.tensors() ? cols_ : 0);
   }
-  uint64_t elements(size_t tensor) const { return tensor == 0 ? rows_ * cols_ : (tensor < tensors_ ? cols_ : 0); }
 
+  const RowFamily& f_;
   uint64_t rows_;
   uint32_t cols_;
-  size_t tensors_;
-  int tile_rows_;
   Distribution dist_;
   uint64_t seed_;
-  Window window_;
   Launch launch_;
 };
 
-template <class Window, class Launch>
-std::unique_ptr<DeviceProblem> make_row_device(const Case& c, const RowShape& shape, Window window, Launch launch) {
-  return std::make_unique<RowDevice<Window, Launch>>(c, shape, window, launch);
+// A validated case of the row family F (its specification header's ROW_FAMILY): its rows are at most
+// max_cols long, which the device reduction must take.
+template <const RowFamily& F, class Launch>
+std::unique_ptr<DeviceProblem> make_row_device(const Case& c, Launch launch) {
+  static_assert(F.max_cols <= chunked::MAX_ROW, "a row must fit the warp's streaming accumulator");
+  return std::make_unique<RowDevice<Launch>>(c, F, launch);
 }
 
 }  // namespace sdc::cuda

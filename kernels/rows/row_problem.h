@@ -1,16 +1,28 @@
-// The geometry shared by the row-wise families (softmax, rmsnorm, reduce_sum, cross_entropy): an input
-// of rows x cols, a tile of consecutive rows, per_row outputs per row stored row-major, and optionally
-// one extra output per tile (a per-tile reduction) stored after all row outputs.
+// The CPU side every row-wise family shares (softmax, rmsnorm, reduce_sum, cross_entropy), from its
+// description (row_family.h): the registration and shape check, the inputs and the output geometry. A family
+// adds its arithmetic.
 #pragma once
 
 #include <fmt/format.h>
 
-#include "family_util.h"
+#include <memory>
+
+#include "../../src/core/family_util.h"
+#include "row_family.h"
 
 namespace sdc {
 
 class RowTiledProblem : public Problem {
  public:
+  std::vector<TensorInfo> inputs() const override {
+    std::vector<TensorInfo> t{{family_.layout.input_names[0], static_cast<uint64_t>(rows_ * cols_)}};
+    if (family_.layout.tensors() > 1) t.push_back({family_.layout.input_names[1], static_cast<uint64_t>(cols_)});
+    return t;
+  }
+  void generate_input(size_t tensor, uint64_t begin, uint64_t end, float* dst) const override {
+    const auto t = static_cast<uint32_t>(tensor);
+    fill_pattern(dist_, family_.window(t, dist_), tensor_key(seed_, t), begin, end, dst);
+  }
   uint64_t tile_count() const override { return static_cast<uint64_t>(rows_ / rows_per_tile_); }
   TileGrid tile_grid() const override {
     return {tile_count(), 1, fmt::format("the input's rows in blocks of {}, top to bottom", rows_per_tile_)};
@@ -48,23 +60,21 @@ class RowTiledProblem : public Problem {
   }
 
  protected:
-  RowTiledProblem(const Case& c, int64_t rows, int64_t cols, int rows_per_tile, int64_t per_row, int extra,
-                  const char* out_name, const char* extra_name)
-      : rows_(rows),
-        cols_(cols),
-        rows_per_tile_(rows_per_tile),
-        per_row_(per_row),
-        extra_(extra),
-        out_name_(out_name),
-        extra_name_(extra_name),
+  RowTiledProblem(const Case& c, const RowFamily& f)
+      : family_(f),
+        rows_(dim(c, f.layout.rows_key)),
+        cols_(dim(c, f.layout.cols_key)),
+        rows_per_tile_(f.tile_rows),
+        per_row_(f.layout.elementwise ? cols_ : 1),
+        extra_(f.layout.tile_extra),
+        out_name_(f.layout.out_name),
+        extra_name_(f.layout.extra_name),
         dist_(c.distribution),
         seed_(c.data_seed) {}
 
   int64_t first_row(uint64_t tile) const { return static_cast<int64_t>(tile) * rows_per_tile_; }
-  void fill(uint32_t tensor, ExponentWindow w, uint64_t begin, uint64_t end, float* dst) const {
-    fill_pattern(dist_, w, tensor_key(seed_, tensor), begin, end, dst);
-  }
 
+  const RowFamily& family_;
   int64_t rows_, cols_;
   int rows_per_tile_;
   int64_t per_row_;
@@ -74,5 +84,28 @@ class RowTiledProblem : public Problem {
   Distribution dist_;
   uint64_t seed_;
 };
+
+// The registration of the row family F: exact mode, on CPUs and CUDA, shape keys rows and cols (F's names),
+// rows a multiple of tile_rows up to 2^20 and cols in [min_cols, max_cols]; P, the family's problem, is made
+// from a validated case.
+template <const RowFamily& F>
+std::string validate_rows(const Case& c) {
+  return check_shape(c, {{F.layout.rows_key, F.tile_rows, 1 << 20, F.tile_rows},
+                         {F.layout.cols_key, F.layout.min_cols, F.max_cols, 1}});
+}
+template <class P>
+std::unique_ptr<Problem> prepare_rows(const Case& c) {
+  return std::make_unique<P>(c);
+}
+template <const RowFamily& F, class P>
+Family row_family() {
+  return {F.id,
+          F.description,
+          {Mode::exact},
+          {"cpu", "cuda"},
+          {F.layout.rows_key, F.layout.cols_key},
+          validate_rows<F>,
+          prepare_rows<P>};
+}
 
 }  // namespace sdc
