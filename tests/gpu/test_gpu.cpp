@@ -305,7 +305,7 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   RunOptions opt;
   opt.time_budget_s = 60;
   RunResult clean;
-  cuda::run_screen(ps, sel, opt, {gpu}, clean);
+  run_screen(*cuda::make_backend(ps, {gpu}), sel, opt, clean);
   EXPECT(clean.exit_code() == EXIT_PASS, "clean runner pass gave exit %d (%s)", clean.exit_code(),
          clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
 
@@ -319,7 +319,7 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
          "check");
   opt.injections = {out, in};
   RunResult faulty;
-  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, faulty);
   EXPECT(faulty.exit_code() == EXIT_FAIL, "injected run gave exit %d", faulty.exit_code());
   EXPECT(faulty.injections[0].fired && faulty.injections[0].fired_unit == 0, "SM 0 fault did not fire on SM 0");
   EXPECT(faulty.injections[1].fired, "input fault did not fire");
@@ -344,7 +344,7 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   opt.time_budget_s = 60;
   std::vector<DeviceInfo> gpus{gpu};
   RunResult clean;
-  cuda::run_screen(ps, sel, opt, gpus, clean);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, clean);
   EXPECT(clean.exit_code() == EXIT_PASS, "%s: clean runner pass gave exit %d (%s)", id, clean.exit_code(),
          clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
 
@@ -353,7 +353,7 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(check_injection(out, ps.battery, {}, &gpus).empty(), "check");
   opt.injections = {out};
   RunResult faulty;
-  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, faulty);
   EXPECT(faulty.exit_code() == EXIT_FAIL, "%s: injected run gave exit %d", id, faulty.exit_code());
   bool found = false;
   for (const Miscompare& m : faulty.tests.empty() ? std::vector<Miscompare>{} : faulty.tests[0].miscompares)
@@ -366,7 +366,7 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(check_injection(by_sm, ps.battery, {}, &gpus).empty(), "check");
   opt.injections = {by_sm};
   RunResult refused;
-  cuda::run_screen(ps, sel, opt, gpus, refused);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, refused);
   EXPECT(refused.exit_code() == EXIT_INCONCLUSIVE && !refused.tests.empty() &&
              refused.tests[0].reason.find("does not say which SM") != std::string::npos,
          "%s: an SM-targeted drill was not refused (exit %d)", id, refused.exit_code());

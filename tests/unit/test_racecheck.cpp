@@ -111,7 +111,7 @@ TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-fr
   const std::vector<DeviceInfo> gpus = emu::create_devices({spec});
   rc::reset();
   RunResult result;
-  cuda::run_screen(ps, sel, opt, gpus, result);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, result);
   for (const TestResult& t : result.tests) {
     INFO(t.id << ": " << t.reason);
     CHECK(t.verdict == Verdict::pass);
