@@ -1,6 +1,6 @@
 // gemm_bf16 on the CPU: the family's registration. Recorded mode (kernels/recorded_gemm/recorded_gemm.h): random
 // full-precision bf16 operands, no CPU reference; the golden is recorded on GPUs or the case is judged by
-// consensus. Registered for the CUDA backend only (the CPU runner skips it as not applicable).
+// consensus. Registered for the CUDA backend only (the CPU executor skips it as not applicable).
 #include "../recorded_gemm/recorded_gemm_ref.h"
 
 namespace sdc::gemm_bf16 {

@@ -1,6 +1,6 @@
 // The emulated device's shared-memory race checker (src/backends/emu/racecheck.h): planted races are
 // reported with kernel, block, threads and address, the same kernels with their barrier are not, and every
-// exact and exact-integer kernel of the boot battery (with the runner's own passes) runs race-free. This
+// exact and exact-integer kernel of the boot battery (with the GPU executor's own passes) runs race-free. This
 // file is compiled for the emulated device (-DSDC_EMU) with the checker's instrumentation, like the kernels
 // the executable links.
 #include <algorithm>
