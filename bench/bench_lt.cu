@@ -6,8 +6,8 @@
 //    have equal digests on every tile (two independent implementations of an exact sum), and a sample
 //    of tiles recomputed by the CPU reference must match too;
 //  * then, interleaved: bare cuBLASLt (the same plan and pinned algorithm, nothing else), the verified
-//    stress as the runner does it per iteration (matmul + digest pass + digest copy + host compare;
-//    the runner also poisons the output first, reported apart as poison_ms), and the mma.sync kernel.
+//    stress as the GPU executor does it per iteration (matmul + digest pass + digest copy + host compare;
+//    the GPU executor also poisons the output first, reported apart as poison_ms), and the mma.sync kernel.
 // The digest pass reads the fp32 output once, so its share is about 2 * FLOP/s / (K * bytes/s): K must
 // be large. bf16 runs at 8192 x 8192 x 32768 (its exactness bound admits K up to 65792); fp16's bound
 // stops K at 8192, where the digest share is expected to exceed 3% (reported all the same).
@@ -130,7 +130,7 @@ bool bench_one(const LtSpec& sp, int reps, cudaStream_t s, Json& row) {
     SDC_CUDA_CHECK(cudaEventRecord(bare_ev.a.get(), s));
     plan.run(lt.ptrs[0], lt.ptrs[1], lt.out.as<float>(), lt.scratch.get(), s);
     SDC_CUDA_CHECK(cudaEventRecord(bare_ev.b.get(), s));
-    // the runner's poison, timed apart
+    // the GPU executor's poison, timed apart
     SDC_CUDA_CHECK(cudaEventRecord(poison_ev.a.get(), s));
     SDC_CUDA_CHECK(cudaMemsetAsync(lt.out.get(), 0xff, lt.tiles * lt.te * sizeof(float), s));
     SDC_CUDA_CHECK(cudaEventRecord(poison_ev.b.get(), s));

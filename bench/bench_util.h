@@ -1,5 +1,5 @@
 // What the GPU benchmark's sections share (bench_gpu.cu, bench_lt.cu): timing by CUDA events, medians,
-// and one case prepared on the device the way the runner prepares it.
+// and one case prepared on the device the way the GPU executor prepares it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,10 +24,10 @@ using Clock = std::chrono::steady_clock;
 using cuda::DeviceBuffer;
 constexpr int kWarmup = 2;
 
-// The current GPU through the runner's device seam (its buffers and streams).
+// The current GPU through the GPU executor's device seam (its buffers and streams).
 inline cuda::DeviceRuntime& gpu() { return cuda::current_cuda_runtime(); }
 
-// A CUDA event with timing enabled (the runner's events have it disabled).
+// A CUDA event with timing enabled (the GPU executor's events have it disabled).
 class TimingEvent {
  public:
   TimingEvent() { SDC_CUDA_CHECK(cudaEventCreate(&e_)); }
@@ -86,7 +86,7 @@ struct DeviceCase {
   DeviceCase(const Family& f, const Case& c, cudaStream_t s) : p(f.prepare(c)), d(f.prepare_cuda(c)) {
     tiles = p->tile_count();
     te = p->tile_elements();
-    if (p->replay()) {  // the training-step replay is measured against the host's reference, as the runner gives
+    if (p->replay()) {  // the training-step replay is measured against the host's reference, as the GPU executor gives
       p->replay()->compute_reference(nullptr);  // it (before scratch_bytes: the reference sizes the scratch)
       d->use_reference(*p);
     }

@@ -1,4 +1,4 @@
-// parse_recording and parse_recorded_goldens (the runner's loader of accepted recordings) on arbitrary
+// parse_recording and parse_recorded_goldens (the screen's loader of accepted recordings) on arbitrary
 // text: a PatternError naming the file, or data that keeps the format's promises: unique keys, tile
 // digests that add up, a lossless round trip through the writer, and (accepted recordings) the
 // consensus rules. An accepted recording also goes through merge_recordings, which must agree with it.

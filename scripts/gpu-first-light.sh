@@ -18,7 +18,7 @@
 #                mma.sync, fp8 exact-integer mma.sync and its cuBLASLt twin.
 #   2 boot       the boot profile once: JSON report and wall time, CUDA start-up included (target 45 s).
 #   3 gpu_tests  every exact and exact-integer case against its golden, the cuBLASLt algorithm sweep, the
-#                runner tests.
+#                GPU executor tests.
 #   4 hang       the hang drill: exit 2 by the watchdog, the time it took, no process left on the GPU.
 #   5 sass       cuobjdump: which tensor-core instructions the exact-integer kernels use on this GPU's
 #                architecture.

@@ -301,7 +301,7 @@ if want tests; then
     "$GPU_TESTS" --patterns "$PATTERNS" >"$WORK/gpu_tests.log" 2>&1
     rc=$?
     [ $rc = 77 ] && echo "gpu_tests: exit 77: it found no usable GPU although sdcscreen info lists one" >>"$WORK/gpu_tests.log"
-    check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, every cuBLASLt algorithm, runner)" $rc
+    check "GPU tests (generator, bit identity of every battery case, SM ids, fault hooks, every cuBLASLt algorithm, GPU executor)" $rc
     # gpu_tests ends its cuBLASLt check with "cublasLt algorithms checked: N over C cases, M mismatched".
     LT_COUNT=$(grep '^cublasLt algorithms checked:' "$WORK/gpu_tests.log" | tail -n 1)
     if [ -n "$LT_COUNT" ]; then

@@ -1,7 +1,7 @@
 // attention_bf16 on the CPU: the family's registration, shape checks, geometry and input generation (the
 // reports name tiles and elements and show input values with them). There is no CPU reference: the
 // tensor cores' accumulation order is not specified, so recorded and consensus cases are judged on GPUs
-// only (the CPU runner skips them as not applicable, `golden` leaves them out).
+// only (the CPU executor skips them as not applicable, `golden` leaves them out).
 #include <stdexcept>
 
 #include "../attention_mma/attention_problem.h"

@@ -198,7 +198,7 @@ class MmaDevice final : public cuda::DeviceProblem {
 };
 
 // The fp8 instruction exists from compute capability 8.9 on, and only in code compiled for such a target.
-// An older GPU: the case is not applicable there (unsupported(), which the runner asks before anything
+// An older GPU: the case is not applicable there (unsupported(), which the GPU executor asks before anything
 // runs), and compute() throws if called all the same. A capable GPU that this build has no such code for:
 // an error of the build, thrown at once. Either way the trap in the kernel is never reached.
 template <class Traits>

@@ -13,7 +13,7 @@
 // Level 12 compares each submodule output with the reference's digest on the device and, when they differ,
 // copies the reference's output over it before the step goes on (the computation sync); the reference is the
 // host's (train_step_f32_replay.h), computed and checked against the golden before the case runs
-// (cuda_runner.cpp), and uploaded to device memory at every computation. The metrics and the level-3
+// (gpu_executor.cpp), and uploaded to device memory at every computation. The metrics and the level-3
 // distance are computed by one thread per tensor in the host's order, so a faulty GPU's report shows the
 // numbers the CPU computes for the same tensors.
 #include <algorithm>
@@ -360,7 +360,7 @@ __global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {
 __global__ void zero_int_kernel(int* x) { *x = 0; }
 
 // ---- pacing ----------------------------------------------------------------------------------------------
-// Every launch of a computation goes through one Ticker: it stops launching once the runner's pacer says the
+// Every launch of a computation goes through one Ticker: it stops launching once the GPU executor's pacer says the
 // deadline passed, and calls the pacer every CHUNK launches (DeviceProblem::set_pacer says why).
 struct Ticker {
   static constexpr int CHUNK = 256;

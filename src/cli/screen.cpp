@@ -254,12 +254,12 @@ void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
     try {
       if (s.gpu.cuda) {
         // The GPUs' NVML telemetry: before, sampled during (its thread stops on every way out of this scope,
-        // an exception included) and after the screen.
+        // an exception included) and after the screen, once the backend has let go of the GPUs.
         GpuWatch watch(result, s.gpu.selected);
-        cuda::run_screen(s.patterns, s.sel, s.opt, s.gpu.selected, result, first_runs);
+        run_screen(*cuda::make_backend(s.patterns, s.gpu.selected, first_runs), s.sel, s.opt, result);
         watch.finish();
       } else {
-        cpu::run_screen(s.patterns, s.sel, s.opt, result);
+        run_screen(*cpu::make_backend(s.patterns), s.sel, s.opt, result);
       }
     } catch (const std::exception& e) {
       result.errors.push_back(e.what());  // set-up failure (pinning): the run is inconclusive

@@ -89,8 +89,8 @@ SetupFailure set_up_screen(const ScreenRequest& req,
                            const std::function<SetupFailure(Screen&)>& check, Screen& s);
 
 // Installs the signal handlers and runs the screen on the chosen backend (CPUs, or the selected GPUs;
-// where none can run, every test is an error that says why), stamping its start and end. first_runs:
-// see cuda::run_screen.
+// where none can run, every test is an error that says why), stamping its start and end: run_screen
+// (src/core/scheduler.h) with the chosen backend. first_runs: see cuda::make_backend.
 void execute_screen(Screen& s, std::vector<FirstRun>* first_runs = nullptr);
 
 }  // namespace sdc

@@ -1,5 +1,6 @@
 // A kernel family: a stable id, a description, and the arithmetic of one prepared case (a Problem).
-// The runner owns time, repeats, units and reporting; a family owns only its arithmetic and geometry.
+// The scheduler and the executors own time, repeats, units and reporting; a family owns only its arithmetic
+// and geometry.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,7 @@
 //      "entries": [{"architecture", "family", "case", "fingerprint", "library", "algorithm",
 //                   "tile_digests": [...], "output_digest"}]}
 // - accepted recordings: patterns/recordings/<architecture>/<family>.json, written by
-//   `sdcscreen consensus --write`, listed in patterns/manifest.json, read by the runner:
+//   `sdcscreen consensus --write`, listed in patterns/manifest.json, read by the screen:
 //     {"format": "sdcscreen-recorded-goldens", "version": 1, "architecture", "family",
 //      "entries": [{"case", "fingerprint", "library", "algorithm", "provisional",
 //                   "voters": [{"uuid", "name", "hostname"}], "dissenters": [...], "unstable": [...],
@@ -103,7 +103,7 @@ RecordedGoldens parse_recorded_goldens(const std::string& file, const std::strin
 std::string render_recorded_goldens(const std::string& architecture, const std::string& family,
                                     const std::vector<AcceptedRecording>& entries);
 
-// The runner's loader: every recordings/ file that manifest.json lists, checked against its size and
+// The screen's loader: every recordings/ file that manifest.json lists, checked against its size and
 // hash, parsed strictly, and checked to sit at the path its architecture and family name. Files not in
 // the manifest are not read (as for goldens). Throws PatternError.
 RecordedGoldens load_recorded_goldens(const std::string& patterns_dir);

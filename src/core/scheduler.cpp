@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "activity.h"
@@ -32,13 +33,16 @@ struct DeviceLoop {
   static constexpr size_t NOT_COUNTED = SIZE_MAX;
   std::vector<size_t> counted;
   size_t counted_total = 0;
+  // Per case: the iterations after which every unit has computed a tile of it, as its last preparation said
+  // (1 for a case never prepared).
+  std::vector<int> coverage;
   bool out_of_time() const { return Clock::now() >= ctx.deadline; }
   // No new round, and no case of one, may start.
   bool over() const { return ctx.stopping() || ex.stuck() || !ex.unusable().empty() || out_of_time(); }
 
   void run();
   void run_case(const Case& c, int iterations, size_t index, bool first_round, TestResult& r);
-  void settle(TestResult& r) const;
+  void settle(size_t ci, TestResult& r) const;
 };
 
 // Runs `iterations` more iterations of one case, numbered from r.iterations_done, accumulating into r.
@@ -46,14 +50,15 @@ struct DeviceLoop {
 // first round runs at least enough iterations for every unit to compute a tile of the case.
 void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool first_round, TestResult& r) {
   const auto t0 = Clock::now();
-  bool prepared = false;
+  std::optional<PreparedCase> prepared;
   try {
-    if (ex.prepare(c, r)) {
-      prepared = true;
-      r.tiles = ex.tiles();
-      r.tile_grid = ex.tile_grid();
-      if (first_round) iterations = std::max(iterations, ex.coverage_iterations(r.tiles));
-      iterations = std::max(iterations, ex.minimum_iterations(r));
+    prepared = ex.prepare(c, r);
+    if (prepared) {
+      r.tiles = prepared->tiles;
+      r.tile_grid = prepared->grid;
+      coverage[index] = prepared->coverage_iterations;
+      if (first_round) iterations = std::max(iterations, prepared->coverage_iterations);
+      iterations = std::max(iterations, prepared->minimum_iterations);
       const int first = r.iterations_done;
       r.iterations_planned = first + iterations;
       for (int it = first; it < first + iterations; ++it) {
@@ -96,21 +101,20 @@ void DeviceLoop::run_case(const Case& c, int iterations, size_t index, bool firs
   };
   r.ran_unix.push_back({wall(t0), wall(t1)});
   if (prepared && r.duration_s > 0)
-    r.gflops = ex.tile_flops() * static_cast<double>(r.tiles) * r.iterations_done / r.duration_s * 1e-9;
+    r.gflops = prepared->tile_flops * static_cast<double>(r.tiles) * r.iterations_done / r.duration_s * 1e-9;
   ex.release_case();
 }
 
 // The verdict of a test from what ran: a miscompare stands whatever happened after it; an error stays
 // an error; a pass needs every unit to have computed tiles of the case.
-void DeviceLoop::settle(TestResult& r) const {
+void DeviceLoop::settle(size_t ci, TestResult& r) const {
   if (r.not_applicable) return;
   if (r.failed_tiles > 0) {
     r.verdict = Verdict::fail;
     return;
   }
   if (r.verdict == Verdict::error || r.verdict == Verdict::crash || ex.settle(r)) return;
-  const int coverage = r.tiles ? ex.coverage_iterations(r.tiles) : 1;
-  if (r.iterations_done >= coverage) {
+  if (r.iterations_done >= (r.tiles ? coverage[ci] : 1)) {
     r.verdict = Verdict::pass;
     r.reason.clear();
     if (r.iterations_done < r.iterations_planned)
@@ -118,10 +122,11 @@ void DeviceLoop::settle(TestResult& r) const {
                                     !ctx.stopping() ? "time budget ran out" : ctx.opt.stop.deadline_reached() ? "deadline" : "interruption"));
   } else {
     r.verdict = Verdict::skip;
+    const char* interrupted = ex.skip_reason(SkipCause::interrupted);
     if (r.reason.empty())
-      r.reason = !ctx.stopping()                   ? ex.budget_skip_reason()
-                 : ctx.opt.stop.deadline_reached() ? fmt::format("{} (the deadline)", ex.interrupted_skip_reason())
-                                                   : ex.interrupted_skip_reason();
+      r.reason = !ctx.stopping()                   ? ex.skip_reason(SkipCause::budget)
+                 : ctx.opt.stop.deadline_reached() ? fmt::format("{} (the deadline)", interrupted)
+                                                   : interrupted;
   }
 }
 
@@ -130,6 +135,7 @@ void DeviceLoop::settle(TestResult& r) const {
 void DeviceLoop::run() {
   ex.open();
   counted.assign(sel.cases.size(), NOT_COUNTED);
+  coverage.assign(sel.cases.size(), 1);
   for (size_t ci = 0; ci < sel.cases.size(); ++ci) {
     TestResult scratch;
     if (ex.applicable(*sel.cases[ci], scratch) || !scratch.not_applicable) counted[ci] = counted_total++;
@@ -142,14 +148,14 @@ void DeviceLoop::run() {
         if (over()) break;
         if (r.verdict == Verdict::pass || (r.verdict == Verdict::fail && ex.repeats_failed())) {
           run_case(c, sel.iterations[ci], ci, false, r);
-          settle(r);
+          settle(ci, r);
         }
         continue;
       }
       const std::string unusable = ex.unusable();
       const char* not_started = ctx.opt.stop.deadline_reached() ? "the deadline ended the run before it started"
                                 : ctx.stopping()  ? "interrupted before it started"
-                                : ex.stuck()    ? ex.watchdog_skip_reason()
+                                : ex.stuck()    ? ex.skip_reason(SkipCause::watchdog)
                                 : out_of_time() ? "time budget exhausted before it started"
                                                 : nullptr;
       // A case this device cannot run says so whatever the time or a stop: on a CPU node, a budget that ran
@@ -165,7 +171,7 @@ void DeviceLoop::run() {
       } else {
         run_case(c, sel.iterations[ci], ci, true, r);
         if (r.iterations_done > 0 && r.judged_by.empty()) r.judged_by = mode_name(c.mode);
-        settle(r);
+        settle(ci, r);
       }
       if (ctx.opt.on_test_done && !r.not_applicable && counted[ci] != NOT_COUNTED) {
         std::lock_guard<std::mutex> lock(callback_mutex);
@@ -277,7 +283,7 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
   std::mutex callback_mutex;
   std::vector<DeviceLoop> loops;
   for (size_t i = 0; i < devices.size(); ++i)
-    loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex, {}, 0});
+    loops.push_back({sel, ctx, *devices[i], i, devices.size(), callback_mutex, {}, 0, {}});
   if (loops.size() == 1) {
     loops[0].run();
   } else {
@@ -302,6 +308,12 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
   result.interrupted_by = opt.stop.signal();
   result.deadline_reached = opt.stop.deadline_reached();
   return ctx.start;
+}
+
+void run_screen(Backend& backend, const Selection& sel, const RunOptions& opt, RunResult& result) {
+  const std::vector<Executor*> executors = backend.make_executors(opt, result);
+  const Clock::time_point start = run_schedule(sel, opt, executors, result);
+  backend.finish(result, start);
 }
 
 }  // namespace sdc

@@ -1,7 +1,9 @@
 // The scheduler: the run policy every backend shares. It selects cases, sets up one TestResult per case
 // and device, runs rounds of iterations within the time budget, says why a test did not start, settles
 // each verdict and calls the progress callbacks. What runs an iteration, on which units, and how its
-// output is compared is a backend's executor (src/backends/cpu/cpu_executor.h, src/backends/cuda/).
+// output is compared is a backend's executor (src/backends/cpu/cpu_executor.h, src/backends/cuda/); a
+// backend (Backend) makes its executors and judges what they leave across them, and run_screen dispatches
+// a screen to it.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +100,21 @@ struct RunContext {
   bool stopping() const { return opt.stop.stop_requested(); }
 };
 
+// Why a test is a skip on its device: the watchdog kept it from starting; its iterations did not reach every
+// unit before an interruption (or the run's deadline), or before the end of the time budget.
+enum class SkipCause { watchdog, interrupted, budget };
+
+// A case as its executor prepared it for the scheduler.
+struct PreparedCase {
+  uint64_t tiles = 0;     // per iteration
+  double tile_flops = 0;  // operations per tile
+  TileGrid grid;          // where the tiles lie over the output
+  // Iterations after which every unit of the device has computed a tile of the case.
+  int coverage_iterations = 1;
+  // At least this many iterations when a case starts (a GPU's consensus needs two runs).
+  int minimum_iterations = 1;
+};
+
 // One device's executor: a CPU pool, or one GPU. The scheduler runs one loop per executor, each in a
 // thread of its own when there are several; an executor touches only its own tests, units and
 // injections.
@@ -117,26 +135,15 @@ class Executor {
   virtual std::string unusable() const { return ""; }
   // A watchdog gave up on a job that may still be running: nothing more can run on this device.
   virtual bool stuck() const = 0;
-  // The skip reasons of this device: a test the watchdog kept from starting; a test whose iterations
-  // did not reach every unit before an interruption or the end of the time budget.
-  virtual const char* watchdog_skip_reason() const = 0;
-  virtual const char* interrupted_skip_reason() const = 0;
-  virtual const char* budget_skip_reason() const = 0;
+  // This device's words for a skip of each cause (SkipCause).
+  virtual const char* skip_reason(SkipCause cause) const = 0;
   // A round after the first repeats passing tests, and failing ones too when this says so.
   virtual bool repeats_failed() const = 0;
   // false when c cannot run on this device at all; r then says why (a skip).
   virtual bool applicable(const Case& c, TestResult& r) const = 0;
-  // Prepares c (its problem, buffers, inputs): once per run of a case. false when it cannot run after
+  // Prepares c (its problem, buffers, inputs): once per run of a case. Nothing when it cannot run after
   // all (r says why: not applicable, or the watchdog); throws for an error.
-  virtual bool prepare(const Case& c, TestResult& r) = 0;
-  // The prepared case: tiles per iteration and operations per tile.
-  virtual uint64_t tiles() const = 0;
-  virtual double tile_flops() const = 0;
-  virtual TileGrid tile_grid() const { return {1, tiles(), "tiles in index order"}; }
-  // Iterations after which every unit has computed a tile of a case with `tiles` tiles.
-  virtual int coverage_iterations(uint64_t tiles) const = 0;
-  // At least this many iterations when a case starts (a GPU's consensus needs two runs).
-  virtual int minimum_iterations(const TestResult&) const { return 1; }
+  virtual std::optional<PreparedCase> prepare(const Case& c, TestResult& r) = 0;
   // Runs iteration `it` of the prepared case; false when it did not complete (the watchdog, or an
   // interruption): r then says why when it is an error.
   virtual bool run_iteration(const Case& c, int it, TestResult& r) = 0;
@@ -172,11 +179,29 @@ class Executor {
   }
 };
 
+// A backend as the scheduler drives it: it makes the run's executors and settles, after the schedule, what it
+// judges across them. It owns its executors, and leaks rather than destroys one a job may still use (a GPU
+// whose kernel may still run).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The factory: the executors of the run (a CPU pool, or one per GPU), made once before the schedule, with
+  // what RunResult says of the devices. Throws std::runtime_error for a set-up failure (a CPU that cannot be
+  // pinned): nothing ran.
+  virtual std::vector<Executor*> make_executors(const RunOptions& opt, RunResult& result) = 0;
+  // The finishing step, after the schedule that started at `start` (the GPUs' node consensus).
+  virtual void finish(RunResult& /*result*/, Clock::time_point /*start*/) {}
+};
+
 // Runs the selection on every executor at once and fills result: one test per case and executor (test
 // index case * executors + executor), the executors' units, interrupted_by, and for stuck devices
 // watchdog_fired and workers_abandoned. result.injections is set from opt first. Returns when the run
 // started.
 Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, const std::vector<Executor*>& devices,
                                RunResult& result);
+
+// The screen on a backend: its executors (Backend::make_executors), the schedule (run_schedule) and the
+// backend's finishing step. Throws what make_executors throws.
+void run_screen(Backend& backend, const Selection& sel, const RunOptions& opt, RunResult& result);
 
 }  // namespace sdc

@@ -5,7 +5,7 @@ backend that --help does not show; src/backends/emu/emu_device.h). What this pro
 GPU can, is in docs/gpu.md.
 
   test_emulated.py battery   every exact and exact-integer battery case matches its goldens bit for bit
-  test_emulated.py runner    drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
+  test_emulated.py executor  drills, mma.sync faults, sticky errors, out of memory, missing GPUs,
                              consensus, the watchdog and interruption, on one to four emulated GPUs
   test_emulated.py retest    --retest-on-failure on a GPU: persistent, input-dependent, one-off and intermittent
                              SM faults (persist= drills) classified, in JSON, text, Prometheus and NPD
@@ -138,8 +138,8 @@ def by_device(report, cid):
     return {t["device"]: t for t in tests_of(report) if t["id"] == cid}
 
 
-def runner():
-    F = Failures("e2e_emu_runner")
+def executor():
+    F = Failures("e2e_emu_executor")
     gemm = "gemm_bf16_exactint.uniform_256x192x512"  # 4 x 3 tiles of 64 x 64, one block each
 
     # 1. An output drill on the second of two GPUs: found there, on the SM of the tile's block (block b runs
@@ -500,4 +500,4 @@ def hung():
 
 
 if __name__ == "__main__":
-    {"battery": battery, "runner": runner, "replay": replay, "retest": retest, "hung": hung}[sys.argv[1]]()
+    {"battery": battery, "executor": executor, "replay": replay, "retest": retest, "hung": hung}[sys.argv[1]]()

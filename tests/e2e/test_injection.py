@@ -9,10 +9,10 @@ Everything expected here is derived independently of the tool, in Python:
   * the input values, by a reimplementation of the counter-based generator (src/spec/generator.h), used to
     skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
     that the causal mask leaves with a single key);
-  * the schedule, by a model of the runner's (src/backends/cpu/cpu_executor.cpp): tile t goes to worker (t + rotation) mod W,
-    rotation = mix64(seed ^ hash(case id)) + iteration, except that a fault on a named unit pins work to it (an
-    output fault its tile, an input fault every tile of the faulty iteration). It predicts the unit of faults
-    given without unit=, and which tiles an input fault must make fail.
+  * the schedule, by a model of the CPU executor's (src/backends/cpu/cpu_executor.cpp): tile t goes to worker
+    (t + rotation) mod W, rotation = mix64(seed ^ hash(case id)) + iteration, except that a fault on a named
+    unit pins work to it (an output fault its tile, an input fault every tile of the faulty iteration). It
+    predicts the unit of faults given without unit=, and which tiles an input fault must make fail.
 """
 import os
 import random

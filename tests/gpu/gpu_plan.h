@@ -74,7 +74,7 @@ inline std::vector<CasePlan> plan(const PatternSet& ps) {
   return out;
 }
 
-// Runs one step of the GPU tests (a case, one case's cuBLASLt algorithm sweep, a runner test) so that an
+// Runs one step of the GPU tests (a case, one case's cuBLASLt algorithm sweep, a GPU executor test) so that an
 // exception out of it (cuBLASLt that cannot be loaded, a CUDA error, a missing golden) is that step's failure,
 // counted in `failures` and said on one line of `log` ("FAIL <step>: <what>"), and the steps after it still
 // run. The line is flushed at once: a run killed at its deadline keeps it. False when the step threw.

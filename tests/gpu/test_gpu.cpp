@@ -14,10 +14,10 @@
 //     the pinned one) gives the golden digests: the exactness argument covers any order and split, and
 //     this shows the library's kernels on this GPU agree; on the small recorded cuBLASLt cases every
 //     algorithm repeats its own bits;
-// and then the whole runner: a clean run passes, an injected output fault and an injected input fault
+// and then the whole GPU executor: a clean run passes, an injected output fault and an injected input fault
 // are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
 // case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
-// Each case, each case's algorithm sweep and each runner test is a step of its own (gpu_plan.h's guarded): an
+// Each case, each case's algorithm sweep and each GPU executor test is a step of its own (gpu_plan.h's guarded): an
 // exception in one is that step's failure, on one FAIL line, and the steps after it still run. Every line is
 // written when it is complete, so a run killed at its deadline keeps what it found.
 #include <array>
@@ -58,7 +58,7 @@ int failures = 0;
     }                                                           \
   } while (0)
 
-// The current GPU through the runner's device seam (its buffers and streams).
+// The current GPU through the GPU executor's device seam (its buffers and streams).
 cuda::DeviceRuntime& gpu_rt() { return cuda::current_cuda_runtime(); }
 
 struct Ran {
@@ -80,7 +80,7 @@ struct Prepared {
   explicit Prepared(const Case& c) : p(find_family(c.family)->prepare(c)), d(find_family(c.family)->prepare_cuda(c)) {
     tiles = p->tile_count();
     te = p->tile_elements();
-    if (p->replay()) {  // the training-step replay: the host's reference, as the runner gives it
+    if (p->replay()) {  // the training-step replay: the host's reference, as the GPU executor gives it
       p->replay()->compute_reference(nullptr);
       d->use_reference(*p);
     }
@@ -198,7 +198,7 @@ void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const Device
   for (uint64_t t = 0; t < one.digests.size(); ++t)
     EXPECT((one.digests[t] != clean.digests[t]) == (t == tile), "%s: tile fault hook changed tile %llu (target %llu)",
            c.id.c_str(), static_cast<unsigned long long>(t), static_cast<unsigned long long>(tile));
-  if (!records_sm) return;  // a library kernel names no SM: the runner refuses SM-targeted drills
+  if (!records_sm) return;  // a library kernel names no SM: the GPU executor refuses SM-targeted drills
   f.tile = ~0ull;
   f.sm = static_cast<int32_t>(clean.sm[0]);
   const Ran by_sm = run_case(c, f, false);
@@ -296,8 +296,8 @@ void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const Patt
   if (threw) std::printf("cublasLt algorithm sweep: %zu case(s) ended by an error, not counted above\n", threw);
 }
 
-// The runner end to end: clean, then an output fault on one SM and an input fault.
-void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
+// The GPU executor end to end: clean, then an output fault on one SM and an input fault.
+void test_executor(const PatternSet& ps, const DeviceInfo& gpu) {
   const Case* c = ps.battery.find_case("gemm_f32.uniform_2048");
   EXPECT(c != nullptr, "battery lacks gemm_f32.uniform_2048");
   if (!c || !find_family(c->family)->prepare_cuda) return;
@@ -305,8 +305,8 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   RunOptions opt;
   opt.time_budget_s = 60;
   RunResult clean;
-  cuda::run_screen(ps, sel, opt, {gpu}, clean);
-  EXPECT(clean.exit_code() == EXIT_PASS, "clean runner pass gave exit %d (%s)", clean.exit_code(),
+  run_screen(*cuda::make_backend(ps, {gpu}), sel, opt, clean);
+  EXPECT(clean.exit_code() == EXIT_PASS, "clean GPU executor pass gave exit %d (%s)", clean.exit_code(),
          clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
 
   Injection out;
@@ -319,7 +319,7 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
          "check");
   opt.injections = {out, in};
   RunResult faulty;
-  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, faulty);
   EXPECT(faulty.exit_code() == EXIT_FAIL, "injected run gave exit %d", faulty.exit_code());
   EXPECT(faulty.injections[0].fired && faulty.injections[0].fired_unit == 0, "SM 0 fault did not fire on SM 0");
   EXPECT(faulty.injections[1].fired, "input fault did not fire");
@@ -332,9 +332,9 @@ void test_runner(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(saw_column, "the input fault's miscompares are not in column 5");
 }
 
-// The runner on a cuBLASLt case: a clean run passes; an output fault is found at its element, in the
+// The GPU executor on a cuBLASLt case: a clean run passes; an output fault is found at its element, in the
 // matrix layout, with its xor mask and no SM; an SM-targeted drill is refused (the library names no SM).
-void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
+void test_executor_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   const char* id = "gemm_bf16_exactint_cublaslt.uniform_256x192x512";
   const Case* c = ps.battery.find_case(id);
   EXPECT(c != nullptr, "battery lacks %s", id);
@@ -344,8 +344,8 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   opt.time_budget_s = 60;
   std::vector<DeviceInfo> gpus{gpu};
   RunResult clean;
-  cuda::run_screen(ps, sel, opt, gpus, clean);
-  EXPECT(clean.exit_code() == EXIT_PASS, "%s: clean runner pass gave exit %d (%s)", id, clean.exit_code(),
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, clean);
+  EXPECT(clean.exit_code() == EXIT_PASS, "%s: clean GPU executor pass gave exit %d (%s)", id, clean.exit_code(),
          clean.tests.empty() ? "" : clean.tests[0].reason.c_str());
 
   Injection out;  // C[64][57]: tile 3 (row block 1, column block 0), not the tile's first row
@@ -353,7 +353,7 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(check_injection(out, ps.battery, {}, &gpus).empty(), "check");
   opt.injections = {out};
   RunResult faulty;
-  cuda::run_screen(ps, sel, opt, gpus, faulty);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, faulty);
   EXPECT(faulty.exit_code() == EXIT_FAIL, "%s: injected run gave exit %d", id, faulty.exit_code());
   bool found = false;
   for (const Miscompare& m : faulty.tests.empty() ? std::vector<Miscompare>{} : faulty.tests[0].miscompares)
@@ -366,7 +366,7 @@ void test_runner_cublaslt(const PatternSet& ps, const DeviceInfo& gpu) {
   EXPECT(check_injection(by_sm, ps.battery, {}, &gpus).empty(), "check");
   opt.injections = {by_sm};
   RunResult refused;
-  cuda::run_screen(ps, sel, opt, gpus, refused);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, refused);
   EXPECT(refused.exit_code() == EXIT_INCONCLUSIVE && !refused.tests.empty() &&
              refused.tests[0].reason.find("does not say which SM") != std::string::npos,
          "%s: an SM-targeted drill was not refused (exit %d)", id, refused.exit_code());
@@ -423,8 +423,8 @@ int main(int argc, char** argv) {
     // in one (cuBLASLt that cannot be loaded) is its failure, and every later step still runs.
     test_cases(plan, ps, gpu, sm_ids);
     gpu_tests::guarded("cuBLASLt algorithm sweep", failures, stderr, [&] { test_lt_algorithms(plan, ps, gpu); });
-    gpu_tests::guarded("runner", failures, stderr, [&] { test_runner(ps, gpu); });
-    gpu_tests::guarded("runner on cuBLASLt", failures, stderr, [&] { test_runner_cublaslt(ps, gpu); });
+    gpu_tests::guarded("GPU executor", failures, stderr, [&] { test_executor(ps, gpu); });
+    gpu_tests::guarded("GPU executor on cuBLASLt", failures, stderr, [&] { test_executor_cublaslt(ps, gpu); });
   } catch (const std::exception& e) {  // the device itself could not be set up: nothing ran
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;

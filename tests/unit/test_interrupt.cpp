@@ -47,7 +47,7 @@ struct Fixture {
 TEST_CASE("a CPU screen of the selection passes when nothing stops it", "[interrupt]") {
   Fixture f;
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.interrupted_by == 0);
   REQUIRE(r.exit_code() == EXIT_PASS);
   for (size_t i = 0; i < CASES.size(); ++i) {
@@ -64,7 +64,7 @@ TEST_CASE("a stop between tests skips the tests not started, with the interrupti
     if (index == 0) f.stop.store(SIGTERM);
   };
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.interrupted_by == SIGTERM);
   REQUIRE(r.exit_code() == 128 + SIGTERM);
   REQUIRE_FALSE(r.watchdog_fired);
@@ -88,7 +88,7 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
     if (index == 1 && iteration == 1) f.stop.store(SIGINT);
   };
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.interrupted_by == SIGINT);
   REQUIRE(r.exit_code() == 128 + SIGINT);
   REQUIRE_FALSE(r.watchdog_fired);  // an interruption is not the watchdog
@@ -122,7 +122,7 @@ TEST_CASE("a stop or a spent budget leaves GPU-only cases not applicable, not un
       if (t.id == CASES[0]) f.stop.store(SIGTERM);
     };
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.tests.size() == 3);
   const auto find = [&r](const std::string& id) -> const TestResult& {
     const auto it = std::find_if(r.tests.begin(), r.tests.end(), [&](const TestResult& t) { return t.id == id; });
@@ -168,7 +168,7 @@ TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, nev
     if (index == 1 && iteration == 1) f.stop.store(StopToken::DEADLINE);
   };
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.interrupted_by == 0);
   REQUIRE(r.deadline_reached);
   REQUIRE(r.exit_code() == (injected ? EXIT_FAIL : EXIT_INCONCLUSIVE));
@@ -199,7 +199,7 @@ TEST_CASE("progress counts only the cases that apply to the device", "[interrupt
   };
   f.opt.on_progress = [&](const Case&, size_t index, size_t count, int, int) { progress.emplace_back(index, count); };
   RunResult r;
-  cpu::run_screen(f.ps, f.sel, f.opt, r);
+  run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.exit_code() == EXIT_PASS);
   REQUIRE(done == std::vector<std::pair<size_t, size_t>>{{0, 2}, {1, 2}});
   REQUIRE(std::find(done_ids.begin(), done_ids.end(), gpu_only) == done_ids.end());

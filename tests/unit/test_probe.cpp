@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "catch.h"
 #include "src/backends/cpu/cpu_executor.h"
@@ -65,15 +66,12 @@ class FakeProbeDevice final : public Executor {
   std::vector<UnitResult> units() const override { return {}; }
   void attach(RunContext&, size_t) override {}
   bool stuck() const override { return false; }
-  const char* watchdog_skip_reason() const override { return ""; }
-  const char* interrupted_skip_reason() const override { return ""; }
-  const char* budget_skip_reason() const override { return ""; }
+  const char* skip_reason(SkipCause) const override { return ""; }
   bool repeats_failed() const override { return true; }
   bool applicable(const Case&, TestResult&) const override { return true; }
-  bool prepare(const Case&, TestResult&) override { return true; }
-  uint64_t tiles() const override { return 1; }
-  double tile_flops() const override { return 1; }
-  int coverage_iterations(uint64_t) const override { return 1; }
+  std::optional<PreparedCase> prepare(const Case&, TestResult&) override {
+    return PreparedCase{1, 1, {1, 1, "tiles in index order"}, 1, 1};
+  }
   bool run_iteration(const Case&, int, TestResult&) override { return true; }
   void compare(const Case&, int, TestResult&) override {}
   void release_case() override {}
@@ -247,7 +245,7 @@ TEST_CASE("probe: the CPU backend measures every selected CPU after the battery"
   opt.cpus = {cpus[0].cpu, cpus[1].cpu};
   opt.probe = true;
   RunResult r;
-  cpu::run_screen(ps, sel, opt, r);
+  run_screen(*cpu::make_backend(ps), sel, opt, r);
   REQUIRE(r.exit_code() == EXIT_PASS);
   INFO(r.probe.not_run);
   REQUIRE(r.probe.not_run.empty());
@@ -262,7 +260,7 @@ TEST_CASE("probe: the CPU backend measures every selected CPU after the battery"
   // Without opt.probe (record, golden) there is none.
   RunResult plain;
   opt.probe = false;
-  cpu::run_screen(ps, sel, opt, plain);
+  run_screen(*cpu::make_backend(ps), sel, opt, plain);
   CHECK(plain.probe.seconds.empty());
   CHECK(plain.probe.units.empty());
 }

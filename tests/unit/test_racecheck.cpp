@@ -1,6 +1,6 @@
 // The emulated device's shared-memory race checker (src/backends/emu/racecheck.h): planted races are
 // reported with kernel, block, threads and address, the same kernels with their barrier are not, and every
-// exact and exact-integer kernel of the boot battery (with the runner's own passes) runs race-free. This
+// exact and exact-integer kernel of the boot battery (with the GPU executor's own passes) runs race-free. This
 // file is compiled for the emulated device (-DSDC_EMU) with the checker's instrumentation, like the kernels
 // the executable links.
 #include <algorithm>
@@ -111,7 +111,7 @@ TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-fr
   const std::vector<DeviceInfo> gpus = emu::create_devices({spec});
   rc::reset();
   RunResult result;
-  cuda::run_screen(ps, sel, opt, gpus, result);
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, result);
   for (const TestResult& t : result.tests) {
     INFO(t.id << ": " << t.reason);
     CHECK(t.verdict == Verdict::pass);

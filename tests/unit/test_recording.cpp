@@ -338,7 +338,7 @@ TEST_CASE("accepted recordings: written into the pattern directory, covered by t
   write_goldens(dir, ps.battery, ps.golden);
   REQUIRE(load_recorded_goldens(dir).size() == 2);
 
-  // A modified accepted file fails its manifest check, for the runner's loader and for the next --write.
+  // A modified accepted file fails its manifest check, for the screen's loader and for the next --write.
   std::string text = read_file(dir + "/" + rel);
   replace(text, "\"provisional\": false", "\"provisional\": true ");
   { std::ofstream(tmp / rel, std::ios::binary) << text; }

@@ -1,6 +1,6 @@
 // The watchdog's polling path (src/backends/cuda/watchdog.h) with a fake event: work that finishes is seen,
 // work that never finishes (a hung kernel) gives up at the deadline rather than blocking, and the device's
-// error reaches the caller. The runner's whole path (pinned copies behind a hung kernel) is the hang drill on
+// error reaches the caller. The GPU executor's whole path (pinned copies behind a hung kernel) is the hang drill on
 // the emulated device (tests/e2e/test_emulated.py).
 #include <stdexcept>
 

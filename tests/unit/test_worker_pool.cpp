@@ -55,7 +55,7 @@ TEST_CASE("an in-process screen of small cases passes and localizes an injected 
   for (const auto& c : cpu::allowed_cpus()) opt.cpus.push_back(c.cpu);
   SECTION("clean") {
     RunResult r;
-    cpu::run_screen(ps, sel, opt, r);
+    run_screen(*cpu::make_backend(ps), sel, opt, r);
     REQUIRE(r.exit_code() == EXIT_PASS);
   }
   SECTION("with an output fault on the last CPU") {
@@ -65,7 +65,7 @@ TEST_CASE("an in-process screen of small cases passes and localizes an injected 
     REQUIRE(check_injection(inj, ps.battery, opt.cpus).empty());
     opt.injections.push_back(inj);
     RunResult r;
-    cpu::run_screen(ps, sel, opt, r);
+    run_screen(*cpu::make_backend(ps), sel, opt, r);
     REQUIRE(r.exit_code() == EXIT_FAIL);
     const auto it = std::find_if(r.tests.begin(), r.tests.end(),
                                  [](const TestResult& x) { return x.id == "gemm_f32.special_512"; });

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -65,9 +66,14 @@ class CpuExecutor final : public Executor {
     unit_base_ = unit_base;
   }
   bool stuck() const override { return stuck_; }
-  const char* watchdog_skip_reason() const override { return "not run: the watchdog ended the run"; }
-  const char* interrupted_skip_reason() const override { return "interrupted before every CPU computed a tile"; }
-  const char* budget_skip_reason() const override { return "time budget ran out before every CPU computed a tile"; }
+  const char* skip_reason(SkipCause cause) const override {
+    switch (cause) {
+      case SkipCause::watchdog: return "not run: the watchdog ended the run";
+      case SkipCause::interrupted: return "interrupted before every CPU computed a tile";
+      case SkipCause::budget: break;
+    }
+    return "time budget ran out before every CPU computed a tile";
+  }
   bool repeats_failed() const override { return true; }
 
   // A GPU-only test: not applicable here, not inconclusive.
@@ -82,7 +88,7 @@ class CpuExecutor final : public Executor {
     return false;
   }
 
-  bool prepare(const Case& c, TestResult& r) override {
+  std::optional<PreparedCase> prepare(const Case& c, TestResult& r) override {
     golden_ = &patterns_.golden.at(c.id);
     s_ = std::make_unique<CaseState>();
     faults_ = std::make_unique<std::vector<ActiveFault>>();
@@ -96,14 +102,18 @@ class CpuExecutor final : public Executor {
     rotation0_ = mix64(ctx_->opt.seed ^ string_hash(c.id));
     JobEnd end = generate_inputs(*pool_, ctx_->opt.stop, *s_, c.id.c_str());
     if (end == JobEnd::finished && s_->problem->replay()) end = check_reference(c, r);
-    if (end == JobEnd::finished) return true;
+    if (end == JobEnd::finished) {
+      const Problem& p = *s_->problem;
+      const uint64_t tiles = p.tile_count();
+      return PreparedCase{tiles, p.tile_flops(), p.tile_grid(), iterations_to_cover(pool_->size(), tiles), 1};
+    }
     stuck_ = end == JobEnd::stuck;
     if (!ctx_->stopping()) {
       r.verdict = Verdict::error;
       r.reason = s_->problem->replay() ? "watchdog: input generation or the reference did not finish"
                                        : "watchdog: input generation did not finish";
     }
-    return false;
+    return std::nullopt;
   }
 
   // A problem's in-process reference (Problem::replay: the training-step replay) is computed on one unit
@@ -152,10 +162,6 @@ class CpuExecutor final : public Executor {
     }
     return JobEnd::finished;
   }
-  uint64_t tiles() const override { return s_->problem->tile_count(); }
-  TileGrid tile_grid() const override { return s_->problem->tile_grid(); }
-  double tile_flops() const override { return s_->problem->tile_flops(); }
-  int coverage_iterations(uint64_t tiles) const override { return iterations_to_cover(pool_->size(), tiles); }
 
   // The faults of case c that fire in this computation, resolved against state s: in iteration it of the
   // run, or in a retest by the unit on logical CPU `retest_cpu` (with fresh inputs or the case's own).
@@ -338,12 +344,24 @@ class CpuExecutor final : public Executor {
   std::unique_ptr<ProbeWork> probe_;                        // the throughput probe's buffers, made when it runs
 };
 
+// The CPU backend: one executor for the CPUs of opt.cpus, nothing to judge across executors.
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const PatternSet& patterns) : patterns_(patterns) {}
+  std::vector<Executor*> make_executors(const RunOptions& opt, RunResult&) override {
+    ex_ = std::make_unique<CpuExecutor>(patterns_, opt.cpus);  // pins its workers: throws when it cannot
+    return {ex_.get()};
+  }
+
+ private:
+  const PatternSet& patterns_;
+  // On a stuck run it has let go of (leaked) what the workers may still use; the rest is freed with it.
+  std::unique_ptr<CpuExecutor> ex_;
+};
+
 }  // namespace
 
-void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result) {
-  CpuExecutor ex(patterns, opt.cpus);  // on a stuck run it lets go of (leaks) what the workers may still use
-  run_schedule(sel, opt, {&ex}, result);
-}
+std::unique_ptr<Backend> make_backend(const PatternSet& patterns) { return std::make_unique<CpuBackend>(patterns); }
 
 std::map<std::string, GoldenCase> compute_goldens(const std::vector<const Case*>& cases, const std::vector<int>& cpus,
                                                   const StopToken& stop,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,10 @@
 
 namespace sdc::cpu {
 
-// Runs the selection on the CPUs of opt.cpus and fills result: one test per case, one unit per CPU.
-// Throws std::runtime_error when a worker cannot be pinned.
-void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt, RunResult& result);
+// The CPU backend (run_screen, src/core/scheduler.h): the CPUs of RunOptions::cpus as one executor, one test
+// per case, one unit per CPU. Making its executor throws std::runtime_error when a worker cannot be pinned.
+// `patterns` must outlive the backend.
+std::unique_ptr<Backend> make_backend(const PatternSet& patterns);
 
 // Computes the golden digests of the given cases on the CPU workers. Every tile is computed twice, on
 // two different workers when there are two, and must agree; a disagreement throws std::runtime_error

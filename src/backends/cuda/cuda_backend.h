@@ -1,8 +1,9 @@
 // The CUDA backend as the command line sees it: is a GPU usable (and if not, why), which GPUs there
-// are, and the screen on the selected GPUs. Plain C++; in a build without CUDA every entry answers
-// "this build has no CUDA backend" (cuda_stub.cpp).
+// are, and the backend that screens the selected GPUs. Plain C++. In a build without CUDA the first three
+// answer "this build has no CUDA backend" (cuda_stub.cpp); the backend is in every build, for emulated GPUs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,13 @@ std::vector<DeviceInfo> list_devices();
 // looks). Never throws.
 std::string cublaslt_summary();
 
-// Runs the selected cases on every GPU in `gpus` at once (one host thread and stream per GPU) and fills
-// result: one test per case and GPU, one unit per SM. Never throws for a per-device failure: that
-// device's tests become `error` and the other GPUs finish. The node's GPUs judge their consensus tests
-// together (apply_node_consensus); first_runs, when given, receives each test's first complete run (one
-// per test of result, empty for a test that kept none), what `record` writes.
-void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt,
-                const std::vector<DeviceInfo>& gpus, RunResult& result, std::vector<FirstRun>* first_runs = nullptr);
+// The GPU backend (run_screen, src/core/scheduler.h; gpu_backend.cpp): every GPU in `gpus` at once, one
+// executor, host thread and stream per GPU; one test per case and GPU, one unit per SM. A per-device failure
+// never throws: that device's tests become `error` and the other GPUs finish. After the schedule the node's
+// GPUs judge their consensus tests together (apply_node_consensus); first_runs, when given, receives each
+// test's first complete run (one per test of the result, empty for a test that kept none), what `record`
+// writes. `patterns` must outlive the backend.
+std::unique_ptr<Backend> make_backend(const PatternSet& patterns, const std::vector<DeviceInfo>& gpus,
+                                      std::vector<FirstRun>* first_runs = nullptr);
 
 }  // namespace sdc::cuda

@@ -1,7 +1,7 @@
 // The error of a device call, whichever runtime made it (the CUDA runtime or the emulated device): the
 // failed call as written, the runtime's name and message for the error, and the source file and line. The
-// runner turns it into an `error` result for that device's test; the other devices go on. Plain C++: the
-// runner includes it without any CUDA header.
+// GPU executor turns it into an `error` result for that device's test; the other devices go on. Plain C++:
+// the GPU executor includes it without any CUDA header.
 #pragma once
 
 #include <stdexcept>

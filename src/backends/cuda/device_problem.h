@@ -1,5 +1,5 @@
 // The device side of a prepared case. A family's .cu file implements it beside the CPU reference; the
-// CUDA runner owns buffers, streams, digests, comparison, injection and the watchdog, so a family owns
+// GPU executor owns buffers, streams, digests, comparison, injection and the watchdog, so a family owns
 // only its input generation and its kernels. Plain C++ (no device code, no CUDA header): the GPU executor includes
 // it in every build, and a family's .cu implements it for each target (the GPU, the emulated device).
 #pragma once

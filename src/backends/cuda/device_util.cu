@@ -108,7 +108,7 @@ int sm_id_limit() {
   }
   // The GPU's first kernel of the run, under a watchdog of its own: a synchronize or a copy to pageable
   // memory would wait for ever if it never ends. Then its stream and memory stay (it may still run) and the
-  // error says so (hung: the runner ends the process without freeing anything of the device).
+  // error says so (hung: the screen ends the process without freeing anything of the device).
   cudaError_t state = cudaSuccess;
   const bool ended = poll_until(
       [&] {

@@ -1,12 +1,14 @@
-// The GPU executor (src/core/scheduler.h): one per GPU, run by the scheduler in a host thread of its own
-// with one stream. Its screen and probe are cuda_runner.cpp's, its retest gpu_retest.cpp's, the comparison
-// of an iteration with its reference cuda_compare.cpp's. Internal to the CUDA backend.
+// The GPU executor (src/core/scheduler.h): one per GPU, made by the GPU backend (gpu_backend.cpp) and run by
+// the scheduler in a host thread of its own with one stream. Its iterations and probe are gpu_executor.cpp's,
+// its retest gpu_retest.cpp's, the comparison of an iteration with its reference cuda_compare.cpp's. Internal
+// to the CUDA backend.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,21 +48,20 @@ class GpuExecutor final : public Executor {
     return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", unit_text(UnitName::of_gpu(g_.info.index)), g_.dead);
   }
   bool stuck() const override { return g_.stuck; }
-  const char* watchdog_skip_reason() const override { return "not run: the watchdog ended this GPU's run"; }
-  const char* interrupted_skip_reason() const override { return "interrupted before it ran"; }
-  const char* budget_skip_reason() const override { return "time budget ran out before it ran"; }
+  const char* skip_reason(SkipCause cause) const override {
+    switch (cause) {
+      case SkipCause::watchdog: return "not run: the watchdog ended this GPU's run";
+      case SkipCause::interrupted: return "interrupted before it ran";
+      case SkipCause::budget: break;
+    }
+    return "time budget ran out before it ran";
+  }
   bool repeats_failed() const override { return false; }
 
   bool applicable(const Case& c, TestResult& r) const override;
-  bool prepare(const Case& c, TestResult& r) override;
-  uint64_t tiles() const override { return dc_->problem->tile_count(); }
-  TileGrid tile_grid() const override { return dc_->problem->tile_grid(); }
-  double tile_flops() const override { return dc_->problem->tile_flops(); }
-  int coverage_iterations(uint64_t) const override { return 1; }  // every tile on the SMs the GPU chose
-  // Consensus compares runs with each other: at least two, until a first run is kept.
-  int minimum_iterations(const TestResult&) const override {
-    return ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
-  }
+  // One iteration covers the GPU (every tile on the SMs it chose); consensus compares runs with each other:
+  // at least two, until a first run is kept.
+  std::optional<PreparedCase> prepare(const Case& c, TestResult& r) override;
 
   bool run_iteration(const Case& c, int it, TestResult& r) override;
   void compare(const Case&, int it, TestResult& r) override {

@@ -1,4 +1,4 @@
-// The GPU executor's per-GPU state, shared by its run loop (cuda_runner.cpp), its retest (gpu_retest.cpp)
+// The GPU executor's per-GPU state, shared by its iterations (gpu_executor.cpp), its retest (gpu_retest.cpp)
 // and the comparison of a finished iteration with its reference (cuda_compare.cpp). Internal to the CUDA
 // backend.
 #pragma once

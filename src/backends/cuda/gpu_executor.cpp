@@ -1,5 +1,6 @@
-// The screen on GPUs: one executor per GPU (gpu_executor.h; src/core/scheduler.h runs each in a host thread
-// of its own, with one stream), every selected case on every GPU at once. The retest is gpu_retest.cpp's.
+// The GPU executor (gpu_executor.h): one per GPU, which src/core/scheduler.h runs in a host thread of its
+// own, with one stream, every selected case on every GPU at once; gpu_backend.cpp makes them. The retest is
+// gpu_retest.cpp's, the comparison of an iteration with its reference cuda_compare.cpp's.
 // Per case and GPU: inputs generated on the device (never copied over PCIe), then per iteration the
 // family's kernels, one digest pass (which also applies injected faults), and a copy of the per-tile
 // digests and SM ids to the host; the host compares them with the golden digests and, for a failing
@@ -17,13 +18,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "../../core/inject.h"
 #include "../../core/unit_name.h"
 #include "../../spec/digest.h"
-#include "cuda_backend.h"
 #include "gpu_executor.h"
 
 namespace sdc::cuda {
@@ -250,14 +251,14 @@ bool GpuExecutor::applicable(const Case& c, TestResult& r) const {
   return false;
 }
 
-bool GpuExecutor::prepare(const Case& c, TestResult& r) {
+std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
   dc_ = std::make_unique<DeviceCase>();
   expected_cache_.clear();
   if (!prepare_case(sh_, g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
     g_.stuck = true;
-    return false;
+    return std::nullopt;
   }
-  if (r.not_applicable) return false;
+  if (r.not_applicable) return std::nullopt;
   if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
   const uint64_t tiles = dc_->problem->tile_count();
   r.tiles = tiles;
@@ -267,15 +268,17 @@ bool GpuExecutor::prepare(const Case& c, TestResult& r) {
   r.algorithm = engine.algorithm;
   ref_ = choose_reference(sh_, g_, c, *dc_, r);
   if (ref_.kind == Reference::repeats) {
-    // Consensus compares runs with each other (minimum_iterations). The first run's output stays on
-    // the device (when it fits) so that a later miscompare lists elements, not only tiles.
+    // Consensus compares runs with each other (at least two, until a first run is kept). The first run's
+    // output stays on the device (when it fits) so that a later miscompare lists elements, not only tiles.
     const uint64_t bytes = tiles * dc_->problem->tile_elements() * 4ull;
     uint64_t free_b = 0, total_b = 0;
     g_.rt->mem_info(free_b, total_b);
     if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
   }
   work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
-  return true;
+  // Every tile runs on the SMs the GPU chose: one iteration covers the device.
+  const int minimum = ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
+  return PreparedCase{tiles, dc_->problem->tile_flops(), dc_->problem->tile_grid(), 1, minimum};
 }
 
 bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
@@ -397,60 +400,6 @@ void GpuExecutor::abandon() {
   for (auto& e : g_.pace) (void)e.release();
   g_.hang_flag.release();
   (void)g_.rt.release();
-}
-
-std::unique_ptr<DeviceRuntime> open_runtime(const DeviceInfo& gpu) {
-  return gpu.emulated ? open_emulated_runtime(gpu) : open_cuda_runtime(gpu);
-}
-
-void run_screen(const PatternSet& patterns, const Selection& sel, const RunOptions& opt,
-                const std::vector<DeviceInfo>& gpus, RunResult& result, std::vector<FirstRun>* first_runs) {
-  Shared sh{patterns, nullptr};
-  result.devices = gpus;
-  // A GPU on which even the query of its SM ids fails is kept, with the error, and its tests become
-  // `error`.
-  std::vector<std::unique_ptr<GpuExecutor>> run;
-  std::vector<Executor*> executors;
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    int sm_ids = gpus[i].sm_count;
-    std::string dead;
-    bool hung = false;
-    std::unique_ptr<DeviceRuntime> rt;
-    try {
-      rt = open_runtime(gpus[i]);
-      rt->make_current();
-      sm_ids = std::max(sm_ids, rt->sm_id_limit());
-    } catch (const CudaError& e) {
-      dead = e.what();
-      hung = e.kind() == CudaError::Kind::hung;  // its first kernel may still run: as after the watchdog
-    }
-    run.push_back(std::make_unique<GpuExecutor>(sh, result.devices[i], i, sm_ids));
-    run.back()->gpu().stuck = hung;
-    run.back()->gpu().rt = std::move(rt);
-    run.back()->gpu().dead = dead.empty() && !run.back()->gpu().rt ? "the device could not be opened" : dead;
-    executors.push_back(run.back().get());
-  }
-  const Clock::time_point start = run_schedule(sel, opt, executors, result);
-  // A GPU the watchdog gave up on (a kernel, an input generation, the probe, its opening): every SM of it is
-  // hung in the units, as a CPU's stuck worker is (its outputs name the GPU).
-  for (UnitResult& u : result.units)
-    if (u.is_sm() && u.device >= 0 && static_cast<size_t>(u.device) < run.size() &&
-        run[static_cast<size_t>(u.device)]->gpu().stuck)
-      u.hung = true;
-  // The node's GPUs judge their consensus tests together.
-  std::vector<FirstRun> firsts(result.tests.size());
-  for (size_t i = 0; i < result.tests.size() && !run.empty(); ++i) {
-    auto& kept = run[i % run.size()]->gpu().first_runs;
-    if (const auto it = kept.find(result.tests[i].id); it != kept.end()) firsts[i] = std::move(it->second);
-  }
-  apply_node_consensus(result, firsts, seconds_since(start));
-  if (first_runs) *first_runs = std::move(firsts);
-  // A kernel the watchdog gave up on may still run (a real hang, which nothing releases): no executor is
-  // destroyed, on any GPU. Their destructors would free device memory, and cudaFree waits for the device,
-  // which may be the stuck one (this thread's current device may be any of them). The caller writes its
-  // outputs and ends the process without unwinding (workers_abandoned), skipping the runtime's teardown too.
-  if (result.workers_abandoned)
-    for (auto& ex : run) (void)ex.release();
 }
 
 }  // namespace sdc::cuda
