@@ -1,6 +1,6 @@
 // train_step_f32 on CUDA: the training-step replay on a GPU. The step's sequence is train_step_f32_step.h's
 // (the same StepRunner the CPU runs), with device memory and the kernels below as its operations; every
-// tile is one complete replay by the GPU, laid out as train_step_f32_ref.cpp says, so a healthy GPU's tiles
+// tile is one complete replay by the GPU, laid out as train_step_f32_family.cpp says, so a healthy GPU's tiles
 // equal the golden bit for bit.
 //
 // The kernels follow the plain specification of train_step_f32_ops.cpp output by output: one thread per
@@ -321,7 +321,7 @@ __global__ void metrics_kernel(const float* a, const float* b, uint64_t n, bool 
   if (ratio) slots[2] = m.ratio;
 }
 
-// L3: the step's loss into its slot; a spike sets the flag (train_step_f32_ref.cpp's test, in double).
+// L3: the step's loss into its slot; a spike sets the flag (train_step_f32_family.cpp's test, in double).
 __global__ void loss_slot_kernel(const float* loss, double ref, float* slot, int* spike) {
   const float l = *loss;
   *slot = l;

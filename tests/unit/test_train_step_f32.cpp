@@ -661,7 +661,7 @@ TEST_CASE("train_step_f32: own sine and cosine are within a few ulps over the ro
   CHECK(sdc_cosf(0.0f) == 1.0f);
 }
 
-// ---- the family: a tile is one replay (kernels/train_step_f32/train_step_f32_ref.cpp) ----------------------
+// ---- the family: a tile is one replay (kernels/train_step_f32/train_step_f32_family.cpp) ----------------------
 
 namespace sdc::train_step_f32 {
 Family family();
