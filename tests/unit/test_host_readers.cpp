@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 
 #include "catch.h"
@@ -13,6 +12,7 @@
 #include "src/host/host_readers.h"
 #include "src/report/report.h"
 #include "src/report/report_host.h"
+#include "temp_dir.h"
 
 using namespace sdc;
 using namespace sdc::host;
@@ -20,18 +20,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system's temporary directory, removed at the end of the test.
+// A fake host root (sysfs, procfs) in a fresh temporary directory, removed at the end of the test.
 struct FakeTree {
-  fs::path dir;
-  FakeTree() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("sdc_host_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir);
-  }
-  ~FakeTree() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  test::TempDir tmp{"host"};
+  fs::path dir = tmp.path;
   void write(const std::string& rel, const std::string& text) const {
     const fs::path p = dir / rel;
     fs::create_directories(p.parent_path());
