@@ -129,6 +129,16 @@ SDC_CLONES void rope_row(const float* x, int64_t heads, int64_t dh, const float*
   }
 }
 
+// Every row of x (T x H*D), position t mod S; back: the inverse rotation (the backward).
+void rope(const float* x, int64_t t, int64_t heads, const RopeTables& tab, float* y, bool back) {
+  const int64_t dh = tab.head_dim, pairs = dh / 2;
+  for (int64_t i = 0; i < t; ++i) {
+    const int64_t p = i % tab.seq;
+    rope_row(x + i * heads * dh, heads, dh, tab.cos.data() + p * pairs, tab.sin.data() + p * pairs, y + i * heads * dh,
+             back);
+  }
+}
+
 SDC_CLONES void attn_ds_row(const float* p, const float* dp, float r, float scale, int64_t n, float* ds) {
   for (int64_t j = 0; j < n; ++j) ds[j] = (p[j] * (dp[j] - r)) * scale;
 }
@@ -226,22 +236,12 @@ void rmsnorm_back(Path path, const float* x, const float* w, const float* inv, c
 
 void rope(Path path, const float* x, int64_t t, int64_t heads, const RopeTables& tab, float* y, Workspace&) {
   if (path == Path::plain) return plain::rope(x, t, heads, tab, y, false);
-  const int64_t dh = tab.head_dim, pairs = dh / 2;
-  for (int64_t i = 0; i < t; ++i) {
-    const int64_t p = i % tab.seq;
-    fast::rope_row(x + i * heads * dh, heads, dh, tab.cos.data() + p * pairs, tab.sin.data() + p * pairs,
-                   y + i * heads * dh, false);
-  }
+  fast::rope(x, t, heads, tab, y, false);
 }
 
 void rope_back(Path path, const float* dy, int64_t t, int64_t heads, const RopeTables& tab, float* dx, Workspace&) {
   if (path == Path::plain) return plain::rope(dy, t, heads, tab, dx, true);
-  const int64_t dh = tab.head_dim, pairs = dh / 2;
-  for (int64_t i = 0; i < t; ++i) {
-    const int64_t p = i % tab.seq;
-    fast::rope_row(dy + i * heads * dh, heads, dh, tab.cos.data() + p * pairs, tab.sin.data() + p * pairs,
-                   dx + i * heads * dh, true);
-  }
+  fast::rope(dy, t, heads, tab, dx, true);
 }
 
 void attention(Path path, const float* q, const float* k, const float* v, int64_t seqs, int64_t s, int64_t heads,
