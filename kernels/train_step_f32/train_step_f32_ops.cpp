@@ -163,6 +163,18 @@ SDC_CLONES void ce_grad_row(const float* x, float m, float s, float scale, int32
   }
 }
 
+// The softmax statistics of one row of n logits: its maximum and the pairwise sum of exp(x - max).
+struct RowStats {
+  float max, sum;
+};
+RowStats row_stats(const float* x, int64_t n, Workspace& ws) {
+  float* e = grow(ws.b, n);
+  const auto un = static_cast<uint32_t>(n);
+  const float m = lanes::fold_max(x, un);
+  lanes::exp_shifted(x, m, e, un);
+  return {m, tree(e, n, ws)};
+}
+
 // Q K^T scores of one head and sequence with the causal softmax numerators; returns nothing, fills p
 // (S x S, masked entries +0) and l (S). qh, kt: packed S x D and D x S.
 void scores(const float* qh, const float* kt, int64_t s, int64_t dh, float scale, float* p, float* l, Workspace& ws) {
@@ -328,28 +340,20 @@ void swiglu_back(Path path, const float* g, const float* u, const float* dz, int
 void cross_entropy(Path path, const float* logits, const int32_t* targets, int64_t t, int64_t vocab, float* loss,
                    Workspace& ws) {
   if (path == Path::plain) return plain::cross_entropy(logits, targets, t, vocab, loss);
-  float* e = grow(ws.b, vocab);
-  const auto n = static_cast<uint32_t>(vocab);
   for (int64_t i = 0; i < t; ++i) {
     const float* x = logits + i * vocab;
-    const float m = lanes::fold_max(x, n);
-    lanes::exp_shifted(x, m, e, n);
-    const float s = fast::tree(e, vocab, ws);
-    loss[i] = (m + sdc_logf(s)) - x[targets[i]];
+    const fast::RowStats r = fast::row_stats(x, vocab, ws);
+    loss[i] = (r.max + sdc_logf(r.sum)) - x[targets[i]];
   }
 }
 
 void cross_entropy_back(Path path, const float* logits, const int32_t* targets, int64_t t, int64_t vocab, float scale,
                         float* dl, Workspace& ws) {
   if (path == Path::plain) return plain::cross_entropy_back(logits, targets, t, vocab, scale, dl);
-  float* e = grow(ws.b, vocab);
-  const auto n = static_cast<uint32_t>(vocab);
   for (int64_t i = 0; i < t; ++i) {
     const float* x = logits + i * vocab;
-    const float m = lanes::fold_max(x, n);
-    lanes::exp_shifted(x, m, e, n);
-    const float s = fast::tree(e, vocab, ws);
-    fast::ce_grad_row(x, m, s, scale, targets[i], vocab, dl + i * vocab);
+    const fast::RowStats r = fast::row_stats(x, vocab, ws);
+    fast::ce_grad_row(x, r.max, r.sum, scale, targets[i], vocab, dl + i * vocab);
   }
 }
 
