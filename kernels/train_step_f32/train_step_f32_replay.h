@@ -1,5 +1,5 @@
 // train_step_f32 as a family of the screen: what a case describes (ReplaySpec) and the in-process reference
-// its tiles are measured against (train_step_f32_ref.cpp explains the tile layout). Shared by the CPU
+// its tiles are measured against (train_step_f32_family.cpp explains the tile layout). Shared by the CPU
 // problem and the device side (train_step_f32.cu), which replays the same step on a GPU and takes the
 // reference the host computed and checked.
 #pragma once

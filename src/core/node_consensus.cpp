@@ -10,16 +10,6 @@
 
 namespace sdc {
 
-const char* node_standing_name(NodeStanding s) {
-  switch (s) {
-    case NodeStanding::alone: return "alone";
-    case NodeStanding::agrees: return "agrees";
-    case NodeStanding::dissents: return "dissents";
-    case NodeStanding::split: return "split";
-  }
-  return "?";
-}
-
 std::vector<NodeJudgement> judge_node(const std::vector<NodeVote>& votes) {
   std::vector<NodeJudgement> out(votes.size());
   std::map<std::string, std::vector<size_t>> groups;

@@ -22,7 +22,6 @@ struct NodeVote {
 };
 
 enum class NodeStanding { alone, agrees, dissents, split };
-const char* node_standing_name(NodeStanding s);
 
 struct NodeJudgement {
   NodeStanding standing = NodeStanding::alone;

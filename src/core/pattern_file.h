@@ -13,6 +13,11 @@ namespace sdc {
 // Throws PatternError "<file>: <what>" on one line: names taken from JSON may hold control characters.
 [[noreturn]] void bad_pattern(const std::string& file, const std::string& what);
 
+// A pattern file's text; PatternError "<path>: <reason>" and then hint when it cannot be read.
+std::string read_pattern_file(const std::string& path, const std::string& hint = "");
+// The hint for a manifest.json that cannot be read.
+inline constexpr const char* NOT_A_PATTERN_DIRECTORY = " (is --patterns a pattern directory?)";
+
 // The file's text parsed by the strict reader (src/util/strict_json.h); PatternError when it is refused.
 nlohmann::json parse_pattern_json(const std::string& file, const std::string& text);
 

@@ -205,13 +205,7 @@ Battery parse_battery(const std::string& file, const std::string& text) {
   return b;
 }
 
-Battery load_battery_file(const std::string& path) {
-  try {
-    return parse_battery(path, read_file(path));
-  } catch (const FileError& e) {
-    throw PatternError(e.what());
-  }
-}
+Battery load_battery_file(const std::string& path) { return parse_battery(path, read_pattern_file(path)); }
 
 std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path,
                                                     const std::string& manifest_text) {
@@ -270,12 +264,7 @@ PatternSet load_patterns(const std::string& dir, bool require_golden) {
   PatternSet ps;
   ps.dir = dir;
   const std::string manifest_path = dir + "/manifest.json";
-  std::string manifest_text;
-  try {
-    manifest_text = read_file(manifest_path);
-  } catch (const FileError& e) {
-    throw PatternError(std::string(e.what()) + " (is --patterns a pattern directory?)");
-  }
+  const std::string manifest_text = read_pattern_file(manifest_path, NOT_A_PATTERN_DIRECTORY);
   std::map<std::string, std::string> content;  // verified bytes by relative path
   for (const auto& [rel, entry] : parse_manifest(manifest_path, manifest_text)) {
     content[rel] = read_listed_file(dir + "/" + rel, entry);
@@ -389,13 +378,16 @@ json parse_pattern_json(const std::string& file, const std::string& text) {
   return j;
 }
 
-std::string read_listed_file(const std::string& path, const ManifestEntry& entry) {
-  std::string text;
+std::string read_pattern_file(const std::string& path, const std::string& hint) {
   try {
-    text = read_file(path);
+    return read_file(path);
   } catch (const FileError& e) {
-    throw PatternError(std::string(e.what()) + " (listed in manifest.json)");
+    throw PatternError(e.what() + hint);
   }
+}
+
+std::string read_listed_file(const std::string& path, const ManifestEntry& entry) {
+  const std::string text = read_pattern_file(path, " (listed in manifest.json)");
   if (text.size() != entry.bytes)
     bad_pattern(path, fmt::format("{} bytes, manifest.json says {} (truncated or modified)", text.size(), entry.bytes));
   if (const std::string h = xxh3_128_hex(text); h != entry.xxh3_128)

@@ -241,13 +241,7 @@ Recording parse_recording(const std::string& file, const std::string& text_in) {
   return r;
 }
 
-Recording load_recording_file(const std::string& path) {
-  try {
-    return parse_recording(path, read_file(path));
-  } catch (const FileError& e) {
-    throw PatternError(e.what());
-  }
-}
+Recording load_recording_file(const std::string& path) { return parse_recording(path, read_pattern_file(path)); }
 
 std::string recorded_goldens_path(const std::string& architecture, const std::string& family) {
   return fmt::format("recordings/{}/{}.json", architecture, family);
@@ -346,11 +340,7 @@ RecordedGoldens parse_at(const std::string& path, const std::string& rel, const 
 
 std::map<std::string, ManifestEntry> read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
-  try {
-    return parse_manifest(path, read_file(path));
-  } catch (const FileError& e) {
-    throw PatternError(std::string(e.what()) + " (is --patterns a pattern directory?)");
-  }
+  return parse_manifest(path, read_pattern_file(path, NOT_A_PATTERN_DIRECTORY));
 }
 
 }  // namespace

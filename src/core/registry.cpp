@@ -6,9 +6,9 @@
 
 namespace sdc {
 
-// Each family's CPU side (kernels/<f>/<f>_ref.cpp) and its device side (<f>.cu), compiled for the GPU (in a
-// CUDA build: namespace gpu) and, unless the family's device side is a vendor library, for the emulated
-// device (every build: namespace emu; src/backends/cuda/cuda_target.h).
+// Each family's CPU side (kernels/<f>/<f>_ref.cpp, or <f>_family.cpp) and its device side (<f>.cu), compiled
+// for the GPU (in a CUDA build: namespace gpu) and, unless the family's device side is a vendor library, for
+// the emulated device (every build: namespace emu; src/backends/cuda/cuda_target.h).
 #define SDC_DEVICE_SIDE(target)                                     \
   namespace target {                                                \
   std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c); \

@@ -18,9 +18,9 @@ double now_unix() {
 std::atomic<int> CpuTemperatureSampler::live_{0};
 
 CpuTemperatureSampler::CpuTemperatureSampler(HostRoot root, HostTelemetry& t, double interval_s)
-    : root_(std::move(root)), t_(t), interval_s_(interval_s) {
+    : root_(std::move(root)), t_(t) {
   ++live_;
-  thread_ = std::thread([this] { loop(); });
+  clock_.start(interval_s, [this] { sample_once(); });
 }
 
 CpuTemperatureSampler::~CpuTemperatureSampler() { stop(); }
@@ -28,25 +28,7 @@ CpuTemperatureSampler::~CpuTemperatureSampler() { stop(); }
 int CpuTemperatureSampler::live() { return live_.load(); }
 
 void CpuTemperatureSampler::stop() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  --live_;
-}
-
-void CpuTemperatureSampler::loop() {
-  // One reading at the start whatever follows: a screen shorter than the interval still has one.
-  std::unique_lock<std::mutex> lock(mutex_);
-  do {
-    lock.unlock();
-    sample_once();
-    lock.lock();
-    cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; });
-  } while (!stopping_);
+  if (clock_.stop()) --live_;
 }
 
 void CpuTemperatureSampler::sample_once() {

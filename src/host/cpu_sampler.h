@@ -4,11 +4,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include "host_readers.h"
+#include "periodic.h"
 
 namespace sdc {
 struct RunResult;
@@ -25,20 +23,15 @@ class CpuTemperatureSampler {
   CpuTemperatureSampler(const CpuTemperatureSampler&) = delete;
   CpuTemperatureSampler& operator=(const CpuTemperatureSampler&) = delete;
   void stop();
-  bool running() const { return thread_.joinable(); }
+  bool running() const { return clock_.running(); }
   // Sampler threads alive in this process (tests: 0 after every exit path).
   static int live();
 
  private:
-  void loop();
   void sample_once();
   HostRoot root_;
   HostTelemetry& t_;
-  double interval_s_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  PeriodicThread clock_;
   static std::atomic<int> live_;
 };
 

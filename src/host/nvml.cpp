@@ -270,7 +270,7 @@ void read_gpus_after(const Nvml& nvml, NvmlTelemetry& t, const std::vector<nvmlD
 }
 
 GpuSampler::GpuSampler(const Nvml& nvml, NvmlTelemetry& t, std::vector<nvmlDevice_t> handles, double interval_s)
-    : nvml_(nvml), t_(t), handles_(std::move(handles)), interval_s_(interval_s) {
+    : nvml_(nvml), t_(t), handles_(std::move(handles)) {
   const NvmlApi& a = nvml_.api();
   if (a.event_set_create && a.register_events && a.event_wait && a.event_set_free &&
       a.event_set_create(&events_) == NVML_SUCCESS) {
@@ -282,7 +282,10 @@ GpuSampler::GpuSampler(const Nvml& nvml, NvmlTelemetry& t, std::vector<nvmlDevic
     events_ = nullptr;
   }
   ++live_;
-  thread_ = std::thread([this] { loop(); });
+  clock_.start(interval_s, [this] {
+    drain_events();
+    sample_once();
+  });
 }
 
 GpuSampler::~GpuSampler() { stop(); }
@@ -290,29 +293,11 @@ GpuSampler::~GpuSampler() { stop(); }
 int GpuSampler::live() { return live_.load(); }
 
 void GpuSampler::stop() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+  if (!clock_.stop()) return;
   drain_events();  // what the driver raised since the last tick
   if (events_) nvml_.api().event_set_free(events_);
   events_ = nullptr;
   --live_;
-}
-
-void GpuSampler::loop() {
-  // One reading at the start whatever follows: a screen shorter than the interval still has one.
-  std::unique_lock<std::mutex> lock(mutex_);
-  do {
-    lock.unlock();
-    drain_events();
-    sample_once();
-    lock.lock();
-    cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; });
-  } while (!stopping_);
 }
 
 void GpuSampler::sample_once() {

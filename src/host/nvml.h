@@ -7,16 +7,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpu_telemetry.h"
 #include "nvml_api.h"
+#include "periodic.h"
 
 namespace sdc::host {
 
@@ -83,23 +81,18 @@ class GpuSampler {
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
   void stop();
-  bool running() const { return thread_.joinable(); }
+  bool running() const { return clock_.running(); }
   // Sampler threads alive in this process (tests: 0 after every exit path).
   static int live();
 
  private:
-  void loop();
   void sample_once();
   void drain_events();
   const Nvml& nvml_;
   NvmlTelemetry& t_;
   std::vector<nvmlDevice_t> handles_;
-  double interval_s_;
   nvmlEventSet_t events_ = nullptr;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  PeriodicThread clock_;
   static std::atomic<int> live_;
 };
 

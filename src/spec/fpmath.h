@@ -70,13 +70,6 @@ SDC_HD float sdc_logf(float x) {
   return fmaf(ef, 0.693359375f, f + y);
 }
 
-// The largest power of two strictly below n (n >= 2).
-SDC_HD uint32_t pairwise_split(uint32_t n) {
-  uint32_t h = 1;
-  while (h * 2 < n) h *= 2;
-  return h;
-}
-
 // The fixed pairwise tree of every reduction: sum(x[0..n)) = sum(x[0..h)) + sum(x[h..n)) with h the
 // largest power of two below n; sum of one element is the element, of none is +0. Written with an
 // explicit stack so the device can use it too. The tree is a property of n alone.

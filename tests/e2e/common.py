@@ -41,6 +41,39 @@ def with_lock(args):
     return args
 
 
+_VALIDATOR = []
+
+
+def report_validator():
+    """The validator of docs/report.schema.json (draft 2020-12; python3-jsonschema, which the setup installs)."""
+    if not _VALIDATOR:
+        try:
+            import jsonschema
+        except ImportError:
+            sys.exit("python3-jsonschema is required (apt-get install python3-jsonschema)")
+        with open(SCHEMA) as f:
+            _VALIDATOR.append(jsonschema.Draft202012Validator(json.load(f)))
+    return _VALIDATOR[0]
+
+
+def schema_errors(report):
+    """Where report breaks the schema: the first three messages with their paths ([] when it validates)."""
+    return [f"{e.message} at {list(e.absolute_path)}" for e in report_validator().iter_errors(report)][:3]
+
+
+def start_until(args, marker, stdout=subprocess.DEVNULL):
+    """Starts sdcscreen with args in a process group of its own and reads its stderr up to the first line that
+    holds marker; returns the process and what stderr said so far."""
+    p = subprocess.Popen([SDCSCREEN, *with_lock(args)], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    seen = ""
+    for line in p.stderr:
+        seen += line
+        if marker in line:
+            break
+    return p, seen
+
+
 def run(*args, timeout=600):
     """Runs sdcscreen with args; returns the CompletedProcess (text mode)."""
     return subprocess.run([SDCSCREEN, *with_lock(args)], capture_output=True, text=True, timeout=timeout)

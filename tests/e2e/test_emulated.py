@@ -25,9 +25,7 @@ import sys
 import tempfile
 import time
 
-import jsonschema
-
-from common import CASES, LISTING, SCHEMA, Failures, SDCSCREEN, run_json, with_lock
+from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
 
@@ -199,9 +197,8 @@ def executor():
     F.check(all(t["result"] == "error" for t in after), f"sticky error: GPU 0 went on: {[t['result'] for t in g0]}")
     F.check(len(g1) == len(few) and all(t["result"] == "pass" for t in g1),
             f"sticky error: GPU 1: {[t['result'] for t in g1]}")
-    with open(SCHEMA) as f:
-        errs = list(jsonschema.Draft202012Validator(json.load(f)).iter_errors(report or {}))
-    F.check(not errs, f"sticky error: the report does not validate: {[e.message for e in errs[:3]]}")
+    errs = schema_errors(report or {})
+    F.check(not errs, f"sticky error: the report does not validate: {errs}")
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:sm_90x4:fail-launch=4,sm_90x4",
                                                "--profile", "boot", *[x for c in few for x in ("--enable", c)],
                                                "--npd"])], capture_output=True, text=True, timeout=600)
@@ -356,8 +353,7 @@ def retest():
     validates against the schema and the NPD line and Prometheus carry the classification."""
     F = Failures("e2e_emu_retest")
     gemm = "gemm_bf16_exactint.uniform_256x192x512"  # 12 tiles, block b on SM b % 4: SM 1 computes tiles 1, 5, 9
-    with open(SCHEMA) as f:
-        validator = jsonschema.Draft202012Validator(json.load(f))
+    validator = report_validator()
     want = {  # persist= -> classification, same-seed failures, fresh-seed failures, input_dependent
         "always": ("persistent", 3, 3, False),
         "input": ("persistent", 3, 0, True),

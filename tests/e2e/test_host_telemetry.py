@@ -16,15 +16,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("python3-jsonschema is required (apt-get install python3-jsonschema)")
-
 F = common.Failures("test_host_telemetry")
 CASE = "softmax_f32.special_128x1000"
-with open(common.SCHEMA) as f:
-    VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
+VALIDATOR = common.report_validator()
 
 CPUINFO = "".join(
     f"processor\t: {c}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"

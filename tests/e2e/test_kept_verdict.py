@@ -32,14 +32,7 @@ def start_failing_screen(d, extra=(), stdout=subprocess.DEVNULL):
     process once the failing test's -v line is out (the miscompare is found), and what stderr said so far."""
     args = ["run", "--backend", "cpu", "--profile", "standard", "--enable", FAIL_CASE, "--enable", LONG_CASE, *DRILL,
             "-v", "--output-format", "json", "-o", os.path.join(d, "r.json"), "-q", "--history", d, *extra]
-    p = subprocess.Popen([SDCSCREEN, *with_lock(args)], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    seen = ""
-    for line in p.stderr:
-        seen += line
-        if FAIL_CASE in line:
-            break
-    return p, seen
+    return common.start_until(args, FAIL_CASE, stdout)
 
 
 def report(d):

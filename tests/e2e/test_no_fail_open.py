@@ -280,8 +280,7 @@ with tempfile.TemporaryDirectory() as d:
 # 14. A unit that crashes the screen is the unit that failed (crash supervision): a worker takes a real
 #     SIGSEGV (the hidden drill action=crash); the report names that CPU, iteration and signal as a `crash`
 #     test, every other test passes on the other CPUs, exit 1, in the report, Prometheus and the NPD line.
-import jsonschema  # noqa: E402 (python3-jsonschema, installed by the setup)
-from common import SCHEMA  # noqa: E402
+from common import schema_errors  # noqa: E402
 cpus = sorted(os.sched_getaffinity(0))
 if len(cpus) >= 2:
     victim_cpu = cpus[1]
@@ -296,9 +295,8 @@ if len(cpus) >= 2:
         F.check(p.returncode == 1, f"crash: exit {p.returncode}, want 1: {p.stderr[-300:]}")
         F.check(f"cpu {victim_cpu} died of SIGSEGV" in p.stderr, f"crash: stderr {p.stderr[-300:]!r}")
         r = json.load(open(out)) if os.path.exists(out) else {"tests": [], "units": []}
-        with open(SCHEMA) as f:
-            errs = list(jsonschema.Draft202012Validator(json.load(f)).iter_errors(r))
-        F.check(not errs, f"crash: the report does not validate: {[e.message for e in errs[:3]]}")
+        errs = schema_errors(r)
+        F.check(not errs, f"crash: the report does not validate: {errs}")
         crashed = [t for t in r["tests"] if t["result"] == "crash"]
         F.check(len(crashed) == 1 and crashed[0]["id"] == crash_case and crashed[0]["units_failed"] == [victim_cpu]
                 and "SIGSEGV" in crashed[0].get("reason", "") and "iteration 0" in crashed[0].get("reason", ""),

@@ -18,18 +18,12 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("python3-jsonschema is required (apt-get install python3-jsonschema)")
-
 F = common.Failures("test_nvml")
 CASE = "gemm_bf16_exactint.uniform_256x192x512"
 FAKE = os.path.join(os.environ.get("SDC_FAKE_NVML_DIR", ""), "fake_nvml", "libnvidia-ml.so.1")
 if not os.path.exists(FAKE):
     sys.exit(f"the fake NVML library is not built ({FAKE}): build the unit_tests target")
-with open(common.SCHEMA) as f:
-    VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
+VALIDATOR = common.report_validator()
 UUIDS = [f"EMU-{i:08x}-0000-0000-0000-{i:012x}" for i in range(2)]
 
 

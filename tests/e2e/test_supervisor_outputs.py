@@ -20,16 +20,13 @@ import signal
 import subprocess
 import tempfile
 
-import jsonschema
-
 import common
-from common import Failures, SCHEMA, SDCSCREEN, history_lines, with_lock
+from common import Failures, SDCSCREEN, history_lines, with_lock
 
 F = Failures("e2e_supervisor_outputs")
 FAIL_CASE, LONG_CASE = "gemm_f32.special_512", "attention_f32.causal_uniform_16x2048x128"
 QUICK = "softmax_f32.special_128x1000"
-with open(SCHEMA) as f:
-    VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
+VALIDATOR = common.report_validator()
 
 
 def read(path):
@@ -72,13 +69,7 @@ with tempfile.TemporaryDirectory() as d:
     args = ["run", "--backend", "cpu", "--profile", "standard", "--enable", FAIL_CASE, "--enable", LONG_CASE,
             "--inject", f"case={FAIL_CASE},element=5000,bit=3", "-v", "-q", "--output-format", "json", "-o", out,
             "--prometheus", prom, "--html", page, "--history", d]
-    p = subprocess.Popen([SDCSCREEN, *with_lock(args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    seen = ""
-    for line in p.stderr:
-        seen += line
-        if FAIL_CASE in line:
-            break
+    p, seen = common.start_until(args, FAIL_CASE)
     try:
         with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
             kids = [int(x) for x in f.read().split()]

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "case_inputs.h"
 #include "catch.h"
 #include "kernels/attention_bf16/attention_bf16.h"
 #include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
@@ -36,25 +37,7 @@ Case make_case(const std::string& family, int64_t heads, int64_t seq, int64_t di
   return c;
 }
 
-struct Inputs {
-  std::unique_ptr<Problem> p;
-  std::vector<std::vector<float>> t;
-  std::vector<const float*> ptrs;
-};
-
-Inputs generate(const Case& c) {
-  const Family* f = find_family(c.family);
-  REQUIRE(f != nullptr);
-  REQUIRE(f->validate(c) == "");
-  Inputs in;
-  in.p = f->prepare(c);
-  for (const TensorInfo& ti : in.p->inputs()) {
-    in.t.emplace_back(ti.elements);
-    in.p->generate_input(in.t.size() - 1, 0, ti.elements, in.t.back().data());
-  }
-  for (auto& v : in.t) in.ptrs.push_back(v.data());
-  return in;
-}
+using test::CaseInputs;
 
 ax::Pattern pattern_of(const Case& c) {
   return ax::make_pattern(c.shape.dims.at("seq"), c.shape.dims.at("dim"), c.data_seed,
@@ -92,7 +75,8 @@ struct RowWeights {
 
 // One tile recomputed with int64 sums of the pattern's integers; the fp32 softmax is the specification's
 // (fpmath.h) on the exact scores. Also returns the grid integers of every row.
-std::vector<float> int64_tile(const Case& c, const Inputs& in, uint64_t tile, std::vector<RowWeights>* rows = nullptr) {
+std::vector<float> int64_tile(const Case& c, const CaseInputs& in, uint64_t tile,
+                              std::vector<RowWeights>* rows = nullptr) {
   const ax::Pattern pat = pattern_of(c);
   const int64_t seq = pat.seq, dim = pat.dim, head = static_cast<int64_t>(tile) / (seq / 64);
   const int64_t i0 = static_cast<int64_t>(tile) % (seq / 64) * 64;
@@ -100,9 +84,9 @@ std::vector<float> int64_tile(const Case& c, const Inputs& in, uint64_t tile, st
   const int qu = ax::q_block_exp(pat, head) - 7, ku = ax::k_block_exp(pat, head), vu = ax::v_block_exp(pat, head);
   const int64_t keys = causal ? i0 + 64 : seq;
   REQUIRE(std::fegetround() == FE_TONEAREST);  // grid_integer's nearbyint rounds to nearest even
-  const std::vector<int64_t> q = unit_rows(in.t[0].data() + head * seq * dim, i0, 64, dim, qu);
-  const std::vector<int64_t> k = unit_rows(in.t[1].data() + head * seq * dim, 0, keys, dim, ku);
-  const std::vector<int64_t> v = unit_rows(in.t[2].data() + head * seq * dim, 0, keys, dim, vu);
+  const std::vector<int64_t> q = unit_rows(in.in[0].data() + head * seq * dim, i0, 64, dim, qu);
+  const std::vector<int64_t> k = unit_rows(in.in[1].data() + head * seq * dim, 0, keys, dim, ku);
+  const std::vector<int64_t> v = unit_rows(in.in[2].data() + head * seq * dim, 0, keys, dim, vu);
   std::vector<float> out(static_cast<size_t>(64 * dim));
   int64_t largest = 0;  // of every score and every P . V sum, in units: below 2^24 by (S) and (P)
   for (int64_t r = 0; r < 64; ++r) {
@@ -184,18 +168,18 @@ TEST_CASE("attention_bf16_exactint: the exactness bounds hold on their worst cas
 TEST_CASE("attention_bf16_exactint: inputs are normal bf16 in the pattern's lattice and windows", "[attention_bf16]") {
   for (const Case& c : {make_case("attention_bf16_exactint", 3, 128, 128, false),
                         make_case("attention_bf16_exactint", 2, 256, 16, true, Distribution::mantissa_walk)}) {
-    const Inputs in = generate(c);
+    const CaseInputs in = test::prepare_inputs(c);
     const ax::Pattern pat = pattern_of(c);
     std::set<int> exps[3];
     std::set<uint32_t> fracs;
     for (uint32_t t = 0; t < 3; ++t)
-      for (uint64_t e = 0; e < in.t[t].size(); ++e) {
+      for (uint64_t e = 0; e < in.in[t].size(); ++e) {
         const uint16_t b = ax::element_bits(pat, t, e);
         const int field = (b >> 7) & 0xff;
         REQUIRE((field != 0 && field != 0xff));
-        REQUIRE(am::bf16_value(b) == in.t[t][e]);
+        REQUIRE(am::bf16_value(b) == in.in[t][e]);
         const int64_t head = static_cast<int64_t>(e) / (pat.seq * pat.dim);
-        const float x = in.t[t][e];
+        const float x = in.in[t][e];
         exps[t].insert(std::ilogb(x));
         if (t == 0) {
           bool ok = true;
@@ -226,7 +210,7 @@ TEST_CASE("attention_bf16_exactint: the reference equals an independent int64 re
                         make_case("attention_bf16_exactint", 1, 128, 128, false, Distribution::mantissa_walk),
                         make_case("attention_bf16_exactint", 1, 256, 16, false)}) {
     INFO(c.shape.dims.at("seq") << " x " << c.shape.dims.at("dim") << " causal " << c.shape.dims.at("causal"));
-    const Inputs in = generate(c);
+    const CaseInputs in = test::prepare_inputs(c);
     const uint32_t te = in.p->tile_elements();
     std::vector<float> fast(te), spec(te);
     Workspace ws;
@@ -248,7 +232,7 @@ TEST_CASE("attention_bf16_exactint: battery goldens equal the int64 recomputatio
     if (c.family != "attention_bf16_exactint") continue;
     INFO(c.id);
     ++cases;
-    const Inputs in = generate(c);
+    const CaseInputs in = test::prepare_inputs(c);
     const uint64_t n = in.p->tile_count();
     for (uint64_t t : {uint64_t{0}, n / 2 + 1, n - 1}) {
       const std::vector<float> exact = int64_tile(c, in, t);
@@ -268,7 +252,7 @@ TEST_CASE("attention_bf16_exactint: the softmax is not degenerate: P takes many 
     if (c.family == "attention_bf16_exactint") cases.push_back(c);
   for (const Case& c : cases) {
     INFO(c.id << " " << c.shape.dims.at("seq") << " x " << c.shape.dims.at("dim"));
-    const Inputs in = generate(c);
+    const CaseInputs in = test::prepare_inputs(c);
     for (uint64_t t : {uint64_t{0}, in.p->tile_count() - 1}) {
       std::vector<RowWeights> rows;
       (void)int64_tile(c, in, t, &rows);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "case_inputs.h"
 #include "catch.h"
 #include "kernels/attention_bf16/attention_bf16.h"
 #include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
@@ -171,17 +172,10 @@ Case make_case(const std::string& family, int64_t heads, int64_t seq, int64_t di
 }
 
 std::vector<float> reference_tile(const Case& c, uint64_t tile) {
-  const auto p = find_family(c.family)->prepare(c);
-  std::vector<std::vector<float>> in;
-  std::vector<const float*> ptrs;
-  for (const TensorInfo& t : p->inputs()) {
-    in.emplace_back(t.elements);
-    p->generate_input(in.size() - 1, 0, t.elements, in.back().data());
-    ptrs.push_back(in.back().data());
-  }
-  std::vector<float> out(p->tile_elements());
+  const test::CaseInputs k = test::prepare_inputs(c);
+  std::vector<float> out(k.p->tile_elements());
   Workspace ws;
-  p->compute_tile(ptrs.data(), tile, out.data(), ws);
+  k.p->compute_tile(k.ptrs.data(), tile, out.data(), ws);
   return out;
 }
 

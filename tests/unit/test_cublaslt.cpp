@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.h"
@@ -48,15 +49,21 @@ Case lt_case(const std::string& family, int64_t m, int64_t n, int64_t k, Distrib
   return c;
 }
 
+// The cuBLASLt family and its twin, both registered.
+std::pair<const Family*, const Family*> registered(const std::string& lt, const std::string& twin) {
+  const Family* f = find_family(lt);
+  const Family* t = find_family(twin);
+  REQUIRE(f != nullptr);
+  REQUIRE(t != nullptr);
+  return {f, t};
+}
+
 }  // namespace
 
 TEST_CASE("cublaslt: the families are registered like their twins, for GPUs only", "[cublaslt]") {
   for (const auto& [lt, twin, unused] : LT_TWINS) {
     INFO(lt);
-    const Family* f = find_family(lt);
-    const Family* t = find_family(twin);
-    REQUIRE(f != nullptr);
-    REQUIRE(t != nullptr);
+    const auto [f, t] = registered(lt, twin);
     CHECK(f->modes == t->modes);
     CHECK((f->modes == std::vector<Mode>{Mode::exact_integer} ||
            f->modes == std::vector<Mode>{Mode::recorded, Mode::consensus}));
@@ -77,10 +84,7 @@ TEST_CASE("cublaslt: the families are registered like their twins, for GPUs only
 TEST_CASE("cublaslt: shape validation is the twin's", "[cublaslt]") {
   for (const auto& [lt, twin, unused] : LT_TWINS) {
     INFO(lt);
-    const Family* f = find_family(lt);
-    const Family* t = find_family(twin);
-    REQUIRE(f != nullptr);
-    REQUIRE(t != nullptr);
+    const auto [f, t] = registered(lt, twin);
     // valid, K past the exactness bound, M not a multiple of 64, K not a multiple of 32, a distribution
     // the pattern may not define, the largest K each admits
     const std::vector<Case> cases = {

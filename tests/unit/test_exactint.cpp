@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "case_inputs.h"
 #include "catch.h"
 #include "gemm_case.h"
 #include "kernels/exactint/exactint_ref.h"
@@ -84,26 +85,12 @@ Case make_case(const std::string& family, int64_t m, int64_t n, int64_t k, Distr
   return test::gemm_case(family, Mode::exact_integer, m, n, k, d, seed);
 }
 
-struct Inputs {
-  std::unique_ptr<Problem> p;
-  std::vector<float> a, b;
-  const float* ptrs[2];
-};
+using Inputs = test::CaseInputs;
 
+// A GEMM case's operands: in[0] is A, in[1] is B.
 Inputs generate(const Case& c) {
-  const Family* f = find_family(c.family);
-  REQUIRE(f != nullptr);
-  REQUIRE(f->validate(c) == "");
-  Inputs in;
-  in.p = f->prepare(c);
-  const auto t = in.p->inputs();
-  REQUIRE(t.size() == 2);
-  in.a.resize(t[0].elements);
-  in.b.resize(t[1].elements);
-  in.p->generate_input(0, 0, in.a.size(), in.a.data());
-  in.p->generate_input(1, 0, in.b.size(), in.b.data());
-  in.ptrs[0] = in.a.data();
-  in.ptrs[1] = in.b.data();
+  Inputs in = test::prepare_inputs(c);
+  REQUIRE(in.in.size() == 2);
   return in;
 }
 
@@ -115,7 +102,8 @@ std::vector<float> long_double_tile(const Inputs& in, int64_t n, int64_t k, uint
     for (int c = 0; c < 64; ++c) {
       long double s = 0;
       for (int64_t kk = 0; kk < k; ++kk)
-        s += static_cast<long double>(in.a[(r0 + r) * k + kk]) * static_cast<long double>(in.b[(c0 + c) * k + kk]);
+        s += static_cast<long double>(in.in[0][(r0 + r) * k + kk]) *
+             static_cast<long double>(in.in[1][(c0 + c) * k + kk]);
       out[r * 64 + c] = static_cast<float>(s);
     }
   return out;
@@ -202,8 +190,8 @@ TEST_CASE("exactint: the actual data of every tile stays within the bound", "[ex
           for (int col = 0; col < 64; ++col) {
             long double s = 0;
             for (int64_t kk = 0; kk < k; ++kk) {
-              const long double prod =
-                  std::fabs(static_cast<long double>(in.a[(rb * 64 + r) * k + kk]) * in.b[(cb * 64 + col) * k + kk]);
+              const long double prod = std::fabs(static_cast<long double>(in.in[0][(rb * 64 + r) * k + kk]) *
+                                                 in.in[1][(cb * 64 + col) * k + kk]);
               const long double units = std::ldexp(prod, -u);
               fractional += units != std::trunc(units);
               s += units;
@@ -232,8 +220,8 @@ TEST_CASE("exactint: the reference equals a long double recomputation, fast path
       std::vector<float> fast(4096), spec(4096);
       Workspace ws;
       for (uint64_t t = 0; t < in.p->tile_count(); ++t) {
-        in.p->compute_tile(in.ptrs, t, fast.data(), ws);
-        in.p->compute_tile_scalar(in.ptrs, t, spec.data());
+        in.p->compute_tile(in.ptrs.data(), t, fast.data(), ws);
+        in.p->compute_tile_scalar(in.ptrs.data(), t, spec.data());
         REQUIRE(same_bits(fast, spec));
         REQUIRE(same_bits(fast, long_double_tile(in, s.n, s.k, t)));
         for (float v : fast) REQUIRE((v == 0.0f || std::fabs(v) >= std::ldexp(1.0f, -126)));
@@ -250,7 +238,7 @@ TEST_CASE("exactint: the narrow encodings decode to the floats the host generate
       const Inputs in = generate(c);
       const exactint::Pattern pt = exactint::case_pattern(d.format, c);
       for (uint32_t t = 0; t < 2; ++t) {
-        const std::vector<float>& host = t == 0 ? in.a : in.b;
+        const std::vector<float>& host = in.in[t];
         for (uint64_t i = 0; i < host.size(); ++i) {
           const float dev = d.decode(d.bits(pt, t, i));
           if (float_bits(dev) != float_bits(host[i])) FAIL("tensor " << t << " element " << i);
@@ -307,7 +295,7 @@ TEST_CASE("exactint: magnitudes differ across tiles", "[exactint]") {
     std::vector<float> out(4096);
     Workspace ws;
     for (uint64_t t = 0; t < in.p->tile_count(); ++t) {
-      in.p->compute_tile(in.ptrs, t, out.data(), ws);
+      in.p->compute_tile(in.ptrs.data(), t, out.data(), ws);
       float top = 0;
       for (float v : out) top = std::max(top, std::fabs(v));
       top_exponents.insert(exponent_of(top));
@@ -323,22 +311,22 @@ TEST_CASE("exactint: a corrupted input changes the output, and both paths agree 
     std::vector<float> before(4096), fast(4096), spec(4096);
     Workspace ws;
     const uint64_t tile = 3;  // row block 1, column block 1
-    in.p->compute_tile(in.ptrs, tile, before.data(), ws);
+    in.p->compute_tile(in.ptrs.data(), tile, before.data(), ws);
     const size_t a_el = (64 + 5) * 96 + 17, b_el = (64 + 9) * 96 + 40;
-    for (auto [v, el] : {std::pair{&in.a, a_el}, std::pair{&in.b, b_el}})
+    for (auto [v, el] : {std::pair{&in.in[0], a_el}, std::pair{&in.in[1], b_el}})
       for (uint32_t mask : {0x80000000u, 0x40000000u, 0xc0000000u, 0x00000001u, 0x7fc00000u}) {
         INFO("mask " << mask);
         const float orig = (*v)[el];
         (*v)[el] = bits_float(float_bits(orig) ^ mask);
-        in.p->compute_tile(in.ptrs, tile, fast.data(), ws);
-        in.p->compute_tile_scalar(in.ptrs, tile, spec.data());
+        in.p->compute_tile(in.ptrs.data(), tile, fast.data(), ws);
+        in.p->compute_tile_scalar(in.ptrs.data(), tile, spec.data());
         REQUIRE(same_bits(fast, spec));
         // Sign and exponent flips always show (every product is nonzero); a flip of fraction bit 0, below
         // every narrow type's lsb, may be absorbed by the fp32 rounding of the double rule.
         if (mask != 1u) REQUIRE(!same_bits(before, fast));
         (*v)[el] = orig;
       }
-    in.p->compute_tile(in.ptrs, tile, fast.data(), ws);
+    in.p->compute_tile(in.ptrs.data(), tile, fast.data(), ws);
     REQUIRE(same_bits(before, fast));
   }
 }

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "case_inputs.h"
 #include "catch.h"
 #include "src/core/family.h"
 #include "src/spec/digest.h"
@@ -93,27 +94,6 @@ std::vector<Case> small_cases() {
 // (recorded, consensus) are judged on GPUs only.
 bool has_cpu_reference(const Family& f) { return std::any_of(f.modes.begin(), f.modes.end(), has_cpu_golden); }
 
-struct Computed {
-  std::unique_ptr<Problem> p;
-  std::vector<std::vector<float>> in;
-  std::vector<const float*> ptrs;
-};
-
-Computed prepare_inputs(const Case& c) {
-  Computed r;
-  const Family* f = find_family(c.family);
-  REQUIRE(f != nullptr);
-  REQUIRE(f->validate(c).empty());
-  r.p = f->prepare(c);
-  const auto tensors = r.p->inputs();
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    r.in.emplace_back(tensors[t].elements);
-    r.p->generate_input(t, 0, tensors[t].elements, r.in.back().data());
-  }
-  for (auto& v : r.in) r.ptrs.push_back(v.data());
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("every family is registered with a unique snake_case id", "[families]") {
@@ -192,7 +172,7 @@ TEST_CASE("fast path equals the specification on every tile, with no NaN", "[fam
       REQUIRE_THROWS_AS(p->compute_tile_scalar(nullptr, 0, out.data()), std::logic_error);
       continue;
     }
-    Computed k = prepare_inputs(c);
+    test::CaseInputs k = test::prepare_inputs(c);
     const uint32_t te = k.p->tile_elements();
     std::vector<float> fast(te), spec(te);
     Workspace ws;
@@ -234,7 +214,7 @@ TEST_CASE("a flipped input element changes the output (the computation reads its
     if (c.distribution != Distribution::uniform || !has_cpu_reference(*find_family(c.family))) continue;
     if (c.family == "train_step_f32") continue;  // the replay generates its own data: its input is a placeholder
     INFO(c.family);
-    Computed k = prepare_inputs(c);
+    test::CaseInputs k = test::prepare_inputs(c);
     const uint32_t te = k.p->tile_elements();
     std::vector<float> before(te), after(te);
     Workspace ws;
@@ -265,7 +245,7 @@ TEST_CASE("exponent windows keep the largest allowed shapes free of NaN", "[fami
   };
   for (const Case& c : worst) {
     INFO(c.family);
-    Computed k = prepare_inputs(c);
+    test::CaseInputs k = test::prepare_inputs(c);
     std::vector<float> out(k.p->tile_elements());
     Workspace ws;
     k.p->compute_tile(k.ptrs.data(), 0, out.data(), ws);

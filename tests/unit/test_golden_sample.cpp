@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "case_inputs.h"
 #include "catch.h"
 #include "src/core/patterns.h"
 #include "src/spec/digest.h"
@@ -28,15 +29,8 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     if (replay && c.shape.dims.at("preset") != 0) continue;
     ++with_golden;
     replays += replay;
-    const auto p = find_family(c.family)->prepare(c);
-    const auto tensors = p->inputs();
-    std::vector<std::vector<float>> in;
-    std::vector<const float*> ptrs;
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      in.emplace_back(tensors[t].elements);
-      p->generate_input(t, 0, tensors[t].elements, in.back().data());
-      ptrs.push_back(in.back().data());
-    }
+    const test::CaseInputs k = test::prepare_inputs(c);
+    const Problem* p = k.p.get();
     const GoldenCase& g = ps.golden.at(c.id);
     std::vector<float> out(p->tile_elements());
     // Three tiles per case: the first, the last and one at random. Under a sanitizer (SDC_SANITIZED, the
@@ -48,7 +42,7 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
       if (replay && t != 0) continue;
       if (sanitized && !replay && t != random_tile) continue;
       INFO(c.id << " tile " << t);
-      p->compute_tile_scalar(ptrs.data(), t, out.data());
+      p->compute_tile_scalar(k.ptrs.data(), t, out.data());
       REQUIRE(tile_digest(t, out.data(), p->tile_elements()) == g.tile_digests[t]);
       ++checked;
     }

@@ -9,12 +9,15 @@
 #include <fstream>
 
 #include "catch.h"
+#include "history_test.h"
 #include "src/core/history.h"
 #include "src/core/result.h"
 #include "src/util/atomic_file.h"
+#include "temp_dir.h"
 
 using namespace sdc;
 using namespace sdc::history;
+using test::history_of;
 
 namespace {
 
@@ -39,58 +42,42 @@ Record screen(const std::string& profile, int exit, std::vector<std::string> scr
   return r;
 }
 
-History of(std::vector<Record> recs) {
-  History h;
-  h.path = "history.jsonl";
-  h.records = std::move(recs);
-  return h;
-}
-
 const std::vector<std::string> ALL = {"cpu 0", "cpu 1", "cpu 2", "cpu 3"};
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sdc-history-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 }  // namespace
 
 TEST_CASE("resume policy: no failure, hold, resume, never", "[history]") {
   const PolicyConfig cfg;  // 3 clean standard screens
-  CHECK(decide(of({}), cfg).decision == Decision::no_record);
-  CHECK(decide(of({screen("boot", 0, ALL)}), cfg).decision == Decision::no_record);
+  CHECK(decide(history_of({}), cfg).decision == Decision::no_record);
+  CHECK(decide(history_of({screen("boot", 0, ALL)}), cfg).decision == Decision::no_record);
 
   std::vector<Record> recs = {screen("boot", 0, ALL), screen("boot", 1, ALL, {"cpu 2"})};
-  ResumeVerdict v = decide(of(recs), cfg);
+  ResumeVerdict v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::hold);
   CHECK(v.remaining == 3);
   CHECK(v.short_text == "3 clean standard screens to resume");
 
   recs.push_back(screen("standard", 0, ALL));
   recs.push_back(screen("boot", 0, ALL));  // too shallow: does not count
-  v = decide(of(recs), cfg);
+  v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::hold);
   CHECK(v.remaining == 2);
   recs.push_back(screen("burnin", 0, ALL));
   recs.push_back(screen("standard", 0, ALL));
-  v = decide(of(recs), cfg);
+  v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::resume);
 
   recs.push_back(screen("boot", 1, ALL, {"cpu 2"}));  // the same unit again, long after: never
-  v = decide(of(recs), cfg);
+  v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::never);
   CHECK(v.short_text == "cpu 2 failed twice: not resumed");
   for (int i = 0; i < 10; ++i) recs.push_back(screen("burnin", 0, ALL));
-  CHECK(decide(of(recs), cfg).decision == Decision::never);
+  CHECK(decide(history_of(recs), cfg).decision == Decision::never);
 
   recs.push_back(forget_record("cpu 2"));  // repaired: its failures are forgotten
-  CHECK(decide(of(recs), cfg).decision == Decision::no_record);
+  CHECK(decide(history_of(recs), cfg).decision == Decision::no_record);
   recs.push_back(screen("boot", 1, ALL, {"cpu 2"}));
-  CHECK(decide(of(recs), cfg).decision == Decision::hold);  // counted afresh: once
+  CHECK(decide(history_of(recs), cfg).decision == Decision::hold);  // counted afresh: once
 }
 
 TEST_CASE("resume policy: what is not a clean screen", "[history]") {
@@ -101,35 +88,35 @@ TEST_CASE("resume policy: what is not a clean screen", "[history]") {
   recs.push_back(screen("standard", 0, {"cpu 0", "cpu 2", "cpu 3"}));  // the failing unit left out
   recs.push_back(screen("standard", 0, ALL, {}, true));                // a drill
   recs.push_back(screen("standard", 143, ALL));                        // interrupted
-  CHECK(decide(of(recs), cfg).remaining == 2);
+  CHECK(decide(history_of(recs), cfg).remaining == 2);
   recs.push_back(screen("standard", 0, ALL));
-  CHECK(decide(of(recs), cfg).remaining == 1);
+  CHECK(decide(history_of(recs), cfg).remaining == 1);
   recs.push_back(screen("standard", 2, ALL));  // does not reset the count
   recs.push_back(screen("standard", 0, ALL));
-  CHECK(decide(of(recs), cfg).decision == Decision::resume);
+  CHECK(decide(history_of(recs), cfg).decision == Decision::resume);
   // A new failure on another unit starts the count again, for both units.
   recs.push_back(screen("boot", 1, ALL, {"cpu 3"}));
-  ResumeVerdict v = decide(of(recs), cfg);
+  ResumeVerdict v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::hold);
   CHECK(v.remaining == 2);
   recs.push_back(screen("standard", 0, {"cpu 0", "cpu 2", "cpu 3"}));  // cpu 1 not screened: no count
-  CHECK(decide(of(recs), cfg).remaining == 2);
+  CHECK(decide(history_of(recs), cfg).remaining == 2);
 }
 
 TEST_CASE("resume policy: drills and crashes", "[history]") {
   const PolicyConfig cfg{1, "boot"};
   std::vector<Record> recs = {screen("boot", 1, ALL, {"cpu 1"}, true), screen("boot", 1, ALL, {"cpu 1"}, true)};
-  ResumeVerdict v = decide(of(recs), cfg);
+  ResumeVerdict v = decide(history_of(recs), cfg);
   CHECK(v.decision == Decision::no_record);  // two drills are not two failures
   CHECK(v.short_text == "only drills failed");
   Record crash = screen("boot", 1, ALL);
   crash.units["cpu 3"] = "crash";
   crash.failures.push_back({"cpu 3", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}, "", -1, -1, false});
   recs.push_back(crash);
-  CHECK(decide(of(recs), cfg).decision == Decision::hold);
+  CHECK(decide(history_of(recs), cfg).decision == Decision::hold);
   Record unplaced = screen("boot", 1, ALL);  // exit 1 with no unit named still counts as a failure
   recs = {unplaced};
-  CHECK(decide(of(recs), cfg).decision == Decision::hold);
+  CHECK(decide(history_of(recs), cfg).decision == Decision::hold);
 }
 
 TEST_CASE("history: the record of a run", "[history]") {
@@ -189,7 +176,7 @@ TEST_CASE("history: the record of a run", "[history]") {
 }
 
 TEST_CASE("history: the file, round trip, refusals, torn tail, bound", "[history]") {
-  TempDir d;
+  const test::TempDir d("history");
   REQUIRE(prepare_dir(d.path).empty());
   append(d.path, screen("standard", 1, ALL, {"cpu 1"}));
   append(d.path, screen("standard", 0, ALL));
@@ -247,7 +234,7 @@ TEST_CASE("history: per-unit summary and flapping", "[history]") {
                               screen("boot", 1, ALL, {"cpu 1"}),
                               screen("boot", 1, ALL, {"cpu 1"}),
                               screen("boot", 1, ALL, {"cpu 2"}, true)};
-  const auto s = summarize(of(recs));
+  const auto s = summarize(history_of(recs));
   REQUIRE(s.size() == 4);
   CHECK(s[1].unit == "cpu 1");
   CHECK(s[1].screens == 5);
@@ -263,16 +250,16 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
   Record both = screen("boot", 1, ALL, {"cpu 0"}, true);
   both.units["cpu 1"] = "crash";
   both.failures.push_back({"cpu 1", "softmax_f32.special_128x1000", "softmax_f32", "crash", {}, {}, "", -1, -1, false});
-  ResumeVerdict v = decide(of({both}), cfg);
+  ResumeVerdict v = decide(history_of({both}), cfg);
   CHECK(v.decision == Decision::hold);
   REQUIRE(!v.details.empty());
   CHECK(v.details[0].find("cpu 1 failed in 1 screen") == 0);
-  CHECK(decide(of({both, screen("boot", 0, ALL)}), cfg).decision == Decision::resume);
+  CHECK(decide(history_of({both, screen("boot", 0, ALL)}), cfg).decision == Decision::resume);
   // A drill screen is never a clean one, and two screens with cpu 1's real crash are "never".
-  CHECK(decide(of({both, screen("boot", 0, ALL, {}, true)}), cfg).decision == Decision::hold);
-  CHECK(decide(of({both, both}), cfg).decision == Decision::never);
+  CHECK(decide(history_of({both, screen("boot", 0, ALL, {}, true)}), cfg).decision == Decision::hold);
+  CHECK(decide(history_of({both, both}), cfg).decision == Decision::never);
   // The summary counts cpu 1's failure, not cpu 0's drill.
-  for (const UnitSummary& u : summarize(of({both}))) CHECK(u.failures == (u.unit == "cpu 1" ? 1 : 0));
+  for (const UnitSummary& u : summarize(history_of({both}))) CHECK(u.failures == (u.unit == "cpu 1" ? 1 : 0));
 
   // record_of: a failure is a drill only where an --inject drill aimed at its case and unit.
   RunResult r;
@@ -308,7 +295,7 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
   CHECK(rec.failures[0].drill);
   CHECK(!rec.failures[1].drill);
   CHECK(to_line(rec).find("\"result\":\"crash\",\"drill\":false") != std::string::npos);
-  CHECK(decide(of({rec}), cfg).decision == Decision::hold);
+  CHECK(decide(history_of({rec}), cfg).decision == Decision::hold);
   // The same case failing on a CPU the drill did not touch is no drill; a drill on no unit covers every CPU.
   r.tests[0].units_failed = {1};
   CHECK(!record_of(r, "n1", true).failures[0].drill);
@@ -317,7 +304,7 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
 }
 
 TEST_CASE("history: run ids, duplicated lines, unrecorded screens", "[history]") {
-  TempDir d;
+  const test::TempDir d("history");
   const PolicyConfig cfg{3, "boot"};
   Record fail = screen("boot", 1, ALL, {"cpu 2"});
   fail.run_id = new_run_id();

@@ -7,12 +7,15 @@
 #include <filesystem>
 
 #include "catch.h"
+#include "history_test.h"
 #include "src/core/history.h"
 #include "src/core/result.h"
 #include "src/report/report.h"
+#include "temp_dir.h"
 
 using namespace sdc;
 using namespace sdc::history;
+using test::history_of;
 
 namespace {
 
@@ -40,13 +43,6 @@ Record gpu_screen(std::vector<std::string> uuids, std::vector<std::string> faili
   return r;
 }
 
-History of(std::vector<Record> recs) {
-  History h;
-  h.path = "history.jsonl";
-  h.records = std::move(recs);
-  return h;
-}
-
 const UnitSummary* find(const std::vector<UnitSummary>& v, const std::string& id) {
   for (const UnitSummary& u : v)
     if (u.id == id) return &u;
@@ -57,7 +53,7 @@ const UnitSummary* find(const std::vector<UnitSummary>& v, const std::string& id
 
 TEST_CASE("identity: a renumbered GPU keeps its record", "[history][identity]") {
   // GPU-A fails as gpu 0, then CUDA numbers it 1 (GPU-B took 0), and it fails again: the same part, twice.
-  const History h = of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), gpu_screen({"GPU-B", "GPU-A"}, {"gpu 1"})});
+  const History h = history_of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), gpu_screen({"GPU-B", "GPU-A"}, {"gpu 1"})});
   const ResumeVerdict v = decide(h, {});
   CHECK(v.decision == Decision::never);
   CHECK(v.short_text == "gpu 1 failed twice: not resumed");
@@ -78,7 +74,7 @@ TEST_CASE("identity: a renumbered GPU keeps its record", "[history][identity]") 
 TEST_CASE("identity: a replaced GPU starts a new record", "[history][identity]") {
   // GPU-A fails as gpu 0, is replaced by GPU-C at the same ordinal, which fails once: two parts, once each
   // (keyed by ordinal this was "gpu 0 failed twice: not resumed").
-  History h = of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), gpu_screen({"GPU-C", "GPU-B"}, {"gpu 0"})});
+  History h = history_of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), gpu_screen({"GPU-C", "GPU-B"}, {"gpu 0"})});
   ResumeVerdict v = decide(h, {});
   CHECK(v.decision == Decision::hold);
   CHECK(v.remaining == 3);
@@ -102,7 +98,7 @@ TEST_CASE("identity: a replaced GPU starts a new record", "[history][identity]")
 TEST_CASE("identity: a failed GPU that vanished is not taken as replaced", "[history][identity]") {
   // GPU-A (gpu 0) fails, then drops off the bus: GPU-B is renumbered to 0. GPU-B is no new part, so GPU-A
   // still holds the node: it is never screened clean again (fail closed).
-  History h = of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"})});
+  History h = history_of({gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"})});
   for (int i = 0; i < 4; ++i) h.records.push_back(gpu_screen({"GPU-B"}));
   const ResumeVerdict v = decide(h, {});
   CHECK(v.decision == Decision::hold);
@@ -112,16 +108,16 @@ TEST_CASE("identity: a failed GPU that vanished is not taken as replaced", "[his
 TEST_CASE("identity: old lines without identity", "[history][identity]") {
   // Lines before identity was recorded name gpu 0 by ordinal: taken to be the part the next line with
   // identity names there, so an old failure and a new one of that GPU still make two.
-  History h = of({gpu_screen({"", ""}, {"gpu 0"}), gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"})});
+  History h = history_of({gpu_screen({"", ""}, {"gpu 0"}), gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"})});
   CHECK(decide(h, {}).decision == Decision::never);
   const auto keys = identity_keys(h);
   CHECK(keys[0].at("gpu 0") == "uuid GPU-A");
   // No line with identity after it: the ordinal stays the key.
-  h = of({gpu_screen({"", ""}, {"gpu 1"})});
+  h = history_of({gpu_screen({"", ""}, {"gpu 1"})});
   CHECK(identity_keys(h)[0].at("gpu 1") == "gpu 1");
   CHECK(decide(h, {}).decision == Decision::hold);
   // A forget of the label clears the part that held it last.
-  h = of(
+  h = history_of(
       {gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), gpu_screen({"GPU-A", "GPU-B"}, {"gpu 0"}), forget_record("gpu 0")});
   CHECK(decide(h, {}).decision == Decision::no_record);
   h.records.back() = forget_record("GPU-A");
@@ -153,8 +149,8 @@ TEST_CASE("identity: a CPU under new microcode keeps its record", "[history][ide
     return r;
   };
   // Failed under 0x10, passed, failed under 0x11: the same core, twice; the summary names both revisions.
-  History h =
-      of({cpu_screen("node1", "0x10", true), cpu_screen("node1", "0x11", false), cpu_screen("node1", "0x11", true)});
+  History h = history_of(
+      {cpu_screen("node1", "0x10", true), cpu_screen("node1", "0x11", false), cpu_screen("node1", "0x11", true)});
   CHECK(decide(h, {}).decision == Decision::never);
   const auto units = summarize(h);
   const UnitSummary* c = find(units, "node1 cpu 3");
@@ -166,7 +162,7 @@ TEST_CASE("identity: a CPU under new microcode keeps its record", "[history][ide
   CHECK(c->failure_list[0].microcode == "0x10");
   CHECK(c->failure_list[1].microcode == "0x11");
   // The same logical CPU number on another host (a history directory copied between nodes) is another part.
-  h = of({cpu_screen("node1", "0x10", true), cpu_screen("node2", "0x10", true)});
+  h = history_of({cpu_screen("node1", "0x10", true), cpu_screen("node2", "0x10", true)});
   CHECK(decide(h, {}).decision == Decision::hold);
 }
 
@@ -212,8 +208,8 @@ TEST_CASE("identity: recorded from a run, written and read back", "[history][ide
         std::string::npos);
   CHECK(line.find("\"package\":0,\"core\":1") != std::string::npos);
 
-  char tmpl[] = "/tmp/sdc-identity-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const test::TempDir tmp("identity");
+  const std::string& dir = tmp.path;
   append(dir, rec);
   History h;
   bool exists = false;
@@ -226,7 +222,6 @@ TEST_CASE("identity: recorded from a run, written and read back", "[history][ide
   for (const Failure& f : h.records[0].failures)
     placed = placed || (f.unit == "cpu 3" && f.package == 0 && f.core == 1);
   CHECK(placed);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("identity: every GPU series of the Prometheus file carries the GPU's uuid", "[history][identity]") {

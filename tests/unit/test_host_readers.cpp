@@ -2,9 +2,9 @@
 // arithmetic of counters that change during a run.
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 
 #include "catch.h"
@@ -13,6 +13,7 @@
 #include "src/host/host_readers.h"
 #include "src/report/report.h"
 #include "src/report/report_host.h"
+#include "temp_dir.h"
 
 using namespace sdc;
 using namespace sdc::host;
@@ -20,18 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system's temporary directory, removed at the end of the test.
+// A fake host root (sysfs, procfs) in a fresh temporary directory, removed at the end of the test.
 struct FakeTree {
-  fs::path dir;
-  FakeTree() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("sdc_host_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir);
-  }
-  ~FakeTree() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  test::TempDir tmp{"host"};
+  fs::path dir = tmp.path;
   void write(const std::string& rel, const std::string& text) const {
     const fs::path p = dir / rel;
     fs::create_directories(p.parent_path());
@@ -85,6 +78,19 @@ void populate(const FakeTree& t, int ue0, int ce1, int throttle1) {
   for (const char* f : {"bios_vendor", "bios_version", "bios_date", "board_vendor", "board_name", "sys_vendor",
                         "product_name", "board_serial", "product_serial"})
     t.write(std::string("sys/class/dmi/id/") + f, std::string("v-") + f + "\n");
+}
+
+// The readings of two trees populated with the counters given (populate's ue0, ce1, throttle1), and the events
+// between them.
+HostTelemetry telemetry_between(const std::array<int, 3>& before, const std::array<int, 3>& after) {
+  FakeTree b, a;
+  populate(b, before[0], before[1], before[2]);
+  populate(a, after[0], after[1], after[2]);
+  HostTelemetry h;
+  h.before = read_telemetry(b.root());
+  h.after = read_telemetry(a.root());
+  h.events = compare_telemetry(h.before, h.after);
+  return h;
 }
 
 }  // namespace
@@ -210,13 +216,7 @@ TEST_CASE("host: a counter that cannot be parsed is not available, not 0", "[hos
 }
 
 TEST_CASE("host: counters that increase during the run", "[host]") {
-  FakeTree before, after;
-  populate(before, 0, 5, 2);
-  populate(after, 1, 9, 7);
-  HostTelemetry h;
-  h.before = read_telemetry(before.root());
-  h.after = read_telemetry(after.root());
-  h.events = compare_telemetry(h.before, h.after);
+  const HostTelemetry h = telemetry_between({0, 5, 2}, {1, 9, 7});
   REQUIRE(h.events.size() == 3);
   CHECK(h.events[0].kind == "edac_uncorrected");
   CHECK(h.events[0].unit == "mc0");
@@ -255,13 +255,7 @@ TEST_CASE("host: counters that increase during the run", "[host]") {
 }
 
 TEST_CASE("host: corrected errors and throttling alone do not fail the run", "[host]") {
-  FakeTree before, after;
-  populate(before, 3, 5, 2);
-  populate(after, 3, 6, 3);
-  HostTelemetry h;
-  h.before = read_telemetry(before.root());
-  h.after = read_telemetry(after.root());
-  h.events = compare_telemetry(h.before, h.after);
+  const HostTelemetry h = telemetry_between({3, 5, 2}, {3, 6, 3});
   CHECK(h.events.size() == 2);
   CHECK_FALSE(h.any_fatal());
   RunResult r;

@@ -23,6 +23,7 @@
 #include "src/report/report.h"
 #include "src/util/atomic_file.h"
 #include "src/util/run_lock.h"
+#include "temp_dir.h"
 
 using namespace sdc;
 
@@ -33,15 +34,6 @@ const char* fake_getenv(const char* name) {
   const auto it = fake_env.find(name);
   return it == fake_env.end() ? nullptr : it->second.c_str();
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sdc-weakened-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // A passing one-test CPU screen.
 RunResult passing_run() {
@@ -148,7 +140,7 @@ TEST_CASE("weakened: recorded in the history, never a clean screen", "[weakened]
   failed.failures.push_back({"cpu 0", "softmax_f32.special_128x1000", "softmax_f32", "fail", {}, {}, "", -1, -1, false});
   failed.unix -= 100;
 
-  TempDir d;
+  const test::TempDir d("weakened");
   append(d.path, failed);
   for (int i = 0; i < 3; ++i) append(d.path, weak);
   History h;
@@ -195,7 +187,7 @@ TEST_CASE("weakened: pattern data other than the build's", "[weakened][patterns]
 }
 
 TEST_CASE("weakened: a lock file with another hard link is refused", "[weakened]") {
-  TempDir d;
+  const test::TempDir d("weakened");
   const std::string lock = d.path + "/x.lock", victim = d.path + "/victim";
   {
     RunLock plain;
@@ -214,7 +206,7 @@ TEST_CASE("weakened: a lock file with another hard link is refused", "[weakened]
 }
 
 TEST_CASE("weakened: a PCI tree that cannot be read is not a bus without GPUs", "[weakened]") {
-  TempDir d;
+  const test::TempDir d("weakened");
   const char* old = std::getenv("SDCSCREEN_SYSFS_ROOT");
   const std::string saved = old ? old : "";
   setenv("SDCSCREEN_SYSFS_ROOT", (d.path + "/nowhere").c_str(), 1);

@@ -1,0 +1,251 @@
+// The device's operations of train_step_f32's replay: DeviceDev, the Dev of StepRunner (train_step_f32_step.h)
+// that launches train_step_f32_kernels.cuh's kernels on one stream, with the activations in an arena over the
+// scratch buffer and every launch paced by one Ticker. Level 12's computation sync happens here, output by
+// output (Sync): each submodule output's digest is compared with the reference's on the device and, when they
+// differ, the reference's output is copied over it before the step goes on.
+//
+// Part of train_step_f32.cu's translation unit (compiled by nvcc, and as C++ for the emulated device).
+#pragma once
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "train_step_f32_kernels.cuh"
+#include "train_step_f32_step.h"
+
+namespace sdc::train_step_f32::SDC_TARGET {
+namespace {
+
+// ---- pacing ----------------------------------------------------------------------------------------------
+// Every launch of a computation goes through one Ticker: it stops launching once the GPU executor's pacer says the
+// deadline passed, and calls the pacer every CHUNK launches (DeviceProblem::set_pacer says why).
+struct Ticker {
+  static constexpr int CHUNK = 256;
+  cuda::DeviceProblem::Pace pace = nullptr;
+  void* context = nullptr;
+  int queued = 0;
+  bool stopped = false;
+  template <class... P, class... A>
+  void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
+    if (stopped) return;
+    cuda::launch(what, kernel, grid, block, s, std::forward<A>(args)...);
+    if (++queued < CHUNK) return;
+    queued = 0;
+    if (pace && !pace(context)) stopped = true;
+  }
+};
+
+// ---- device memory of one replay ------------------------------------------------------------------------
+constexpr uint64_t ALIGN = 256;
+uint64_t aligned(uint64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
+
+// Buffers of the step's activations, as a stack over one region: a buffer may be given back in any order,
+// and the stack pops what was given back from its top. Without a region (base null) it only measures the
+// peak, for scratch_bytes.
+class Arena {
+ public:
+  Arena(char* base, uint64_t capacity) : base_(base), capacity_(capacity) {}
+  size_t take(uint64_t floats) {
+    const uint64_t at = entries_.empty() ? 0 : entries_.back().end;
+    entries_.push_back({at, at + aligned(floats * sizeof(float)), false});
+    peak_ = std::max(peak_, entries_.back().end);
+    if (base_ && entries_.back().end > capacity_) throw std::logic_error("train_step_f32: the device arena is short");
+    return entries_.size() - 1;
+  }
+  void give(size_t entry) {
+    entries_[entry].freed = true;
+    while (!entries_.empty() && entries_.back().freed) entries_.pop_back();
+  }
+  float* ptr(size_t entry) const { return base_ ? reinterpret_cast<float*>(base_ + entries_[entry].begin) : nullptr; }
+  uint64_t peak() const { return peak_; }
+
+ private:
+  struct Entry {
+    uint64_t begin, end;
+    bool freed;
+  };
+  char* base_;
+  uint64_t capacity_;
+  std::vector<Entry> entries_;
+  uint64_t peak_ = 0;
+};
+
+class DevBuf {
+ public:
+  DevBuf(Arena& a, uint64_t floats) : a_(&a), entry_(a.take(floats)) {}
+  DevBuf(DevBuf&& o) noexcept : a_(o.a_), entry_(o.entry_) { o.a_ = nullptr; }
+  DevBuf& operator=(DevBuf&&) = delete;
+  DevBuf(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (a_) a_->give(entry_);
+  }
+  float* get() const { return a_->ptr(entry_); }
+
+ private:
+  Arena* a_;
+  size_t entry_;
+};
+
+// What the replay does with each output: L1's computation sync, a drill's bit flip.
+struct Sync {
+  const Reference* ref = nullptr;
+  const std::vector<float*>* ref_outputs = nullptr;  // device copies, per L1 site
+  const std::vector<L1Site>* sites = nullptr;
+  float* slots = nullptr;
+  uint64_t* acc = nullptr;
+  int* differs = nullptr;
+  size_t k = 0;
+};
+
+// The device's Dev of StepRunner: kernels on one stream, activations from the arena; run = false only
+// measures the arena.
+class DeviceDev {
+ public:
+  using Buf = DevBuf;
+
+  DeviceDev(const Config& c, Arena& arena, Ticker& ticker, cudaStream_t s, bool run, const int32_t* tokens,
+            const int32_t* targets)
+      : c_(c), arena_(arena), ticker_(ticker), s_(s), run_(run), tokens_(tokens), targets_(targets) {}
+
+  Sync* sync = nullptr;
+  const BitFlip* flip = nullptr;
+  bool flipped = false;
+
+  Buf alloc(int64_t n) { return Buf(arena_, static_cast<uint64_t>(n)); }
+  static float* ptr(Buf& b) { return b.get(); }
+  const int32_t* tokens(int mb) const { return tokens_ + mb * c_.tokens(); }
+  const int32_t* targets(int mb) const { return targets_ + mb * c_.tokens(); }
+
+  void emit(const Submodule& sub, const Site& at, float* data, int64_t n) {
+    if (!run_) return;
+    const auto count = static_cast<uint64_t>(n);
+    if (flip && !flipped && sub.name == flip->submodule && at.output == flip->output && at.step == flip->step &&
+        at.microbatch == flip->microbatch && flip->element >= 0 && flip->element < n) {
+      ticker_.launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, flip->element, 1u << (flip->bit & 31));
+      flipped = true;
+    }
+    if (!sync) return;
+    Sync& y = *sync;
+    const L1Site* site = y.k < y.sites->size() ? &(*y.sites)[y.k] : nullptr;
+    if (!site || site->sub != sub.index || site->microbatch != at.microbatch || site->output != at.output ||
+        y.ref->outputs[y.k].size() != count)
+      throw std::logic_error("train_step_f32: the device's L1 layout is not the step's at " + sub.name);
+    ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s_, y.acc);
+    digest(data, count, y.k, y.acc);
+    ticker_.launch("train_step_f32 sync_check_kernel", sync_check_kernel, 1, 1, s_, static_cast<const uint64_t*>(y.acc),
+                   y.ref->digests[y.k], y.slots + DIGEST_SLOTS * y.k, y.differs);
+    ticker_.launch("train_step_f32 substitute_kernel", substitute_kernel, grid_for(count, THREADS), THREADS, s_,
+                   static_cast<const int*>(y.differs), static_cast<const float*>((*y.ref_outputs)[y.k]), count, data);
+    ++y.k;
+  }
+  void digest(const float* x, uint64_t n, uint64_t key, uint64_t* acc) {
+    ticker_.launch("train_step_f32 digest_add_kernel", digest_add_kernel, grid_for(n, THREADS), THREADS, s_, x, n,
+                   digest_key(key), acc);
+  }
+
+  // Y (T x N) = X (T x K) W (K x N): chains over k
+  void matmul(const std::string&, const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
+    go("chain_kernel (matmul)", chain_kernel, t * n, x, w, Chain{t, n, k, k, 1, n, 1}, y);
+  }
+  // dX (T x K) = dY W^T: chains over j
+  void matmul_dx(const std::string&, const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
+    go("chain_kernel (matmul_dx)", chain_kernel, t * k, dy, w, Chain{t, k, n, n, 1, 1, n}, dx);
+  }
+  // dW (K x N) = X^T dY: chains over tokens
+  void matmul_dw(const std::string&, const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
+    go("chain_kernel (matmul_dw)", chain_kernel, k * n, x, dy, Chain{k, n, t, 1, k, n, 1}, dw);
+  }
+  void rmsnorm(const std::string&, const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
+    go("rmsnorm_kernel", rmsnorm_kernel, rows, x, w, rows, cols, y, inv);
+  }
+  void rmsnorm_back(const std::string&, const float* x, const float* w, const float* inv, const float* dy, int64_t rows,
+                    int64_t cols, float* dx, float* dw) {
+    go("rmsnorm_back_rows_kernel", rmsnorm_back_rows_kernel, rows, x, w, inv, dy, rows, cols, dx);
+    go("rmsnorm_back_cols_kernel", rmsnorm_back_cols_kernel, cols, x, inv, dy, rows, cols, dw);
+  }
+  void rope(const std::string&, const float* x, int64_t t, int64_t heads, float* y) {
+    go("rope_kernel", rope_kernel, t * heads * (c_.head_dim() / 2), x, t, heads, c_.seq, c_.head_dim(), false, y);
+  }
+  void rope_back(const std::string&, const float* dy, int64_t t, int64_t heads, float* dx) {
+    go("rope_kernel", rope_kernel, t * heads * (c_.head_dim() / 2), dy, t, heads, c_.seq, c_.head_dim(), true, dx);
+  }
+  void attention(const std::string&, const float* q, const float* k, const float* v, int64_t seqs, int64_t s,
+                 int64_t heads, int64_t d, float* o) {
+    Buf p = alloc(seqs * heads * s * s);
+    go("attention_kernel", attention_kernel, seqs * heads * s, q, k, v, AttnShape{seqs, s, heads, d}, p.get(), o);
+  }
+  void attention_back(const std::string&, const float* q, const float* k, const float* v, const float* d_o,
+                      int64_t seqs, int64_t s, int64_t heads, int64_t d, float* dq, float* dk, float* dv) {
+    const AttnShape a{seqs, s, heads, d};
+    Buf pm = alloc(seqs * heads * s * s), ds = alloc(seqs * heads * s * s), dp = alloc(seqs * heads * s * s);
+    go("attention_back_rows_kernel", attention_back_rows_kernel, seqs * heads * s, q, k, v, d_o, a, pm.get(), ds.get(),
+       dp.get(), dq);
+    go("attention_back_keys_kernel", attention_back_keys_kernel, seqs * heads * s * d, q, d_o, a,
+       static_cast<const float*>(pm.get()), static_cast<const float*>(ds.get()), dk, dv);
+  }
+  void swiglu(const std::string&, const float* g, const float* u, int64_t n, float* z) {
+    go("swiglu_kernel", swiglu_kernel, n, g, u, n, z);
+  }
+  void swiglu_back(const std::string&, const float* g, const float* u, const float* dz, int64_t n, float* dg,
+                   float* du) {
+    go("swiglu_back_kernel", swiglu_back_kernel, n, g, u, dz, n, dg, du);
+  }
+  void cross_entropy(const std::string&, const float* logits, const int32_t* targets, int64_t t, int64_t vocab,
+                     float* loss) {
+    go("cross_entropy_kernel", cross_entropy_kernel, t, logits, targets, t, vocab, loss);
+  }
+  void cross_entropy_back(const std::string&, const float* logits, const int32_t* targets, int64_t t, int64_t vocab,
+                          float scale, float* dl) {
+    Buf ms = alloc(2 * t);
+    go("softmax_stats_kernel", softmax_stats_kernel, t, logits, t, vocab, ms.get());
+    go("cross_entropy_back_kernel", cross_entropy_back_kernel, t * vocab, logits, targets, t, vocab, scale,
+       static_cast<const float*>(ms.get()), dl);
+  }
+  void embedding(const std::string&, const float* table, const int32_t* tokens, int64_t t, int64_t d, float* y) {
+    go("embedding_kernel", embedding_kernel, t * d, table, tokens, t, d, y);
+  }
+  void embedding_back(const std::string&, const float* dy, const int32_t* tokens, int64_t t, int64_t vocab, int64_t d,
+                      float* dtable) {
+    go("fill_kernel", fill_kernel, vocab * d, dtable, static_cast<uint64_t>(vocab * d), +0.0f);
+    go("embedding_back_kernel", embedding_back_kernel, d, dy, tokens, t, d, dtable);
+  }
+  void add(const std::string&, const float* a, const float* b, int64_t n, float* y) {
+    go("add_kernel", add_kernel, n, a, b, n, y);
+  }
+  void sum(const std::string&, const float* x, int64_t n, float* out) { go("sum_kernel", sum_kernel, 1, x, n, out); }
+  void scale(const std::string&, float* x, float factor) { go("scale_kernel", scale_kernel, 1, x, factor); }
+  void adamw(const std::string&, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
+    go("adamw_kernel", adamw_kernel, n, w, g, m, v, n, s);
+  }
+  void lamb(const std::string&, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
+    Buf u = alloc(n), lr_trust = alloc(1);
+    go("lamb_direction_kernel", lamb_direction_kernel, n, static_cast<const float*>(w), g, m, v, n, s, u.get());
+    go("lamb_trust_kernel", lamb_trust_kernel, 1, static_cast<const float*>(w), static_cast<const float*>(u.get()), n,
+       s.lr, lr_trust.get());
+    go("lamb_apply_kernel", lamb_apply_kernel, n, w, static_cast<const float*>(u.get()), n,
+       static_cast<const float*>(lr_trust.get()));
+  }
+
+ private:
+  // Launches kernel over `items` threads (grid-stride), unless only measuring.
+  template <class... P, class... A>
+  void go(const char* what, void (*kernel)(P...), int64_t items, A&&... args) {
+    if (!run_) return;
+    const auto n = static_cast<uint64_t>(items);
+    ticker_.launch(what, kernel, grid_for(n, THREADS), n < THREADS ? static_cast<unsigned>(n ? n : 1) : THREADS, s_,
+                   std::forward<A>(args)...);
+  }
+
+  const Config& c_;
+  Arena& arena_;
+  Ticker& ticker_;
+  cudaStream_t s_;
+  bool run_;
+  const int32_t* tokens_;
+  const int32_t* targets_;
+};
+
+}  // namespace
+}  // namespace sdc::train_step_f32::SDC_TARGET

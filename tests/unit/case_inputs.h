@@ -1,0 +1,34 @@
+// A case prepared through its family, with its input tensors generated whole as the executors generate them:
+// the unit tests' way to a problem whose tiles they compute.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "catch.h"
+#include "src/core/family.h"
+
+namespace sdc::test {
+
+struct CaseInputs {
+  std::unique_ptr<Problem> p;
+  std::vector<std::vector<float>> in;  // the input tensors, in the problem's order
+  std::vector<const float*> ptrs;      // their data, as compute_tile takes it
+};
+
+// The case's family must exist and accept it (both checked).
+inline CaseInputs prepare_inputs(const Case& c) {
+  CaseInputs r;
+  const Family* f = find_family(c.family);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->validate(c).empty());
+  r.p = f->prepare(c);
+  for (const TensorInfo& t : r.p->inputs()) {
+    r.in.emplace_back(t.elements);
+    r.p->generate_input(r.in.size() - 1, 0, t.elements, r.in.back().data());
+  }
+  for (const std::vector<float>& v : r.in) r.ptrs.push_back(v.data());
+  return r;
+}
+
+}  // namespace sdc::test
