@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "fuzz_json.h"
+#include "fuzz/fuzz_json.h"
 #include "src/core/patterns.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz_common.h"
+#include "fuzz/fuzz_common.h"
 #include "src/util/int_list.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

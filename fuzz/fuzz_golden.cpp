@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fuzz_json.h"
+#include "fuzz/fuzz_json.h"
 #include "src/core/patterns.h"
 #include "src/spec/digest.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz_common.h"
+#include "fuzz/fuzz_common.h"
 #include "src/core/inject.h"
 #include "src/core/patterns.h"
 

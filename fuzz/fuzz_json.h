@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "fuzz_common.h"
+#include "fuzz/fuzz_common.h"
 
 namespace sdc_fuzz {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "fuzz_json.h"
+#include "fuzz/fuzz_json.h"
 #include "src/core/patterns.h"
 #include "src/core/recording.h"
 #include "src/core/recording_merge.h"

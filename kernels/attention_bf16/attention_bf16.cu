@@ -1,7 +1,7 @@
 // attention_bf16 on CUDA: the bf16 tensor-core attention kernel (kernels/attention_mma/attention_mma.cuh)
 // bound to random bf16 inputs, the 1 / sqrt(dim) scale and P rounded to bf16.
-#include "../attention_mma/attention_mma.cuh"
-#include "attention_bf16.h"
+#include "kernels/attention_mma/attention_mma.cuh"
+#include "kernels/attention_bf16/attention_bf16.h"
 
 namespace sdc::attention_bf16::SDC_TARGET {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <cmath>
 
-#include "../attention_mma/attention_mma.h"
+#include "kernels/attention_mma/attention_mma.h"
 
 namespace sdc::attention_bf16 {
 

@@ -4,8 +4,8 @@
 // only (the CPU executor skips them as not applicable, `golden` leaves them out).
 #include <stdexcept>
 
-#include "../attention_mma/attention_problem.h"
-#include "attention_bf16.h"
+#include "kernels/attention_mma/attention_problem.h"
+#include "kernels/attention_bf16/attention_bf16.h"
 
 namespace sdc::attention_bf16 {
 namespace {

@@ -1,7 +1,7 @@
 // attention_bf16_exactint on CUDA: the bf16 tensor-core attention kernel (kernels/attention_mma/
 // attention_mma.cuh) bound to this family's pattern, power-of-two score scale and 2^-8 weight grid.
-#include "../attention_mma/attention_mma.cuh"
-#include "attention_bf16_exactint.h"
+#include "kernels/attention_mma/attention_mma.cuh"
+#include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
 
 namespace sdc::attention_bf16_exactint::SDC_TARGET {
 namespace {

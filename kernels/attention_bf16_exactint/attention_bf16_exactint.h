@@ -25,7 +25,7 @@
 //     times a power of two that keeps it normal, so the product is exact. shift is chosen from dim and the
 //     exponent counts so that the scaled scores' spread is about 1 to 4 (their rms lies in [1, 2) up to
 //     the shape of the distribution): the softmax is neither one-hot nor flat, and P takes many values
-//     of the grid (tests/unit/test_attention_bf16.cpp measures it on every battery case).
+//     of the grid (tests/unit/kernels/test_attention_bf16.cpp measures it on every battery case).
 // (P) P . V. Every weight is k * 2^-8 with 0 <= k <= 256, every V a power of two, so every product is an
 //     integer multiple of 2^(vb - 8) of magnitude at most 256 * 2^Dv * 2^(vb - 8), Dv = v_count - 1. A row
 //     has n <= seq keys, so any partial sum, in any order, is a multiple of 2^(vb - 8) below
@@ -38,9 +38,9 @@
 // for every such shape, causal or not (a causal row has fewer keys).
 #pragma once
 
-#include "../attention_mma/attention_mma.h"
-#include "../exactint/exactint.h"
-#include "../exactint/formats.h"
+#include "kernels/attention_mma/attention_mma.h"
+#include "kernels/exactint/exactint.h"
+#include "kernels/exactint/formats.h"
 
 namespace sdc::attention_bf16_exactint {
 

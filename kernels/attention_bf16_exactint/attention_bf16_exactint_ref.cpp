@@ -6,14 +6,14 @@
 // bits) and every partial sum is a multiple of the unit below 2^24 units, far inside double's 53 bits, so
 // no addition rounds and the final conversion to fp32 is exact. An input outside the pattern (only a
 // corrupted one: a fault drill, or memory that flipped) still gives a deterministic result that depends
-// on it, because both paths use the same order. tests/unit/test_attention_bf16.cpp recomputes tiles with
+// on it, because both paths use the same order. tests/unit/kernels/test_attention_bf16.cpp recomputes tiles with
 // int64 sums of the pattern's integers and compares bit for bit.
 #include <vector>
 
-#include "../../src/core/family_util.h"
-#include "../../src/spec/lanes.h"
-#include "../attention_mma/attention_problem.h"
-#include "attention_bf16_exactint.h"
+#include "src/core/family_util.h"
+#include "src/spec/lanes.h"
+#include "kernels/attention_mma/attention_problem.h"
+#include "kernels/attention_bf16_exactint/attention_bf16_exactint.h"
 
 namespace sdc::attention_bf16_exactint {
 namespace {

@@ -11,7 +11,7 @@
 // numbered head-major. Tensors: 0 = q, 1 = k, 2 = v.
 #pragma once
 
-#include "../../src/spec/generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc::attention_f32 {
 

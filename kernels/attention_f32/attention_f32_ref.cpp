@@ -9,11 +9,11 @@
 
 #include <cmath>
 
-#include "../../src/core/family_util.h"
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/lanes.h"
-#include "../gemm_f32/gemm_f32_cpu.h"
-#include "attention_f32.h"
+#include "src/core/family_util.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/lanes.h"
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/attention_f32/attention_f32.h"
 
 namespace sdc::attention_f32 {
 namespace {

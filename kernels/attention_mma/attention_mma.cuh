@@ -19,17 +19,17 @@
 //      l goes to shared memory.
 //   3. P . V: the P block (64 x 64) and the V block (64 keys x dim) are staged per key block; warp w
 //      accumulates rows 16w..16w+15 over every dim column (pv_a_fragment, pv_b_fragment), then O = acc / l.
-// The fragment maps are attention_mma.h's SDC_HD functions, which tests/unit/test_attention_bf16.cpp runs
+// The fragment maps are attention_mma.h's SDC_HD functions, which tests/unit/kernels/test_attention_bf16.cpp runs
 // on the host with an emulated mma.sync over every lane. Thread 0 records the SM after the tile is written.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/core/shape.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "attention_mma.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/core/shape.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "kernels/attention_mma/attention_mma.h"
 
 namespace sdc::attention_mma {
 

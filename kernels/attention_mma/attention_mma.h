@@ -17,8 +17,8 @@
 // one. P is not normalized before it is weighted (as flash attention keeps it), so the largest weight is 1.
 #pragma once
 
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/generator.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/generator.h"
 
 namespace sdc::attention_mma {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "../../src/core/family.h"
-#include "../../src/core/shape.h"
-#include "attention_mma.h"
+#include "src/core/family.h"
+#include "src/core/shape.h"
+#include "kernels/attention_mma/attention_mma.h"
 
 namespace sdc::attention_mma {
 

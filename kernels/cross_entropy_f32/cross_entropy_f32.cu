@@ -9,11 +9,11 @@
 // (output 16) is the specification's pairwise_sum over the 16 losses, on one thread.
 #include <memory>
 
-#include "../../src/core/family.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "../../src/spec/fpmath.h"
-#include "../rows/row_device.cuh"
-#include "cross_entropy_f32.h"
+#include "src/core/family.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "src/spec/fpmath.h"
+#include "kernels/rows/row_device.cuh"
+#include "kernels/cross_entropy_f32/cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32::SDC_TARGET {
 namespace {

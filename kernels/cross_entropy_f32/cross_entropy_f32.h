@@ -9,8 +9,8 @@
 // 16 is a power of two). Logical output: loss[tokens] then partial[tokens / 16]. Tensor 0 = logits.
 #pragma once
 
-#include "../../src/spec/generator.h"
-#include "../rows/row_family.h"
+#include "src/spec/generator.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc::cross_entropy_f32 {
 

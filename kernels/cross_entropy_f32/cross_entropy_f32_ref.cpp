@@ -1,8 +1,8 @@
 // cross_entropy_f32 on the CPU: fast path on vector lanes, specification beside it.
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/lanes.h"
-#include "../rows/row_problem.h"
-#include "cross_entropy_f32.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/lanes.h"
+#include "kernels/rows/row_problem.h"
+#include "kernels/cross_entropy_f32/cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32 {
 namespace {

@@ -28,7 +28,7 @@
 // reaches the fp32 overflow threshold).
 #pragma once
 
-#include "../../src/spec/generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc::exactint {
 

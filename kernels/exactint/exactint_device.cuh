@@ -9,11 +9,11 @@
 #include <memory>
 
 #if defined(SDC_EMU)  // cuBLASLt runs only on a real GPU
-#include "../../src/backends/cuda/lt_dtype.h"
+#include "src/backends/cuda/lt_dtype.h"
 #else
-#include "exactint_lt.cuh"
+#include "kernels/exactint/exactint_lt.cuh"
 #endif
-#include "exactint_mma.cuh"
+#include "kernels/exactint/exactint_mma.cuh"
 
 namespace sdc::exactint {
 

@@ -5,8 +5,8 @@
 // and the format's traits carry the same (F::ID): a line that names another does not compile.
 #include <string_view>
 
-#include "exactint_ref.h"
-#include "formats.h"
+#include "kernels/exactint/exactint_ref.h"
+#include "kernels/exactint/formats.h"
 
 #define SDC_EXACTINT_ID_mma(format) "gemm_" #format "_exactint"
 #define SDC_EXACTINT_ID_cublaslt(format) "gemm_" #format "_exactint_cublaslt"
@@ -17,4 +17,4 @@
                 #id ": the format's traits name another family");                                                     \
   Family family() { return exactint::engine##_family<exactint::formats::format>(); }                                  \
   }
-#include "../families.def"
+#include "kernels/families.def"

@@ -7,8 +7,8 @@
 //    exactint_lt.cuh). A real GPU only: the emulated device's compilation of this file has none of them.
 // Each line derives its own traits type in its own namespace (MmaTraits, LtTraits), so every kernel
 // instantiation belongs to one family and is made once, here.
-#include "exactint_device.cuh"
-#include "formats.h"
+#include "kernels/exactint/exactint_device.cuh"
+#include "kernels/exactint/formats.h"
 
 // traits: the line's own traits type; prepare: exactint_device.cuh's prepare_mma or prepare_lt.
 #define SDC_EXACTINT_DEVICE(id, format, traits, prepare)                                                    \
@@ -23,4 +23,4 @@
 #define SDC_EXACTINT_DEVICE_cublaslt(id, format) SDC_EXACTINT_DEVICE(id, format, LtTraits, prepare_lt)
 #endif
 #define SDC_GEMM_EXACTINT(id, engine, format) SDC_EXACTINT_DEVICE_##engine(id, format)
-#include "../families.def"
+#include "kernels/families.def"

@@ -9,8 +9,8 @@
 
 #include <memory>
 
-#include "../../src/backends/cuda/lt_gemm_device.h"
-#include "exactint_mma.cuh"
+#include "src/backends/cuda/lt_gemm_device.h"
+#include "kernels/exactint/exactint_mma.cuh"
 
 namespace sdc::exactint {
 

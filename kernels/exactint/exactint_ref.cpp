@@ -12,16 +12,16 @@
 // The double sum of in-bound rows is exact too (each product has at most 48 significant bits, each
 // partial sum is a multiple of 2^u below 2^(u+24)), so it equals the integer result: a path may compute
 // a whole tile in double when any of its rows is out of bound without changing any in-bound output.
-#include "exactint_ref.h"
+#include "kernels/exactint/exactint_ref.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <vector>
 
-#include "../../src/core/gemm_tiles.h"
-#include "../../src/core/shape.h"
-#include "../../src/spec/clones.h"
+#include "src/core/gemm_tiles.h"
+#include "src/core/shape.h"
+#include "src/spec/clones.h"
 
 namespace sdc::exactint {
 namespace {

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "../../src/core/family.h"
-#include "exactint.h"
+#include "src/core/family.h"
+#include "kernels/exactint/exactint.h"
 
 namespace sdc::exactint {
 

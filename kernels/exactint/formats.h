@@ -5,7 +5,7 @@
 // fixes the numbers.
 #pragma once
 
-#include "exactint.h"
+#include "kernels/exactint/exactint.h"
 
 // gemm_bf16_exactint: C = A * B^T on bf16 tensor cores with fp32 accumulation, exact-integer mode.
 // A is M x K, B is N x K, both row-major bf16 (K-contiguous); C is fp32 M x N in 64 x 64 tiles.

@@ -30,10 +30,10 @@
 // changes only which thread holds an element, never its chain, so the choice cannot change any bit.
 #include <memory>
 
-#include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/core/family.h"
-#include "../../src/core/shape.h"
-#include "gemm_f32.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/core/family.h"
+#include "src/core/shape.h"
+#include "kernels/gemm_f32/gemm_f32.h"
 
 namespace sdc::gemm_f32::SDC_TARGET {
 namespace {

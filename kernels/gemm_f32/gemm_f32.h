@@ -5,7 +5,7 @@
 // of 64. Tensors: 0 = a, 1 = b.
 #pragma once
 
-#include "../../src/spec/generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc::gemm_f32 {
 

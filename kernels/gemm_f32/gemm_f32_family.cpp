@@ -1,9 +1,9 @@
 // gemm_f32 on the CPU: the family's registration, the screen's tile computation (gemm_f32_cpu.cpp's fast
 // path) and the plain specification beside it. The output geometry is the GEMMs' (src/core/gemm_tiles.h).
-#include "../../src/core/family_util.h"
-#include "../../src/core/gemm_tiles.h"
-#include "gemm_f32.h"
-#include "gemm_f32_cpu.h"
+#include "src/core/family_util.h"
+#include "src/core/gemm_tiles.h"
+#include "kernels/gemm_f32/gemm_f32.h"
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
 
 namespace sdc::gemm_f32 {
 namespace {

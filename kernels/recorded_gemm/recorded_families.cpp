@@ -5,7 +5,7 @@
 // format make, gemm_<format> or gemm_<format>_cublaslt: a line that names another does not compile.
 #include <string_view>
 
-#include "recorded_gemm_ref.h"
+#include "kernels/recorded_gemm/recorded_gemm_ref.h"
 
 #define SDC_RECORDED_ID_mma(format) "gemm_" #format
 #define SDC_RECORDED_ID_cublaslt(format) "gemm_" #format "_cublaslt"
@@ -14,4 +14,4 @@
   static_assert(std::string_view(#id) == SDC_RECORDED_ID_##engine(format), #id ": not its engine's and format's id"); \
   Family family() { return recorded_gemm::engine##_family<recorded_gemm::formats::format>(#id); }                     \
   }
-#include "../families.def"
+#include "kernels/families.def"

@@ -11,7 +11,7 @@
 //    the emulated device's compilation of this file has none of them.
 // Each line derives its own traits type in its own namespace (Traits), so every kernel instantiation belongs
 // to one family and is made once, here.
-#include "recorded_gemm_device.cuh"
+#include "kernels/recorded_gemm/recorded_gemm_device.cuh"
 
 // make: recorded_gemm_device.cuh's make_mma_device or make_lt_device.
 #define SDC_RECORDED_DEVICE(id, format, make)                                                                 \
@@ -26,4 +26,4 @@
 #define SDC_RECORDED_DEVICE_cublaslt(id, format) SDC_RECORDED_DEVICE(id, format, make_lt_device)
 #endif
 #define SDC_GEMM_RECORDED(id, engine, format) SDC_RECORDED_DEVICE_##engine(id, format)
-#include "../families.def"
+#include "kernels/families.def"

@@ -16,8 +16,8 @@
 // (bf16), is normal in fp32.
 #pragma once
 
-#include "../../src/core/family.h"
-#include "../../src/spec/generator.h"
+#include "src/core/family.h"
+#include "src/spec/generator.h"
 
 namespace sdc::recorded_gemm {
 

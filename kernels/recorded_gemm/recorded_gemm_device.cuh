@@ -10,12 +10,12 @@
 #include <memory>
 
 #if defined(SDC_EMU)  // cuBLASLt runs only on a real GPU
-#include "../../src/backends/cuda/lt_dtype.h"
+#include "src/backends/cuda/lt_dtype.h"
 #else
-#include "../exactint/exactint_lt.cuh"
+#include "kernels/exactint/exactint_lt.cuh"
 #endif
-#include "../exactint/exactint_mma.cuh"
-#include "recorded_gemm_ref.h"
+#include "kernels/exactint/exactint_mma.cuh"
+#include "kernels/recorded_gemm/recorded_gemm_ref.h"
 
 namespace sdc::recorded_gemm {
 

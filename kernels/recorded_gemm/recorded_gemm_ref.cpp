@@ -1,13 +1,13 @@
 // The recorded tensor-core GEMMs on the CPU: geometry and inputs only (recorded_gemm.h says why there is
 // no CPU reference). Tiles and element names follow the exact-integer GEMMs, so reports read the same.
-#include "recorded_gemm_ref.h"
+#include "kernels/recorded_gemm/recorded_gemm_ref.h"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "../../src/core/gemm_tiles.h"
-#include "../../src/core/shape.h"
+#include "src/core/gemm_tiles.h"
+#include "src/core/shape.h"
 
 namespace sdc::recorded_gemm {
 namespace {

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "../../src/backends/cuda/lt_dtype.h"
-#include "recorded_gemm.h"
+#include "src/backends/cuda/lt_dtype.h"
+#include "kernels/recorded_gemm/recorded_gemm.h"
 
 namespace sdc::recorded_gemm {
 

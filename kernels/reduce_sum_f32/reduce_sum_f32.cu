@@ -7,10 +7,10 @@
 // one more butterfly.
 #include <memory>
 
-#include "../../src/core/family.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "../rows/row_device.cuh"
-#include "reduce_sum_f32.h"
+#include "src/core/family.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "kernels/rows/row_device.cuh"
+#include "kernels/reduce_sum_f32/reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32::SDC_TARGET {
 namespace {

@@ -3,8 +3,8 @@
 // on threads, blocks or SMs. Output tiles: 16 consecutive rows. Tensor 0 = x.
 #pragma once
 
-#include "../../src/spec/generator.h"
-#include "../rows/row_family.h"
+#include "src/spec/generator.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc::reduce_sum_f32 {
 

@@ -1,9 +1,9 @@
 // reduce_sum_f32 on the CPU: the fast path reduces each level of the tree on vector lanes; the
 // specification walks the tree element by element.
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/lanes.h"
-#include "../rows/row_problem.h"
-#include "reduce_sum_f32.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/lanes.h"
+#include "kernels/rows/row_problem.h"
+#include "kernels/reduce_sum_f32/reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32 {
 namespace {

@@ -7,10 +7,10 @@
 // Division and square root are IEEE (nvcc -prec-div=true -prec-sqrt=true), never rsqrtf.
 #include <memory>
 
-#include "../../src/core/family.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "../rows/row_device.cuh"
-#include "rmsnorm_f32.h"
+#include "src/core/family.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "kernels/rows/row_device.cuh"
+#include "kernels/rmsnorm_f32/rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32::SDC_TARGET {
 namespace {

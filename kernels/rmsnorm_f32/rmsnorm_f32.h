@@ -7,8 +7,8 @@
 // Output tiles: 4 consecutive rows. Tensors: 0 = x, 1 = w.
 #pragma once
 
-#include "../../src/spec/generator.h"
-#include "../rows/row_family.h"
+#include "src/spec/generator.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc::rmsnorm_f32 {
 

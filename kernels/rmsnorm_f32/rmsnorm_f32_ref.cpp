@@ -1,10 +1,10 @@
 // rmsnorm_f32 on the CPU: fast path on vector lanes, specification beside it.
 #include <cmath>
 
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/lanes.h"
-#include "../rows/row_problem.h"
-#include "rmsnorm_f32.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/lanes.h"
+#include "kernels/rows/row_problem.h"
+#include "kernels/rmsnorm_f32/rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32 {
 namespace {

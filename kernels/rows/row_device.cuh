@@ -7,11 +7,11 @@
 #include <memory>
 #include <utility>
 
-#include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/core/family.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "../../src/spec/fpmath.h"
-#include "row_family.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/core/family.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "src/spec/fpmath.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc::cuda {
 

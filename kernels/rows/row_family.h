@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "../../src/spec/generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc {
 

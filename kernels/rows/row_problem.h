@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "../../src/core/family_util.h"
-#include "row_family.h"
+#include "src/core/family_util.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc {
 

@@ -8,11 +8,11 @@
 // tested on the host) to give the specification's bits.
 #include <memory>
 
-#include "../../src/core/family.h"
-#include "../../src/spec/chunked_reduce.cuh"
-#include "../../src/spec/fpmath.h"
-#include "../rows/row_device.cuh"
-#include "softmax_f32.h"
+#include "src/core/family.h"
+#include "src/spec/chunked_reduce.cuh"
+#include "src/spec/fpmath.h"
+#include "kernels/rows/row_device.cuh"
+#include "kernels/softmax_f32/softmax_f32.h"
 
 namespace sdc::softmax_f32::SDC_TARGET {
 namespace {

@@ -6,8 +6,8 @@
 // Output tiles: 4 consecutive rows. Tensor 0 = x.
 #pragma once
 
-#include "../../src/spec/generator.h"
-#include "../rows/row_family.h"
+#include "src/spec/generator.h"
+#include "kernels/rows/row_family.h"
 
 namespace sdc::softmax_f32 {
 

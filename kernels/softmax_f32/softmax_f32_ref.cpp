@@ -1,8 +1,8 @@
 // softmax_f32 on the CPU: fast path on vector lanes, specification beside it.
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/lanes.h"
-#include "../rows/row_problem.h"
-#include "softmax_f32.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/lanes.h"
+#include "kernels/rows/row_problem.h"
+#include "kernels/softmax_f32/softmax_f32.h"
 
 namespace sdc::softmax_f32 {
 namespace {

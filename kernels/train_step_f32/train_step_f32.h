@@ -117,8 +117,8 @@
 //   Scalars (1 - beta, lr * wd, 1 - lr * wd, bc1, bc2) are single float operations computed once per step.
 #pragma once
 
-#include "../../src/spec/fpmath.h"
-#include "../../src/spec/generator.h"
+#include "src/spec/fpmath.h"
+#include "src/spec/generator.h"
 
 namespace sdc::train_step_f32 {
 

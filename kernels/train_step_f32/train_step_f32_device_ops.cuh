@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "train_step_f32_kernels.cuh"
-#include "train_step_f32_step.h"
+#include "kernels/train_step_f32/train_step_f32_kernels.cuh"
+#include "kernels/train_step_f32/train_step_f32_step.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
 namespace {

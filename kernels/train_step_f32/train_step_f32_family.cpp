@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "../../src/core/family.h"
-#include "../../src/core/inject.h"
-#include "../../src/core/shape.h"
-#include "../../src/spec/digest.h"
-#include "train_step_f32_replay.h"
+#include "src/core/family.h"
+#include "src/core/inject.h"
+#include "src/core/shape.h"
+#include "src/spec/digest.h"
+#include "kernels/train_step_f32/train_step_f32_replay.h"
 
 namespace sdc::train_step_f32 {
 namespace {

@@ -13,9 +13,9 @@
 #include <bit>
 #include <cstdint>
 
-#include "../../src/backends/cuda/device_util.cuh"
-#include "../../src/spec/digest.h"
-#include "train_step_f32_replay.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/spec/digest.h"
+#include "kernels/train_step_f32/train_step_f32_replay.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
 namespace {

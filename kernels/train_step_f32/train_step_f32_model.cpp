@@ -1,12 +1,12 @@
 // The model of train_step_f32 on the CPU (train_step_f32_model.h).
-#include "train_step_f32_model.h"
+#include "kernels/train_step_f32/train_step_f32_model.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
-#include "train_step_f32_step.h"
+#include "kernels/train_step_f32/train_step_f32_step.h"
 
 namespace sdc::train_step_f32 {
 

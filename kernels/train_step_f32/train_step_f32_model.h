@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "train_step_f32.h"
-#include "train_step_f32_ops.h"
+#include "kernels/train_step_f32/train_step_f32.h"
+#include "kernels/train_step_f32/train_step_f32_ops.h"
 
 namespace sdc::train_step_f32 {
 

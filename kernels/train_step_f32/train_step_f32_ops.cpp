@@ -11,15 +11,15 @@
 //  * Element loops are compiled in instruction-set clones and vectorized by the compiler: each lane is an
 //    independent output computed by the same operations (the file is built with -ffp-contract=off and
 //    without fast-math, so nothing is fused or reassociated).
-#include "train_step_f32_ops.h"
+#include "kernels/train_step_f32/train_step_f32_ops.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "../../src/spec/clones.h"
-#include "../../src/spec/lanes.h"
-#include "../gemm_f32/gemm_f32_cpu.h"
-#include "train_step_f32_spec.h"
+#include "src/spec/clones.h"
+#include "src/spec/lanes.h"
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/train_step_f32/train_step_f32_spec.h"
 
 #define SDC_CLONES SDC_TARGET_CLONES("avx512f", "fma", "default")
 

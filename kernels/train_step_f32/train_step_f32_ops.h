@@ -2,14 +2,14 @@
 //   plain  the specification of train_step_f32.h written as scalar loops, vectorization disabled;
 //   fast   matmuls through gemm_f32's exact tile kernel (explicit transposes and packing), reductions
 //          through lanes.h's vectorized trees, element loops vectorized only across independent outputs.
-// Both give the same bits (tests/unit/test_train_step_f32.cpp checks every op). Matrices are row-major;
+// Both give the same bits (tests/unit/kernels/test_train_step_f32.cpp checks every op). Matrices are row-major;
 // activations are T x cols with token t = b * S + p.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "train_step_f32.h"
+#include "kernels/train_step_f32/train_step_f32.h"
 
 namespace sdc::train_step_f32 {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../../src/core/family.h"
-#include "train_step_f32_model.h"
+#include "src/core/family.h"
+#include "kernels/train_step_f32/train_step_f32_model.h"
 
 namespace sdc::train_step_f32 {
 

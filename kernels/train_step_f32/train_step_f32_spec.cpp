@@ -2,12 +2,12 @@
 // scalar loops, each output's chain from +0 in its order, its pairwise tree and its fold, vectorization
 // disabled (the fast path of train_step_f32_ops.cpp must give these bits; the device replay's kernels follow
 // them output by output).
-#include "train_step_f32_spec.h"
+#include "kernels/train_step_f32/train_step_f32_spec.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "../gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
 
 #define SDC_PLAIN __attribute__((optimize("no-tree-vectorize")))
 

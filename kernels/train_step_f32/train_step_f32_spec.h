@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train_step_f32_ops.h"
+#include "kernels/train_step_f32/train_step_f32_ops.h"
 
 namespace sdc::train_step_f32 {
 

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "train_step_f32_model.h"
+#include "kernels/train_step_f32/train_step_f32_model.h"
 
 namespace sdc::train_step_f32 {
 

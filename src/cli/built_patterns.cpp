@@ -2,7 +2,7 @@
 // patterns/battery.json and patterns/manifest.json by cmake/pattern_digest.cpp).
 #include "sdc_built_patterns.h"
 
-#include "commands.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 

@@ -22,11 +22,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "../core/history.h"
-#include "../report/report.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
+#include "src/core/history.h"
+#include "src/report/report.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
 
 extern char** environ;
 

@@ -1,8 +1,8 @@
 // Helpers every subcommand uses: failing with the right exit code.
-#include "commands.h"
+#include "src/cli/commands.h"
 
-#include "../core/result.h"
-#include "../util/say.h"
+#include "src/core/result.h"
+#include "src/util/say.h"
 
 namespace sdc {
 

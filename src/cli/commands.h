@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "../core/patterns.h"
-#include "../core/patterns_location.h"
+#include "src/core/patterns.h"
+#include "src/core/patterns_location.h"
 
 namespace sdc {
 

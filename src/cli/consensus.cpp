@@ -7,12 +7,12 @@
 // dissenter is outvoted, and a key without a golden is simply not written.
 #include <fmt/format.h>
 
-#include "../core/patterns.h"
-#include "../core/recording_merge.h"
-#include "../core/result.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
+#include "src/core/patterns.h"
+#include "src/core/recording_merge.h"
+#include "src/core/result.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "../core/result.h"
-#include "../report/report.h"
-#include "../report/report_reader.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
+#include "src/core/result.h"
+#include "src/report/report.h"
+#include "src/report/report_reader.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 namespace {

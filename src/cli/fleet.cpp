@@ -3,7 +3,7 @@
 // across nodes, the nodes not screened within --stale, and the files that were not reports. Exit 1 when any
 // node's newest report failed; else 2 when any is inconclusive or stale; else 0. 78 when a PATH does not exist
 // or no report at all could be read; 64 for a bad option.
-#include "../report/fleet.h"
+#include "src/report/fleet.h"
 
 #include <fmt/format.h>
 
@@ -14,11 +14,11 @@
 #include <string>
 #include <system_error>
 
-#include "../core/result.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
-#include "options.h"
+#include "src/core/result.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
 
 namespace sdc {
 namespace {

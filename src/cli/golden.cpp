@@ -4,13 +4,13 @@
 
 #include <chrono>
 
-#include "../backends/cpu/cpu_executor.h"
-#include "../core/patterns.h"
-#include "../core/recording.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
-#include "screen.h"
+#include "src/backends/cpu/cpu_executor.h"
+#include "src/core/patterns.h"
+#include "src/core/recording.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
+#include "src/cli/screen.h"
 
 namespace sdc {
 

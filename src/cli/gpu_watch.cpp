@@ -1,4 +1,4 @@
-#include "gpu_watch.h"
+#include "src/cli/gpu_watch.h"
 
 #include <fmt/format.h>
 

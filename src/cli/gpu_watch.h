@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "../core/result.h"
-#include "../host/nvml.h"
+#include "src/core/result.h"
+#include "src/host/nvml.h"
 
 namespace sdc {
 

@@ -1,17 +1,17 @@
 // `sdcscreen history [DIR]`: what the node's screens said per unit (src/core/history.h), the resume policy's
 // decision for a node drained for SDC (--resume-policy, read by the Slurm health check and sweep), and an
 // administrator's --forget after a repair.
-#include "../core/history.h"
-#include "../core/unit_name.h"
+#include "src/core/history.h"
+#include "src/core/unit_name.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 namespace {

@@ -3,17 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "../../kernels/gemm_f32/gemm_f32_cpu.h"
-#include "../backends/cpu/cpu_topology.h"
-#include "../util/int_list.h"
-#include "../backends/cuda/cuda_backend.h"
-#include "../host/host_readers.h"
-#include "../report/report.h"
-#include "../report/report_host.h"
-#include "../util/say.h"
-#include "../report/report_gpu.h"
-#include "commands.h"
-#include "gpu_watch.h"
+#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "src/backends/cpu/cpu_topology.h"
+#include "src/util/int_list.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/host/host_readers.h"
+#include "src/report/report.h"
+#include "src/report/report_host.h"
+#include "src/util/say.h"
+#include "src/report/report_gpu.h"
+#include "src/cli/commands.h"
+#include "src/cli/gpu_watch.h"
 
 namespace sdc {
 

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "../core/patterns.h"
-#include "../core/result.h"
-#include "../util/say.h"
-#include "commands.h"
+#include "src/core/patterns.h"
+#include "src/core/result.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 namespace {

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "../core/activity.h"
-#include "../core/family.h"
-#include "../core/history.h"
-#include "../core/result.h"
-#include "../report/report.h"
-#include "../util/run_lock.h"
-#include "../util/say.h"
-#include "commands.h"
-#include "options.h"
+#include "src/core/activity.h"
+#include "src/core/family.h"
+#include "src/core/history.h"
+#include "src/core/result.h"
+#include "src/report/report.h"
+#include "src/util/run_lock.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
 
 using namespace sdc;
 

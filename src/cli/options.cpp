@@ -1,4 +1,4 @@
-#include "options.h"
+#include "src/cli/options.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <cctype>
 #include <filesystem>
 
-#include "../backends/cpu/cpu_topology.h"
-#include "../core/inject.h"
-#include "../util/atomic_file.h"
-#include "../util/int_list.h"
+#include "src/backends/cpu/cpu_topology.h"
+#include "src/core/inject.h"
+#include "src/util/atomic_file.h"
+#include "src/util/int_list.h"
 
 namespace sdc::cli {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "../core/scheduler.h"
-#include "../report/outputs.h"
-#include "commands.h"
-#include "screen.h"
+#include "src/core/scheduler.h"
+#include "src/report/outputs.h"
+#include "src/cli/commands.h"
+#include "src/cli/screen.h"
 
 namespace sdc::cli {
 

@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../core/result.h"
-#include "../report/drain_reason.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "../util/strict_json.h"
-#include "commands.h"
+#include "src/core/result.h"
+#include "src/report/drain_reason.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/util/strict_json.h"
+#include "src/cli/commands.h"
 
 namespace sdc {
 

@@ -10,14 +10,14 @@
 // pattern data or an unwritable DIR.
 #include <fmt/format.h>
 
-#include "../core/patterns.h"
-#include "../core/recording.h"
-#include "../report/report.h"
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "commands.h"
-#include "options.h"
-#include "screen.h"
+#include "src/core/patterns.h"
+#include "src/core/recording.h"
+#include "src/report/report.h"
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/cli/screen.h"
 
 namespace sdc {
 namespace {

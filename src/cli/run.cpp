@@ -11,18 +11,18 @@
 #include <cstring>
 #include <optional>
 
-#include "../core/activity.h"
-#include "../core/history.h"
-#include "../host/cpu_sampler.h"
-#include "../host/host_readers.h"
-#include "../report/progress.h"
-#include "../report/outputs.h"
-#include "../report/report.h"
-#include "../util/say.h"
-#include "commands.h"
-#include "options.h"
-#include "screen.h"
-#include "supervisor.h"
+#include "src/core/activity.h"
+#include "src/core/history.h"
+#include "src/host/cpu_sampler.h"
+#include "src/host/host_readers.h"
+#include "src/report/progress.h"
+#include "src/report/outputs.h"
+#include "src/report/report.h"
+#include "src/util/say.h"
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/cli/screen.h"
+#include "src/cli/supervisor.h"
 
 namespace sdc {
 namespace {

@@ -1,4 +1,4 @@
-#include "screen.h"
+#include "src/cli/screen.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -10,16 +10,16 @@
 #include <chrono>
 #include <random>
 
-#include "commands.h"
-#include "gpu_watch.h"
-#include "supervisor.h"
-#include "../backends/cpu/cpu_executor.h"
-#include "../backends/cuda/cuda_backend.h"
-#include "../backends/cuda/pci_gpus.h"
-#include "../backends/emu/emu_device.h"
-#include "../core/activity.h"
-#include "../report/report.h"
-#include "../util/int_list.h"
+#include "src/cli/commands.h"
+#include "src/cli/gpu_watch.h"
+#include "src/cli/supervisor.h"
+#include "src/backends/cpu/cpu_executor.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/backends/cuda/pci_gpus.h"
+#include "src/backends/emu/emu_device.h"
+#include "src/core/activity.h"
+#include "src/report/report.h"
+#include "src/util/int_list.h"
 
 namespace sdc {
 namespace {

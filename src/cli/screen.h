@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "../core/node_consensus.h"
-#include "../core/patterns.h"
-#include "../core/scheduler.h"
-#include "../util/run_lock.h"
+#include "src/core/node_consensus.h"
+#include "src/core/patterns.h"
+#include "src/core/scheduler.h"
+#include "src/util/run_lock.h"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "supervisor.h"
+#include "src/cli/supervisor.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../core/activity.h"
-#include "../core/result.h"
-#include "../core/unit_name.h"
-#include "../util/say.h"
+#include "src/core/activity.h"
+#include "src/core/result.h"
+#include "src/core/unit_name.h"
+#include "src/util/say.h"
 
 namespace sdc {
 namespace {

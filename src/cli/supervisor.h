@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "../core/inject.h"
-#include "../core/patterns.h"
-#include "../core/result.h"
-#include "../host/host_readers.h"
-#include "../host/host_state.h"
-#include "../report/outputs.h"
+#include "src/core/inject.h"
+#include "src/core/patterns.h"
+#include "src/core/result.h"
+#include "src/host/host_readers.h"
+#include "src/host/host_state.h"
+#include "src/report/outputs.h"
 
 namespace sdc {
 

@@ -4,16 +4,16 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "../backends/cpu/cpu_topology.h"
-#include "../core/activity.h"
-#include "../core/patterns.h"
-#include "../core/scheduler.h"
-#include "../host/host_readers.h"
-#include "../report/report.h"
-#include "../util/say.h"
-#include "options.h"
-#include "screen.h"
-#include "supervisor.h"
+#include "src/backends/cpu/cpu_topology.h"
+#include "src/core/activity.h"
+#include "src/core/patterns.h"
+#include "src/core/scheduler.h"
+#include "src/host/host_readers.h"
+#include "src/report/report.h"
+#include "src/util/say.h"
+#include "src/cli/options.h"
+#include "src/cli/screen.h"
+#include "src/cli/supervisor.h"
 
 namespace sdc {
 

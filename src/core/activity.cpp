@@ -1,4 +1,4 @@
-#include "activity.h"
+#include "src/core/activity.h"
 
 #include <signal.h>
 #include <sys/mman.h>

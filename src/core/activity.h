@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "device_info.h"
+#include "src/core/device_info.h"
 
 namespace sdc::activity {
 

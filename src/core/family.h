@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../spec/generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc {
 namespace cuda {

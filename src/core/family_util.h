@@ -1,9 +1,9 @@
 // Helpers the families' CPU code shares: filling an input range from the generator, shape checks.
 #pragma once
 
-#include "../spec/generator.h"
-#include "family.h"
-#include "shape.h"
+#include "src/spec/generator.h"
+#include "src/core/family.h"
+#include "src/core/shape.h"
 
 namespace sdc {
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "family.h"
-#include "shape.h"
+#include "src/core/family.h"
+#include "src/core/shape.h"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "history.h"
+#include "src/core/history.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,11 +16,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "../util/atomic_file.h"
-#include "../util/int_list.h"
-#include "../util/iso_time.h"
-#include "../util/strict_json.h"
-#include "unit_name.h"
+#include "src/util/atomic_file.h"
+#include "src/util/int_list.h"
+#include "src/util/iso_time.h"
+#include "src/util/strict_json.h"
+#include "src/core/unit_name.h"
 
 namespace sdc::history {
 namespace {

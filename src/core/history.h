@@ -62,7 +62,7 @@
 #include <string>
 #include <vector>
 
-#include "result.h"
+#include "src/core/result.h"
 
 namespace sdc::history {
 

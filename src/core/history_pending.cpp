@@ -14,8 +14,8 @@
 #include <ctime>
 #include <random>
 
-#include "../util/iso_time.h"
-#include "history.h"
+#include "src/util/iso_time.h"
+#include "src/core/history.h"
 
 namespace sdc::history {
 namespace {

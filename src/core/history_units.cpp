@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "history.h"
+#include "src/core/history.h"
 
 namespace sdc::history {
 

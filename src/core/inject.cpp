@@ -1,11 +1,11 @@
-#include "inject.h"
+#include "src/core/inject.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "unit_name.h"
+#include "src/core/unit_name.h"
 
 namespace sdc {
 namespace {

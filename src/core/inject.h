@@ -32,8 +32,8 @@
 #include <cstdint>
 #include <string>
 
-#include "device_info.h"
-#include "patterns.h"
+#include "src/core/device_info.h"
+#include "src/core/patterns.h"
 
 namespace sdc {
 

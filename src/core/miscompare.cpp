@@ -1,11 +1,11 @@
-#include "miscompare.h"
+#include "src/core/miscompare.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <utility>
 
-#include "../spec/digest.h"
+#include "src/spec/digest.h"
 
 namespace sdc {
 namespace {

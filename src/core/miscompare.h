@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "family.h"
-#include "result.h"
+#include "src/core/family.h"
+#include "src/core/result.h"
 
 namespace sdc {
 

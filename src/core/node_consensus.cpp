@@ -1,12 +1,12 @@
-#include "node_consensus.h"
+#include "src/core/node_consensus.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include "family.h"
-#include "result.h"
+#include "src/core/family.h"
+#include "src/core/result.h"
 
 namespace sdc {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "patterns.h"
+#include "src/core/patterns.h"
 
 namespace sdc {
 

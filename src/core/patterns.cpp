@@ -1,4 +1,4 @@
-#include "patterns.h"
+#include "src/core/patterns.h"
 
 // Inlined: the binary needs no libxxhash at run time (GPU machines and minimal images lack it).
 #define XXH_INLINE_ALL
@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "../spec/digest.h"
-#include "../util/atomic_file.h"
-#include "../util/strict_json.h"
-#include "pattern_file.h"
+#include "src/spec/digest.h"
+#include "src/util/atomic_file.h"
+#include "src/util/strict_json.h"
+#include "src/core/pattern_file.h"
 
 namespace sdc {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "family.h"
-#include "recording.h"
+#include "src/core/family.h"
+#include "src/core/recording.h"
 
 namespace sdc {
 

@@ -1,5 +1,5 @@
 // The pattern directory's lookup (patterns_location.h).
-#include "patterns_location.h"
+#include "src/core/patterns_location.h"
 
 #include <limits.h>
 #include <stdlib.h>

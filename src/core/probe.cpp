@@ -1,4 +1,4 @@
-#include "probe.h"
+#include "src/core/probe.h"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "scheduler.h"
+#include "src/core/scheduler.h"
 
 namespace sdc {
 

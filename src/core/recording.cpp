@@ -1,4 +1,4 @@
-#include "recording.h"
+#include "src/core/recording.h"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,11 @@
 #include <set>
 #include <utility>
 
-#include "../spec/digest.h"
-#include "../util/atomic_file.h"
-#include "../util/host_facts.h"
-#include "pattern_file.h"
-#include "patterns.h"
+#include "src/spec/digest.h"
+#include "src/util/atomic_file.h"
+#include "src/util/host_facts.h"
+#include "src/core/pattern_file.h"
+#include "src/core/patterns.h"
 
 namespace sdc {
 namespace {

@@ -25,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-#include "device_info.h"
+#include "src/core/device_info.h"
 
 namespace sdc {
 

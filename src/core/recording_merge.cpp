@@ -1,4 +1,4 @@
-#include "recording_merge.h"
+#include "src/core/recording_merge.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "../spec/digest.h"
-#include "patterns.h"
-#include "result.h"
+#include "src/spec/digest.h"
+#include "src/core/patterns.h"
+#include "src/core/result.h"
 
 namespace sdc {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "recording.h"
+#include "src/core/recording.h"
 
 namespace sdc {
 

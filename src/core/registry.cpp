@@ -2,7 +2,7 @@
 // for the sources). What adding a family takes: docs/families.md, "Where things go".
 #include <algorithm>
 
-#include "family.h"
+#include "src/core/family.h"
 
 namespace sdc {
 
@@ -28,7 +28,7 @@ namespace sdc {
   namespace ns {           \
   Family family();         \
   }
-#include "../../kernels/families.def"
+#include "kernels/families.def"
 #undef SDC_DEVICE_SIDE
 
 namespace {
@@ -66,7 +66,7 @@ const std::vector<Family>& families() {
 #define SDC_FAMILY(ns) with_device_side(ns::family(), "kernel", SDC_GPU_SIDE(ns), SDC_EMU_SIDE(ns)),
 #define SDC_FAMILY_LIBRARY(ns) with_device_side(ns::family(), "library", SDC_GPU_SIDE(ns), nullptr),
 #define SDC_FAMILY_CPU(ns) with_device_side(ns::family(), "none", nullptr, nullptr),
-#include "../../kernels/families.def"
+#include "kernels/families.def"
 #undef SDC_GPU_SIDE
 #undef SDC_EMU_SIDE
   };

@@ -1,11 +1,11 @@
-#include "result.h"
+#include "src/core/result.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include "unit_name.h"
+#include "src/core/unit_name.h"
 
 namespace sdc {
 

@@ -6,12 +6,12 @@
 #include <utility>
 #include <vector>
 
-#include "../host/gpu_telemetry.h"
-#include "../host/host_state.h"
-#include "device_info.h"
-#include "inject.h"
-#include "weakened.h"
-#include "signature.h"
+#include "src/host/gpu_telemetry.h"
+#include "src/host/host_state.h"
+#include "src/core/device_info.h"
+#include "src/core/inject.h"
+#include "src/core/weakened.h"
+#include "src/core/signature.h"
 
 namespace sdc {
 

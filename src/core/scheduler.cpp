@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "src/core/scheduler.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -9,8 +9,8 @@
 #include <optional>
 #include <thread>
 
-#include "activity.h"
-#include "probe.h"
+#include "src/core/activity.h"
+#include "src/core/probe.h"
 
 namespace sdc {
 namespace {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "patterns.h"
-#include "result.h"
+#include "src/core/patterns.h"
+#include "src/core/result.h"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "shape.h"
+#include "src/core/shape.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "family.h"
+#include "src/core/family.h"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "signature.h"
+#include "src/core/signature.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // The switches that weaken a verdict (weakened.h).
-#include "weakened.h"
+#include "src/core/weakened.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "cpu_sampler.h"
+#include "src/host/cpu_sampler.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 
-#include "../core/result.h"
+#include "src/core/result.h"
 
 namespace sdc::host {
 namespace {

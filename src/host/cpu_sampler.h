@@ -5,8 +5,8 @@
 
 #include <atomic>
 
-#include "host_readers.h"
-#include "periodic.h"
+#include "src/host/host_readers.h"
+#include "src/host/periodic.h"
 
 namespace sdc {
 struct RunResult;

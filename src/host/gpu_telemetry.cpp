@@ -1,11 +1,11 @@
-#include "gpu_telemetry.h"
+#include "src/host/gpu_telemetry.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "../core/unit_name.h"
+#include "src/core/unit_name.h"
 
 namespace sdc::host {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "host_state.h"
+#include "src/host/host_state.h"
 
 namespace sdc::host {
 

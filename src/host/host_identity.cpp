@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "host_readers.h"
+#include "src/host/host_readers.h"
 
 namespace sdc::host {
 

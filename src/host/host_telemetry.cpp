@@ -8,8 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "../core/unit_name.h"
-#include "host_readers.h"
+#include "src/core/unit_name.h"
+#include "src/host/host_readers.h"
 
 namespace sdc::host {
 namespace {

@@ -1,4 +1,4 @@
-#include "nvml.h"
+#include "src/host/nvml.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

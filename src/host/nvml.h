@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "gpu_telemetry.h"
-#include "nvml_api.h"
-#include "periodic.h"
+#include "src/host/gpu_telemetry.h"
+#include "src/host/nvml_api.h"
+#include "src/host/periodic.h"
 
 namespace sdc::host {
 

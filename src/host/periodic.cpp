@@ -1,4 +1,4 @@
-#include "periodic.h"
+#include "src/host/periodic.h"
 
 #include <chrono>
 #include <utility>

@@ -9,7 +9,7 @@
 // <what> each family once, a replay by its level and first failing site ("replay L1 layer1.mlp.down.forward"),
 // a crashed unit's family after "crash". At most 100 characters (Slurm keeps a reason short): the lists are
 // shortened ("cpu 1,2,+6") before the text is cut.
-#include "drain_reason.h"
+#include "src/report/drain_reason.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@
 #include <set>
 #include <vector>
 
-#include "report.h"
+#include "src/report/report.h"
 
 namespace sdc {
 namespace {

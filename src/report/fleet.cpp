@@ -1,12 +1,12 @@
-#include "fleet.h"
+#include "src/report/fleet.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "../core/unit_name.h"
-#include "../util/iso_time.h"
+#include "src/core/unit_name.h"
+#include "src/util/iso_time.h"
 
 namespace sdc {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report_reader.h"
+#include "src/report/report_reader.h"
 
 namespace sdc {
 

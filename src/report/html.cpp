@@ -1,4 +1,4 @@
-#include "html.h"
+#include "src/report/html.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "html_parts.h"
-#include "unit_json.h"
+#include "src/report/html_parts.h"
+#include "src/report/unit_json.h"
 
 namespace sdc {
 namespace {

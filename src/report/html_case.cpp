@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "html_parts.h"
-#include "unit_json.h"
+#include "src/report/html_parts.h"
+#include "src/report/unit_json.h"
 
 namespace sdc::html {
 namespace {

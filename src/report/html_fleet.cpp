@@ -6,10 +6,10 @@
 
 #include <map>
 
-#include "../util/iso_time.h"
-#include "fleet.h"
-#include "html.h"
-#include "html_parts.h"
+#include "src/util/iso_time.h"
+#include "src/report/fleet.h"
+#include "src/report/html.h"
+#include "src/report/html_parts.h"
 
 namespace sdc {
 namespace {

@@ -1,4 +1,4 @@
-#include "outputs.h"
+#include "src/report/outputs.h"
 
 #include <csignal>
 #include <cstdio>
@@ -6,13 +6,13 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "../core/activity.h"
-#include "../core/history.h"
-#include "../core/patterns.h"  // xxh3_128_hex
-#include "../util/atomic_file.h"
-#include "../util/say.h"
-#include "html.h"
-#include "report.h"
+#include "src/core/activity.h"
+#include "src/core/history.h"
+#include "src/core/patterns.h"  // xxh3_128_hex
+#include "src/util/atomic_file.h"
+#include "src/util/say.h"
+#include "src/report/html.h"
+#include "src/report/report.h"
 
 namespace sdc {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../core/result.h"
+#include "src/core/result.h"
 
 namespace sdc {
 

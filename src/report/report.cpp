@@ -1,6 +1,6 @@
 // The text report (render_text) and the shell quoting of the reproduce line; the JSON report is
 // report_json.cpp. The host and version facts every report carries are src/util/host_facts.h.
-#include "report.h"
+#include "src/report/report.h"
 
 #include <fmt/format.h>
 
@@ -9,11 +9,11 @@
 #include <ctime>
 #include <string_view>
 
-#include "../core/family.h"
-#include "../core/unit_name.h"
-#include "../util/int_list.h"
-#include "report_gpu.h"
-#include "report_host.h"
+#include "src/core/family.h"
+#include "src/core/unit_name.h"
+#include "src/util/int_list.h"
+#include "src/report/report_gpu.h"
+#include "src/report/report_host.h"
 
 namespace sdc {
 

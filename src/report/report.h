@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "../core/result.h"
-#include "../util/host_facts.h"  // HostInfo, host_info(), tool_version()
-#include "../core/unit_name.h"
+#include "src/core/result.h"
+#include "src/util/host_facts.h"  // HostInfo, host_info(), tool_version()
+#include "src/core/unit_name.h"
 
 namespace sdc {
 

@@ -1,11 +1,11 @@
-#include "report_gpu.h"
+#include "src/report/report_gpu.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <tuple>
 
-#include "../core/unit_name.h"
+#include "src/core/unit_name.h"
 
 namespace sdc {
 namespace {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "../host/gpu_telemetry.h"
+#include "src/host/gpu_telemetry.h"
 
 namespace sdc {
 

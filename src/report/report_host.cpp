@@ -1,11 +1,11 @@
-#include "report_host.h"
+#include "src/report/report_host.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "../util/iso_time.h"
+#include "src/util/iso_time.h"
 
 namespace sdc {
 namespace {

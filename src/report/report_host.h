@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "../host/host_state.h"
+#include "src/host/host_state.h"
 
 namespace sdc {
 

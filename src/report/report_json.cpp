@@ -5,12 +5,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "../util/iso_time.h"
-#include "drain_reason.h"
-#include "report.h"
-#include "report_gpu.h"
-#include "report_host.h"
-#include "unit_json.h"
+#include "src/util/iso_time.h"
+#include "src/report/drain_reason.h"
+#include "src/report/report.h"
+#include "src/report/report_gpu.h"
+#include "src/report/report_host.h"
+#include "src/report/unit_json.h"
 
 namespace sdc {
 

@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "report.h"
-#include "report_gpu.h"
-#include "report_host.h"
+#include "src/report/report.h"
+#include "src/report/report_gpu.h"
+#include "src/report/report_host.h"
 
 namespace sdc {
 namespace {

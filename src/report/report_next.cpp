@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "report.h"
+#include "src/report/report.h"
 
 namespace sdc {
 namespace {

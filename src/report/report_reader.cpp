@@ -1,4 +1,4 @@
-#include "report_reader.h"
+#include "src/report/report_reader.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "../util/atomic_file.h"
-#include "../util/strict_json.h"
-#include "../core/unit_name.h"
-#include "report.h"
+#include "src/util/atomic_file.h"
+#include "src/util/strict_json.h"
+#include "src/core/unit_name.h"
+#include "src/report/report.h"
 
 namespace sdc {
 namespace {

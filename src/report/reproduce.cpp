@@ -3,7 +3,7 @@
 // or the default history of a run as root: hence --history none), or take another screen's lock file.
 #include <algorithm>
 
-#include "report.h"
+#include "src/report/report.h"
 
 namespace sdc {
 namespace {

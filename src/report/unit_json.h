@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../core/unit_name.h"
+#include "src/core/unit_name.h"
 
 namespace sdc {
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "../backends/cuda/cuda_target.h"
-#include "chunked_reduce.h"
+#include "src/backends/cuda/cuda_target.h"
+#include "src/spec/chunked_reduce.h"
 
 // ---- device drivers: the same blocks, lanes by shuffles, warps of a group through shared memory ----
 namespace sdc::chunked {

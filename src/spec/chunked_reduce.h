@@ -2,7 +2,7 @@
 // of warps, with the same bits as the serial specification. The building blocks are SDC_HD; the warp
 // drivers (shuffles, shared memory) are in chunked_reduce.cuh, and emulate_row_sum/emulate_row_max
 // run the same blocks with the 32 lanes and the warps of a group as loops, so the host unit test
-// (tests/unit/test_chunked_reduce.cpp) checks the exact split the kernels use.
+// (tests/unit/spec/test_chunked_reduce.cpp) checks the exact split the kernels use.
 //
 // Geometry: a row of n elements is cut into segments of SEG = 128 consecutive elements; lane l of a warp
 // holds elements 4l..4l+3 of a segment (one coalesced float4 per lane), forms their two-level subtree in
@@ -45,7 +45,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "fpmath.h"
+#include "src/spec/fpmath.h"
 
 namespace sdc::chunked {
 

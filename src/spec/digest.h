@@ -5,7 +5,7 @@
 // order-independent integer arithmetic, so a GPU can reduce it in any tree and match the host exactly.
 #pragma once
 
-#include "generator.h"
+#include "src/spec/generator.h"
 
 namespace sdc {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "hd.h"
+#include "src/spec/hd.h"
 
 namespace sdc {
 

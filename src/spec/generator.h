@@ -3,7 +3,7 @@
 // the device produce the same bits and any element can be regenerated alone (to recompute one tile).
 #pragma once
 
-#include "hd.h"
+#include "src/spec/hd.h"
 
 namespace sdc {
 

@@ -1,10 +1,10 @@
-#include "lanes.h"
+#include "src/spec/lanes.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "clones.h"
-#include "fpmath.h"
+#include "src/spec/clones.h"
+#include "src/spec/fpmath.h"
 
 #define SDC_CLONES SDC_TARGET_CLONES("avx512f", "fma", "default")
 

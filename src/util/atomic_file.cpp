@@ -1,4 +1,4 @@
-#include "atomic_file.h"
+#include "src/util/atomic_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

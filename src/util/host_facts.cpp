@@ -1,4 +1,4 @@
-#include "host_facts.h"
+#include "src/util/host_facts.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>

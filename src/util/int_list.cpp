@@ -1,4 +1,4 @@
-#include "int_list.h"
+#include "src/util/int_list.h"
 
 #include <fmt/format.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "run_lock.h"
+#include "src/util/run_lock.h"
 
 #include <fcntl.h>
 #include <signal.h>

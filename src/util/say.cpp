@@ -1,4 +1,4 @@
-#include "say.h"
+#include "src/util/say.h"
 
 namespace sdc {
 

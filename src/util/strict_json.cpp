@@ -1,4 +1,4 @@
-#include "strict_json.h"
+#include "src/util/strict_json.h"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@ screen that dies in its own reporting code: the in-progress files stay, never th
 
 Real failures cannot be made on healthy hardware (and drills do not count for the policy), so the
 policy's histories are written here line by line in the format 'run --history' writes (src/core/history.h);
-the unit tests (tests/unit/test_history.cpp) cover each rule, this covers the binary around them.
+the unit tests (tests/unit/core/test_history.cpp) cover each rule, this covers the binary around them.
 """
 import json
 import os

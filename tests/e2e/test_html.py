@@ -17,7 +17,7 @@ a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
   7. laid out by Chromium in a 480-pixel window (a script added to a copy of the page measures it): the
      reproduce box is labelled and its lines break between words, never inside a case id or a drill; every
      unit's cell carries its number, inside the cell, and the legend says what the number is.
-A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/test_html.cpp: this machine cannot produce its report.
+A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/report/test_html.cpp: this machine cannot produce its report.
 """
 import json
 import os

@@ -2,7 +2,7 @@
 // the device, which are compared with a CPU golden and which must repeat their own bits, on which case of a
 // family the fault hooks run, and which cuBLASLt cases have every heuristic algorithm checked; and how each of
 // their steps runs (guarded: one step's exception is its own failure, never the end of the steps after it).
-// A unit test (tests/unit/test_gpu_plan.cpp) walks the battery through this same function on every build, so a
+// A unit test (tests/unit/backends/test_gpu_plan.cpp) walks the battery through this same function on every build, so a
 // case the GPU tests cannot describe (a shape key a check assumes, a missing golden) fails in CI, not on the
 // first GPU.
 #pragma once

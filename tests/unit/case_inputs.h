@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "catch.h"
+#include "tests/unit/catch.h"
 #include "src/core/family.h"
 
 namespace sdc::test {

@@ -1,2 +1,2 @@
 #define CATCH_CONFIG_MAIN
-#include "catch.h"
+#include "tests/unit/catch.h"

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "../../core/family.h"
-#include "../../core/inject.h"
-#include "../../core/scheduler.h"
-#include "worker_pool.h"
+#include "src/core/family.h"
+#include "src/core/inject.h"
+#include "src/core/scheduler.h"
+#include "src/backends/cpu/worker_pool.h"
 
 namespace sdc::cpu {
 

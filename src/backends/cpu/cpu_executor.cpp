@@ -1,4 +1,4 @@
-#include "cpu_executor.h"
+#include "src/backends/cpu/cpu_executor.h"
 
 #include <fmt/format.h>
 
@@ -12,15 +12,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../../core/activity.h"
-#include "../../core/miscompare.h"
-#include "../../core/unit_name.h"
-#include "../../spec/digest.h"
-#include "../../util/int_list.h"
-#include "cpu_case.h"
-#include "cpu_probe.h"
-#include "cpu_retest.h"
-#include "worker_pool.h"
+#include "src/core/activity.h"
+#include "src/core/miscompare.h"
+#include "src/core/unit_name.h"
+#include "src/spec/digest.h"
+#include "src/util/int_list.h"
+#include "src/backends/cpu/cpu_case.h"
+#include "src/backends/cpu/cpu_probe.h"
+#include "src/backends/cpu/cpu_retest.h"
+#include "src/backends/cpu/worker_pool.h"
 
 namespace sdc::cpu {
 namespace {

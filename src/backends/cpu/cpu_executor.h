@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "../../core/patterns.h"
-#include "../../core/scheduler.h"
+#include "src/core/patterns.h"
+#include "src/core/scheduler.h"
 
 namespace sdc::cpu {
 

@@ -1,6 +1,6 @@
 // The passes of a case on the CPU workers (cpu_case.h): generating the inputs and computing every tile once,
 // under the watchdog, with the drills that make a worker crash or exit outside its tiles.
-#include "cpu_case.h"
+#include "src/backends/cpu/cpu_case.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -14,15 +14,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../../core/activity.h"
-#include "../../core/miscompare.h"
-#include "../../core/unit_name.h"
-#include "../../spec/digest.h"
-#include "../../util/int_list.h"
-#include "cpu_case.h"
-#include "cpu_probe.h"
-#include "cpu_retest.h"
-#include "worker_pool.h"
+#include "src/core/activity.h"
+#include "src/core/miscompare.h"
+#include "src/core/unit_name.h"
+#include "src/spec/digest.h"
+#include "src/util/int_list.h"
+#include "src/backends/cpu/cpu_case.h"
+#include "src/backends/cpu/cpu_probe.h"
+#include "src/backends/cpu/cpu_retest.h"
+#include "src/backends/cpu/worker_pool.h"
 
 namespace sdc::cpu {
 

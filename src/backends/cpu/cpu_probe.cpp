@@ -1,4 +1,4 @@
-#include "cpu_probe.h"
+#include "src/backends/cpu/cpu_probe.h"
 
 #include <time.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../core/family.h"
+#include "src/core/family.h"
 
 namespace sdc::cpu {
 

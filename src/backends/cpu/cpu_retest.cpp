@@ -1,11 +1,11 @@
-#include "cpu_retest.h"
+#include "src/backends/cpu/cpu_retest.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
-#include "../../spec/digest.h"
+#include "src/spec/digest.h"
 
 namespace sdc::cpu {
 namespace {

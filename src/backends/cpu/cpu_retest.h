@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "../../core/result.h"
-#include "cpu_case.h"
+#include "src/core/result.h"
+#include "src/backends/cpu/cpu_case.h"
 
 namespace sdc::cpu {
 

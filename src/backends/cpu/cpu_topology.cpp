@@ -1,4 +1,4 @@
-#include "cpu_topology.h"
+#include "src/backends/cpu/cpu_topology.h"
 
 #include <fmt/format.h>
 #include <sched.h>

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "../../core/device_info.h"  // LogicalCpu
+#include "src/core/device_info.h"  // LogicalCpu
 
 namespace sdc::cpu {
 

@@ -1,4 +1,4 @@
-#include "worker_pool.h"
+#include "src/backends/cpu/worker_pool.h"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "../../core/activity.h"
+#include "src/core/activity.h"
 
 namespace sdc::cpu {
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu_topology.h"
+#include "src/backends/cpu/cpu_topology.h"
 
 namespace sdc::cpu {
 

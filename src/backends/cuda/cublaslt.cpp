@@ -1,5 +1,5 @@
 // cuBLASLt loaded at run time, the GEMM plan and the description of its algorithms (cublaslt.h).
-#include "cublaslt.h"
+#include "src/backends/cuda/cublaslt.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include "cuda_backend.h"
+#include "src/backends/cuda/cuda_backend.h"
 
 #ifndef SDC_CUDA_TOOLKIT_LIBDIR
 #define SDC_CUDA_TOOLKIT_LIBDIR ""

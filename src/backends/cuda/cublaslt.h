@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "lt_dtype.h"
+#include "src/backends/cuda/lt_dtype.h"
 
 namespace sdc::cuda {
 

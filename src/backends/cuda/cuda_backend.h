@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "../../core/device_info.h"
-#include "../../core/node_consensus.h"
-#include "../../core/scheduler.h"
+#include "src/core/device_info.h"
+#include "src/core/node_consensus.h"
+#include "src/core/scheduler.h"
 
 namespace sdc::cuda {
 

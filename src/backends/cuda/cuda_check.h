@@ -5,8 +5,8 @@
 // go on.
 #pragma once
 
-#include "cuda_target.h"
-#include "device_error.h"
+#include "src/backends/cuda/cuda_target.h"
+#include "src/backends/cuda/device_error.h"
 
 namespace sdc::cuda {
 

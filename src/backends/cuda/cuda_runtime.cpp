@@ -3,9 +3,9 @@
 // nvcc compiled (the `gpu` target).
 #include <cuda_runtime_api.h>
 
-#include "cuda_check.h"
-#include "device_passes.h"
-#include "device_runtime.h"
+#include "src/backends/cuda/cuda_check.h"
+#include "src/backends/cuda/device_passes.h"
+#include "src/backends/cuda/device_runtime.h"
 
 namespace sdc::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA runtime of a build without nvcc: nothing is usable, and the reason says so. The GPU executor itself is
 // compiled in every build: it drives emulated devices (src/backends/emu) there too.
-#include "cuda_backend.h"
-#include "device_runtime.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/backends/cuda/device_runtime.h"
 
 namespace sdc::cuda {
 

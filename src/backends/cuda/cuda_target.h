@@ -6,7 +6,7 @@
 #pragma once
 
 #if defined(SDC_EMU)
-#include "../emu/cuda_emu.h"
+#include "src/backends/emu/cuda_emu.h"
 #define SDC_TARGET emu
 #else
 #include <cuda_runtime.h>

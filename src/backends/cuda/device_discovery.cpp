@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/backends/cuda/cuda_check.h"
 
 namespace sdc::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "device_error.h"
+#include "src/backends/cuda/device_error.h"
 
 #include <cstring>
 

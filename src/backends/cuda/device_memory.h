@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "device_runtime.h"
+#include "src/backends/cuda/device_runtime.h"
 
 namespace sdc::cuda {
 

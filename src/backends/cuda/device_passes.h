@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "device_problem.h"
+#include "src/backends/cuda/device_problem.h"
 
 #define SDC_DEVICE_PASSES                                                                                  \
   /* digests[t] = tile_digest(t, elements of tile t in offset order, tile_elements) for every tile, the    \

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../../spec/hd.h"
+#include "src/spec/hd.h"
 
 // A stream and an event of whichever runtime runs the case, as the CUDA runtime spells them (the same
 // declarations as its driver_types.h): the CUDA runtime's own, or the emulated device's behind the same

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "../../core/device_info.h"
-#include "../../core/family.h"
-#include "device_error.h"
-#include "device_problem.h"
+#include "src/core/device_info.h"
+#include "src/core/family.h"
+#include "src/backends/cuda/device_error.h"
+#include "src/backends/cuda/device_problem.h"
 
 namespace sdc::cuda {
 

@@ -1,8 +1,8 @@
 // The generic device passes: input generation from the shared generator, per-tile digests with the
 // injection hook, input bit flips, and the hang drill.
-#include "../../spec/digest.h"
-#include "device_util.cuh"
-#include "watchdog.h"
+#include "src/spec/digest.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/backends/cuda/watchdog.h"
 
 namespace sdc::cuda::SDC_TARGET {
 namespace {

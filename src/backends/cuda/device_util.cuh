@@ -5,9 +5,9 @@
 #include <tuple>
 #include <utility>
 
-#include "../../spec/generator.h"
-#include "cuda_check.h"
-#include "device_problem.h"
+#include "src/spec/generator.h"
+#include "src/backends/cuda/cuda_check.h"
+#include "src/backends/cuda/device_problem.h"
 
 namespace sdc::cuda {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_backend.h"
-#include "gpu_executor.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/backends/cuda/gpu_executor.h"
 
 namespace sdc::cuda {
 

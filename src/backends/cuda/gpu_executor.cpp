@@ -22,10 +22,10 @@
 #include <set>
 #include <thread>
 
-#include "../../core/inject.h"
-#include "../../core/unit_name.h"
-#include "../../spec/digest.h"
-#include "gpu_executor.h"
+#include "src/core/inject.h"
+#include "src/core/unit_name.h"
+#include "src/spec/digest.h"
+#include "src/backends/cuda/gpu_executor.h"
 
 namespace sdc::cuda {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "../../core/unit_name.h"
-#include "gpu_state.h"
+#include "src/core/unit_name.h"
+#include "src/backends/cuda/gpu_state.h"
 
 namespace sdc::cuda {
 

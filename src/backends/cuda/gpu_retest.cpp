@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "../../core/inject.h"
-#include "../../spec/digest.h"
-#include "gpu_executor.h"
+#include "src/core/inject.h"
+#include "src/spec/digest.h"
+#include "src/backends/cuda/gpu_executor.h"
 
 namespace sdc::cuda {
 

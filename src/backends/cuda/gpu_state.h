@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "../../core/node_consensus.h"
-#include "../../core/scheduler.h"
-#include "device_memory.h"
-#include "device_runtime.h"
-#include "watchdog.h"
+#include "src/core/node_consensus.h"
+#include "src/core/scheduler.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_runtime.h"
+#include "src/backends/cuda/watchdog.h"
 
 namespace sdc::cuda {
 

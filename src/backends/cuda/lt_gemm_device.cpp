@@ -1,10 +1,10 @@
 // A case computed by cuBLASLt (lt_gemm_device.h).
-#include "lt_gemm_device.h"
+#include "src/backends/cuda/lt_gemm_device.h"
 
 #include <stdexcept>
 #include <utility>
 
-#include "cuda_check.h"
+#include "src/backends/cuda/cuda_check.h"
 
 namespace sdc::cuda {
 

@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "cublaslt.h"
-#include "device_problem.h"
+#include "src/backends/cuda/cublaslt.h"
+#include "src/backends/cuda/device_problem.h"
 
 namespace sdc::cuda {
 

@@ -1,4 +1,4 @@
-#include "pci_gpus.h"
+#include "src/backends/cuda/pci_gpus.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // The watchdog's polling: the host thread asks whether device work is done until a deadline, and never
 // blocks in a call that could wait for a hung kernel (a synchronize, or a copy to pageable memory: the GPU executor
 // copies results to pinned buffers for that reason). Plain C++ with the event behind a callable, so that a
-// unit test drives it with a fake event (tests/unit/test_watchdog.cpp).
+// unit test drives it with a fake event (tests/unit/backends/test_watchdog.cpp).
 #pragma once
 
 #include <chrono>

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "block_impl.h"
+#include "src/backends/emu/block_impl.h"
 
 namespace sdc::emu {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "block_impl.h"
+#include "src/backends/emu/block_impl.h"
 
 namespace sdc::emu::fiber {
 

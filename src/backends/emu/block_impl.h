@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "block.h"
+#include "src/backends/emu/block.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)

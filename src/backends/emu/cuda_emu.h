@@ -21,9 +21,9 @@
 #include <cstring>
 #include <functional>
 
-#include "block.h"
-#include "emu_device.h"
-#include "mma.h"
+#include "src/backends/emu/block.h"
+#include "src/backends/emu/emu_device.h"
+#include "src/backends/emu/mma.h"
 
 // ---- keywords ----
 #define __global__

@@ -1,7 +1,7 @@
 // The CUDA runtime calls of device-side code (cuda_emu.h), on the calling thread's current emulated device.
 #include <cstddef>
 
-#include "emu_device_impl.h"
+#include "src/backends/emu/emu_device_impl.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../cuda/device_passes.h"
-#include "../cuda/device_runtime.h"
-#include "emu_device_impl.h"
+#include "src/backends/cuda/device_passes.h"
+#include "src/backends/cuda/device_runtime.h"
+#include "src/backends/emu/emu_device_impl.h"
 
 namespace sdc::emu::detail {
 

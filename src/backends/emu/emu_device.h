@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../../core/device_info.h"
-#include "mma.h"
+#include "src/core/device_info.h"
+#include "src/backends/emu/mma.h"
 
 typedef struct CUstream_st* cudaStream_t;
 

@@ -19,9 +19,9 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "../cuda/device_runtime.h"
+#include "src/backends/cuda/device_runtime.h"
 #define SDC_EMU 1
-#include "cuda_emu.h"
+#include "src/backends/emu/cuda_emu.h"
 
 namespace sdc::emu::detail {
 

@@ -15,7 +15,7 @@
 
 #include <time.h>
 
-#include "emu_device_impl.h"
+#include "src/backends/emu/emu_device_impl.h"
 
 namespace sdc::emu::detail {
 namespace {

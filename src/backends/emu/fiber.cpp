@@ -12,7 +12,7 @@
 #include <exception>
 #include <system_error>
 
-#include "block_impl.h"
+#include "src/backends/emu/block_impl.h"
 
 #if defined(SDC_EMU_ASM_SWITCH)
 extern "C" {

@@ -1,7 +1,7 @@
 // The shared-memory race checker (racecheck.h): the __tsan_* entry points g++ 12's instrumentation calls,
 // defined here (this file itself is compiled without instrumentation), and the per-byte shadow of each
 // stream thread's static TLS block. Linked only into the racecheck_tests executable.
-#include "racecheck.h"
+#include "src/backends/emu/racecheck.h"
 
 #include <fmt/format.h>
 #include <link.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "block.h"
-#include "emu_device.h"
+#include "src/backends/emu/block.h"
+#include "src/backends/emu/emu_device.h"
 
 namespace sdc::emu::racecheck {
 namespace {

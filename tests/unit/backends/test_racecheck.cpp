@@ -1,0 +1,122 @@
+// The emulated device's shared-memory race checker (src/backends/emu/racecheck.h): planted races are
+// reported with kernel, block, threads and address, the same kernels with their barrier are not, and every
+// exact and exact-integer kernel of the boot battery (with the GPU executor's own passes) runs race-free. This
+// file is compiled for the emulated device (-DSDC_EMU) with the checker's instrumentation, like the kernels
+// the executable links.
+#include <algorithm>
+#include <vector>
+
+#include "tests/unit/catch.h"
+#include "src/backends/cuda/cuda_backend.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/backends/emu/racecheck.h"
+#include "src/core/patterns.h"
+
+using namespace sdc;
+namespace rc = sdc::emu::racecheck;
+
+namespace {
+
+// 128 threads: thread t and t + 64 write the same word before the barrier.
+__global__ void write_write(int* out) {
+  __shared__ int s[64];
+  s[threadIdx.x % 64] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x % 64];
+}
+
+// Each thread reads its neighbour's word with no barrier after the neighbour's write.
+__global__ void no_barrier(int* out) {
+  __shared__ int s[128];
+  s[threadIdx.x] = static_cast<int>(threadIdx.x);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
+}
+
+// The same with its barrier: race-free.
+__global__ void with_barrier(int* out) {
+  __shared__ int s[128];
+  s[threadIdx.x] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
+}
+
+// Runs `kernel` as 2 blocks of 128 threads on an emulated device and waits for it.
+template <class K>
+void run_planted(const char* name, K kernel) {
+  static const std::vector<DeviceInfo> gpus = emu::create_devices({emu::Spec{}});
+  auto rt = cuda::open_emulated_runtime(gpus[0]);
+  rt->make_current();
+  cuda::Stream s(*rt);
+  cuda::DeviceBuffer out(*rt, 256 * sizeof(int));
+  cuda::launch(name, kernel, 2, 128, s.get(), out.as<int>());
+  std::vector<int> host(256);
+  rt->copy(host.data(), out.get(), host.size() * sizeof(int), s.get());
+}
+
+}  // namespace
+
+TEST_CASE("a planted write-write race is reported with kernel, block, threads and address", "[racecheck]") {
+  rc::reset();
+  run_planted("write_write", write_write);
+  const auto races = rc::races();
+  REQUIRE(rc::race_count() == 2 * 64);  // per block, threads 64..127 each meet the write of t - 64
+  REQUIRE(races.size() == 128);
+  const rc::Race& r = races.front();
+  CHECK(r.kernel == "write_write");
+  CHECK(r.block == 0);
+  CHECK(r.kind == "write-write");
+  CHECK(r.first == 0);
+  CHECK(r.second == 64);
+  CHECK(races.back().block == 1);
+  CHECK(r.describe().find("write_write block 0: threads 0 and 64") != std::string::npos);
+  // The same word for the same pair of threads in the other block.
+  const auto same = std::find_if(races.begin(), races.end(),
+                                 [&](const rc::Race& x) { return x.block == 1 && x.first == 0 && x.second == 64; });
+  REQUIRE(same != races.end());
+  CHECK(same->offset == r.offset);
+}
+
+TEST_CASE("a read before the writer's barrier is reported; with the barrier nothing is", "[racecheck]") {
+  rc::reset();
+  run_planted("no_barrier", no_barrier);
+  const auto races = rc::races();
+  REQUIRE(!races.empty());
+  CHECK(races.front().kernel == "no_barrier");
+  CHECK(races.front().kind == "read-write");  // thread 0 read word 1 before thread 1 wrote it
+  CHECK(races.front().first == 0);
+  CHECK(races.front().second == 1);
+
+  rc::reset();
+  run_planted("with_barrier", with_barrier);
+  CHECK(rc::race_count() == 0);
+  CHECK(rc::shared_accesses() == 2 * 128 * 2);  // every write and read of s was seen
+}
+
+TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free", "[racecheck]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  std::vector<std::string> ids;
+  for (const Case& c : ps.battery.cases) {
+    const bool exact = c.mode == Mode::exact || c.mode == Mode::exact_integer;
+    if (exact && find_family(c.family)->prepare_emu && c.iterations.count("boot")) ids.push_back(c.id);
+  }
+  REQUIRE(ids.size() >= 30);
+  Selection sel;
+  REQUIRE(select_cases(ps.battery, "boot", ids, {}, sel).empty());
+  RunOptions opt;
+  opt.seed = 5;
+  opt.time_budget_s = 3600;
+  emu::Spec spec;
+  spec.sample_blocks = 2;  // the instrumented kernels are slow; every kernel still runs
+  const std::vector<DeviceInfo> gpus = emu::create_devices({spec});
+  rc::reset();
+  RunResult result;
+  run_screen(*cuda::make_backend(ps, gpus), sel, opt, result);
+  for (const TestResult& t : result.tests) {
+    INFO(t.id << ": " << t.reason);
+    CHECK(t.verdict == Verdict::pass);
+  }
+  for (const rc::Race& r : rc::races()) UNSCOPED_INFO(r.describe());
+  CHECK(rc::race_count() == 0);
+  CHECK(rc::shared_accesses() > 1000000);
+}

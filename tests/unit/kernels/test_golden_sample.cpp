@@ -1,0 +1,72 @@
+// The checked-in goldens are what the specification computes: a random sample of golden tiles is
+// recomputed with the plain scalar path (not the fast path that wrote them) and must match.
+#include <cstdlib>
+#include <random>
+
+#include "tests/unit/case_inputs.h"
+#include "tests/unit/catch.h"
+#include "src/core/patterns.h"
+#include "src/spec/digest.h"
+
+using namespace sdc;
+
+TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests", "[golden]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  std::random_device rd;
+  const unsigned seed = rd();
+  INFO("sample seed " << seed);
+  std::mt19937_64 rng(seed);
+  size_t checked = 0;
+  size_t with_golden = 0;
+  size_t replays = 0;  // one tile each
+  const bool sanitized = std::getenv("SDC_SANITIZED") != nullptr;
+  for (const Case& c : ps.battery.cases) {
+    if (!has_cpu_golden(c.mode)) continue;  // recorded on GPUs: no CPU recomputation exists
+    // A training-step replay's tiles are identical whole replays; the plain path of a small-preset replay takes
+    // minutes, so its goldens are left to `golden`'s two computations, and the tiny presets' one tile here
+    // stands for them (test_train_step_f32.cpp checks the paths agree).
+    const bool replay = c.family == "train_step_f32";
+    if (replay && c.shape.dims.at("preset") != 0) continue;
+    ++with_golden;
+    replays += replay;
+    const test::CaseInputs k = test::prepare_inputs(c);
+    const Problem* p = k.p.get();
+    const GoldenCase& g = ps.golden.at(c.id);
+    std::vector<float> out(p->tile_elements());
+    // Three tiles per case: the first, the last and one at random. Under a sanitizer (SDC_SANITIZED, the
+    // suite's environment) the one at random: the scalar path of a large case's tile is seconds of work there,
+    // and what a sanitizer looks for is the same on every tile.
+    const uint64_t n = p->tile_count();
+    const uint64_t random_tile = rng() % n;
+    for (uint64_t t : {uint64_t{0}, n - 1, random_tile}) {
+      if (replay && t != 0) continue;
+      if (sanitized && !replay && t != random_tile) continue;
+      INFO(c.id << " tile " << t);
+      p->compute_tile_scalar(k.ptrs.data(), t, out.data());
+      REQUIRE(tile_digest(t, out.data(), p->tile_elements()) == g.tile_digests[t]);
+      ++checked;
+    }
+  }
+  REQUIRE(with_golden >= 1);
+  REQUIRE(checked >= (sanitized ? with_golden : 3 * with_golden - 2 * replays));
+}
+
+// The small-preset replays' goldens against the plain path: minutes of single-threaded work, so hidden from the
+// default run (`unit_tests "[replay-small]"`); the GPU's kernels follow the plain path, and the GPU runbook
+// runs the small cases, so this says beforehand that a healthy GPU can match them.
+TEST_CASE("the small training-step replays' goldens recompute with the plain path", "[.][replay-small]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  size_t checked = 0;
+  for (const Case& c : ps.battery.cases) {
+    if (c.family != "train_step_f32" || c.shape.dims.at("preset") == 0) continue;
+    const auto p = find_family(c.family)->prepare(c);
+    std::vector<float> unused(1);
+    const float* ptrs[] = {unused.data()};
+    std::vector<float> out(p->tile_elements());
+    INFO(c.id);
+    p->compute_tile_scalar(ptrs, 0, out.data());
+    CHECK(tile_digest(0, out.data(), p->tile_elements()) == ps.golden.at(c.id).tile_digests[0]);
+    ++checked;
+  }
+  REQUIRE(checked >= 2);
+}

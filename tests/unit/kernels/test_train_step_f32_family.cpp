@@ -1,0 +1,153 @@
+// The train_step_f32 family (kernels/train_step_f32/train_step_f32_family.cpp): a tile is one complete
+// replay; its fast path equals the plain path, its slot names are unique, and a fault injected into a
+// submodule output shows at the levels and slots it should, and nowhere else.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/unit/catch.h"
+#include "kernels/train_step_f32/train_step_f32_model.h"
+#include "src/core/family.h"
+#include "src/core/inject.h"
+#include "tests/unit/train_step_test.h"
+
+using namespace sdc;
+using namespace sdc::train_step_f32;
+using namespace train_step_test;
+
+namespace sdc::train_step_f32 {
+Family family();
+}
+
+namespace {
+
+Case replay_case(int level, int steps, int optimizer = 0) {
+  Case c;
+  c.id = "train_step_f32.test";
+  c.family = "train_step_f32";
+  c.data_seed = 7;
+  c.shape.dims = {{"preset", 0}, {"level", level}, {"steps", steps}, {"optimizer", optimizer}, {"replicas", 2}};
+  return c;
+}
+
+Vec replay_tile(const Problem& p, const Injection* inj = nullptr) {
+  Vec out(p.tile_elements());
+  sdc::Workspace ws;
+  const float* in = nullptr;
+  if (inj) {
+    REQUIRE(p.replay());
+    REQUIRE(p.replay()->compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
+  } else {
+    p.compute_tile(&in, 0, out.data(), ws);
+  }
+  return out;
+}
+
+// The slot names (without the replica) whose bits differ.
+std::vector<std::string> differing(const Problem& p, const Vec& a, const Vec& b) {
+  std::vector<std::string> names;
+  for (uint32_t e = 0; e < p.tile_elements(); ++e)
+    if (float_bits(a[e]) != float_bits(b[e]))
+      names.push_back(p.element_name(e).substr(std::string("replica 0: ").size()));
+  return names;
+}
+
+bool any_starts(const std::vector<std::string>& names, const std::string& prefix) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+}
+
+Injection replay_fault(const std::string& sub, int64_t step, int mb, int output, uint64_t element, int bit) {
+  Injection inj;
+  inj.submodule = sub;
+  inj.step = step;
+  inj.microbatch = mb;
+  inj.output = output;
+  inj.element = element;
+  inj.mask = 1u << bit;
+  return inj;
+}
+
+}  // namespace
+
+TEST_CASE("train_step_f32 family: a replay tile's fast path equals the plain path; names are unique", "[replay]") {
+  const Family f = family();
+  for (int level : {12, 3})
+    for (int opt : {0, 1}) {
+      const Case c = replay_case(level, 3, opt);
+      REQUIRE(f.validate(c).empty());
+      const auto p = f.prepare(c);
+      const Vec fast = replay_tile(*p);
+      Vec plain(p->tile_elements());
+      const float* in = nullptr;
+      p->compute_tile_scalar(&in, 1, plain.data());
+      CHECK(same_bits(fast, plain));
+      for (float x : fast) CHECK(x == x);  // no NaN: goldens refuse them
+      std::set<std::string> names;
+      for (uint64_t e = 0; e < p->output_elements(); ++e) names.insert(p->element_name(e));
+      CHECK(names.size() == p->output_elements());
+      if (level == 12) {  // a healthy replay's metrics are exactly 0
+        for (uint32_t e = 0; e < p->tile_elements(); ++e) {
+          const std::string n = p->element_name(e);
+          if (n.find("mismatch_") != std::string::npos || n.find("grad_diff_ratio") != std::string::npos)
+            CHECK(fast[e] == 0.0f);
+        }
+      } else {
+        CHECK(fast[p->tile_elements() - 2] == 0.0f);  // param_distance
+        CHECK(fast[p->tile_elements() - 1] == 0.0f);  // loss_spike
+      }
+    }
+  Case bad = replay_case(12, 1);
+  bad.shape.dims["preset"] = 2;
+  CHECK_FALSE(f.validate(bad).empty());
+}
+
+TEST_CASE(
+    "train_step_f32 family: a fault in one submodule shows at its L1 slots only, in the L2 tensors it reaches, "
+    "and in level 3 from its step on",
+    "[replay]") {
+  const Family f = family();
+  {
+    const auto p = f.prepare(replay_case(12, 1));
+    const Vec clean = replay_tile(*p);
+    // token 5 of micro-batch 1 (token 0 attends to itself alone: its query and key get no gradient)
+    Injection inj = replay_fault("layer0.mlp.down.backward", 0, 1, 0, 5 * 192 + 100, 20);
+    REQUIRE(p->replay()->check_fault(inj).empty());
+    const auto d = differing(*p, replay_tile(*p, &inj), clean);
+    std::vector<std::string> l1;
+    for (const auto& n : d)
+      if (n.rfind("L1 ", 0) == 0) l1.push_back(n);
+    REQUIRE_FALSE(l1.empty());
+    for (const auto& n : l1) CHECK(n.rfind("L1 layer0.mlp.down.backward mb 1 out 0 digest.", 0) == 0);
+    CHECK(any_starts(d, "L2 grad layer0.mlp.up "));
+    CHECK(any_starts(d, "L2 grad layer0.attn.wq "));
+    CHECK(any_starts(d, "L2 grad embed "));
+    CHECK(any_starts(d, "L2 param layer0.mlp.gate "));
+    CHECK_FALSE(any_starts(d, "L2 grad layer0.mlp.down "));  // its dw does not read its dx
+    CHECK_FALSE(any_starts(d, "L2 grad layer1."));
+    CHECK_FALSE(any_starts(d, "L2 grad lm_head "));
+    CHECK_FALSE(any_starts(d, "L2 grad final_norm "));
+    CHECK(any_starts(d, "L2 grad layer0.mlp.up mismatch_frequency"));
+    CHECK(any_starts(d, "L2 grad layer0.mlp.up grad_diff_ratio"));
+
+    Injection unknown = replay_fault("layer0.mlp.nothing.backward", 0, 0, 0, 0, 3);
+    CHECK_FALSE(p->replay()->check_fault(unknown).empty());
+    Injection late = replay_fault("layer0.mlp.down.backward", 1, 0, 0, 0, 3);
+    CHECK_FALSE(p->replay()->check_fault(late).empty());
+    Injection outside = replay_fault("loss.step", 0, 0, 0, 1, 3);
+    CHECK_FALSE(p->replay()->check_fault(outside).empty());
+  }
+  {
+    const auto p = f.prepare(replay_case(3, 4));
+    const Vec clean = replay_tile(*p);
+    Injection inj = replay_fault("layer0.mlp.down.backward", 2, 0, 0, 100, 20);
+    REQUIRE(p->replay()->check_fault(inj).empty());
+    const auto d = differing(*p, replay_tile(*p, &inj), clean);
+    REQUIRE_FALSE(d.empty());
+    CHECK(d.front().rfind("L3 step 2 ", 0) == 0);
+    CHECK_FALSE(any_starts(d, "L3 step 0 "));
+    CHECK_FALSE(any_starts(d, "L3 step 1 "));
+    CHECK(any_starts(d, "L3 step 3 "));
+    CHECK(any_starts(d, "L3 final param_distance"));
+  }
+}

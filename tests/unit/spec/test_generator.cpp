@@ -1,0 +1,111 @@
+// The input generator: deterministic, in range, and each distribution covers what it promises.
+#include <cmath>
+#include <set>
+
+#include "tests/unit/catch.h"
+#include "src/spec/generator.h"
+
+using namespace sdc;
+
+namespace {
+int exponent_of(float x) {  // unbiased; subnormals report the exponent of their leading bit
+  const uint32_t u = float_bits(x) & 0x7fffffffu;
+  if (u == 0) return -1000;
+  if ((u >> 23) == 0) return -150 + (32 - __builtin_clz(u));
+  return static_cast<int>(u >> 23) - 127;
+}
+}  // namespace
+
+TEST_CASE("values are a pure function of seed, tensor and index", "[generator]") {
+  const uint64_t k1 = tensor_key(42, 0), k2 = tensor_key(42, 1), k3 = tensor_key(43, 0);
+  REQUIRE(k1 != k2);
+  REQUIRE(k1 != k3);
+  for (uint64_t i = 0; i < 1000; ++i)
+    REQUIRE(float_bits(pattern_value(Distribution::uniform, {0, 0}, k1, i)) ==
+            float_bits(pattern_value(Distribution::uniform, {0, 0}, k1, i)));
+  int same = 0;
+  for (uint64_t i = 0; i < 1000; ++i)
+    same += pattern_value(Distribution::uniform, {0, 0}, k1, i) == pattern_value(Distribution::uniform, {0, 0}, k2, i);
+  REQUIRE(same < 5);
+  // Pinned: a change of the generator invalidates every golden, and the GPU must reproduce these.
+  REQUIRE(float_bits(pattern_value(Distribution::uniform, {0, 0}, tensor_key(1, 0), 0)) == 0xbf600964u);
+  REQUIRE(float_bits(pattern_value(Distribution::heavy_tail, {0, 0}, tensor_key(2, 1), 12345)) == 0xbef61bd8u);
+  REQUIRE(float_bits(pattern_value(Distribution::special, {-149, 127}, tensor_key(3, 2), 999)) == 0x407a9856u);
+  REQUIRE(float_bits(pattern_value(Distribution::mantissa_walk, {-3, 3}, tensor_key(4, 0), 77)) == 0x417ffeffu);
+}
+
+TEST_CASE("uniform: multiples of 2^-23 in [-1, 1), both signs", "[generator]") {
+  const uint64_t key = tensor_key(9, 0);
+  int neg = 0;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const float v = pattern_value(Distribution::uniform, {0, 0}, key, i);
+    REQUIRE(v >= -1.0f);
+    REQUIRE(v < 1.0f);
+    REQUIRE(std::ldexp(v, 23) == std::trunc(std::ldexp(v, 23)));
+    neg += v < 0;
+  }
+  REQUIRE(neg > 45000);
+  REQUIRE(neg < 55000);
+}
+
+TEST_CASE("heavy_tail: mostly uniform, about 1 in 64 an outlier up to 2^12", "[generator]") {
+  const uint64_t key = tensor_key(9, 0);
+  int outliers = 0;
+  float biggest = 0;
+  for (uint64_t i = 0; i < 64000; ++i) {
+    const float v = std::fabs(pattern_value(Distribution::heavy_tail, {0, 0}, key, i));
+    REQUIRE(v < 4096.0f);
+    outliers += v >= 1.0f;
+    biggest = std::max(biggest, v);
+  }
+  REQUIRE(outliers > 500);
+  REQUIRE(outliers < 1000);
+  REQUIRE(biggest >= 1024.0f);
+}
+
+TEST_CASE("special: reaches subnormals and both ends of the window, never inf or NaN", "[generator]") {
+  const uint64_t key = tensor_key(3, 0);
+  int subnormal = 0, top = 0, bottom = 0;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const float v = pattern_value(Distribution::special, {-149, 127}, key, i);
+    REQUIRE(std::isfinite(v));
+    const int e = exponent_of(v);
+    REQUIRE(e >= -149);
+    REQUIRE(e <= 127);
+    subnormal += std::fpclassify(v) == FP_SUBNORMAL;
+    top += e >= 120;
+    bottom += e <= -142;
+  }
+  REQUIRE(subnormal > 10000);
+  REQUIRE(top > 10000);
+  REQUIRE(bottom > 10000);
+  for (uint64_t i = 0; i < 10000; ++i) {
+    const int e = exponent_of(pattern_value(Distribution::special, {-149, -21}, key, i));
+    REQUIRE(e <= -21);
+  }
+}
+
+TEST_CASE("mantissa_walk: every significand bit is set alone and cleared alone", "[generator]") {
+  const uint64_t key = tensor_key(5, 0);
+  std::set<uint32_t> ones, zeros;
+  for (uint64_t i = 0; i < 46; ++i) {
+    const float v = pattern_value(Distribution::mantissa_walk, {-3, 3}, key, i);
+    const uint32_t m = float_bits(v) & 0x7fffffu;
+    REQUIRE((__builtin_popcount(m) == 1 || __builtin_popcount(m) == 22));  // one bit set, or one cleared
+    if (__builtin_popcount(m) == 1)
+      ones.insert(m);
+    else
+      zeros.insert(m);
+    REQUIRE(exponent_of(v) >= -3);
+    REQUIRE(exponent_of(v) <= 3);
+  }
+  REQUIRE(ones.size() == 23);
+  REQUIRE(zeros.size() == 23);
+}
+
+TEST_CASE("float_with_exponent builds subnormals exactly", "[generator]") {
+  REQUIRE(float_with_exponent(0, -149, 0) == std::ldexp(1.0f, -149));
+  REQUIRE(float_with_exponent(0, -127, 0) == std::ldexp(1.0f, -127));
+  REQUIRE(float_with_exponent(1, -126, 0) == -std::ldexp(1.0f, -126));
+  REQUIRE(float_with_exponent(0, 127, 0x7fffff) == 3.4028234663852886e38f);
+}
