@@ -18,7 +18,7 @@
 namespace sdc::cross_entropy_f32::SDC_TARGET {
 namespace {
 
-using Block = cuda::RowBlock<TILE_ROWS>;  // one token per group
+using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one token per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr uint32_t TILE_OUT = TILE_ROWS + 1;  // 16 losses, then the tile's partial
 constexpr int UNROLL = 2;                     // segments in flight per warp: sdc_expf needs registers too
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(THREADS)
     const bool vec = chunked::aligned16(x);
 
     const auto ignore_e = [](uint32_t, uint32_t, const float(&)[4]) {};
-    const auto [m, s] = cuda::max_exp_sum<UNROLL>(b, x, vocab, vec, red[b.group], ignore_e);
+    const auto [m, s] = cuda::SDC_TARGET::max_exp_sum<UNROLL>(b, x, vocab, vec, red[b.group], ignore_e);
     if (b.wig == 0 && b.lane == 0) {
       const float l = (m + sdc_logf(s)) - x[target(seed, token, vocab)];
       loss[r] = l;
@@ -46,14 +46,14 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::RowLaunch& l) {
+void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
   l("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.x(), l.cols, l.seed, l.out, l.tile_sm);
 }
 
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
+  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::cross_entropy_f32::SDC_TARGET

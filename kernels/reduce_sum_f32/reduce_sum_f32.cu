@@ -15,7 +15,7 @@
 namespace sdc::reduce_sum_f32::SDC_TARGET {
 namespace {
 
-using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
+using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;  // segments in flight per warp
 
@@ -34,14 +34,14 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::RowLaunch& l) {
+void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
   l("reduce_sum_f32 reduce_kernel", reduce_kernel, l.x(), l.cols, l.out, l.tile_sm);
 }
 
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
+  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::reduce_sum_f32::SDC_TARGET

@@ -15,7 +15,7 @@
 namespace sdc::rmsnorm_f32::SDC_TARGET {
 namespace {
 
-using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
+using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 4;
 
@@ -47,14 +47,14 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 // Tensor 0 is x (rows x cols), tensor 1 is w (cols).
-void launch_rows(const cuda::RowLaunch& l) {
+void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
   l("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.x(), l.w(), l.cols, l.out, l.tile_sm);
 }
 
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
+  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::rmsnorm_f32::SDC_TARGET

@@ -13,7 +13,10 @@
 #include "src/spec/fpmath.h"
 #include "kernels/rows/row_family.h"
 
-namespace sdc::cuda {
+// Everything here lives in the target's namespace (cuda_target.h): the GPU's and the emulated device's copies of
+// these templates are instantiated with the same types (a family's launch is a plain function pointer), so in
+// one namespace the linker would keep one target's copy for both, and a GPU would run the emulator's.
+namespace sdc::cuda::SDC_TARGET {
 
 // One block of THREADS threads per tile of TILE_ROWS rows, so the block's SM computed the whole tile: the
 // warps form GROUPS = TILE_ROWS groups of GROUP_WARPS, group g takes rows g, g + GROUPS, ... of the tile
@@ -137,7 +140,7 @@ class RowDevice final : public DeviceProblem {
   Engine engine() const override { return {OWN_KERNELS, "simt fp32, fixed chunked pairwise trees (exact)"}; }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, f_.window(t, dist_),
+    cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, f_.window(t, dist_),
                                  tensor_key(seed_, t), stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
@@ -166,4 +169,4 @@ std::unique_ptr<DeviceProblem> make_row_device(const Case& c, Launch launch) {
   return std::make_unique<RowDevice<Launch>>(c, F, launch);
 }
 
-}  // namespace sdc::cuda
+}  // namespace sdc::cuda::SDC_TARGET

@@ -17,7 +17,7 @@
 namespace sdc::softmax_f32::SDC_TARGET {
 namespace {
 
-using Block = cuda::RowBlock<TILE_ROWS>;  // one row per group
+using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
 constexpr int UNROLL = 2;  // segments in flight per warp: sdc_expf needs registers too
 
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(THREADS)
     const auto write_e = [&](uint32_t i, uint32_t count, const float(&e)[4]) {
       chunked::store_span(yr, i, count, vec, e);
     };
-    const float s = cuda::max_exp_sum<UNROLL>(b, xr, cols, vec, red[b.group], write_e).s;
+    const float s = cuda::SDC_TARGET::max_exp_sum<UNROLL>(b, xr, cols, vec, red[b.group], write_e).s;
 
     b.for_spans(cols, [&](uint32_t first, uint32_t count) {
       float e[4];
@@ -42,14 +42,14 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::RowLaunch& l) {
+void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
   l("softmax_f32 softmax_kernel", softmax_kernel, l.x(), l.cols, l.out, l.tile_sm);
 }
 
 }  // namespace
 
 std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::make_row_device<ROW_FAMILY>(c, launch_rows);
+  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
 }
 
 }  // namespace sdc::softmax_f32::SDC_TARGET

@@ -28,6 +28,7 @@ inline unsigned grid_for(uint64_t n, unsigned block) {
   return static_cast<unsigned>(blocks < 65536 ? (blocks ? blocks : 1) : 65536);
 }
 
+namespace SDC_TARGET {
 // Enqueues `kernel` on stream s as a 1-D grid of `grid` blocks of `block` threads and checks the launch
 // (a bad configuration shows here, an asynchronous fault at the next synchronization). `what` names the
 // kernel in an error. The one place a kernel is launched: the triple-chevron syntax for the GPU, the
@@ -46,6 +47,10 @@ void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned bloc
   check(cudaGetLastError(), what, __FILE__, __LINE__);
 #endif
 }
+}  // namespace SDC_TARGET
+// In the target's namespace (cuda_target.h): kernels of the same signature launched by both targets would
+// otherwise instantiate one `launch` twice under one name, and the linker would keep one target's for both.
+using SDC_TARGET::launch;
 
 namespace SDC_TARGET {
 // dst[i] = pattern_value(d, w, key, i) for i < n: the host generator's bits, on the device.
