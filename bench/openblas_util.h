@@ -58,15 +58,15 @@ inline CoreChoice openblas_core_choice() {
   c.core = openblas_get_corename();
   const char* env = std::getenv("OPENBLAS_CORETYPE");
   const char* by_bench = std::getenv(kCoreSetByBench);
+  std::string why = "OpenBLAS's own choice for this CPU";
   if (env && by_bench) {
-    c.text = "openblas kernels " + c.core + " (OPENBLAS_CORETYPE=" + env + " set by this benchmark: OpenBLAS chose " +
-             by_bench + ", a fallback slower than this CPU allows)";
+    why = std::string("OPENBLAS_CORETYPE=") + env + " set by this benchmark: OpenBLAS chose " + by_bench +
+          ", a fallback slower than this CPU allows";
   } else if (env) {
     c.forced = env;
-    c.text = "openblas kernels " + c.core + " (forced by OPENBLAS_CORETYPE=" + env + " in the environment)";
-  } else {
-    c.text = "openblas kernels " + c.core + " (OpenBLAS's own choice for this CPU)";
+    why = std::string("forced by OPENBLAS_CORETYPE=") + env + " in the environment";
   }
+  c.text = "openblas kernels " + c.core + " (" + why + ")";
   return c;
 }
 
