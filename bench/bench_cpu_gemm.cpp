@@ -1,11 +1,14 @@
-// Benchmark: sdc::gemm_f32::tile_fast (bit-exact fused chains, 64x64 tiles, one thread) against
-// single-threaded OpenBLAS cblas_sgemm on the same shapes, in one process.
+// Benchmark: sdc::gemm_f32::tile_fast and sdc::gemm_f64::tile_fast (bit-exact fused chains, 64x64 tiles,
+// one thread) against single-threaded OpenBLAS cblas_sgemm and cblas_dgemm on the same shapes, in one process.
 //
 // Usage: bench_cpu_gemm [--reps N] [--big] [--shape MxNxK]... [--min-ratio R] [--no-thp] [--keep-coretype]
-//   --big adds 4096x4096x1024; --shape replaces the default shapes (repeatable). Exit status 1 if any
+//                       [--only f32|f64]
+//   --big adds 4096x4096x1024; --shape replaces the default shapes (repeatable); --only measures one precision.
+//   Each shape prints "ratio MxNxK R" (fp32) and "ratio f64:MxNxK R" (fp64). Exit status 1 if any
 //   throughput ratio ours/OpenBLAS is below --min-ratio (default 0.7), 2 if the two results disagree beyond
-//   rounding, so it can serve as a check; 3 when it could not run (out of memory, the run against OpenBLAS's
-//   own choice failed); 64 for a bad argument.
+//   rounding, or the fp64 result differs in any bit from the plain specification (gemm_f64::tile_scalar, on
+//   a sample of tiles), so it can serve as a check; 3 when it could not run (out of memory, the run against
+//   OpenBLAS's own choice failed); 64 for a bad argument.
 // Timings alternate between the two implementations so that frequency or neighbour noise on a
 // shared machine hits both alike; the median of the repetitions is reported.
 //
@@ -43,6 +46,7 @@
 
 #include "bench/openblas_util.h"
 #include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_f64/gemm_f64_cpu.h"
 
 namespace {
 
@@ -55,13 +59,15 @@ using sdc::bench::time_once;
 constexpr int64_t kTile = 64;
 
 struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
+  void operator()(void* p) const { std::free(p); }
 };
-using Buffer = std::unique_ptr<float[], FreeDeleter>;
+template <class T>
+using Buffer = std::unique_ptr<T[], FreeDeleter>;
 
-Buffer alloc_floats(size_t n, bool thp) {
+template <class T>
+Buffer<T> alloc(size_t n, bool thp) {
   constexpr size_t kAlign = size_t{2} << 20;
-  const size_t bytes = (n * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  const size_t bytes = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, bytes);
   if (!p) {
     std::fprintf(stderr, "out of memory\n");
@@ -69,22 +75,32 @@ Buffer alloc_floats(size_t n, bool thp) {
   }
   if (thp) madvise(p, bytes, MADV_HUGEPAGE);  // best effort: ignored where THP is unavailable
   std::memset(p, 0, bytes);
-  return Buffer(static_cast<float*>(p));
+  return Buffer<T>(static_cast<T*>(p));
 }
 
 struct Shape {
   int64_t m, n, k;
 };
 
+void tile_fast(const float* A, const float* B, const Shape& s, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
+               float* out, std::vector<float>& scratch) {
+  sdc::gemm_f32::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, out, scratch);
+}
+void tile_fast(const double* A, const double* B, const Shape& s, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
+               double* out, std::vector<double>& scratch) {
+  sdc::gemm_f64::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, out, scratch);
+}
+
 // Every 64x64 tile in row-major tile order, as the tool sweeps a product; one thread.
-void ours(const float* A, const float* B, float* C, const Shape& s, float* tile, std::vector<float>& scratch) {
+template <class T>
+void ours(const T* A, const T* B, T* C, const Shape& s, T* tile, std::vector<T>& scratch) {
   for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
     const int64_t mt = std::min(kTile, s.m - i0);
     for (int64_t j0 = 0; j0 < s.n; j0 += kTile) {
       const int64_t nt = std::min(kTile, s.n - j0);
-      sdc::gemm_f32::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, tile, scratch);
+      tile_fast(A, B, s, i0, j0, mt, nt, tile, scratch);
       for (int64_t i = 0; i < mt; ++i)
-        std::memcpy(C + (i0 + i) * s.n + j0, tile + i * nt, static_cast<size_t>(nt) * sizeof(float));
+        std::memcpy(C + (i0 + i) * s.n + j0, tile + i * nt, static_cast<size_t>(nt) * sizeof(T));
     }
   }
 }
@@ -93,6 +109,74 @@ void blas(const float* A, const float* B, float* C, const Shape& s) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
               static_cast<int>(s.k), 1.0f, A, static_cast<int>(s.k), B, static_cast<int>(s.n), 0.0f, C,
               static_cast<int>(s.n));
+}
+void blas(const double* A, const double* B, double* C, const Shape& s) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), 1.0, A, static_cast<int>(s.k), B, static_cast<int>(s.n), 0.0, C,
+              static_cast<int>(s.n));
+}
+
+// The fp64 fast path's product against the plain specification, bit for bit, on up to 9 tiles spread over
+// the tile grid (the first and the last among them): the exact result the screen relies on. Returns the
+// number of differing elements.
+int64_t spec_mismatches(const double* A, const double* B, const double* C, const Shape& s) {
+  const int64_t tm = (s.m + kTile - 1) / kTile, tn = (s.n + kTile - 1) / kTile, tiles = tm * tn;
+  std::vector<double> want(static_cast<size_t>(kTile * kTile));
+  int64_t bad = 0;
+  for (int64_t q = 0; q < 9 && q < tiles; ++q) {
+    const int64_t t = tiles == 1 ? 0 : q * (tiles - 1) / std::min<int64_t>(8, tiles - 1);
+    const int64_t i0 = t / tn * kTile, j0 = t % tn * kTile;
+    const int64_t mt = std::min(kTile, s.m - i0), nt = std::min(kTile, s.n - j0);
+    sdc::gemm_f64::tile_scalar(A, B, s.k, s.n, i0, j0, mt, nt, want.data());
+    for (int64_t i = 0; i < mt; ++i)
+      for (int64_t j = 0; j < nt; ++j)
+        bad += std::memcmp(&want[static_cast<size_t>(i * nt + j)], C + (i0 + i) * s.n + j0 + j, sizeof(double)) != 0;
+  }
+  return bad;
+}
+
+// One precision on one shape: ours and OpenBLAS alternately, the medians, the agreement checks. Prints the
+// shape's line and its ratio line ("ratio NAME R"); returns the ratio, and sets agree.
+template <class T>
+double measure(const Shape& s, const std::string& name, int reps, bool thp, std::mt19937& rng, bool& agree) {
+  const size_t na = static_cast<size_t>(s.m * s.k), nb = static_cast<size_t>(s.k * s.n),
+               nc = static_cast<size_t>(s.m * s.n);
+  Buffer<T> A = alloc<T>(na, thp), B = alloc<T>(nb, thp), C1 = alloc<T>(nc, thp), C2 = alloc<T>(nc, thp),
+            tile = alloc<T>(static_cast<size_t>(kTile * kTile), false);
+  std::uniform_real_distribution<T> dist(-1, 1);
+  for (size_t i = 0; i < na; ++i) A[i] = dist(rng);
+  for (size_t i = 0; i < nb; ++i) B[i] = dist(rng);
+  std::vector<T> scratch;
+
+  ours(A.get(), B.get(), C1.get(), s, tile.get(), scratch);  // warm-up (also sizes scratch)
+  blas(A.get(), B.get(), C2.get(), s);
+  std::vector<double> t_ours, t_blas;
+  for (int r = 0; r < reps; ++r) {
+    t_ours.push_back(time_once([&] { ours(A.get(), B.get(), C1.get(), s, tile.get(), scratch); }));
+    t_blas.push_back(time_once([&] { blas(A.get(), B.get(), C2.get(), s); }));
+  }
+
+  // OpenBLAS sums in another order, so only closeness is expected; |C| <~ sqrt(K).
+  double max_diff = 0.0;
+  for (size_t i = 0; i < nc; ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(C1[i] - C2[i])));
+  const double tolerance = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  agree = max_diff <= tolerance * static_cast<double>(s.k);
+  std::string exact;
+  if constexpr (sizeof(T) == 8) {
+    const int64_t bad = spec_mismatches(A.get(), B.get(), C1.get(), s);
+    exact = bad ? "  SPEC MISMATCH (" + std::to_string(bad) + " elements)" : "  bit-exact to the specification";
+    agree = agree && bad == 0;
+  }
+
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const double mo = median(t_ours), mb = median(t_blas);
+  const double ratio = mb / mo;
+  std::printf("shape %s  ours %.4f s %.1f GFLOP/s  openblas %.4f s %.1f GFLOP/s  max|diff| %.3g%s%s\n", name.c_str(),
+              mo, flops / mo * 1e-9, mb, flops / mb * 1e-9, max_diff,
+              max_diff <= tolerance * static_cast<double>(s.k) ? "" : "  MISMATCH", exact.c_str());
+  std::printf("ratio %s %.3f\n", name.c_str(), ratio);
+  std::fflush(stdout);
+  return ratio;
 }
 
 // "MxNxK" -> a shape; false for anything else.
@@ -163,7 +247,7 @@ OwnChoice run_own_choice(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   int reps = 7;
-  bool big = false, thp = true, keep_coretype = false;
+  bool big = false, thp = true, keep_coretype = false, f32 = true, f64 = true;
   std::vector<Shape> shapes;
   double min_ratio = 0.7;
   for (int a = 1; a < argc; ++a) {
@@ -178,6 +262,10 @@ int main(int argc, char** argv) {
       thp = false;
     } else if (arg == "--keep-coretype") {
       keep_coretype = true;
+    } else if (arg == "--only" && a + 1 < argc && (std::strcmp(argv[a + 1], "f32") == 0 ||
+                                                   std::strcmp(argv[a + 1], "f64") == 0)) {
+      f32 = std::strcmp(argv[++a], "f32") == 0;
+      f64 = !f32;
     } else if (arg == "--shape" && a + 1 < argc) {
       Shape sh{};
       if (!parse_shape(argv[++a], sh)) {
@@ -187,7 +275,8 @@ int main(int argc, char** argv) {
       shapes.push_back(sh);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--reps N>=5] [--big] [--shape MxNxK]... [--min-ratio R] [--no-thp] [--keep-coretype]\n",
+                   "usage: %s [--reps N>=5] [--big] [--shape MxNxK]... [--min-ratio R] [--no-thp] [--keep-coretype] "
+                   "[--only f32|f64]\n",
                    argv[0]);
       return 64;
     }
@@ -196,7 +285,7 @@ int main(int argc, char** argv) {
 
   openblas_set_num_threads(1);
   const sdc::bench::CoreChoice core = openblas_core_choice();
-  std::printf("isa %s\n", sdc::gemm_f32::fast_path_isa());
+  std::printf("isa %s (f32), %s (f64)\n", sdc::gemm_f32::fast_path_isa(), sdc::gemm_f64::fast_path_isa());
   std::printf("openblas %s, 1 thread\n", openblas_get_config());
   std::printf("%s\n", core.text.c_str());
   std::printf("huge pages %s, %d timed repetitions each after one warm-up\n", thp ? "advised" : "off", reps);
@@ -206,43 +295,21 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, double>> forced_ratios;  // in the order of the shapes
 
   std::mt19937 rng(12345);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   int status = 0;
   for (const Shape& s : shapes) {
-    const size_t na = static_cast<size_t>(s.m * s.k), nb = static_cast<size_t>(s.k * s.n),
-                 nc = static_cast<size_t>(s.m * s.n);
-    Buffer A = alloc_floats(na, thp), B = alloc_floats(nb, thp), C1 = alloc_floats(nc, thp), C2 = alloc_floats(nc, thp),
-           tile = alloc_floats(static_cast<size_t>(kTile * kTile), false);
-    for (size_t i = 0; i < na; ++i) A[i] = dist(rng);
-    for (size_t i = 0; i < nb; ++i) B[i] = dist(rng);
-    std::vector<float> scratch;
-
-    ours(A.get(), B.get(), C1.get(), s, tile.get(), scratch);  // warm-up (also sizes scratch)
-    blas(A.get(), B.get(), C2.get(), s);
-    std::vector<double> t_ours, t_blas;
-    for (int r = 0; r < reps; ++r) {
-      t_ours.push_back(time_once([&] { ours(A.get(), B.get(), C1.get(), s, tile.get(), scratch); }));
-      t_blas.push_back(time_once([&] { blas(A.get(), B.get(), C2.get(), s); }));
-    }
-
-    // Sanity: OpenBLAS sums in another order, so only closeness is expected; |C| <~ sqrt(K).
-    double max_diff = 0.0;
-    for (size_t i = 0; i < nc; ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(C1[i] - C2[i])));
-    const bool agree = max_diff <= 1e-5 * static_cast<double>(s.k);
-
-    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    const double mo = median(t_ours), mb = median(t_blas);
-    const double ratio = mb / mo;
     char name[64];
     std::snprintf(name, sizeof name, "%lldx%lldx%lld", static_cast<long long>(s.m), static_cast<long long>(s.n),
                   static_cast<long long>(s.k));
-    std::printf("shape %s  ours %.4f s %.1f GFLOP/s  openblas %.4f s %.1f GFLOP/s  max|diff| %.3g%s\n", name, mo,
-                flops / mo * 1e-9, mb, flops / mb * 1e-9, max_diff, agree ? "" : "  MISMATCH");
-    std::printf("ratio %s %.3f\n", name, ratio);
-    std::fflush(stdout);
-    forced_ratios.emplace_back(name, ratio);
-    if (!agree) status = 2;
-    if (ratio < min_ratio && status == 0) status = 1;
+    for (const bool wide : {false, true}) {
+      if (!(wide ? f64 : f32)) continue;
+      const std::string label = wide ? std::string("f64:") + name : std::string(name);
+      bool agree = true;
+      const double ratio = wide ? measure<double>(s, label, reps, thp, rng, agree)
+                                : measure<float>(s, label, reps, thp, rng, agree);
+      forced_ratios.emplace_back(label, ratio);
+      if (!agree) status = 2;
+      if (ratio < min_ratio && status == 0) status = 1;
+    }
   }
   if (core.forced.empty()) return status;  // also the child below: it runs with the variable cleared
 

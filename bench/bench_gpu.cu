@@ -1,6 +1,8 @@
 // Benchmark of the CUDA backend, in one process on one GPU (docs/design.md, "Performance targets"):
 //  1. the exact fp32 GEMM (gemm_f32) against cuBLAS SGEMM without TF32 on the same shapes and inputs:
 //     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
+//  1b. the exact fp64 GEMM (gemm_f64) against cuBLAS DGEMM (its default math: fp64 tensor cores where the
+//     GPU has them) on the same shapes and inputs, as 1 (target: at least 0.8);
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
 //     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
 //  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cu): bare matmul against
@@ -33,6 +35,7 @@
 #include "bench/bench_util.h"
 #include "bench/cublas_loader.h"
 #include "kernels/gemm_f32/gemm_f32.h"
+#include "kernels/gemm_f64/gemm_f64.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_passes.h"
@@ -47,6 +50,7 @@ namespace {
 using namespace sdc::bench;
 constexpr double kGemmTarget = 0.85;    // exact GEMM / cuBLAS SGEMM
 constexpr double kDigestTarget = 0.03;  // digest + copy + compare / GEMM kernel
+constexpr double kDgemmTarget = 0.8;    // exact fp64 GEMM / cuBLAS DGEMM
 // cuBLAS, loaded at run time by main() before any call (cublas_loader.h).
 CublasApi blas_api;
 
@@ -77,10 +81,10 @@ bool parse_shapes(const std::string& text, std::vector<Shape>& shapes) {
   return !shapes.empty();
 }
 
-sdc::Case gemm_case(const Shape& s) {
+sdc::Case gemm_case(const Shape& s, const char* family = "gemm_f32") {
   sdc::Case c;
-  c.id = "bench.gemm_f32." + s.name();
-  c.family = "gemm_f32";
+  c.id = std::string("bench.") + family + "." + s.name();
+  c.family = family;
   c.mode = sdc::Mode::exact;
   c.distribution = sdc::Distribution::uniform;
   c.data_seed = 20240601;
@@ -198,6 +202,69 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
                          {"meets_target", share <= kDigestTarget},
                          {"repeat_digest_mismatches", repeat_mismatch}});
   return close && repeat_mismatch == 0;
+}
+
+// Exact fp64 GEMM against cuBLAS DGEMM on one shape (interleaved, medians). Returns false when the two
+// products disagree beyond rounding.
+bool bench_dgemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Json& rows) {
+  const sdc::Family& fam = *sdc::find_family("gemm_f64");
+  DeviceCase dc(fam, gemm_case(sh, "gemm_f64"), s);
+  const int m = static_cast<int>(sh.m), n = static_cast<int>(sh.n), k = static_cast<int>(sh.k);
+  DeviceBuffer c_blas(gpu(), static_cast<uint64_t>(sh.m * sh.n) * sizeof(double));
+  const double one = 1.0, zero = 0.0;
+  const auto* a = static_cast<const double*>(dc.ptrs[0]);
+  const auto* b = static_cast<const double*>(dc.ptrs[1]);
+  auto blas = [&] {  // column-major: C^T = B^T A^T, as for SGEMM
+    BENCH_CUBLAS(blas_api.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c_blas.as<double>(), n));
+  };
+  auto ours = [&] { dc.compute(s); };
+  BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
+  for (int r = 0; r < kWarmup; ++r) ours(), blas();
+  Events e1, e2;
+  std::vector<double> t_ours, t_blas;
+  for (int r = 0; r < reps; ++r) {
+    SDC_CUDA_CHECK(cudaEventRecord(e1.a.get(), s));
+    ours();
+    SDC_CUDA_CHECK(cudaEventRecord(e1.b.get(), s));
+    SDC_CUDA_CHECK(cudaEventRecord(e2.a.get(), s));
+    blas();
+    SDC_CUDA_CHECK(cudaEventRecord(e2.b.get(), s));
+    t_ours.push_back(e1.ms());
+    t_blas.push_back(e2.ms());
+  }
+  // The exact output is in tiles of two words per value (gemm_f64.h); |C| ~ sqrt(K) here.
+  std::vector<double> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
+  SDC_CUDA_CHECK(cudaMemcpyAsync(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(double), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaMemcpyAsync(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(double), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+  double max_diff = 0.0;
+  const int64_t tn = sh.n / sdc::gemm_f64::TILE;
+  for (int64_t i = 0; i < sh.m; ++i)
+    for (int64_t j = 0; j < sh.n; ++j) {
+      const int64_t t = (i / 64) * tn + j / 64;
+      const double v = ours_h[static_cast<size_t>(t * 4096 + (i % 64) * 64 + j % 64)];
+      max_diff = std::max(max_diff, std::fabs(v - blas_h[static_cast<size_t>(i * sh.n + j)]));
+    }
+  const bool close = max_diff <= 1e-13 * static_cast<double>(sh.k);
+  const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
+  const double mo = median(t_ours), mb = median(t_blas), ratio = mb / mo;
+  std::printf("%-18s %9.3f %8.2f %9.3f %8.2f %7.3f%s  %.2g%s\n", sh.name().c_str(), mo, flops / mo * 1e-9, mb,
+              flops / mb * 1e-9, ratio, ratio >= kDgemmTarget ? "" : " (below target)", max_diff,
+              close ? "" : "  MISMATCH");
+  rows.push_back({{"shape", sh.name()},
+                  {"m", sh.m},
+                  {"n", sh.n},
+                  {"k", sh.k},
+                  {"exact_ms", mo},
+                  {"exact_tflops", flops / mo * 1e-9},
+                  {"cublas_ms", mb},
+                  {"cublas_tflops", flops / mb * 1e-9},
+                  {"ratio", ratio},
+                  {"target", kDgemmTarget},
+                  {"meets_target", ratio >= kDgemmTarget},
+                  {"max_abs_diff_vs_cublas", max_diff},
+                  {"agrees_with_cublas", close}});
+  return close;
 }
 
 void usage(const char* argv0) {
@@ -324,6 +391,15 @@ int main(int argc, char** argv) {
                   r["digest_copy_compare_ms"].get<double>(), r["gemm_ms"].get<double>(), r["share"].get<double>() * 100,
                   r["meets_target"].get<bool>() ? "" : " (above target)");
     doc["gemm_vs_cublas"] = gemm_rows;
+
+    std::printf("\nexact fp64 GEMM vs cuBLAS DGEMM (default math; ratio = cuBLAS time / exact time, target >= %.2f)\n",
+                kDgemmTarget);
+    std::printf("%-18s %9s %8s %9s %8s %7s  %s\n", "shape", "exact ms", "TFLOP/s", "cublas ms", "TFLOP/s", "ratio",
+                "max|diff|");
+    Json dgemm_rows = Json::array();
+    for (const Shape& sh : shapes)
+      if (!bench_dgemm(sh, reps, s, h, dgemm_rows)) disagreed = true;
+    doc["dgemm_vs_cublas"] = dgemm_rows;
     doc["digest_overhead"] = digest_rows;
 
     Json lt_rows = Json::array();

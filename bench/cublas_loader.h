@@ -24,6 +24,7 @@ struct CublasApi {
   decltype(&cublasGetVersion_v2) get_version = nullptr;
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasDgemm_v2) dgemm = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
   std::string file;  // the candidate that loaded
 };
@@ -55,6 +56,7 @@ inline CublasApi load_cublas() {
     resolve(api.get_version, "cublasGetVersion_v2");
     resolve(api.set_math_mode, "cublasSetMathMode");
     resolve(api.sgemm, "cublasSgemm_v2");
+    resolve(api.dgemm, "cublasDgemm_v2");
     resolve(api.status_string, "cublasGetStatusString");
     if (missing.empty()) {
       api.file = name;

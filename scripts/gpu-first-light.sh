@@ -560,6 +560,8 @@ d = json.load(open(sys.argv[1]))
 out = []
 for r in d.get("gemm_vs_cublas", []):
     out.append(f"gemm_f32 {r['shape']} {r['ratio']:.3f}x cuBLAS SGEMM (target {r['target']})")
+for r in d.get("dgemm_vs_cublas", []):
+    out.append(f"gemm_f64 {r['shape']} {r['ratio']:.3f}x cuBLAS DGEMM (target {r['target']})")
 for r in d.get("digest_overhead", []):
     out.append(f"digest share {r['share'] * 100:.2f}%")
 for r in d.get("cublaslt", []):

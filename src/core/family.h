@@ -48,6 +48,8 @@ struct Workspace {
   std::vector<float> f;
   std::vector<float> g;
   std::vector<float> h;
+  std::vector<double> d;   // the fp64 families' packing buffers
+  std::vector<double> dt;  // and their tile in binary64 before it is stored as words
 };
 
 // Where the tiles lie over the output, for a picture of the failing ones: tile t at row t / cols, column
@@ -129,6 +131,9 @@ struct Family {
   // The family replays whole training steps: its problems have a ReplayProblem (Problem::replay), its cases
   // take --inject submodule=..., and its element names carry the failing site (report.h, replay_site).
   bool replay = false;
+  // 32-bit words per value of its tensors: 1 (fp32, and the narrower formats held in fp32), or 2 for a
+  // binary64 family (src/spec/f64.h: its inputs, tiles and output elements count words, low half first).
+  unsigned value_words = 1;
 };
 
 // The registry: every family in one explicit list, stable order.

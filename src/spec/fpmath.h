@@ -72,18 +72,19 @@ SDC_HD float sdc_logf(float x) {
 
 // The fixed pairwise tree of every reduction: sum(x[0..n)) = sum(x[0..h)) + sum(x[h..n)) with h the
 // largest power of two below n; sum of one element is the element, of none is +0. Written with an
-// explicit stack so the device can use it too. The tree is a property of n alone.
-template <typename Get>
-SDC_HD float pairwise_sum(Get get, uint32_t n) {
-  if (n == 0) return 0.0f;
+// explicit stack so the device can use it too. The tree is a property of n alone. T is the arithmetic's
+// format: float, or double for the fp64 families (pairwise_sum<double>(get, n)).
+template <typename T = float, typename Get>
+SDC_HD T pairwise_sum(Get get, uint32_t n) {
+  if (n == 0) return T(0);
   // Aligned power-of-two blocks, left to right: a block is merged with its left neighbour as soon as
   // both have the same size (as a binary counter carries). What remains are blocks of strictly
   // decreasing size, which the recursion adds right to left.
-  float block_sum[33];
+  T block_sum[33];
   uint32_t block_size[33];
   int top = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    float s = get(i);
+    T s = get(i);
     uint32_t size = 1;
     while (top > 0 && block_size[top - 1] == size) {
       s = block_sum[top - 1] + s;
@@ -94,7 +95,7 @@ SDC_HD float pairwise_sum(Get get, uint32_t n) {
     block_size[top] = size;
     ++top;
   }
-  float s = block_sum[top - 1];
+  T s = block_sum[top - 1];
   for (int b = top - 2; b >= 0; --b) s = block_sum[b] + s;
   return s;
 }

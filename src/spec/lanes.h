@@ -12,6 +12,7 @@ namespace sdc::lanes {
 void exp_shifted(const float* x, float m, float* y, uint32_t n);
 // The pairwise tree of fpmath.h, level by level on a copy (scratch is resized as needed).
 float pairwise_sum(const float* x, uint32_t n, std::vector<float>& scratch);
+double pairwise_sum(const double* x, uint32_t n, std::vector<double>& scratch);
 // y[j] = x[j] * x[j]
 void square(const float* x, float* y, uint32_t n);
 // y[j] = (x[j] * s) * w[j]

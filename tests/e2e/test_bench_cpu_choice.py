@@ -6,7 +6,8 @@ lines are printed and the exit codes.
   - left to OpenBLAS: one line naming the kernels "OpenBLAS's own choice for this CPU", no child run;
   - OPENBLAS_CORETYPE=Prescott (SSE3 kernels, which every x86-64 CPU runs): the kernels "forced by
     OPENBLAS_CORETYPE=Prescott in the environment", then the child's lines (indented, with the variable
-    cleared: the first run's kernels), then one line per shape with both ratios, in the order of the shapes;
+    cleared: the first run's kernels), then one line per shape and precision (fp32, then fp64 as f64:SHAPE)
+    with both ratios, in the order of the shapes;
   - a malformed --shape: exit 64 with one line naming it.
 """
 import os
@@ -19,6 +20,7 @@ from failures import Failures  # noqa: E402
 
 BENCH = os.environ["BENCH_CPU_GEMM"]
 ARGS = ["--shape", "96x64x130", "--shape", "64x64x64", "--reps", "5", "--min-ratio", "0", "--no-thp"]
+RATIOS = ["96x64x130", "f64:96x64x130", "64x64x64", "f64:64x64x64"]
 
 
 def run(env_extra, args):
@@ -39,7 +41,7 @@ def main():
             f"left to OpenBLAS: the kernels' line is {own}")
     F.check("  | " not in out and "against OpenBLAS's own choice" not in out,
             "left to OpenBLAS: a second run against OpenBLAS's own choice was made")
-    F.check(re.findall(r"^ratio (\S+) [0-9.]+$", out, re.M) == ["96x64x130", "64x64x64"],
+    F.check(re.findall(r"^ratio (\S+) [0-9.]+$", out, re.M) == RATIOS,
             f"left to OpenBLAS: ratio lines {re.findall(r'^ratio .*$', out, re.M)}")
     auto_core = own[0][0] if own else "?"
 
@@ -51,12 +53,14 @@ def main():
     child = [l[4:] for l in out.splitlines() if l.startswith("  | ")]
     F.check(any(l.startswith(f"openblas kernels {auto_core} (") for l in child),
             f"forced: the child run did not use the kernels of a run left to OpenBLAS ({auto_core}): {child[:4]}")
-    F.check(re.findall(r"^ratio (\S+) [0-9.]+$", "\n".join(child), re.M) == ["96x64x130", "64x64x64"],
+    F.check(re.findall(r"^ratio (\S+) [0-9.]+$", "\n".join(child), re.M) == RATIOS,
             f"forced: the child's ratio lines: {child}")
     both = re.findall(r"^ratio (\S+): [0-9.]+ against Prescott \(forced\), [0-9.]+ against (\S+) \(OpenBLAS's own choice\)$",
                       out, re.M)
-    F.check(both == [("96x64x130", auto_core), ("64x64x64", auto_core)], f"forced: both-ratio lines {both}")
+    F.check(both == [(r, auto_core) for r in RATIOS], f"forced: both-ratio lines {both}")
     F.check("MISMATCH" not in out, "forced: a result disagreed with the exact one")
+    F.check(out.count("bit-exact to the specification") == 4,
+            "the fp64 products were not checked against the specification in both runs and shapes")
 
     p = run({}, ["--shape", "64x64"])
     F.check(p.returncode == 64 and p.stderr.strip().count("\n") == 0 and "--shape" in p.stderr and "64x64" in p.stderr,

@@ -104,6 +104,7 @@ STUBS = {
     # bench.json as the real one is shaped (the fields the summary line reads), its figures made up.
     "bench_gpu": '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cat >"$2" <<EOF\n'
                  '{"gemm_vs_cublas": [{"shape": "4096x4096x4096", "ratio": 0.9123, "target": 0.85}],\n'
+                 ' "dgemm_vs_cublas": [{"shape": "4096x4096x4096", "ratio": 0.4512, "target": 0.8}],\n'
                  ' "digest_overhead": [{"share": 0.0229}],\n'
                  ' "cublaslt": [{"family": "gemm_bf16_exactint_cublaslt", "shape": "8192x8192x32768",\n'
                  '   "stress_ratio": 0.9587, "digest_share": 0.0413, "mma_sync_vs_cublaslt": 0.164}],\n'
@@ -225,7 +226,8 @@ def stubs_mode():
         F.check("glibc" in st.get(0, ("", ""))[1] and "cuBLASLt: cublasLt 13.0.2" in st.get(0, ("", ""))[1],
                 f"passing run: step 0 says {st.get(0)}")
         F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
-        F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); digest share "
+        F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); gemm_f64 "
+                "4096x4096x4096 0.451x cuBLAS DGEMM (target 0.8); digest share "
                 "2.29%; bf16 8192x8192x32768 verified 0.959x bare cuBLASLt, share 4.1%, mma.sync 0.16x; 1 of 2 cases "
                 "timed, 0 golden mismatches", f"passing run: step 8 says {st.get(8)}")
         F.check("exit 2 after" in st.get(4, ("", ""))[1] and "no process left on the GPU" in st.get(4, ("", ""))[1],

@@ -6,7 +6,8 @@ Everything expected here is derived independently of the tool, in Python:
   * the output geometry of every family (logical element -> tile) from the kernels' spec headers (and checked
     against the binary's own, 'list --output-format json', which also gives the families to drill);
   * which outputs depend on which input element (the dependency set of an input fault);
-  * the input values, by a reimplementation of the counter-based generator (src/spec/generator.h), used to
+  * the input values, by a reimplementation of the counter-based generator (src/spec/generator.h, and
+    src/spec/f64.h's for the fp64 families, whose values are two 32-bit words each), used to
     skip input faults that cannot change any output (a flipped zero, a flip absorbed by rounding, a query
     that the causal mask leaves with a single key);
   * the schedule, by a model of the CPU executor's (src/backends/cpu/cpu_executor.cpp): tile t goes to worker
@@ -55,6 +56,12 @@ def uniform_value(seed, tensor, index):
     return ((h >> 40) - (1 << 23)) * 2.0 ** -23  # exact in a Python float
 
 
+def uniform_value_f64(seed, tensor, index):
+    """The fp64 generator's uniform value of element index (src/spec/f64.h): multiples of 2^-53 in [-1, 1)."""
+    h = element_hash(tensor_key(seed, tensor), index)
+    return ((h >> 10) - (1 << 53)) * 2.0 ** -53  # exact in a Python float
+
+
 def attention_bf16_q_exponent(seed, s, d, el):
     """Unbiased exponent of Q element el of an attention_bf16_exactint case: the head's block exponent
     (kernels/exactint/exactint.h block_exp over Q's window [-56, 56]) plus a pick among q_count exponents,
@@ -100,6 +107,11 @@ class Geometry:
             self.outputs = self.m * self.n
             self.tiles = (self.m // 64) * (self.n // 64)
             self.tensors = {"a": (0, self.m * self.k), "b": (1, self.k * self.n)}
+        elif f == "gemm_f64":  # gemm_f32's layout counted in 32-bit words, two per value (src/spec/f64.h)
+            self.m, self.n, self.k = s["m"], s["n"], s["k"]
+            self.outputs = 2 * self.m * self.n
+            self.tiles = (self.m // 64) * (self.n // 64)
+            self.tensors = {"a": (0, 2 * self.m * self.k), "b": (1, 2 * self.k * self.n)}
         elif is_exactint(f):  # A is M x K, B is N x K (both K-contiguous), C as gemm_f32's
             self.m, self.n, self.k = s["m"], s["n"], s["k"]
             self.outputs = self.m * self.n
@@ -124,6 +136,11 @@ class Geometry:
             self.outputs = self.rows
             self.tiles = self.rows // 16
             self.tensors = {"x": (0, self.rows * self.cols)}
+        elif f == "reduce_sum_f64":  # reduce_sum_f32's in words, two per value (src/spec/f64.h)
+            self.rows, self.cols = s["rows"], s["cols"]
+            self.outputs = 2 * self.rows
+            self.tiles = self.rows // 16
+            self.tensors = {"x": (0, 2 * self.rows * self.cols)}
         elif f == "cross_entropy_f32":
             self.tokens, self.vocab = s["tokens"], s["vocab"]
             self.outputs = self.tokens + self.tokens // 16
@@ -135,7 +152,9 @@ class Geometry:
     def tile_of(self, e):
         """The tile holding logical output element e."""
         f = self.family
-        if f == "gemm_f32" or is_exactint(f):
+        if f == "gemm_f64":
+            e //= 2  # the value of the word
+        if f in ("gemm_f32", "gemm_f64") or is_exactint(f):
             i, j = divmod(e, self.n)
             return (i // 64) * (self.n // 64) + j // 64
         if is_attention(f):
@@ -146,6 +165,8 @@ class Geometry:
             return (e // self.cols) // 4
         if f == "reduce_sum_f32":
             return e // 16
+        if f == "reduce_sum_f64":
+            return e // 32
         if e < self.tokens:  # cross_entropy: loss[t]
             return e // 16
         return e - self.tokens  # partial[p] is in tile p
@@ -159,6 +180,13 @@ class Geometry:
                 return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
             j = el % self.n
             return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
+        if f == "gemm_f64":  # as gemm_f32's, by the values of the words
+            v = el // 2
+            if tensor == "a":
+                i = v // self.k
+                return (lambda e: e // 2 // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
+            j = v % self.n
+            return (lambda e: e // 2 % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
         if is_exactint(f):  # a[i][k] feeds row i of C, b[j][k] column j
             if tensor == "a":
                 i = el // self.k
@@ -185,6 +213,9 @@ class Geometry:
         if f == "reduce_sum_f32":
             r = el // self.cols
             return (lambda e: e == r), {r // 16}
+        if f == "reduce_sum_f64":
+            r = el // 2 // self.cols
+            return (lambda e: e // 2 == r), {r // 16}
         t = el // self.vocab  # cross_entropy
         return (lambda e: e == t or e == self.tokens + t // 16), {t // 16}
 
@@ -211,7 +242,14 @@ def visible_input_flip(g, tensor, el, mask):
         # a*b. Every flip drawn here shows in every output that reads the element.
         return True
     tid, _ = g.tensors[tensor]
-    x = uniform_value(g.seed, tid, el)
+    if is_f64(g.family):
+        # Only high words are drawn (the sign, the exponent's top bits): bit 30 scales the value by 2^1024 (a
+        # zero becomes 2), out of any sum's reach; a sign flip as for fp32 below.
+        if el % 2 == 0:
+            return False
+        x = uniform_value_f64(g.seed, tid, el // 2)
+    else:
+        x = uniform_value(g.seed, tid, el)
     if mask & 0x40000000:
         return True
     if g.family == "attention_f32" and g.causal and tensor == "q" and (el // g.d) % g.s < 8:
@@ -230,6 +268,11 @@ def visible_input_flip(g, tensor, el, mask):
 def is_exactint(family):
     """The exact-integer GEMMs (kernels/exactint)."""
     return family.startswith("gemm_") and family.endswith("_exactint")
+
+
+def is_f64(family):
+    """The binary64 families: two 32-bit words per value, low half first (src/spec/f64.h)."""
+    return family in ("gemm_f64", "reduce_sum_f64")
 
 
 def is_attention(family):
@@ -430,6 +473,16 @@ def main():
                     xv = uniform_value(g.seed, 0, el)
                     ev, av = (struct.unpack("<f", struct.pack("<I", int(mis[0][k], 16)))[0] for k in ("expected", "actual"))
                     fails.check(abs((av - ev) + 2 * xv) <= 1e-3, f"{where}: y moved by {av - ev}, expected {-2 * xv}")
+            if g.family == "reduce_sum_f64" and mis:
+                # Cross-checks the fp64 generator and the word layout: the sum moves by -2 x (up to rounding).
+                fails.check(all(m["element"] // 2 == el // 2 // g.cols for m in mis),
+                            f"{where}: expected only the words of y[{el // 2 // g.cols}] to differ")
+                if mask == 1 << 31:
+                    xv = uniform_value_f64(g.seed, 0, el // 2)
+                    words = {m["element"] % 2: (int(m["expected"], 16), int(m["actual"], 16)) for m in mis}
+                    if len(words) == 2:
+                        ev, av = (struct.unpack("<d", struct.pack("<II", words[0][i], words[1][i]))[0] for i in (0, 1))
+                        fails.check(abs((av - ev) + 2 * xv) <= 1e-9, f"{where}: y moved by {av - ev}, expected {-2 * xv}")
             if is_exactint(g.family):  # every output that reads the element changes (see visible_input_flip)
                 want = g.n if tensor == "a" else g.m
                 fails.check(t.get("miscompared_elements") == want,

@@ -13,6 +13,12 @@ __global__ void generate_kernel(float* dst, uint64_t n, Distribution d, Exponent
     dst[i] = pattern_value(d, w, key, i);
 }
 
+__global__ void generate_f64_kernel(double* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    dst[i] = pattern_value_f64(d, w, key, i);
+}
+
 constexpr unsigned DIGEST_THREADS = 256;
 
 // One block per tile (grid-stride over tiles); each thread sums the terms of a strided subset of the
@@ -81,6 +87,11 @@ __global__ void hang_kernel(const volatile int* release) {
 
 void generate_pattern(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s) {
   launch("generate_kernel", generate_kernel, grid_for(n, 256), 256, s, dst, n, d, w, key);
+}
+
+void generate_pattern_f64(void* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s) {
+  launch("generate_f64_kernel", generate_f64_kernel, grid_for(n, 256), 256, s, static_cast<double*>(dst), n, d, w,
+         key);
 }
 
 void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,

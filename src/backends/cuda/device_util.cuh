@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "src/spec/f64.h"
 #include "src/spec/generator.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_problem.h"
@@ -55,6 +56,8 @@ using SDC_TARGET::launch;
 namespace SDC_TARGET {
 // dst[i] = pattern_value(d, w, key, i) for i < n: the host generator's bits, on the device.
 void generate_pattern(float* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s);
+// The fp64 tensor of n elements (2 n words, src/spec/f64.h): dst[i] = pattern_value_f64(d, w, key, i).
+void generate_pattern_f64(void* dst, uint64_t n, Distribution d, ExponentWindow w, uint64_t key, cudaStream_t s);
 }  // namespace SDC_TARGET
 
 }  // namespace sdc::cuda

@@ -8,7 +8,7 @@
 // threads all run on one OS thread, and one block at a time runs there.
 //
 // Keeps the determinism contract: compiled with the host's flags (no contraction, IEEE division and square
-// root); fmaf is the C library's correctly rounded fma.
+// root); fmaf and fma are the C library's correctly rounded fused multiply-adds.
 #pragma once
 
 #if !defined(SDC_EMU)
@@ -48,6 +48,9 @@ struct __attribute__((aligned(16))) float4 {
 struct __attribute__((aligned(8))) float2 {
   float x, y;
 };
+struct __attribute__((aligned(16))) double2 {
+  double x, y;
+};
 struct __attribute__((aligned(16))) uint4 {
   unsigned x, y, z, w;
 };
@@ -56,6 +59,7 @@ struct __attribute__((aligned(8))) uint2 {
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline float2 make_float2(float x, float y) { return {x, y}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 // ---- built-in variables: the running thread's ----
@@ -124,6 +128,7 @@ inline float __uint_as_float(unsigned u) {
   std::memcpy(&x, &u, 4);
   return x;
 }
+using std::fma;
 using std::fmaf;
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -1,8 +1,10 @@
 // The input generator: deterministic, in range, and each distribution covers what it promises.
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "tests/unit/catch.h"
+#include "src/spec/f64.h"
 #include "src/spec/generator.h"
 
 using namespace sdc;
@@ -108,4 +110,57 @@ TEST_CASE("float_with_exponent builds subnormals exactly", "[generator]") {
   REQUIRE(float_with_exponent(0, -127, 0) == std::ldexp(1.0f, -127));
   REQUIRE(float_with_exponent(1, -126, 0) == -std::ldexp(1.0f, -126));
   REQUIRE(float_with_exponent(0, 127, 0x7fffff) == 3.4028234663852886e38f);
+}
+
+// ---- the fp64 generator (src/spec/f64.h) ----
+
+TEST_CASE("fp64 uniform: multiples of 2^-53 in [-1, 1), both signs, all 52 fraction bits used", "[generator]") {
+  const uint64_t key = tensor_key(7, 0);
+  bool neg = false, pos = false;
+  uint64_t low_bits = 0;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const double v = pattern_value_f64(Distribution::uniform, {0, 0}, key, i);
+    REQUIRE(v >= -1.0);
+    REQUIRE(v < 1.0);
+    REQUIRE(std::ldexp(v, 53) == std::floor(std::ldexp(v, 53)));
+    neg |= v < 0;
+    pos |= v > 0;
+    if (std::fabs(v) >= 0.5) low_bits |= double_bits(v) & 0xffffffffull;  // the low word's bits are random
+  }
+  REQUIRE((neg && pos));
+  REQUIRE(low_bits == 0xffffffffull);
+}
+
+TEST_CASE("fp64 special: subnormals to the window's top, never inf or NaN; mantissa_walk walks 52 bits",
+          "[generator]") {
+  const uint64_t key = tensor_key(8, 1);
+  bool subnormal = false, top = false;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const double v = pattern_value_f64(Distribution::special, {-1074, 1023}, key, i);
+    REQUIRE(std::isfinite(v));
+    subnormal |= std::fpclassify(v) == FP_SUBNORMAL;
+    top |= std::fabs(v) >= std::ldexp(1.0, 1023);
+  }
+  REQUIRE((subnormal && top));
+  std::set<uint64_t> ones, zeros;
+  const uint64_t frac = (uint64_t{1} << 52) - 1;
+  for (uint64_t i = 0; i < 2 * 52; ++i) {
+    const uint64_t m = double_bits(pattern_value_f64(Distribution::mantissa_walk, {-3, 3}, key, i)) & frac;
+    if (__builtin_popcountll(m) == 1) ones.insert(m);
+    if (__builtin_popcountll(m) == 51) zeros.insert(m);
+  }
+  REQUIRE(ones.size() == 52);
+  REQUIRE(zeros.size() == 52);
+}
+
+TEST_CASE("fp64 words: low half first, as the machine stores a double", "[generator]") {
+  const double v = -3.0625;
+  uint32_t w[2];
+  std::memcpy(w, &v, sizeof v);
+  REQUIRE(f64_word(v, 0) == w[0]);
+  REQUIRE(f64_word(v, 1) == w[1]);
+  REQUIRE(f64_word(v, 1) >> 31 == 1u);  // the sign is in the high word
+  REQUIRE(bits_double(double_bits(v)) == v);
+  REQUIRE(pow2d(-1022) == std::ldexp(1.0, -1022));
+  REQUIRE(double_with_exponent(0, -1074, 0) == std::ldexp(1.0, -1074));
 }
