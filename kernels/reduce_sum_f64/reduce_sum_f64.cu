@@ -32,7 +32,9 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const double* x, uint32
     const uint32_t n = cols - begin < s ? cols - begin : s;
     spans[warp][lane] = pairwise_sum<double>([p](uint32_t j) { return p[j]; }, n);
   }
-  __syncwarp();
+  // Every warp's span sums before its lane 0 reads them. A block barrier, not __syncwarp: the emulated
+  // device's race checker orders shared accesses by block barriers only, and the barrier costs nothing here.
+  __syncthreads();
   if (lane == 0) {
     const uint32_t k = (cols + s - 1) / s;
     const double* sums = spans[warp];
