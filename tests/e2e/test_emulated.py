@@ -60,12 +60,9 @@ def battery():
     if not F.check(len(exact) >= 40, f"only {len(exact)} exact cases in the battery"):
         F.finish()  # an empty list would run the whole boot profile: nothing to learn from that
     boot = [cid for cid, c in exact.items() if "boot" in c["iterations"]]
-    # The boot profile's cases in one run, as the boot screen runs them (two iterations each). Under a sanitizer
-    # one iteration each (coverage, not volume: the second iteration runs the same code on the same inputs): the
-    # standard profile with a 1 s budget, which ends a test after its first iteration.
-    how = (["--profile", "standard", "--time-budget", "1s", *[x for cid in boot for x in ("--enable-any", cid)]]
-           if SANITIZED else ["--profile", "boot", "--time-budget", "1h", *[x for cid in boot for x in ("--enable", cid)]])
-    code, report, err = run_json("--backend", "emulated:1", *how, timeout=1800)
+    # The boot profile's cases in one run, as the boot screen runs them (two iterations each).
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--time-budget", "1h",
+                                 *[x for cid in boot for x in ("--enable", cid)], timeout=1800)
     F.check(report is not None, f"boot battery: no report (exit {code}): {err[-500:]}")
     seen = {}
     for t in tests_of(report):
