@@ -11,14 +11,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFile = "fuzz/battery.json";
   const std::string text(reinterpret_cast<const char*>(data), size);
-  sdc::Battery b;
-  try {
-    b = sdc::parse_battery(kFile, text);
-  } catch (const sdc::PatternError& e) {
-    sdc_fuzz::check_pattern_message(kFile, e.what());
-    return 0;
-  }
-  sdc_fuzz::check_accepted_header(text, "sdcscreen-battery", sdc::BATTERY_VERSION);
+  const auto parsed = sdc_fuzz::parse_input(kFile, text, sdc::parse_battery, "sdcscreen-battery", sdc::BATTERY_VERSION);
+  if (!parsed) return 0;
+  const sdc::Battery& b = *parsed;
   // Accepted: what parse_battery promises about a battery it returns.
   if (b.profiles.empty() || b.cases.empty()) sdc_fuzz::fuzz_fail("accepted a battery without profiles or cases");
   for (const sdc::Profile& p : b.profiles)

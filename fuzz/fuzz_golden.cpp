@@ -10,15 +10,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFile = "fuzz/golden/x.json";
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::map<std::string, sdc::GoldenCase> golden;
-  try {
-    golden = sdc::parse_golden(kFile, text);
-  } catch (const sdc::PatternError& e) {
-    sdc_fuzz::check_pattern_message(kFile, e.what());
-    return 0;
-  }
-  sdc_fuzz::check_accepted_header(text, "sdcscreen-golden", sdc::GOLDEN_VERSION);
-  for (const auto& [id, gc] : golden) {
+  const auto golden = sdc_fuzz::parse_input(kFile, text, sdc::parse_golden, "sdcscreen-golden", sdc::GOLDEN_VERSION);
+  if (!golden) return 0;
+  for (const auto& [id, gc] : *golden) {
     if (sdc::output_digest(gc.tile_digests.data(), gc.tile_digests.size()) != gc.output_digest)
       sdc_fuzz::fuzz_fail("accepted tile digests that do not add up, case " + id);
     // Digests round-trip through their text form.

@@ -1,12 +1,14 @@
-// Helper of the three pattern-file harnesses (battery, golden, manifest): the check of the header of an
-// accepted file.
+// What the pattern-file harnesses share (battery, golden, manifest, recording): the parse of an input, which
+// either throws a PatternError naming the file or accepts a file whose header must be the one asked for.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "fuzz/fuzz_common.h"
+#include "src/core/patterns.h"
 
 namespace sdc_fuzz {
 
@@ -18,6 +20,22 @@ inline void check_accepted_header(const std::string& text, const char* format, i
   const auto& v = j.at("version");
   if (!v.is_number_integer() || v.get<int64_t>() != version)
     fuzz_fail("accepted version " + v.dump() + " as version " + std::to_string(version));
+}
+
+// parse(file, text) on an input: what it accepted (whose header, format and version, is then checked), or
+// nothing when it threw a PatternError (whose message is then checked).
+template <class Parse>
+auto parse_input(const char* file, const std::string& text, Parse parse, const char* format, int version)
+    -> std::optional<decltype(parse(file, text))> {
+  std::optional<decltype(parse(file, text))> out;
+  try {
+    out = parse(file, text);
+  } catch (const sdc::PatternError& e) {
+    check_pattern_message(file, e.what());
+    return std::nullopt;
+  }
+  check_accepted_header(text, format, version);
+  return out;
 }
 
 }  // namespace sdc_fuzz

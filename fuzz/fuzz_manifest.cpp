@@ -10,15 +10,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFile = "fuzz/manifest.json";
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::map<std::string, sdc::ManifestEntry> files;
-  try {
-    files = sdc::parse_manifest(kFile, text);
-  } catch (const sdc::PatternError& e) {
-    sdc_fuzz::check_pattern_message(kFile, e.what());
-    return 0;
-  }
-  sdc_fuzz::check_accepted_header(text, "sdcscreen-manifest", sdc::MANIFEST_VERSION);
-  for (const auto& [rel, entry] : files) {
+  const auto files =
+      sdc_fuzz::parse_input(kFile, text, sdc::parse_manifest, "sdcscreen-manifest", sdc::MANIFEST_VERSION);
+  if (!files) return 0;
+  for (const auto& [rel, entry] : *files) {
     if (rel.empty() || rel[0] == '/' || rel.find("..") != std::string::npos)
       sdc_fuzz::fuzz_fail("accepted a file name that leaves the pattern directory: " + rel);
     (void)entry;

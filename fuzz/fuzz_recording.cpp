@@ -16,14 +16,10 @@
 namespace {
 
 void check_recording(const std::string& text, const char* file) {
-  sdc::Recording r;
-  try {
-    r = sdc::parse_recording(file, text);
-  } catch (const sdc::PatternError& e) {
-    sdc_fuzz::check_pattern_message(file, e.what());
-    return;
-  }
-  sdc_fuzz::check_accepted_header(text, "sdcscreen-recording", sdc::RECORDING_VERSION);
+  const auto parsed =
+      sdc_fuzz::parse_input(file, text, sdc::parse_recording, "sdcscreen-recording", sdc::RECORDING_VERSION);
+  if (!parsed) return;
+  const sdc::Recording& r = *parsed;
   if (r.entries.empty() || r.device.uuid.empty()) sdc_fuzz::fuzz_fail("accepted a recording without entries or uuid");
   std::set<sdc::RecordingKey> keys;
   for (const sdc::RecordingEntry& e : r.entries) {
@@ -54,14 +50,10 @@ void check_recording(const std::string& text, const char* file) {
 }
 
 void check_recorded_goldens(const std::string& text, const char* file) {
-  sdc::RecordedGoldens g;
-  try {
-    g = sdc::parse_recorded_goldens(file, text);
-  } catch (const sdc::PatternError& e) {
-    sdc_fuzz::check_pattern_message(file, e.what());
-    return;
-  }
-  sdc_fuzz::check_accepted_header(text, "sdcscreen-recorded-goldens", sdc::RECORDED_GOLDENS_VERSION);
+  const auto parsed = sdc_fuzz::parse_input(file, text, sdc::parse_recorded_goldens, "sdcscreen-recorded-goldens",
+                                            sdc::RECORDED_GOLDENS_VERSION);
+  if (!parsed) return;
+  const sdc::RecordedGoldens& g = *parsed;
   std::vector<sdc::AcceptedRecording> all;
   for (const auto& [key, a] : g) {
     if (a.voters.size() <= a.dissenters.size()) sdc_fuzz::fuzz_fail("accepted a minority golden: " + key.str());

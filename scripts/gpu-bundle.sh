@@ -76,7 +76,7 @@ mkdir -p "$out/lib" "$out/scripts" "$out/docs/gpu-validation"
 for b in "${binaries[@]}"; do cp "$build/$b" "$out/"; done
 # The build's own patterns (its link to the source tree it was built from), so binaries and goldens match.
 cp -RL "$build/patterns" "$out/patterns" || die "no $build/patterns (reconfigure the build)"
-cp scripts/gpu-first-light.sh scripts/gpu-validate.sh scripts/gpu-drills.py "$out/scripts/"
+cp scripts/gpu-first-light.sh scripts/gpu-first-light-lib.sh scripts/gpu-validate.sh scripts/gpu-drills.py "$out/scripts/"
 [ -f scripts/gpu-merge-records.py ] && cp scripts/gpu-merge-records.py "$out/scripts/"
 cp docs/gpu-validation/README.md "$out/docs/gpu-validation/"
 cp docs/report.schema.json "$out/docs/"

@@ -10,17 +10,13 @@ namespace {
 
 class ReduceProblem final : public RowTiledProblem {
  public:
-  explicit ReduceProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
+  using RowTiledProblem::RowTiledProblem;
 
-  void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
-    for (int r = 0; r < TILE_ROWS; ++r)
-      out[r] = lanes::pairwise_sum(in[0] + (first_row(tile) + r) * cols_, static_cast<uint32_t>(cols_), ws.h);
+  void row_fast(const float* x, const float* const*, int64_t, float* y, Workspace& ws) const override {
+    *y = lanes::pairwise_sum(x, n(), ws.h);
   }
-  void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const override {
-    for (int r = 0; r < TILE_ROWS; ++r) {
-      const float* x = in[0] + (first_row(tile) + r) * cols_;
-      out[r] = pairwise_sum([x](uint32_t j) { return x[j]; }, static_cast<uint32_t>(cols_));
-    }
+  void row_spec(const float* x, const float* const*, int64_t, float* y) const override {
+    *y = pairwise_sum([x](uint32_t j) { return x[j]; }, n());
   }
   double tile_flops() const override { return static_cast<double>(TILE_ROWS) * static_cast<double>(cols_); }
 };

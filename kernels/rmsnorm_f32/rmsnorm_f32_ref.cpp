@@ -11,27 +11,18 @@ namespace {
 
 class RmsnormProblem final : public RowTiledProblem {
  public:
-  explicit RmsnormProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
+  using RowTiledProblem::RowTiledProblem;
 
-  void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
-    const auto n = static_cast<uint32_t>(cols_);
-    ws.g.resize(n);
-    for (int r = 0; r < TILE_ROWS; ++r) {
-      const float* x = in[0] + (first_row(tile) + r) * cols_;
-      lanes::square(x, ws.g.data(), n);
-      const float ms = lanes::pairwise_sum(ws.g.data(), n, ws.h) / static_cast<float>(n);
-      lanes::scale_mul(x, 1.0f / std::sqrt(ms + EPS), in[1], out + r * cols_, n);
-    }
+  void row_fast(const float* x, const float* const* in, int64_t, float* y, Workspace& ws) const override {
+    lanes::square(x, ws.g.data(), n());
+    const float ms = lanes::pairwise_sum(ws.g.data(), n(), ws.h) / static_cast<float>(n());
+    lanes::scale_mul(x, 1.0f / std::sqrt(ms + EPS), in[1], y, n());
   }
-  __attribute__((optimize("no-tree-vectorize"))) void compute_tile_scalar(const float* const* in, uint64_t tile,
-                                                                          float* out) const override {
-    const auto n = static_cast<uint32_t>(cols_);
-    for (int r = 0; r < TILE_ROWS; ++r) {
-      const float* x = in[0] + (first_row(tile) + r) * cols_;
-      const float ms = pairwise_sum([x](uint32_t j) { return x[j] * x[j]; }, n) / static_cast<float>(n);
-      const float inv = 1.0f / std::sqrt(ms + EPS);
-      for (uint32_t j = 0; j < n; ++j) out[r * cols_ + j] = (x[j] * inv) * in[1][j];
-    }
+  __attribute__((optimize("no-tree-vectorize"))) void row_spec(const float* x, const float* const* in, int64_t,
+                                                               float* y) const override {
+    const float ms = pairwise_sum([x](uint32_t j) { return x[j] * x[j]; }, n()) / static_cast<float>(n());
+    const float inv = 1.0f / std::sqrt(ms + EPS);
+    for (uint32_t j = 0; j < n(); ++j) y[j] = (x[j] * inv) * in[1][j];
   }
   double tile_flops() const override { return 4.0 * TILE_ROWS * static_cast<double>(cols_); }
 };

@@ -1,6 +1,7 @@
 // The CPU side every row-wise family shares (softmax, rmsnorm, reduce_sum, cross_entropy), from its
-// description (row_family.h): the registration and shape check, the inputs and the output geometry. A family
-// adds its arithmetic.
+// description (row_family.h): the registration and shape check, the inputs, the output geometry and the walk
+// over a tile's rows. A family adds its arithmetic on one row (fast path and specification) and, where its
+// tiles have further outputs, on the tile's row outputs.
 #pragma once
 
 #include <fmt/format.h>
@@ -59,7 +60,25 @@ class RowTiledProblem : public Problem {
     return fmt::format("rows {}:{}", r0, r0 + rows_per_tile_);
   }
 
- protected:
+  // Each row of the tile in turn (row_fast, row_spec) into its outputs, then the tile's own outputs after the
+  // rows' (finish_tile and finish_tile_spec, which only families with tile_extra outputs override).
+  void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const final {
+    ws.g.resize(static_cast<size_t>(cols_));
+    for (int r = 0; r < rows_per_tile_; ++r) {
+      const int64_t t = first_row(tile) + r;
+      row_fast(in[0] + t * cols_, in, t, out + r * per_row_, ws);
+    }
+    finish_tile(out, ws);
+  }
+  void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const final {
+    for (int r = 0; r < rows_per_tile_; ++r) {
+      const int64_t t = first_row(tile) + r;
+      row_spec(in[0] + t * cols_, in, t, out + r * per_row_);
+    }
+    finish_tile_spec(out);
+  }
+
+  // A family's problem inherits this constructor (row_family makes it from a validated case and F).
   RowTiledProblem(const Case& c, const RowFamily& f)
       : family_(f),
         rows_(dim(c, f.layout.rows_key)),
@@ -72,7 +91,18 @@ class RowTiledProblem : public Problem {
         dist_(c.distribution),
         seed_(c.data_seed) {}
 
+ protected:
+  // Row t of the input x (t counts rows from the input's start; x points at its cols elements; in: all the
+  // inputs, for rmsnorm's w) into y, its per_row outputs: the fast path (ws.g holds cols floats of scratch)
+  // and the specification written plainly, bit-identical to it.
+  virtual void row_fast(const float* x, const float* const* in, int64_t t, float* y, Workspace& ws) const = 0;
+  virtual void row_spec(const float* x, const float* const* in, int64_t t, float* y) const = 0;
+  // The tile's extra outputs, after its rows' outputs `out`.
+  virtual void finish_tile(float*, Workspace&) const {}
+  virtual void finish_tile_spec(float*) const {}
+
   int64_t first_row(uint64_t tile) const { return static_cast<int64_t>(tile) * rows_per_tile_; }
+  uint32_t n() const { return static_cast<uint32_t>(cols_); }
 
   const RowFamily& family_;
   int64_t rows_, cols_;
@@ -93,9 +123,9 @@ std::string validate_rows(const Case& c) {
   return check_shape(c, {{F.layout.rows_key, F.tile_rows, 1 << 20, F.tile_rows},
                          {F.layout.cols_key, F.layout.min_cols, F.max_cols, 1}});
 }
-template <class P>
+template <const RowFamily& F, class P>
 std::unique_ptr<Problem> prepare_rows(const Case& c) {
-  return std::make_unique<P>(c);
+  return std::make_unique<P>(c, F);
 }
 template <const RowFamily& F, class P>
 Family row_family() {
@@ -105,7 +135,7 @@ Family row_family() {
           {"cpu", "cuda"},
           {F.layout.rows_key, F.layout.cols_key},
           validate_rows<F>,
-          prepare_rows<P>};
+          prepare_rows<F, P>};
 }
 
 }  // namespace sdc

@@ -9,28 +9,18 @@ namespace {
 
 class SoftmaxProblem final : public RowTiledProblem {
  public:
-  explicit SoftmaxProblem(const Case& c) : RowTiledProblem(c, ROW_FAMILY) {}
+  using RowTiledProblem::RowTiledProblem;
 
-  void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
-    const auto n = static_cast<uint32_t>(cols_);
-    for (int r = 0; r < TILE_ROWS; ++r) {
-      const float* x = in[0] + (first_row(tile) + r) * cols_;
-      float* y = out + r * cols_;
-      lanes::exp_shifted(x, lanes::fold_max(x, n), y, n);
-      lanes::divide(y, lanes::pairwise_sum(y, n, ws.h), y, n);
-    }
+  void row_fast(const float* x, const float* const*, int64_t, float* y, Workspace& ws) const override {
+    lanes::exp_shifted(x, lanes::fold_max(x, n()), y, n());
+    lanes::divide(y, lanes::pairwise_sum(y, n(), ws.h), y, n());
   }
-  __attribute__((optimize("no-tree-vectorize"))) void compute_tile_scalar(const float* const* in, uint64_t tile,
-                                                                          float* out) const override {
-    const auto n = static_cast<uint32_t>(cols_);
-    for (int r = 0; r < TILE_ROWS; ++r) {
-      const float* x = in[0] + (first_row(tile) + r) * cols_;
-      float* y = out + r * cols_;
-      const float m = fold_max([x](uint32_t j) { return x[j]; }, n);
-      for (uint32_t j = 0; j < n; ++j) y[j] = sdc_expf(x[j] - m);
-      const float s = pairwise_sum([y](uint32_t j) { return y[j]; }, n);
-      for (uint32_t j = 0; j < n; ++j) y[j] = y[j] / s;
-    }
+  __attribute__((optimize("no-tree-vectorize"))) void row_spec(const float* x, const float* const*, int64_t,
+                                                               float* y) const override {
+    const float m = fold_max([x](uint32_t j) { return x[j]; }, n());
+    for (uint32_t j = 0; j < n(); ++j) y[j] = sdc_expf(x[j] - m);
+    const float s = pairwise_sum([y](uint32_t j) { return y[j]; }, n());
+    for (uint32_t j = 0; j < n(); ++j) y[j] = y[j] / s;
   }
   double tile_flops() const override { return 4.0 * TILE_ROWS * static_cast<double>(cols_); }
 };

@@ -65,6 +65,14 @@ void check_header(const std::string& file, const json& j, const char* format, in
   if (v != version) bad(file, fmt::format("version {} is not supported (this build reads version {})", v, version));
 }
 
+// The member `key` of a pattern file's top level after its header (format and version): an object.
+const json& top_object(const std::string& file, const json& doc, const char* format, int version, const char* key) {
+  check_header(file, doc, format, version);
+  const json& o = child(file, doc, key, "top level");
+  if (!o.is_object()) bad(file, fmt::format("'{}' is not an object", key));
+  return o;
+}
+
 Case parse_case(const std::string& file, const json& jc, size_t index) {
   const std::string where = fmt::format("cases[{}]", index);
   Case c;
@@ -141,20 +149,27 @@ bool parse_hex64(const std::string& s, uint64_t& v) {
   return true;
 }
 
+namespace {
+
+// Every distribution by the name the pattern files and reports give it.
+constexpr std::pair<Distribution, const char*> DISTRIBUTIONS[] = {
+    {Distribution::uniform, "uniform"},
+    {Distribution::heavy_tail, "heavy_tail"},
+    {Distribution::special, "special"},
+    {Distribution::mantissa_walk, "mantissa_walk"},
+};
+
+}  // namespace
+
 const char* distribution_name(Distribution d) {
-  switch (d) {
-    case Distribution::uniform: return "uniform";
-    case Distribution::heavy_tail: return "heavy_tail";
-    case Distribution::special: return "special";
-    case Distribution::mantissa_walk: return "mantissa_walk";
-  }
+  for (const auto& [x, name] : DISTRIBUTIONS)
+    if (x == d) return name;
   return "?";
 }
 
 bool parse_distribution(const std::string& s, Distribution& d) {
-  for (Distribution x :
-       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk})
-    if (s == distribution_name(x)) return d = x, true;
+  for (const auto& [x, name] : DISTRIBUTIONS)
+    if (s == name) return d = x, true;
   return false;
 }
 
@@ -210,9 +225,7 @@ Battery load_battery_file(const std::string& path) { return parse_battery(path, 
 std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_path,
                                                     const std::string& manifest_text) {
   const json manifest = parse_json(manifest_path, manifest_text);
-  check_header(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION);
-  const auto& files = child(manifest_path, manifest, "files", "top level");
-  if (!files.is_object()) bad(manifest_path, "'files' is not an object");
+  const json& files = top_object(manifest_path, manifest, "sdcscreen-manifest", MANIFEST_VERSION, "files");
   std::map<std::string, ManifestEntry> out;
   for (const auto& [rel, entry] : files.items()) {
     if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/')
@@ -227,9 +240,7 @@ std::map<std::string, ManifestEntry> parse_manifest(const std::string& manifest_
 
 std::map<std::string, GoldenCase> parse_golden(const std::string& path, const std::string& text) {
   const json g = parse_json(path, text);
-  check_header(path, g, "sdcscreen-golden", GOLDEN_VERSION);
-  const auto& cases = child(path, g, "cases", "top level");
-  if (!cases.is_object()) bad(path, "'cases' is not an object");
+  const json& cases = top_object(path, g, "sdcscreen-golden", GOLDEN_VERSION, "cases");
   std::map<std::string, GoldenCase> out;
   for (const auto& [id, jc] : cases.items()) {
     GoldenCase gc;

@@ -122,11 +122,11 @@ void DeviceLoop::settle(size_t ci, TestResult& r) const {
                                     !ctx.stopping() ? "time budget ran out" : ctx.opt.stop.deadline_reached() ? "deadline" : "interruption"));
   } else {
     r.verdict = Verdict::skip;
-    const char* interrupted = ex.skip_reason(SkipCause::interrupted);
+    const SkipReasons why = ex.skip_reasons();
     if (r.reason.empty())
-      r.reason = !ctx.stopping()                   ? ex.skip_reason(SkipCause::budget)
-                 : ctx.opt.stop.deadline_reached() ? fmt::format("{} (the deadline)", interrupted)
-                                                   : interrupted;
+      r.reason = !ctx.stopping()                   ? why.budget
+                 : ctx.opt.stop.deadline_reached() ? fmt::format("{} (the deadline)", why.interrupted)
+                                                   : why.interrupted;
   }
 }
 
@@ -155,7 +155,7 @@ void DeviceLoop::run() {
       const std::string unusable = ex.unusable();
       const char* not_started = ctx.opt.stop.deadline_reached() ? "the deadline ended the run before it started"
                                 : ctx.stopping()  ? "interrupted before it started"
-                                : ex.stuck()    ? ex.skip_reason(SkipCause::watchdog)
+                                : ex.stuck()    ? ex.skip_reasons().watchdog
                                 : out_of_time() ? "time budget exhausted before it started"
                                                 : nullptr;
       // A case this device cannot run says so whatever the time or a stop: on a CPU node, a budget that ran

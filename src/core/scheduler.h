@@ -100,9 +100,13 @@ struct RunContext {
   bool stopping() const { return opt.stop.stop_requested(); }
 };
 
-// Why a test is a skip on its device: the watchdog kept it from starting; its iterations did not reach every
-// unit before an interruption (or the run's deadline), or before the end of the time budget.
-enum class SkipCause { watchdog, interrupted, budget };
+// A device's words for why a test is a skip on it: the watchdog kept it from starting; its iterations did not
+// reach every unit before an interruption (or the run's deadline), or before the end of the time budget.
+struct SkipReasons {
+  const char* watchdog;
+  const char* interrupted;
+  const char* budget;
+};
 
 // A case as its executor prepared it for the scheduler.
 struct PreparedCase {
@@ -135,8 +139,8 @@ class Executor {
   virtual std::string unusable() const { return ""; }
   // A watchdog gave up on a job that may still be running: nothing more can run on this device.
   virtual bool stuck() const = 0;
-  // This device's words for a skip of each cause (SkipCause).
-  virtual const char* skip_reason(SkipCause cause) const = 0;
+  // This device's words for a skip of each cause.
+  virtual SkipReasons skip_reasons() const = 0;
   // A round after the first repeats passing tests, and failing ones too when this says so.
   virtual bool repeats_failed() const = 0;
   // false when c cannot run on this device at all; r then says why (a skip).

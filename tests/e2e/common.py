@@ -116,6 +116,40 @@ def listing(*args):
     return json.loads(p.stdout)
 
 
+def list_sections(text):
+    """The text listing ('sdcscreen list') by section: {heading without its colon: [its non-blank lines]}."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = line[:-1]
+            sections[current] = []
+        elif current and line.strip():
+            sections[current].append(line)
+    return sections
+
+
+def npd_config(failures):
+    """deploy/k8s/npd-sdcscreen.json, the node-problem-detector plugin config; {} (and a failed check) when it
+    cannot be read."""
+    path = os.path.join(SOURCE_DIR, "deploy", "k8s", "npd-sdcscreen.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        failures.check(False, f"npd: {path}: {e}")
+        return {}
+
+
+def two_cpus(failures, why):
+    """This process's two lowest CPUs; with fewer than two, prints a skip that says why two are needed and
+    ends the test (failures.finish())."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        print(f"SKIP: needs two CPUs ({why})")
+        failures.finish()
+    return cpus[0], cpus[1]
+
+
 def table_lines():
     """(kind, family id) of each family line of the family table (kernels/families.def), in its order. A
     tensor-core GEMM line (SDC_GEMM_EXACTINT or SDC_GEMM_RECORDED: id, engine, format) reads as the kind its

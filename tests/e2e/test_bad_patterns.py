@@ -83,7 +83,7 @@ def battery_case(b, case_id):
 def runs(d, *extra):
     """The two commands that load pattern data: (label, CompletedProcess)."""
     return [("run", common.run("run", "--patterns", d, "--enable", CASE, "-q", *extra)),
-            ("verify-patterns", common.run("verify-patterns", "--patterns", d, *extra))]
+        ("verify-patterns", common.run("verify-patterns", "--patterns", d, *extra))]
 
 
 def expect_broken(name, d, names, *more):
@@ -250,53 +250,24 @@ try:
 
     # --- battery.json, with the manifest updated -------------------------------------------------------
     first = common.battery()["cases"][0]["id"]
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b.update(version=2))
-    expect_broken("battery wrong version", d, path(d, "battery.json"), "version 2")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0].update(family="gemm_f64"))
-    expect_broken("battery unknown family", d, path(d, "battery.json"), "gemm_f64")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: battery_case(b, CASE)["shape"].update(rows=130))
-    expect_broken("battery invalid shape (rows not a multiple of the tile)", d, path(d, "battery.json"), CASE, "130")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: battery_case(b, CASE)["shape"].pop("cols"))
-    expect_broken("battery shape lacks a dimension", d, path(d, "battery.json"), CASE, "cols")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: battery_case(b, CASE)["shape"].update(depth=3))
-    expect_broken("battery shape has an unknown dimension", d, path(d, "battery.json"), CASE, "depth")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][1].update(id=first))
-    expect_broken("battery duplicate id", d, path(d, "battery.json"), first)
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0].update(distribution="gaussian"))
-    expect_broken("battery unknown distribution", d, path(d, "battery.json"), "gaussian")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0].update(mode="recorded"))
-    expect_broken("battery mode the family lacks", d, path(d, "battery.json"), "recorded")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0]["iterations"].update(nightly=3))
-    expect_broken("battery iterations for an unknown profile", d, path(d, "battery.json"), "nightly")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0]["iterations"].update(boot=0))
-    expect_broken("battery zero iterations", d, path(d, "battery.json"), first)
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0].update(id="Gemm F32"))
-    expect_broken("battery id not snake_case", d, path(d, "battery.json"), "Gemm F32")
-
-    d = fresh()
-    edit_json(d, "battery.json", lambda b: b["cases"][0].update(seed="101"))
-    expect_broken("battery seed of the wrong type", d, path(d, "battery.json"), "seed")
+    for what, edit, *needles in (
+        ("wrong version", lambda b: b.update(version=2), "version 2"),
+        ("unknown family", lambda b: b["cases"][0].update(family="gemm_f64"), "gemm_f64"),
+        ("invalid shape (rows not a multiple of the tile)",
+         lambda b: battery_case(b, CASE)["shape"].update(rows=130), CASE, "130"),
+        ("shape lacks a dimension", lambda b: battery_case(b, CASE)["shape"].pop("cols"), CASE, "cols"),
+        ("shape has an unknown dimension", lambda b: battery_case(b, CASE)["shape"].update(depth=3), CASE, "depth"),
+        ("duplicate id", lambda b: b["cases"][1].update(id=first), first),
+        ("unknown distribution", lambda b: b["cases"][0].update(distribution="gaussian"), "gaussian"),
+        ("mode the family lacks", lambda b: b["cases"][0].update(mode="recorded"), "recorded"),
+        ("iterations for an unknown profile", lambda b: b["cases"][0]["iterations"].update(nightly=3), "nightly"),
+        ("zero iterations", lambda b: b["cases"][0]["iterations"].update(boot=0), first),
+        ("id not snake_case", lambda b: b["cases"][0].update(id="Gemm F32"), "Gemm F32"),
+        ("seed of the wrong type", lambda b: b["cases"][0].update(seed="101"), "seed"),
+    ):
+        d = fresh()
+        edit_json(d, "battery.json", edit)
+        expect_broken("battery " + what, d, path(d, "battery.json"), *needles)
 
     # --- a member twice in one object: JSON parsers keep the last one, the strict reader refuses it ------------
     # Each first copy is a wrong value placed before the right one: a reader that kept the last value would load
@@ -315,7 +286,7 @@ try:
     for rel, pattern, wrong, member in (("battery.json", r'"seed": \d+', '"seed": 1', "seed"),
                                         (GOLDEN, r'"output_digest": "[0-9a-f]{16}"', '"output_digest": "0000000000000000"',
                                          "output_digest"),
-                                        ("manifest.json", r'"bytes": \d+', '"bytes": 1', "bytes")):
+                                    ("manifest.json", r'"bytes": \d+', '"bytes": 1', "bytes")):
         d = member_twice(rel, pattern, wrong)
         expect_broken(f"{rel}: member twice in one object", d, path(d, rel), f"'{member}' appears twice")
 

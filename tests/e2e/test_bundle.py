@@ -88,7 +88,7 @@ def main():
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
         F.check(size < 64 << 20, f"the bundle is {size >> 20} MiB, over 64 MiB")
         for f in ("sdcscreen", "gpu_tests", "bench_gpu", "scripts/gpu-validate.sh", "scripts/gpu-drills.py",
-                  "scripts/gpu-first-light.sh",
+                  "scripts/gpu-first-light.sh", "scripts/gpu-first-light-lib.sh",
                   "patterns/battery.json", "patterns/manifest.json", "docs/gpu-validation/README.md", "BUNDLE.txt"):
             F.check(os.path.isfile(os.path.join(root, f)), f"the bundle lacks {f}")
         F.check(not any(os.path.islink(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs),

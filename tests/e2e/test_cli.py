@@ -165,13 +165,7 @@ else:
 
 p = common.run("list")
 F.check(p.returncode == 0, f"list: exit {p.returncode} ({p.stderr.strip()[:300]})")
-sections, current = {}, None
-for line in p.stdout.splitlines():
-    if line and not line.startswith(" ") and line.endswith(":"):
-        current = line[:-1]
-        sections[current] = []
-    elif current and line.strip():
-        sections[current].append(line.split()[0])
+sections = {k: [line.split()[0] for line in v] for k, v in common.list_sections(p.stdout).items()}
 bat = common.battery()
 # The registry lists exactly the family table's families (kernels/families.def), in its order, and the
 # battery has cases of every one of them.

@@ -181,7 +181,7 @@ def stubs_mode():
         os.makedirs(os.path.join(build, "patterns"))
         # A bundle: the scripts beside the binaries, and SHA256SUMS (the script runs from it, no --build-dir).
         os.makedirs(os.path.join(build, "scripts"))
-        for s in ("gpu-first-light.sh", "gpu-drills.py"):
+        for s in ("gpu-first-light.sh", "gpu-first-light-lib.sh", "gpu-drills.py"):
             shutil.copy(os.path.join(SOURCE_DIR, "scripts", s), os.path.join(build, "scripts", s))
         subprocess.run("find . -type f ! -name SHA256SUMS | sort | xargs sha256sum >SHA256SUMS", shell=True, cwd=build,
                        check=True)

@@ -85,13 +85,7 @@ for c, b in zip(doc["cases"], bat["cases"]):
 
 # --- the text listing names the same families, cases and the families of the recorded mode ----------
 t = common.run("list")
-sections, current = {}, None
-for line in t.stdout.splitlines():
-    if line and not line.startswith(" ") and line.endswith(":"):
-        current = line[:-1]
-        sections[current] = []
-    elif current and line.strip():
-        sections[current].append(line)
+sections = common.list_sections(t.stdout)
 F.check([l.split()[0] for l in sections.get("families", [])] == table, "list text: families differ from the JSON's")
 F.check([l.split()[0] for l in sections.get("cases", [])] == [c["id"] for c in doc["cases"]], "list text: cases differ")
 modes_text = "\n".join(sections.get("modes", []))

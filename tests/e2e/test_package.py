@@ -1,5 +1,6 @@
 """Packaging and deployment files: the .deb that `cpack -G DEB` makes, the tree that `cmake --install` makes,
-and the fleet integration files they carry (systemd unit, node-problem-detector config, Kubernetes manifest).
+and the fleet integration files they carry (systemd unit, node-problem-detector config, Slurm sweep; the
+Kubernetes manifest: test_daemonset.py).
 
 - the .deb (built into a scratch directory from the build tree SDC_BUILD_DIR, default: the directory of
   SDCSCREEN) has the control fields a package needs (Package, Version, Maintainer, Depends computed), and
@@ -11,8 +12,8 @@ and the fleet integration files they carry (systemd unit, node-problem-detector 
   `systemd-analyze verify` accepts the unit (when systemd-analyze exists);
 - the NPD config passes the checks node-problem-detector makes when it loads it, and its rule, run the same
   way, prints one line of at most max_output_length characters and exits 0;
-- the DaemonSet manifest has what Kubernetes requires, and its ConfigMap holds exactly npd-sdcscreen.json.
-Needs cpack, dpkg-deb, dpkg-shlibdeps (dpkg-dev) and python3-yaml.
+- the Slurm sweep runs from where it is installed (its summary module beside it): --help exits 0.
+Needs cpack, dpkg-deb, dpkg-shlibdeps (dpkg-dev).
 """
 import glob
 import json
@@ -33,12 +34,11 @@ F = common.Failures("test_package")
 SRC = common.SOURCE_DIR
 BUILD = os.environ.get("SDC_BUILD_DIR") or os.path.dirname(os.path.abspath(common.SDCSCREEN))
 UNIT = "sdcscreen-boot.service"
-NPD_JSON = os.path.join(SRC, "deploy", "k8s", "npd-sdcscreen.json")
-DAEMONSET = os.path.join(SRC, "deploy", "k8s", "sdcscreen-daemonset.yaml")
 FLEET_MD = os.path.join(SRC, "docs", "fleet.md")
-# Written separately (Slurm health check and sweep, NHC check); each one present in the source tree must be
-# installed, executable.
-FLEET_SCRIPTS = ["slurm/sdcscreen-healthcheck", "slurm/sdcscreen-sweep", "nhc/sdcscreen.nhc"]
+# Written separately (Slurm health check and sweep with its summary module, NHC check); each one present in the
+# source tree must be installed, executable where it is in the source tree.
+FLEET_SCRIPTS = ["slurm/sdcscreen-healthcheck", "slurm/sdcscreen-sweep", "slurm/sdcscreen_sweep_summary.py",
+                 "nhc/sdcscreen.nhc"]
 # Relative to the prefix (/usr in the package).
 REQUIRED = [
     "bin/sdcscreen",
@@ -105,6 +105,16 @@ def check_installed_tree(label, prefix, lock):
         F.check(os.path.isfile(dst), f"{label}: share/sdcscreen/{rel} is missing")
         if os.path.isfile(dst) and os.access(src, os.X_OK):
             F.check(os.stat(dst).st_mode & stat.S_IXUSR, f"{label}: share/sdcscreen/{rel} lost its executable bit")
+    # The sweep imports its summary module from beside itself: it runs where it is installed, also through a
+    # link from elsewhere (a PATH directory), and writes nothing there.
+    sweep = os.path.join(prefix, "share", "sdcscreen", "slurm", "sdcscreen-sweep")
+    with tempfile.TemporaryDirectory() as d:
+        link = os.path.join(d, "sdcscreen-sweep")
+        os.symlink(sweep, link)
+        for how, path in (("installed", sweep), ("through a link", link)):
+            p = sh([path, "--help"], timeout=60)
+            F.check(p.returncode == 0 and "usage: sdcscreen-sweep" in p.stdout,
+                    f"{label}: the sweep {how}: --help exit {p.returncode}: {tail(p)}")
     junk = [f for f in files_under(prefix) if "__pycache__" in f.split(os.sep) or f.endswith((".pyc", "~", ".swp"))]
     F.check(not junk, f"{label}: installs build or editor leftovers: {junk}")
     src_patterns = files_under(os.path.join(SRC, "patterns"))
@@ -337,115 +347,13 @@ def check_npd(cfg, root, scratch, lock):
                 F.check(False, f"npd: no readable report from the rule: {e}")
 
 
-# ---------------------------------------------------------------- Kubernetes manifest
-def check_daemonset(cfg):
-    try:
-        import yaml
-    except ImportError:
-        F.check(False, "python3-yaml is not installed (scripts/setup.sh installs it)")
-        return
-    with open(DAEMONSET) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d is not None]
-    for d in docs:
-        F.check(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") and d.get("metadata", {}).get("name"),
-                f"k8s: a document lacks apiVersion, kind or metadata.name: {str(d)[:200]}")
-    dss = [d for d in docs if d.get("kind") == "DaemonSet"]
-    cms = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
-    F.check(len(dss) == 2, f"k8s: {len(dss)} DaemonSets, expected 2 (nodes without GPUs, GPU nodes)")
-    # Every node runs exactly one: the GPU one on nodes labelled nvidia.com/gpu.present=true, with the NVIDIA
-    # runtime and every GPU, and without a GPU request (that would take the GPUs from workloads for good).
-    terms = {}
-    for ds in dss:
-        pod = ds.get("spec", {}).get("template", {}).get("spec", {})
-        exprs = [e for t in pod.get("affinity", {}).get("nodeAffinity", {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
-            for e in t.get("matchExpressions", [])]
-        gpu_expr = [e for e in exprs if e.get("key") == "nvidia.com/gpu.present"]
-        terms[ds["metadata"]["name"]] = gpu_expr
-        env = {e.get("name"): e.get("value") for c in pod.get("containers", []) for e in c.get("env", [])}
-        requests_gpu = any("nvidia.com/gpu" in str(c.get("resources", {})) for c in pod.get("containers", []))
-        F.check(not requests_gpu, f"k8s: {ds['metadata']['name']} requests nvidia.com/gpu")
-        if gpu_expr and gpu_expr[0].get("operator") == "In":
-            F.check(pod.get("runtimeClassName") == "nvidia" and env.get("NVIDIA_VISIBLE_DEVICES") == "all",
-                    f"k8s: the GPU DaemonSet lacks runtimeClassName nvidia or NVIDIA_VISIBLE_DEVICES=all")
-    ops = sorted((e[0].get("operator"), tuple(e[0].get("values", []))) for e in terms.values() if e)
-    F.check(ops == [("In", ("true",)), ("NotIn", ("true",))],
-            f"k8s: the DaemonSets' nvidia.com/gpu.present affinities {terms} do not split the nodes in two")
-    for ds in dss:
-        check_one_daemonset(ds, docs, cms, cfg)
-
-
-def check_one_daemonset(ds, docs, cms, cfg):
-    F.check(ds.get("apiVersion") == "apps/v1", f"k8s: DaemonSet apiVersion {ds.get('apiVersion')!r}")
-    spec = ds.get("spec", {})
-    match = spec.get("selector", {}).get("matchLabels", {})
-    labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
-    F.check(match and all(labels.get(k) == v for k, v in match.items()),
-            f"k8s: selector.matchLabels {match} does not match template labels {labels}")
-    pod = spec.get("template", {}).get("spec", {})
-    containers = pod.get("containers", [])
-    F.check(containers, "k8s: no containers")
-    names = [c.get("name") for c in containers]
-    F.check(all(names) and len(set(names)) == len(names), f"k8s: container names {names}")
-    for c in containers:
-        F.check(c.get("image"), f"k8s: container {c.get('name')} has no image")
-        F.check(c.get("securityContext", {}).get("privileged") is False, f"k8s: container {c.get('name')} is not privileged: false")
-        F.check(c.get("resources", {}).get("requests") and c["resources"].get("limits", {}).get("memory"),
-                f"k8s: container {c.get('name')} lacks resource requests or a memory limit")
-    F.check({"operator": "Exists"} in pod.get("tolerations", []), "k8s: no toleration of every taint (operator: Exists)")
-    sa = pod.get("serviceAccountName")
-    F.check(sa in [d["metadata"]["name"] for d in docs if d.get("kind") == "ServiceAccount"],
-            f"k8s: serviceAccountName {sa!r} is not defined in the file")
-
-    # The plugin config reaches NPD: a configMap volume -> a mount -> --config.custom-plugin-monitor=PATH.
-    vols = {v.get("name"): v for v in pod.get("volumes", [])}
-    c = containers[0]
-    flags = [a for a in c.get("command", []) + c.get("args", []) if a.startswith("--config.custom-plugin-monitor=")]
-    F.check(len(flags) == 1, f"k8s: {len(flags)} --config.custom-plugin-monitor flags, expected 1")
-    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
-    found = None
-    for flag in flags:
-        for cfg_path in flag.split("=", 1)[1].split(","):
-            for mp, m in mounts.items():
-                if cfg_path.startswith(mp.rstrip("/") + "/"):
-                    v = vols.get(m["name"], {})
-                    cmname = v.get("configMap", {}).get("name")
-                    rel = cfg_path[len(mp.rstrip("/")) + 1:]
-                    items = {i["path"]: i["key"] for i in v.get("configMap", {}).get("items", [])}
-                    found = (cmname, items.get(rel, rel))
-    F.check(found is not None and found[0] in cms,
-            f"k8s: the custom plugin config {flags} is not mounted from a ConfigMap defined in the file")
-    if found and found[0] in cms:
-        data = cms[found[0]].get("data", {})
-        F.check(found[1] in data, f"k8s: ConfigMap {found[0]} has no key {found[1]}")
-        if found[1] in data:
-            try:
-                F.check(json.loads(data[found[1]]) == cfg,
-                        f"k8s: ConfigMap {found[0]}/{found[1]} differs from deploy/k8s/npd-sdcscreen.json")
-            except ValueError as e:
-                F.check(False, f"k8s: ConfigMap {found[0]}/{found[1]} is not JSON: {e}")
-    # What the rule writes (lock, report) must be mounted: the container's root file system is read-only.
-    for r in cfg.get("rules", []):
-        args = r.get("args", [])
-        for opt in ("--lock-file", "-o", "--prometheus"):
-            if opt in args:
-                target = args[args.index(opt) + 1]
-                F.check(any(target.startswith(mp.rstrip("/") + "/") and not mounts[mp].get("readOnly") for mp in mounts),
-                        f"k8s: the rule's {opt} {target} is not on a writable volume mount")
-
-
 # ---------------------------------------------------------------- main
 for tool in ("cpack", "dpkg-deb", "dpkg-shlibdeps"):
     F.check(shutil.which(tool), f"{tool} is not installed (dpkg-dev, cmake)")
 if not os.path.isfile(os.path.join(BUILD, "CPackConfig.cmake")):
     F.check(False, f"{BUILD}/CPackConfig.cmake is missing: set SDC_BUILD_DIR to a configured build tree")
     F.finish()
-try:
-    with open(NPD_JSON) as f:
-        npd_cfg = json.load(f)
-except (OSError, ValueError) as e:
-    F.check(False, f"npd: {NPD_JSON}: {e}")
-    npd_cfg = {}
+npd_cfg = common.npd_config(F)
 
 with tempfile.TemporaryDirectory(prefix="sdc-package-") as tmp:
     lock = os.path.join(tmp, "lock")
@@ -506,8 +414,6 @@ with tempfile.TemporaryDirectory(prefix="sdc-package-") as tmp:
         F.check(inst_files == deb_files, f"cmake --install and the .deb differ: only installed {sorted(inst_files - deb_files)}, "
                                          f"only in the .deb {sorted(deb_files - inst_files)}")
         check_installed_tree("cmake --install", inst, lock)
-
-    check_daemonset(npd_cfg)
 
 print(f"test_package: {time.monotonic() - T0:.1f} s", flush=True)
 F.finish()

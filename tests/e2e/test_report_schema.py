@@ -67,13 +67,20 @@ def consistent(name, rc, report):
             F.check(g["signature"].startswith(t["family"] + ":"), f"{name}: {t['id']}: signature {g['signature']!r} not of {t['family']}")
 
 
+def reported(name, rc, report, err, want):
+    """Checks that a run exited `want` and wrote a report that the schema accepts and that agrees with its exit;
+    true when it wrote one."""
+    F.check(rc == want, f"{name}: exit {rc}, expected {want} (stderr: {err.strip()[:300]})")
+    F.check(report is not None, f"{name}: no report written")
+    if report:
+        validate(name, report)
+        consistent(name, rc, report)
+    return bool(report)
+
+
 # --- 1. a clean run -------------------------------------------------------------------------------
 rc, clean, err = common.run_json("--enable", "softmax_f32.*")
-F.check(rc == 0, f"clean run: exit {rc}, expected 0 (stderr: {err.strip()[:300]})")
-F.check(clean is not None, "clean run: no report written")
-if clean:
-    validate("clean run", clean)
-    consistent("clean run", rc, clean)
+if reported("clean run", rc, clean, err, 0):
     F.check(clean["exit"] == {"code": 0, "verdict": "pass"}, f"clean run: exit {clean['exit']}")
     F.check(len(clean["tests"]) == 4 and all(t["result"] == "pass" for t in clean["tests"]),
             f"clean run: expected 4 passing softmax tests, got {[(t['id'], t['result']) for t in clean['tests']]}")
@@ -83,11 +90,7 @@ if clean:
 # --- 2. an output injection: exit 1 with miscompares ---------------------------------------------
 spec = f"case={CASE},element=5,bit=3"
 rc, inj, err = common.run_json("--enable", CASE, "--inject", spec)
-F.check(rc == 1, f"output injection: exit {rc}, expected 1 (stderr: {err.strip()[:300]})")
-F.check(inj is not None, "output injection: no report written")
-if inj:
-    validate("output injection", inj)
-    consistent("output injection", rc, inj)
+if reported("output injection", rc, inj, err, 1):
     F.check(inj["fault_injection"] is True, "output injection: fault_injection is not true")
     F.check(len(inj["injections"]) == 1 and inj["injections"][0]["fired"] is True, f"output injection: {inj['injections']}")
     t = inj["tests"][0] if inj["tests"] else {}
@@ -105,10 +108,7 @@ if inj:
 
 # --- 2b. --digests: every tile's digest of the last complete iteration ------------------------------
 rc, dig, err = common.run_json("--enable", CASE, "--digests")
-F.check(rc == 0, f"--digests: exit {rc}, expected 0 (stderr: {err.strip()[:300]})")
-if dig:
-    validate("--digests", dig)
-    consistent("--digests", rc, dig)
+if reported("--digests", rc, dig, err, 0):
     t = dig["tests"][0]
     F.check(len(t.get("tile_digests", [])) == t["tiles"] and t.get("digest_iteration") == t["iterations"] - 1,
             f"--digests: {len(t.get('tile_digests', []))} digests for {t['tiles']} tiles, iteration "
@@ -125,21 +125,13 @@ if clean:
 
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
-F.check(rc == 2, f"injection that never fires: exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
-F.check(nofire is not None, "injection that never fires: no report written")
-if nofire:
-    validate("injection that never fires", nofire)
-    consistent("injection that never fires", rc, nofire)
+if reported("injection that never fires", rc, nofire, err, 2):
     F.check(nofire["exit"] == {"code": 2, "verdict": "error"}, f"injection that never fires: exit {nofire['exit']}")
     F.check([i["fired"] for i in nofire["injections"]] == [False], f"injection that never fires: {nofire['injections']}")
 
 # --- 4. --backend cuda in a build without CUDA: exit 2, errors[] ---------------------------------
 rc, cuda, err = common.run_json("--backend", "cuda", "--enable", CASE)
-F.check(rc == 2, f"--backend cuda: exit {rc}, expected 2 (stderr: {err.strip()[:300]})")
-F.check(cuda is not None, "--backend cuda: no report written")
-if cuda:
-    validate("--backend cuda", cuda)
-    consistent("--backend cuda", rc, cuda)
+if reported("--backend cuda", rc, cuda, err, 2):
     F.check(len(cuda["errors"]) >= 1, "--backend cuda: errors[] is empty")
     F.check(cuda["backend"] == "cuda", f"--backend cuda: backend is {cuda['backend']!r}")
     F.check(not any(t["result"] == "pass" for t in cuda["tests"]), "--backend cuda: a test is reported as pass")

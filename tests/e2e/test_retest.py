@@ -16,11 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 F = common.Failures("test_retest")
-cpus = sorted(os.sched_getaffinity(0))
-if len(cpus) < 2:
-    print("SKIP: needs two CPUs (a failing one and one to compare fresh seeds with)")
-    F.finish()
-bad, good = cpus[1], cpus[0]
+good, bad = common.two_cpus(F, "a failing one and one to compare fresh seeds with")
 CASE = "softmax_f32.special_128x1000"  # one tile per 4 rows: 32 tiles
 GEMM = "gemm_f32.special_512"
 

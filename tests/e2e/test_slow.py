@@ -19,11 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 F = common.Failures("test_slow")
-cpus = sorted(os.sched_getaffinity(0))
-if len(cpus) < 2:
-    print("SKIP: needs two CPUs (a unit's peers)")
-    F.finish()
-slow_cpu, other = cpus[1], cpus[0]
+other, slow_cpu = common.two_cpus(F, "a unit's peers")
 CASE = "softmax_f32.special_128x1000"
 SEL = ["--time-budget", "1h", "--cpuset", f"{other},{slow_cpu}", "--enable", CASE]
 

@@ -2,7 +2,8 @@
 as its HealthCheckProgram, deploy/slurm/sdcscreen-sweep through srun, and deploy/nhc/sdcscreen.nhc.
 
 A private munged (own key and socket) and a one-node cluster (slurmctld + slurmd, foreground, -f slurm.conf
-in a temporary directory, random port pair) are started here and stopped at the end, even on failure.
+in a temporary directory, random port pair: slurm_cluster.py) are started here and stopped at the end, even on
+failure.
 
 How the health check is triggered: slurmd runs HealthCheckProgram once when it starts, before it registers
 (and then every HealthCheckInterval, set to an hour here). So each scenario rewrites the health check's
@@ -15,142 +16,33 @@ Needs root and the Debian packages slurm-wlm and munge; without them it prints S
 """
 import json
 import os
-import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+# Checks root and the tools (SKIP without them), then makes the cluster's directory TMP.
+from slurm_cluster import (CONF, ENV, NODE, PATH, TMP, elapsed, node_state, settled_state, sh, start,  # noqa: E402
+                           stop, wait_for, write_cluster_config)
 
 WRAPPER = os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-healthcheck")
 SWEEP = os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-sweep")
 NHC_CHECK = os.path.join(common.SOURCE_DIR, "deploy", "nhc", "sdcscreen.nhc")
 FAST_CASE = "softmax_f32.special_128x1000"
 INJECT = f"case={FAST_CASE},element=5,bit=3"
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-
-def skip(why):
-    print(f"SKIP: {why}", flush=True)
-    sys.exit(0)
-
-
-if os.geteuid() != 0:
-    skip("needs root (slurmd, slurmctld and munged run as root here)")
-TOOLS = ["slurmctld", "slurmd", "scontrol", "sinfo", "srun", "munged", "munge"]
-missing = [t for t in TOOLS if not shutil.which(t, path=PATH + ":" + os.environ.get("PATH", ""))]
-if missing:
-    skip(f"missing {', '.join(missing)} (Debian packages slurm-wlm and munge)")
 for f in (WRAPPER, SWEEP, NHC_CHECK):
     if not os.path.isfile(f):
         sys.exit(f"missing {f}")
 
 F = common.Failures("test_slurm")
-T0 = time.monotonic()
-TMP = tempfile.mkdtemp(prefix="sdcs-slurm-")
-os.chmod(TMP, 0o755)
-NODE = socket.gethostname().split(".")[0]
-CONF = os.path.join(TMP, "slurm.conf")
 HC_CONFIG = os.path.join(TMP, "sdcscreen.default")   # what /etc/default/sdcscreen would hold
 HC_STATE = os.path.join(TMP, "hc-state")
 HC_LOG = os.path.join(HC_STATE, "healthcheck.log")
 HC_REPORT = os.path.join(HC_STATE, "healthcheck-report.json")
 LOCK = os.path.join(TMP, "lock")
-ENV = dict(os.environ, SLURM_CONF=CONF, PATH=PATH + ":" + os.environ.get("PATH", ""))
-procs = {}      # name -> Popen (each in its own process group)
 timings = {}
-
-
-def elapsed():
-    return time.monotonic() - T0
-
-
-def sh(*argv, timeout=60, env=None, check=False):
-    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env or ENV)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[:500]}")
-    return p
-
-
-def start(name, argv):
-    log = open(os.path.join(TMP, f"{name}.out"), "ab")
-    procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=ENV, start_new_session=True)
-    log.close()
-
-
-def stop(name, grace=15):
-    p = procs.pop(name, None)
-    if p is None:
-        return
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(p.pid, signal.SIGKILL)   # whatever is left of the group (slurmscriptd, steps)
-    except ProcessLookupError:
-        pass
-    try:
-        p.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def wait_for(what, fn, timeout):
-    end = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        for name, p in procs.items():
-            if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with {p.returncode} while waiting for {what}")
-        time.sleep(0.2)
-
-
-def free_port_pair():
-    for _ in range(200):
-        base = random.randrange(20000, 60000, 2)
-        ok = True
-        for port in (base, base + 1):
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind(("0.0.0.0", port))
-                except OSError:
-                    ok = False
-        if ok:
-            return base
-    raise RuntimeError("no free port pair")
-
-
-def node_state():
-    """(long state, reason) of the node from sinfo; reason '' when none."""
-    p = sh("sinfo", "-h", "-N", "-n", NODE, "-o", "%T|%E", timeout=30)
-    line = (p.stdout.strip().splitlines() or ["|"])[0]
-    state, _, reason = line.partition("|")
-    reason = reason.strip()
-    return state.strip(), ("" if reason == "none" else reason)
-
-
-def settled_state(timeout=60):
-    """Waits until the node is responding (no '*' suffix) and not in a transient state; returns node_state()."""
-    def ok():
-        s, r = node_state()
-        return (s, r) if s and not s.endswith("*") and s not in ("unknown", "completing") else None
-    return wait_for("the node to settle", ok, timeout)
 
 
 def hc_lines():
@@ -224,72 +116,12 @@ def node_entry(summary):
 
 
 def main():
-    # --- munge: own key, own socket --------------------------------------------------------------------
-    mdir = os.path.join(TMP, "munge")
-    os.makedirs(mdir, mode=0o700)
-    key = os.path.join(mdir, "munge.key")
-    if shutil.which("mungekey", path=ENV["PATH"]):
-        sh("mungekey", "-c", "-k", key, check=True)
-    else:
-        with open(key, "wb") as f:
-            f.write(os.urandom(1024))
-    os.chmod(key, 0o600)
-    sock = os.path.join(mdir, "munge.socket")
-    start("munged", ["munged", "-F", "--force", f"--socket={sock}", f"--key-file={key}",
-                     f"--pid-file={mdir}/munged.pid", f"--seed-file={mdir}/munged.seed",
-                     f"--log-file={mdir}/munged.log"])
-    wait_for("munged", lambda: os.path.exists(sock) and sh("munge", "-S", sock, "-n", timeout=10).returncode == 0, 30)
-
-    # --- slurm.conf ------------------------------------------------------------------------------------
-    cpus = os.cpu_count() or 1
-    p = sh("slurmd", "-C", timeout=30)
-    for tok in p.stdout.split():
-        if tok.startswith("CPUs="):
-            cpus = int(tok[5:])
-    port = free_port_pair()
-    for d in ("state", "spool", "log", "hc-state"):
-        os.makedirs(os.path.join(TMP, d), exist_ok=True)
-    with open(os.path.join(TMP, "plugstack.conf"), "w"):
-        pass
+    os.makedirs(HC_STATE)
     launcher = os.path.join(TMP, "healthcheck")
     with open(launcher, "w") as f:
         f.write(f"#!/bin/sh\nSDCSCREEN_CONFIG={HC_CONFIG} exec {WRAPPER}\n")
     os.chmod(launcher, 0o755)
-    with open(CONF, "w") as f:
-        f.write(f"""ClusterName=sdctest
-SlurmctldHost={NODE}(127.0.0.1)
-SlurmctldPort={port}
-SlurmdPort={port + 1}
-AuthType=auth/munge
-AuthInfo=socket={sock}
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation={TMP}/state
-SlurmdSpoolDir={TMP}/spool
-SlurmctldPidFile={TMP}/slurmctld.pid
-SlurmdPidFile={TMP}/slurmd.pid
-SlurmctldLogFile={TMP}/log/slurmctld.log
-SlurmdLogFile={TMP}/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-PlugStackConfig={TMP}/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/builtin
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-HealthCheckProgram={launcher}
-HealthCheckInterval=3600
-HealthCheckNodeState=ANY
-NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=100 State=UNKNOWN
-PartitionName=sdctest Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
-""")
+    port, cpus = write_cluster_config(launcher)
 
     # --- start the cluster; slurmd runs the health check (boot profile, default arguments) once at start --
     start("slurmctld", ["slurmctld", "-D", "-i", "-f", CONF])

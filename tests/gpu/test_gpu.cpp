@@ -147,6 +147,16 @@ Ran run_case(const Case& c, cuda::DeviceFault fault, bool check_inputs) {
   return pc.digest(fault);
 }
 
+// Every tile of the run computed on one of the GPU's sm_ids SMs, as the kernel recorded it.
+void check_sm_ids(const Case& c, const Ran& ran, int sm_ids) {
+  for (uint64_t t = 0; t < ran.sm.size(); ++t)
+    if (static_cast<int>(ran.sm[t]) >= sm_ids || ran.sm[t] == 0xffffffffu) {
+      EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
+             ran.sm[t]);
+      return;
+    }
+}
+
 void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const DeviceInfo& gpu, int sm_ids) {
   const Case& c = *cp.c;
   if (!find_family(c.family)->prepare_cuda) return;
@@ -165,12 +175,7 @@ void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const Device
     for (uint64_t t = 0; t < clean.digests.size(); ++t) differ += clean.digests[t] != again.digests[t];
     EXPECT(differ == 0, "%s: two runs differ in %llu of %zu tiles", c.id.c_str(),
            static_cast<unsigned long long>(differ), clean.digests.size());
-    for (uint64_t t = 0; records_sm && t < again.sm.size(); ++t)
-      if (static_cast<int>(again.sm[t]) >= sm_ids || again.sm[t] == 0xffffffffu) {
-        EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
-               again.sm[t]);
-        break;
-      }
+    if (records_sm) check_sm_ids(c, again, sm_ids);
     std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), differ ? "RUNS DIFFER" : "repeatable");
   }
   if (!cp.golden) return;
@@ -180,12 +185,7 @@ void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const Device
     if (clean.digests[t] != g.tile_digests[t] && bad++ == 0) first_bad = t;
   EXPECT(bad == 0, "%s: %llu of %zu tiles differ from the golden (first: tile %llu)", c.id.c_str(),
          static_cast<unsigned long long>(bad), clean.digests.size(), static_cast<unsigned long long>(first_bad));
-  for (uint64_t t = 0; records_sm && t < clean.sm.size(); ++t)
-    if (static_cast<int>(clean.sm[t]) >= sm_ids || clean.sm[t] == 0xffffffffu) {
-      EXPECT(false, "%s: tile %llu has no valid SM id (%u)", c.id.c_str(), static_cast<unsigned long long>(t),
-             clean.sm[t]);
-      break;
-    }
+  if (records_sm) check_sm_ids(c, clean, sm_ids);
   std::printf("%-48s %6zu tiles  %s\n", c.id.c_str(), clean.digests.size(), bad ? "MISMATCH" : "bit-identical");
   if (!cp.hooks) return;  // once per family
   // The fault hook: one tile, then every tile of one SM; the rest must stay untouched.

@@ -31,4 +31,16 @@ inline CaseInputs prepare_inputs(const Case& c) {
   return r;
 }
 
+// Every tile t of the case computed both ways, the fast path and the specification: check(t, fast, spec).
+template <class Check>
+void for_each_tile_both_ways(const CaseInputs& in, Check check) {
+  std::vector<float> fast(in.p->tile_elements()), spec(in.p->tile_elements());
+  Workspace ws;
+  for (uint64_t t = 0; t < in.p->tile_count(); ++t) {
+    in.p->compute_tile(in.ptrs.data(), t, fast.data(), ws);
+    in.p->compute_tile_scalar(in.ptrs.data(), t, spec.data());
+    check(t, fast, spec);
+  }
+}
+
 }  // namespace sdc::test

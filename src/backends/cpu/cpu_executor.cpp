@@ -67,13 +67,9 @@ class CpuExecutor final : public Executor {
     unit_base_ = unit_base;
   }
   bool stuck() const override { return stuck_; }
-  const char* skip_reason(SkipCause cause) const override {
-    switch (cause) {
-      case SkipCause::watchdog: return "not run: the watchdog ended the run";
-      case SkipCause::interrupted: return "interrupted before every CPU computed a tile";
-      case SkipCause::budget: break;
-    }
-    return "time budget ran out before every CPU computed a tile";
+  SkipReasons skip_reasons() const override {
+    return {"not run: the watchdog ended the run", "interrupted before every CPU computed a tile",
+            "time budget ran out before every CPU computed a tile"};
   }
   bool repeats_failed() const override { return true; }
 

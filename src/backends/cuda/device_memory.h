@@ -47,36 +47,24 @@ class Buffer {
 using DeviceBuffer = Buffer<false>;
 using PinnedBuffer = Buffer<true>;
 
-class Stream {
+// A handle of rt made by CREATE and destroyed by DESTROY: a stream, an event.
+template <typename H, H (DeviceRuntime::*CREATE)(), void (DeviceRuntime::*DESTROY)(H) noexcept>
+class RuntimeHandle {
  public:
-  explicit Stream(DeviceRuntime& rt) : rt_(rt), s_(rt.create_stream()) {}
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (s_) rt_.destroy_stream(s_);
+  explicit RuntimeHandle(DeviceRuntime& rt) : rt_(rt), h_((rt.*CREATE)()) {}
+  RuntimeHandle(const RuntimeHandle&) = delete;
+  RuntimeHandle& operator=(const RuntimeHandle&) = delete;
+  ~RuntimeHandle() {
+    if (h_) (rt_.*DESTROY)(h_);
   }
-  cudaStream_t get() const { return s_; }
-  void release() { s_ = nullptr; }
+  H get() const { return h_; }
+  void release() { h_ = nullptr; }
 
  private:
   DeviceRuntime& rt_;
-  cudaStream_t s_;
+  H h_;
 };
-
-class Event {
- public:
-  explicit Event(DeviceRuntime& rt) : rt_(rt), e_(rt.create_event()) {}
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (e_) rt_.destroy_event(e_);
-  }
-  cudaEvent_t get() const { return e_; }
-  void release() { e_ = nullptr; }
-
- private:
-  DeviceRuntime& rt_;
-  cudaEvent_t e_;
-};
+using Stream = RuntimeHandle<cudaStream_t, &DeviceRuntime::create_stream, &DeviceRuntime::destroy_stream>;
+using Event = RuntimeHandle<cudaEvent_t, &DeviceRuntime::create_event, &DeviceRuntime::destroy_event>;
 
 }  // namespace sdc::cuda

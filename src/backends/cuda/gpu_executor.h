@@ -48,13 +48,9 @@ class GpuExecutor final : public Executor {
     return g_.dead.empty() ? "" : fmt::format("{} is unusable: {}", unit_text(UnitName::of_gpu(g_.info.index)), g_.dead);
   }
   bool stuck() const override { return g_.stuck; }
-  const char* skip_reason(SkipCause cause) const override {
-    switch (cause) {
-      case SkipCause::watchdog: return "not run: the watchdog ended this GPU's run";
-      case SkipCause::interrupted: return "interrupted before it ran";
-      case SkipCause::budget: break;
-    }
-    return "time budget ran out before it ran";
+  SkipReasons skip_reasons() const override {
+    return {"not run: the watchdog ended this GPU's run", "interrupted before it ran",
+            "time budget ran out before it ran"};
   }
   bool repeats_failed() const override { return false; }
 

@@ -1,6 +1,6 @@
 // The emulated device's execution engine (src/backends/emu/block.h): barriers, shuffles against a
-// reference written from CUDA's documented semantics, votes, the general warp exchange, and the faults a
-// kernel's misuse of the execution model must raise, with messages that say where.
+// reference written from CUDA's documented semantics, votes, the general warp exchange, each thread's own
+// state, and runners under load (the faults a kernel's misuse raises: test_emu_block_faults.cpp).
 #include <cfenv>
 #include <chrono>
 #include <cstdio>
@@ -10,17 +10,13 @@
 
 #include "tests/unit/catch.h"
 #include "src/backends/emu/block.h"
+#include "tests/unit/emu_block_test.h"
 
 using namespace sdc::emu;
+using sdc::test::fault_of;
+using sdc::test::launch;
 
 namespace {
-
-// Runs f() as the body of every thread of one block.
-template <typename F>
-void launch(BlockRunner& r, Dim3 block, F& f, const char* kernel = "test_kernel", Dim3 block_idx = {}) {
-  r.run(
-      kernel, Dim3{4, 2, 1}, block, block_idx, 3, 132, 0, [](void* p) { (*static_cast<F*>(p))(); }, &f);
-}
 
 uint32_t value_of(unsigned warp, unsigned lane, unsigned round) {
   uint32_t h = (warp * 131u + lane) * 2654435761u + round * 40503u;
@@ -47,17 +43,6 @@ int per_lane_arg(unsigned lane, Shfl mode) {
   const int a = static_cast<int>(lane * 7 + 3);
   return mode == Shfl::idx ? a : a % 32;
 }
-
-std::string fault_of(BlockRunner& r, Dim3 block, auto& f, Dim3 block_idx = {}) {
-  try {
-    launch(r, block, f, "faulty_kernel", block_idx);
-  } catch (const KernelFault& e) {
-    return e.what();
-  }
-  return "no fault";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -223,180 +208,6 @@ TEST_CASE("warp_exchange runs its function once per warp per call", "[emu]") {
   unsigned total = 0;
   for (unsigned i = 0; i < n; ++i) total += wrong[i];
   CHECK(total == 0);
-}
-
-TEST_CASE("a deadlock is reported with the block and what each thread waits at", "[emu]") {
-  BlockRunner r;
-  // Warp 0 waits at the barrier; in warp 1, lane 0 waits there too while lanes 1-31 wait at a
-  // __syncwarp whose mask names lane 0.
-  auto kernel = [] {
-    const ThreadContext& t = here();
-    if (t.warp == 0 || t.lane == 0)
-      syncthreads();
-    else
-      syncwarp(0xffffffffu);
-  };
-  const std::string m = fault_of(r, Dim3{64, 1, 1}, kernel, Dim3{2, 1, 0});
-  INFO(m);
-  CHECK(contains(m, "faulty_kernel"));
-  CHECK(contains(m, "block (2,1,0)"));
-  CHECK(contains(m, "deadlock"));
-  CHECK(contains(m, "threads 0-32 [threadIdx (0,0,0)..(32,0,0), warps 0-1] wait at __syncthreads"));
-  CHECK(contains(
-      m, "threads 33-63 [threadIdx (33,0,0)..(63,0,0), warp 1 lanes 1-31] wait at __syncwarp(mask 0xffffffff)"));
-  CHECK(contains(m, "waits for lane 0 of warp 1"));
-
-  // The runner is still good for the next block.
-  std::vector<unsigned> out(64, 0);
-  auto good = [&] {
-    const ThreadContext& t = here();
-    syncthreads();
-    out[t.linear] = shfl(0xffffffffu, t.linear, 0, 32, Shfl::idx);
-  };
-  launch(r, Dim3{64, 1, 1}, good);
-  for (unsigned i = 0; i < 64; ++i) CHECK(out[i] == i / 32 * 32);
-}
-
-TEST_CASE("a deadlock of threads that returned around a barrier others wait at", "[emu]") {
-  BlockRunner r;
-  // Threads 0-9 wait at a second barrier the others never reach: found when the last thread returns.
-  auto kernel = [] {
-    syncthreads();
-    if (here().linear < 10) syncthreads();
-    if (here().linear < 10) syncthreads();
-  };
-  const std::string m = fault_of(r, Dim3{40, 1, 1}, kernel);
-  INFO(m);
-  // The barrier completes once the others have returned, so threads 0-9 pass both and the block finishes.
-  CHECK(m == "no fault");
-
-  auto stuck = [] {
-    if (here().linear < 10) {
-      syncthreads();
-    } else {
-      syncwarp(activemask() & ~0x3ffu);
-      syncwarp(0xffffffffu);  // names lanes 0-9, stuck at the barrier: nobody can go on
-    }
-  };
-  const std::string m2 = fault_of(r, Dim3{32, 1, 1}, stuck);
-  INFO(m2);
-  CHECK(contains(m2, "deadlock"));
-  CHECK(contains(m2, "threads 0-9"));
-  CHECK(contains(m2, "__syncthreads (10 of the 32 threads still running have arrived)"));
-  CHECK(contains(m2, "waits for lanes 0-9 of warp 0"));
-}
-
-TEST_CASE("a collective whose mask names a lane that returned faults", "[emu]") {
-  BlockRunner r;
-  SECTION("returned before the call") {
-    auto kernel = [] {
-      if (here().lane == 5) return;
-      syncthreads();  // lane 5 has returned by now
-      shfl(0xffffffffu, 1, 0, 32, Shfl::idx);
-    };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    // Thread 31 completes the barrier, goes on first, and is the first to call the shuffle.
-    CHECK(contains(m, "thread 31 [threadIdx (31,0,0), warp 0 lane 31]"));
-    CHECK(contains(m, "names lane 5, which has returned"));
-  }
-  SECTION("returned while the others wait") {
-    auto kernel = [] {
-      if (here().lane == 31) return;
-      syncwarp(0xffffffffu);
-    };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 31"));
-    CHECK(contains(m, "returned while lanes 0-30 of its warp wait at __syncwarp(mask 0xffffffff)"));
-  }
-  SECTION("past the end of the block") {
-    auto kernel = [] { ballot(0xffffffffu, true); };
-    const std::string m = fault_of(r, Dim3{20, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "names lanes 20-31"));
-  }
-}
-
-TEST_CASE("other misuses of warp collectives fault", "[emu]") {
-  BlockRunner r;
-  SECTION("a mask leaving out the calling lane") {
-    auto kernel = [] { syncwarp(here().lane == 3 ? 0xfffffff7u : 0xffffffffu); };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 3 "));
-    CHECK(contains(m, "leaves out the calling lane"));
-  }
-  SECTION("lanes of one mask at different collectives") {
-    auto kernel = [] {
-      if (here().lane < 16)
-        syncwarp(0xffffffffu);
-      else
-        ballot(0xffffffffu, true);
-    };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 16 "));
-    CHECK(contains(m, "called __ballot_sync(mask 0xffffffff) while lanes 0-15 of the same mask wait at __syncwarp"));
-  }
-  SECTION("a shuffle reading a lane outside its mask") {
-    auto kernel = [] { shfl(0x0000ffffu, 1, 20, 32, Shfl::idx); };
-    auto low_half = [&] {
-      if (here().lane < 16) kernel();
-    };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, low_half);
-    INFO(m);
-    CHECK(contains(m, "thread 0 "));
-    CHECK(contains(m, "reads lane 20, outside the mask"));
-  }
-  SECTION("a width that is not a power of two") {
-    auto kernel = [] { shfl(0xffffffffu, 1, 1, 12, Shfl::down); };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "power of two"));
-  }
-}
-
-TEST_CASE("__trap ends the block with a fault naming the thread", "[emu]") {
-  BlockRunner r;
-  auto kernel = [] {
-    syncthreads();
-    if (here().linear == 70) trap("checksum mismatch");
-    syncthreads();
-  };
-  const std::string m = fault_of(r, Dim3{8, 16, 1}, kernel, Dim3{0, 3, 1});
-  INFO(m);
-  CHECK(contains(m,
-                 "kernel faulty_kernel block (0,3,1): thread 70 [threadIdx (6,8,0), warp 2 lane 6]: __trap: "
-                 "checksum mismatch"));
-
-  // A trap inside the exchange function, on the lane completing the exchange.
-  auto in_exchange = [] {
-    int x = 0;
-    warp_exchange(
-        0xffffffffu, &x, [](void*, void* const*) { trap("from the exchange"); }, nullptr);
-  };
-  const std::string m2 = fault_of(r, Dim3{32, 1, 1}, in_exchange);
-  INFO(m2);
-  CHECK(contains(m2, "thread 31 "));
-  CHECK(contains(m2, "from the exchange"));
-}
-
-TEST_CASE("an exception escaping a kernel thread is rethrown by run", "[emu]") {
-  BlockRunner r;
-  auto kernel = [] {
-    syncthreads();
-    if (here().linear == 9) throw std::range_error("thrown in a fiber");
-    syncthreads();
-  };
-  CHECK_THROWS_WITH(launch(r, Dim3{64, 1, 1}, kernel), "thrown in a fiber");
-  unsigned count = 0;
-  auto good = [&] {
-    syncthreads();
-    ++count;
-  };
-  launch(r, Dim3{64, 1, 1}, good);
-  CHECK(count == 64);
 }
 
 TEST_CASE("each thread has its own stack and floating-point control state", "[emu]") {

@@ -10,6 +10,7 @@
 
 #include "tests/unit/catch.h"
 #include "tests/unit/history_test.h"
+#include "tests/unit/result_test.h"
 #include "src/core/history.h"
 #include "src/core/result.h"
 #include "src/util/atomic_file.h"
@@ -18,6 +19,7 @@
 using namespace sdc;
 using namespace sdc::history;
 using test::history_of;
+using test::test_of;
 
 namespace {
 
@@ -133,12 +135,7 @@ TEST_CASE("history: the record of a run", "[history]") {
   UnitResult idle;
   idle.cpu.cpu = 9;  // computed nothing: not screened
   r.units.push_back(idle);
-  TestResult t;
-  t.id = "gemm_f32.uniform_1024";
-  t.family = "gemm_f32";
-  t.verdict = Verdict::fail;
-  t.units_failed = {2};
-  r.tests.push_back(t);
+  r.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::fail, {2}));
   Record rec = record_of(r, "node7", true);
   CHECK(rec.exit == 1);
   CHECK(rec.screened == std::vector<std::string>{"cpu 0", "cpu 1", "cpu 2", "cpu 3"});
@@ -156,17 +153,8 @@ TEST_CASE("history: the record of a run", "[history]") {
   g.devices.resize(2);
   g.devices[0].index = 0;
   g.devices[1].index = 1;
-  TestResult gt;
-  gt.id = "gemm_f32.uniform_1024";
-  gt.family = "gemm_f32";
-  gt.device_index = 1;
-  gt.verdict = Verdict::fail;
-  gt.units_failed = {17, 5};
-  g.tests.push_back(gt);
-  gt.device_index = 0;
-  gt.verdict = Verdict::pass;
-  gt.units_failed.clear();
-  g.tests.push_back(gt);
+  g.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::fail, {17, 5}, 1));
+  g.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::pass, {}, 0));
   rec = record_of(g, "gpunode", true);
   CHECK(rec.screened == std::vector<std::string>{"gpu 0", "gpu 1"});
   CHECK(rec.units.size() == 1);
@@ -278,17 +266,8 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
   inj.fired = true;
   inj.fired_unit = 0;
   r.injections.push_back(inj);
-  TestResult t;
-  t.id = "gemm_f32.uniform_1024";
-  t.family = "gemm_f32";
-  t.verdict = Verdict::fail;
-  t.units_failed = {0};
-  r.tests.push_back(t);
-  t.id = "softmax_f32.special_128x1000";
-  t.family = "softmax_f32";
-  t.verdict = Verdict::crash;
-  t.units_failed = {1};
-  r.tests.push_back(t);
+  r.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::fail, {0}));
+  r.tests.push_back(test_of("softmax_f32.special_128x1000", Verdict::crash, {1}));
   Record rec = record_of(r, "n1", true);
   REQUIRE(rec.failures.size() == 2);
   CHECK(rec.drill);

@@ -8,6 +8,7 @@
 
 #include "tests/unit/catch.h"
 #include "tests/unit/history_test.h"
+#include "tests/unit/result_test.h"
 #include "src/core/history.h"
 #include "src/core/result.h"
 #include "src/report/report.h"
@@ -16,6 +17,7 @@
 using namespace sdc;
 using namespace sdc::history;
 using test::history_of;
+using test::test_of;
 
 namespace {
 
@@ -177,28 +179,14 @@ TEST_CASE("identity: recorded from a run, written and read back", "[history][ide
     g.devices[static_cast<size_t>(d)].uuid = d ? "GPU-8c2f0001" : "GPU-8c2f0000";
     g.devices[static_cast<size_t>(d)].pci_bus_id = d ? "0000:42:00.0" : "0000:41:00.0";
   }
-  TestResult gt;
-  gt.id = "gemm_f32.uniform_1024";
-  gt.family = "gemm_f32";
-  gt.device_index = 1;
-  gt.verdict = Verdict::fail;
-  gt.units_failed = {5};
-  g.tests.push_back(gt);
-  gt.device_index = 0;
-  gt.verdict = Verdict::pass;
-  gt.units_failed.clear();
-  g.tests.push_back(gt);
+  g.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::fail, {5}, 1));
+  g.tests.push_back(test_of("gemm_f32.uniform_1024", Verdict::pass, {}, 0));
   UnitResult cpu;
   cpu.cpu = {3, 1, 0};
   cpu.tiles = 5;
   cpu.failed_tiles = 1;
   g.units.push_back(cpu);
-  TestResult ct;
-  ct.id = "fma_f64.chain";
-  ct.family = "fma_f64";
-  ct.verdict = Verdict::fail;
-  ct.units_failed = {3};
-  g.tests.push_back(ct);
+  g.tests.push_back(test_of("fma_f64.chain", Verdict::fail, {3}));
   const Record rec = record_of(g, "gpunode", true);
   CHECK(rec.microcode == "0xa20102b");
   REQUIRE(rec.gpus.size() == 2);
@@ -236,11 +224,7 @@ TEST_CASE("identity: every GPU series of the Prometheus file carries the GPU's u
   UnitThroughput slow{"gpu 1", 5, 0.5, 0.5, 0.5, 5, 5, false, true};
   UnitThroughput cpu{"cpu 3", 5, 1.0, 1.0, 1.0, 5, 0, false, false};
   r.throughput = {fast, slow, cpu};
-  TestResult t;
-  t.id = "gemm_f32.uniform_1024";
-  t.family = "gemm_f32";
-  t.device_index = 1;
-  t.verdict = Verdict::fail;
+  TestResult t = test_of("gemm_f32.uniform_1024", Verdict::fail, {}, 1);
   UnitRetest rt;
   rt.device = 1;
   rt.unit = 7;

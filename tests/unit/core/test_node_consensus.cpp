@@ -6,8 +6,10 @@
 #include "src/core/device_info.h"
 #include "src/core/node_consensus.h"
 #include "src/core/result.h"
+#include "tests/unit/result_test.h"
 
 using namespace sdc;
+using test::test_of;
 
 namespace {
 
@@ -44,16 +46,12 @@ GpuRun gpu_run(const std::vector<const std::vector<uint64_t>*>& firsts, const st
       u.tiles = 1;
       r.units.push_back(u);
     }
-    TestResult t;
-    t.id = "gemm_bf16.case";
-    t.family = "gemm_bf16";
+    TestResult t = test_of("gemm_bf16.case", Verdict::pass, {}, static_cast<int>(i));
     t.mode = "recorded";
     t.judged_by = "consensus";
     t.device = d.label();
-    t.device_index = static_cast<int>(i);
     t.library = "sdcscreen-kernels 1";
     t.algorithm = "mma.sync";
-    t.verdict = Verdict::pass;
     t.iterations_done = 2;
     r.tests.push_back(t);
     run.first_runs.push_back({*firsts[i], {3, 2, 1, 0}});  // tile t ran on SM 3 - t

@@ -66,7 +66,7 @@ class FakeProbeDevice final : public Executor {
   std::vector<UnitResult> units() const override { return {}; }
   void attach(RunContext&, size_t) override {}
   bool stuck() const override { return false; }
-  const char* skip_reason(SkipCause) const override { return ""; }
+  SkipReasons skip_reasons() const override { return {"", "", ""}; }
   bool repeats_failed() const override { return true; }
   bool applicable(const Case&, TestResult&) const override { return true; }
   std::optional<PreparedCase> prepare(const Case&, TestResult&) override {

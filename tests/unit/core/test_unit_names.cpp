@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,18 +15,14 @@
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "src/report/unit_json.h"
+#include "tests/unit/result_test.h"
 
 using namespace sdc;
 using nlohmann::json;
+using test::lines_of;
+using test::one_gpu_run;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 size_t line_index(const std::string& s, const std::string& prefix) {
   const auto lines = lines_of(s);
@@ -317,13 +312,8 @@ TEST_CASE("the report reader reads units and not-applicable cases of this schema
 }
 
 TEST_CASE("html: a not-applicable case is counted apart and is no problem", "[units][html]") {
-  RunResult r;
-  r.backend = "cuda";
-  DeviceInfo d;
-  d.index = 0;
-  d.uuid = "GPU-ab";
-  d.sm_count = 1;
-  r.devices = {d};
+  RunResult r = one_gpu_run(0, "GPU-ab");
+  r.devices[0].sm_count = 1;
   UnitResult u;
   u.device = 0;
   u.sm = 0;

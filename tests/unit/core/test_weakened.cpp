@@ -23,9 +23,11 @@
 #include "src/report/report.h"
 #include "src/util/atomic_file.h"
 #include "src/util/run_lock.h"
+#include "tests/unit/result_test.h"
 #include "tests/unit/temp_dir.h"
 
 using namespace sdc;
+using test::test_of;
 
 namespace {
 
@@ -43,11 +45,8 @@ RunResult passing_run() {
   u.cpu.cpu = 0;
   u.tiles = 10;
   r.units.push_back(u);
-  TestResult t;
-  t.id = "softmax_f32.special_128x1000";
-  t.family = "softmax_f32";
+  TestResult t = test_of("softmax_f32.special_128x1000", Verdict::pass);
   t.mode = "exact";
-  t.verdict = Verdict::pass;
   t.iterations_done = t.iterations_planned = 1;
   t.tiles = 10;
   r.tests.push_back(t);

@@ -13,9 +13,12 @@
 #include "src/host/host_readers.h"
 #include "src/report/report.h"
 #include "src/report/report_host.h"
+#include "tests/unit/result_test.h"
 #include "tests/unit/temp_dir.h"
 
 using namespace sdc;
+using test::one_gpu_run;
+using test::test_of;
 using namespace sdc::host;
 namespace fs = std::filesystem;
 
@@ -372,33 +375,24 @@ TEST_CASE("host: a CPU test that ran while a CPU sensor was above --max-temperat
 }
 
 TEST_CASE("npd: a failing GPU is named by its ordinal and its UUID's first group, by its ordinal alone without one", "[host]") {
-  RunResult r;
-  r.backend = "cuda";
-  DeviceInfo d;
-  d.index = 3;
-  d.uuid = "GPU-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
-  r.devices = {d};
-  TestResult t;
-  t.id = "gemm_f32.uniform_64";
-  t.family = "gemm_f32";
+  const std::string uuid = "GPU-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
+  RunResult r = one_gpu_run(3, uuid);
+  TestResult t = test_of("gemm_f32.uniform_64", Verdict::fail, {17}, 0);
   t.device = "cuda:3";
-  t.device_index = 0;
-  t.verdict = Verdict::fail;
   t.failed_tiles = 1;
-  t.units_failed = {17};
   r.tests = {t};
   CHECK(render_npd_line(r) == "SDC: gpu 3 sm 17 (GPU-1a2b3c4d) gemm_f32");
   r.devices[0].uuid.clear();
   CHECK(render_npd_line(r) == "SDC: gpu 3 sm 17 gemm_f32");
   // A GPU's own hardware failure through NVML, no test failed: the GPU by its UUID too.
-  r.devices[0].uuid = d.uuid;
+  r.devices[0].uuid = uuid;
   r.tests[0].verdict = Verdict::pass;
   r.tests[0].failed_tiles = 0;
   r.tests[0].units_failed.clear();
   r.nvml.attempted = r.nvml.available = true;
   GpuTelemetry g;
   g.device = 0;
-  g.uuid = d.uuid;
+  g.uuid = uuid;
   g.events.push_back({"xid", "failure", 79, 0, 0, 0, ""});
   r.nvml.gpus = {g};
   CHECK(render_npd_line(r) == "HW: gpu 3 (GPU-1a2b3c4d): Xid 79 during the screen");

@@ -68,6 +68,13 @@ std::unique_ptr<Nvml> open_and_read_before(NvmlTelemetry& t, std::vector<nvmlDev
   return nvml;
 }
 
+// one_gpu() read as above: `auto [t, h, nvml] = OneGpuRead{};`.
+struct OneGpuRead {
+  NvmlTelemetry t = one_gpu();
+  std::vector<nvmlDevice_t> h;
+  std::unique_ptr<Nvml> nvml = open_and_read_before(t, h);
+};
+
 bool lacks(const GpuSnapshot& s, const std::string& what, const std::string& why_part) {
   for (const Unavailable& u : s.not_available)
     if (u.what == what && u.why.find(why_part) != std::string::npos) return true;
@@ -93,9 +100,7 @@ TEST_CASE("nvml: an initialization failure is said", "[nvml]") {
 
 TEST_CASE("nvml: identity and a reading of every counter", "[nvml]") {
   FakeNvml f(BASE);
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   const GpuTelemetry& g = t.gpus[0];
   REQUIRE(g.not_matched.empty());
   CHECK(g.identity.serial == "1650923456789");
@@ -123,9 +128,7 @@ TEST_CASE("nvml: identity and a reading of every counter", "[nvml]") {
 TEST_CASE("nvml: the memory temperature through the field-value API, whatever its value type", "[nvml]") {
   for (const char* type : {"", "GPU-A mem_temp_type 0\n", "GPU-A mem_temp_type 4\n"}) {
     FakeNvml f(std::string(BASE) + "GPU-A mem_temp 78\nGPU-A mem_temp 96 from 2\n" + type);
-    NvmlTelemetry t = one_gpu();
-    std::vector<nvmlDevice_t> h;
-    const auto nvml = open_and_read_before(t, h);
+    auto [t, h, nvml] = OneGpuRead{};
     const GpuTelemetry& g = t.gpus[0];
     CHECK(g.before.memory_temperature_c == 78.0);
     for (const Unavailable& u : g.before.not_available) CHECK(u.what != "memory_temperature");
@@ -168,9 +171,7 @@ TEST_CASE("nvml: a GPU NVML does not know is not matched, by UUID nor PCI bus id
 
 TEST_CASE("nvml: an older driver's missing entry points make only those readings not available", "[nvml]") {
   FakeNvml f(std::string(BASE) + "GPU-A mem_temp 78\n", "fake_nvml_old");
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   const GpuSnapshot& s = t.gpus[0].before;
   CHECK_FALSE(s.remap_failed);
   CHECK(lacks(s, "remapped_rows", "nvmlDeviceGetRemappedRows not in the library (an older driver)"));
@@ -186,9 +187,7 @@ TEST_CASE("nvml: an older driver's missing entry points make only those readings
 
 TEST_CASE("nvml: a reading the GPU does not support is not available, never 0", "[nvml]") {
   FakeNvml f("gpu GPU-A 0\nGPU-A temp 40\n");
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   const GpuSnapshot& s = t.gpus[0].before;
   CHECK_FALSE(s.ecc_volatile_uncorrected);
   CHECK(lacks(s, "ecc_volatile_uncorrected", "nvmlDeviceGetTotalEccErrors: Not Supported (3)"));
@@ -202,9 +201,7 @@ TEST_CASE("nvml: counter arithmetic between the before and after readings", "[nv
              "GPU-A ecc_vol_unc 1 from 2\nGPU-A ecc_vol_corr 5 from 2\nGPU-A ecc_agg_unc 2 from 2\n"
              "GPU-A retired_dbe 1 from 2\nGPU-A remap_unc 1 from 2\nGPU-A remap_failed 1 from 2\n"
              "GPU-A ecc_agg_corr 3 from 2\nGPU-A reasons 0x28 from 2\n");
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   read_gpus_after(*nvml, t, h);
   const GpuTelemetry& g = t.gpus[0];
   std::map<std::string, const GpuEvent*> by;
@@ -230,9 +227,7 @@ TEST_CASE("nvml: counter arithmetic between the before and after readings", "[nv
 
 TEST_CASE("nvml: an unchanged GPU has no events", "[nvml]") {
   FakeNvml f(BASE);
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   { GpuSampler sampler(*nvml, t, h, 0.01); }
   read_gpus_after(*nvml, t, h);
   CHECK(t.gpus[0].events.empty());
@@ -243,9 +238,7 @@ TEST_CASE("nvml: an unchanged GPU has no events", "[nvml]") {
 TEST_CASE("nvml: Xid events during sampling, their severity, and the peak", "[nvml]") {
   FakeNvml f(std::string(BASE) + "xid GPU-A 79\nxid GPU-A 13\nxid GPU-A 45\nGPU-A temp 87 from 2\n"
                                  "GPU-A temp 50 from 3\n");
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   {
     GpuSampler sampler(*nvml, t, h, 0.01);
     CHECK(GpuSampler::live() == 1);
@@ -269,9 +262,7 @@ TEST_CASE("nvml: Xid events during sampling, their severity, and the peak", "[nv
 
 TEST_CASE("nvml: the sampler stops on every way out of its scope", "[nvml]") {
   FakeNvml f(BASE);
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   const int before = GpuSampler::live();
   try {
     GpuSampler sampler(*nvml, t, h, 10.0);  // a long interval: the stop must not wait it out
@@ -295,9 +286,7 @@ TEST_CASE("nvml: throttle reasons and Xids by name", "[nvml]") {
 TEST_CASE("nvml: a GPU with aggregate ECC counts only is judged on them", "[nvml]") {
   // No volatile counts (the calls fail): an aggregate uncorrected increase is then the failure.
   FakeNvml f("gpu GPU-A 0\nGPU-A temp 40\nGPU-A ecc_agg_unc 3\nGPU-A ecc_agg_unc 4 from 2\n");
-  NvmlTelemetry t = one_gpu();
-  std::vector<nvmlDevice_t> h;
-  const auto nvml = open_and_read_before(t, h);
+  auto [t, h, nvml] = OneGpuRead{};
   read_gpus_after(*nvml, t, h);
   REQUIRE(t.gpus[0].events.size() == 1);
   CHECK(t.gpus[0].events[0].kind == "ecc_aggregate_uncorrected");

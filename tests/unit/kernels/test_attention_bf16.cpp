@@ -211,16 +211,11 @@ TEST_CASE("attention_bf16_exactint: the reference equals an independent int64 re
                         make_case("attention_bf16_exactint", 1, 256, 16, false)}) {
     INFO(c.shape.dims.at("seq") << " x " << c.shape.dims.at("dim") << " causal " << c.shape.dims.at("causal"));
     const CaseInputs in = test::prepare_inputs(c);
-    const uint32_t te = in.p->tile_elements();
-    std::vector<float> fast(te), spec(te);
-    Workspace ws;
-    for (uint64_t t = 0; t < in.p->tile_count(); ++t) {
-      in.p->compute_tile(in.ptrs.data(), t, fast.data(), ws);
-      in.p->compute_tile_scalar(in.ptrs.data(), t, spec.data());
+    test::for_each_tile_both_ways(in, [&](uint64_t t, const auto& fast, const auto& spec) {
       const std::vector<float> exact = int64_tile(c, in, t);
-      REQUIRE(same_bits(fast.data(), spec.data(), te));
-      REQUIRE(same_bits(fast.data(), exact.data(), te));
-    }
+      REQUIRE(same_bits(fast.data(), spec.data(), fast.size()));
+      REQUIRE(same_bits(fast.data(), exact.data(), fast.size()));
+    });
   }
 }
 

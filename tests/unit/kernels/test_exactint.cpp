@@ -217,15 +217,11 @@ TEST_CASE("exactint: the reference equals a long double recomputation, fast path
       INFO(d.family << " " << s.m << "x" << s.n << "x" << s.k);
       if (s.k > kmax) continue;
       const Inputs in = generate(make_case(d.family, s.m, s.n, s.k, s.dist));
-      std::vector<float> fast(4096), spec(4096);
-      Workspace ws;
-      for (uint64_t t = 0; t < in.p->tile_count(); ++t) {
-        in.p->compute_tile(in.ptrs.data(), t, fast.data(), ws);
-        in.p->compute_tile_scalar(in.ptrs.data(), t, spec.data());
+      test::for_each_tile_both_ways(in, [&](uint64_t t, const auto& fast, const auto& spec) {
         REQUIRE(same_bits(fast, spec));
         REQUIRE(same_bits(fast, long_double_tile(in, s.n, s.k, t)));
         for (float v : fast) REQUIRE((v == 0.0f || std::fabs(v) >= std::ldexp(1.0f, -126)));
-      }
+      });
     }
   }
 }

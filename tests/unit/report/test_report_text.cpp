@@ -1,7 +1,6 @@
 // The text report at a glance (src/report/report.cpp): cases that cannot run here collapse into one line
 // per reason, the table's columns follow the longest case id, a big node's units fold into ranges of
 // passing ones with every other unit listed; and the progress line's width (src/report/progress.h).
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,8 +8,10 @@
 #include "src/core/result.h"
 #include "src/report/progress.h"
 #include "src/report/report.h"
+#include "tests/unit/result_test.h"
 
 using namespace sdc;
+using test::lines_of;
 
 namespace {
 
@@ -49,13 +50,6 @@ TestResult gpu_only(const std::string& family, int n) {
   t.not_applicable = true;
   t.reason = "family " + family + " runs on GPUs only";
   return t;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
 }
 
 bool has_line(const std::string& s, const std::string& line) {

@@ -1,6 +1,6 @@
 // The dispatch of a screen (run_screen, src/core/scheduler.h): a backend's factory makes its executors once, the
 // scheduler runs a case as prepare() gave it (tiles, tile grid, the iterations that cover every unit and those
-// the case needs at least), words a skip with the executor's skip_reason for its cause, and the backend's
+// the case needs at least), words a skip with the executor's skip_reasons for its cause, and the backend's
 // finishing step runs after the schedule, on settled tests.
 #include <algorithm>
 #include <atomic>
@@ -27,13 +27,8 @@ class ScriptedExecutor final : public Executor {
   std::vector<UnitResult> units() const override { return std::vector<UnitResult>(2); }
   void attach(RunContext&, size_t) override {}
   bool stuck() const override { return stuck_; }
-  const char* skip_reason(SkipCause cause) const override {
-    switch (cause) {
-      case SkipCause::watchdog: return "scripted: the watchdog";
-      case SkipCause::interrupted: return "scripted: interrupted";
-      case SkipCause::budget: break;
-    }
-    return "scripted: the budget";
+  SkipReasons skip_reasons() const override {
+    return {"scripted: the watchdog", "scripted: interrupted", "scripted: the budget"};
   }
   bool repeats_failed() const override { return true; }
   bool applicable(const Case&, TestResult&) const override { return true; }

@@ -40,6 +40,19 @@ struct Fixture {
     REQUIRE(it != r.tests.end());
     return *it;
   }
+  // The second test stopped after its first iteration (its note: they ran before `what`), the third one
+  // never started (`not_started`).
+  void check_stopped_in_second(const RunResult& r, const char* what, const char* not_started) {
+    const TestResult& partial = test(r, 1);
+    REQUIRE(partial.verdict == Verdict::pass);
+    REQUIRE(partial.iterations_done == 1);
+    REQUIRE(partial.iterations_planned == sel.iterations[1]);
+    REQUIRE(partial.notes ==
+            std::vector<std::string>{fmt::format("1 of {} iterations ran before the {}", sel.iterations[1], what)});
+    const TestResult& last = test(r, 2);
+    REQUIRE(last.verdict == Verdict::skip);
+    REQUIRE(last.reason == not_started);
+  }
 };
 
 }  // namespace
@@ -95,16 +108,7 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
   // The workers returned at their next tile: nothing was left running, nothing is leaked.
   REQUIRE_FALSE(r.workers_abandoned);
   REQUIRE(f.test(r, 0).verdict == Verdict::pass);
-  const TestResult& partial = f.test(r, 1);
-  REQUIRE(partial.verdict == Verdict::pass);
-  REQUIRE(partial.iterations_done == 1);
-  REQUIRE(partial.iterations_planned == f.sel.iterations[1]);
-  const std::vector<std::string> note{
-      fmt::format("1 of {} iterations ran before the interruption", f.sel.iterations[1])};
-  REQUIRE(partial.notes == note);
-  const TestResult& last = f.test(r, 2);
-  REQUIRE(last.verdict == Verdict::skip);
-  REQUIRE(last.reason == "interrupted before it started");
+  f.check_stopped_in_second(r, "interruption", "interrupted before it started");
 }
 
 // A GPU-only case on a CPU is not applicable whether or not there was time or a stop: it must never become
@@ -173,14 +177,7 @@ TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, nev
   REQUIRE(r.deadline_reached);
   REQUIRE(r.exit_code() == (injected ? EXIT_FAIL : EXIT_INCONCLUSIVE));
   REQUIRE(f.test(r, 0).verdict == (injected ? Verdict::fail : Verdict::pass));
-  const TestResult& partial = f.test(r, 1);
-  REQUIRE(partial.verdict == Verdict::pass);
-  const std::vector<std::string> note{
-      fmt::format("1 of {} iterations ran before the deadline", f.sel.iterations[1])};
-  REQUIRE(partial.notes == note);
-  const TestResult& last = f.test(r, 2);
-  REQUIRE(last.verdict == Verdict::skip);
-  REQUIRE(last.reason == "the deadline ended the run before it started");
+  f.check_stopped_in_second(r, "deadline", "the deadline ended the run before it started");
   REQUIRE(r.probe.not_run.empty());  // the probe is not asked for here (opt.probe is false)
 }
 

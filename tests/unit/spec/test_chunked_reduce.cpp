@@ -79,6 +79,34 @@ std::vector<uint32_t> lengths() {
   return ns;
 }
 
+// The first n elements of x summed in chunks of c: pairwise_sum of each chunk (the last one shorter), then
+// pairwise_sum of the chunks' sums.
+float chunked_sum(const std::vector<float>& x, uint32_t n, uint32_t c) {
+  return pairwise_sum(
+      [&](uint32_t i) {
+        const uint32_t len = n - i * c < c ? n - i * c : c;
+        return pairwise_sum([&](uint32_t j) { return x[i * c + j]; }, len);
+      },
+      (n + c - 1) / c);
+}
+
+// The device's split of a row (emulate_row_max when max, else emulate_row_sum) of x's first n elements, for
+// every length and group size, is its specification's value bit for bit (fold_max, pairwise_sum), and the
+// emulated lanes agree.
+void require_split_is_spec(const std::vector<float>& x, bool max) {
+  const auto elem = [&](uint32_t j) { return x[j]; };
+  for (uint32_t g : GROUPS) {
+    uint64_t bad = 0;
+    bool agree = true;
+    for (uint32_t n : lengths())
+      bad += max ? !same(emulate_row_max(elem, n, g, agree), spec_max(x, n))
+                 : !same(emulate_row_sum(elem, n, g, agree), spec_sum(x, n));
+    INFO("group " << g);
+    REQUIRE(agree);
+    REQUIRE(bad == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("(A) pairwise_sum is the pairwise sum of its power-of-two chunks", "[chunked]") {
@@ -86,16 +114,7 @@ TEST_CASE("(A) pairwise_sum is the pairwise sum of its power-of-two chunks", "[c
     const std::vector<float> x = make_data(d, 262144, 1);
     for (uint32_t c = 1; c <= 1024; c *= 2) {
       uint64_t bad = 0;
-      for (uint32_t n : lengths()) {
-        const uint32_t k = (n + c - 1) / c;
-        const float chunked = pairwise_sum(
-            [&](uint32_t i) {
-              const uint32_t len = n - i * c < c ? n - i * c : c;
-              return pairwise_sum([&](uint32_t j) { return x[i * c + j]; }, len);
-            },
-            k);
-        bad += !same(chunked, spec_sum(x, n));
-      }
+      for (uint32_t n : lengths()) bad += !same(chunked_sum(x, n, c), spec_sum(x, n));
       INFO("chunk " << c);
       REQUIRE(bad == 0);
     }
@@ -105,16 +124,7 @@ TEST_CASE("(A) pairwise_sum is the pairwise sum of its power-of-two chunks", "[c
 TEST_CASE("(A) needs power-of-two chunks: the test can tell a wrong split", "[chunked]") {
   const std::vector<float> x = make_data(Data::uniform, 3000, 2);
   uint64_t differ = 0;
-  for (uint32_t n = 1; n <= 3000; ++n) {
-    const uint32_t c = 96, k = (n + c - 1) / c;
-    const float chunked = pairwise_sum(
-        [&](uint32_t i) {
-          const uint32_t len = n - i * c < c ? n - i * c : c;
-          return pairwise_sum([&](uint32_t j) { return x[i * c + j]; }, len);
-        },
-        k);
-    differ += !same(chunked, spec_sum(x, n));
-  }
+  for (uint32_t n = 1; n <= 3000; ++n) differ += !same(chunked_sum(x, n, 96), spec_sum(x, n));
   REQUIRE(differ > 100);
 }
 
@@ -170,18 +180,8 @@ TEST_CASE("(D) max_combine is the leftmost maximum: fold_max by any bracketing",
 
 TEST_CASE("the device split of a row sum equals pairwise_sum", "[chunked]") {
   for (Data d : {Data::uniform, Data::mixed, Data::zero_ties, Data::cancel}) {
-    const std::vector<float> x = make_data(d, 262144, 5 + static_cast<uint64_t>(d));
-    for (uint32_t g : GROUPS) {
-      uint64_t bad = 0;
-      bool agree = true;
-      for (uint32_t n : lengths()) {
-        const float got = emulate_row_sum([&](uint32_t j) { return x[j]; }, n, g, agree);
-        bad += !same(got, spec_sum(x, n));
-      }
-      INFO("data " << static_cast<int>(d) << " group " << g);
-      REQUIRE(agree);
-      REQUIRE(bad == 0);
-    }
+    INFO("data " << static_cast<int>(d));
+    require_split_is_spec(make_data(d, 262144, 5 + static_cast<uint64_t>(d)), false);
   }
 }
 
@@ -204,17 +204,8 @@ TEST_CASE("the device split of a row max equals fold_max, signs of zero and NaN 
       if (variant == 1)  // NaN at segment and lane starts and elsewhere: skipped by the fold
         for (uint32_t j = 5; j < x.size(); j += 1237) x[j & ~3u] = NAN;
       if (variant == 2) x[0] = NAN;  // a NaN start sticks
-      for (uint32_t g : GROUPS) {
-        uint64_t bad = 0;
-        bool agree = true;
-        for (uint32_t n : lengths()) {
-          const float got = emulate_row_max([&](uint32_t j) { return x[j]; }, n, g, agree);
-          bad += !same(got, spec_max(x, n));
-        }
-        INFO("data " << static_cast<int>(d) << " variant " << variant << " group " << g);
-        REQUIRE(agree);
-        REQUIRE(bad == 0);
-      }
+      INFO("data " << static_cast<int>(d) << " variant " << variant);
+      require_split_is_spec(x, true);
     }
   }
 }
