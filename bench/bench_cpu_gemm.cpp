@@ -1,4 +1,4 @@
-// Benchmark: sdc::gemm_f32::tile_fast and sdc::gemm_f64::tile_fast (bit-exact fused chains, 64x64 tiles,
+// Benchmark: sdc::gemm_cpu::tile_fast for float and double (bit-exact fused chains, 64x64 tiles,
 // one thread) against single-threaded OpenBLAS cblas_sgemm and cblas_dgemm on the same shapes, in one process.
 //
 // Usage: bench_cpu_gemm [--reps N] [--big] [--shape MxNxK]... [--min-ratio R] [--no-thp] [--keep-coretype]
@@ -6,7 +6,7 @@
 //   --big adds 4096x4096x1024; --shape replaces the default shapes (repeatable); --only measures one precision.
 //   Each shape prints "ratio MxNxK R" (fp32) and "ratio f64:MxNxK R" (fp64). Exit status 1 if any
 //   throughput ratio ours/OpenBLAS is below --min-ratio (default 0.7), 2 if the two results disagree beyond
-//   rounding, or the fp64 result differs in any bit from the plain specification (gemm_f64::tile_scalar, on
+//   rounding, or the fp64 result differs in any bit from the plain specification (gemm_cpu::tile_scalar, on
 //   a sample of tiles), so it can serve as a check; 3 when it could not run (out of memory, the run against
 //   OpenBLAS's own choice failed); 64 for a bad argument.
 // Timings alternate between the two implementations so that frequency or neighbour noise on a
@@ -45,8 +45,7 @@
 #include <vector>
 
 #include "bench/openblas_util.h"
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
-#include "kernels/gemm_f64/gemm_f64_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 
 namespace {
 
@@ -82,13 +81,10 @@ struct Shape {
   int64_t m, n, k;
 };
 
-void tile_fast(const float* A, const float* B, const Shape& s, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
-               float* out, std::vector<float>& scratch) {
-  sdc::gemm_f32::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, out, scratch);
-}
-void tile_fast(const double* A, const double* B, const Shape& s, int64_t i0, int64_t j0, int64_t mt, int64_t nt,
-               double* out, std::vector<double>& scratch) {
-  sdc::gemm_f64::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, out, scratch);
+template <class T>
+void tile_fast(const T* A, const T* B, const Shape& s, int64_t i0, int64_t j0, int64_t mt, int64_t nt, T* out,
+               std::vector<T>& scratch) {
+  sdc::gemm_cpu::tile_fast(A, B, s.k, s.n, i0, j0, mt, nt, out, scratch);
 }
 
 // Every 64x64 tile in row-major tile order, as the tool sweeps a product; one thread.
@@ -127,7 +123,7 @@ int64_t spec_mismatches(const double* A, const double* B, const double* C, const
     const int64_t t = tiles == 1 ? 0 : q * (tiles - 1) / std::min<int64_t>(8, tiles - 1);
     const int64_t i0 = t / tn * kTile, j0 = t % tn * kTile;
     const int64_t mt = std::min(kTile, s.m - i0), nt = std::min(kTile, s.n - j0);
-    sdc::gemm_f64::tile_scalar(A, B, s.k, s.n, i0, j0, mt, nt, want.data());
+    sdc::gemm_cpu::tile_scalar(A, B, s.k, s.n, i0, j0, mt, nt, want.data());
     for (int64_t i = 0; i < mt; ++i)
       for (int64_t j = 0; j < nt; ++j)
         bad += std::memcmp(&want[static_cast<size_t>(i * nt + j)], C + (i0 + i) * s.n + j0 + j, sizeof(double)) != 0;
@@ -285,7 +281,7 @@ int main(int argc, char** argv) {
 
   openblas_set_num_threads(1);
   const sdc::bench::CoreChoice core = openblas_core_choice();
-  std::printf("isa %s (f32), %s (f64)\n", sdc::gemm_f32::fast_path_isa(), sdc::gemm_f64::fast_path_isa());
+  std::printf("isa %s (f32 and f64)\n", sdc::gemm_cpu::fast_path_isa());
   std::printf("openblas %s, 1 thread\n", openblas_get_config());
   std::printf("%s\n", core.text.c_str());
   std::printf("huge pages %s, %d timed repetitions each after one warm-up\n", thp ? "advised" : "off", reps);

@@ -12,7 +12,7 @@
 #include "src/core/family_util.h"
 #include "src/spec/fpmath.h"
 #include "src/spec/lanes.h"
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 #include "kernels/attention_f32/attention_f32.h"
 
 namespace sdc::attention_f32 {
@@ -66,7 +66,7 @@ class AttentionProblem final : public Problem {
     float* o = p + p_size;
     for (int64_t j = 0; j < keys; ++j)
       for (int64_t d = 0; d < d_; ++d) kt[d * keys + j] = k[j * d_ + d];
-    gemm_f32::tile_fast(q, kt, d_, keys, i0, 0, TILE_ROWS, keys, p, ws.f);
+    gemm_cpu::tile_fast(q, kt, d_, keys, i0, 0, TILE_ROWS, keys, p, ws.f);
     float l[TILE_ROWS];
     for (int r = 0; r < TILE_ROWS; ++r) {
       float* row = p + r * keys;
@@ -83,7 +83,7 @@ class AttentionProblem final : public Problem {
         pack_rows(p, keys, shared_keys, ws.h);
         pa = ws.h.data();
       }
-      gemm_f32::tile_fast(pa, v, shared_keys, d_, 0, 0, TILE_ROWS, d_, o, ws.f);
+      gemm_cpu::tile_fast(pa, v, shared_keys, d_, 0, 0, TILE_ROWS, d_, o, ws.f);
     } else {
       std::fill(o, o + TILE_ROWS * d_, 0.0f);
     }

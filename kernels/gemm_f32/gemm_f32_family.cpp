@@ -1,9 +1,9 @@
-// gemm_f32 on the CPU: the family's registration, the screen's tile computation (gemm_f32_cpu.cpp's fast
+// gemm_f32 on the CPU: the family's registration, the screen's tile computation (gemm_cpu.cpp's fast
 // path) and the plain specification beside it. The output geometry is the GEMMs' (src/core/gemm_tiles.h).
 #include "src/core/family_util.h"
 #include "src/core/gemm_tiles.h"
 #include "kernels/gemm_f32/gemm_f32.h"
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 
 namespace sdc::gemm_f32 {
 namespace {
@@ -22,10 +22,10 @@ class GemmProblem final : public GemmTiles {
     fill_pattern(dist_, input_window(t, dist_), tensor_key(seed_, t), begin, end, dst);
   }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
-    tile_fast(in[0], in[1], k_, n_, row0(tile), col0(tile), TILE, TILE, out, ws.f);
+    gemm_cpu::tile_fast(in[0], in[1], k_, n_, row0(tile), col0(tile), TILE, TILE, out, ws.f);
   }
   void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const override {
-    tile_scalar(in[0], in[1], k_, n_, row0(tile), col0(tile), TILE, TILE, out);
+    gemm_cpu::tile_scalar(in[0], in[1], k_, n_, row0(tile), col0(tile), TILE, TILE, out);
   }
 
  private:
@@ -33,19 +33,11 @@ class GemmProblem final : public GemmTiles {
   uint64_t seed_;
 };
 
-std::string validate(const Case& c) {
-  return check_shape(c, {{"m", TILE, 16384, TILE}, {"n", TILE, 16384, TILE}, {"k", 1, MAX_K, 1}});
-}
-
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<GemmProblem>(c); }
-
 }  // namespace
 
 Family family() {
-  return {"gemm_f32",      "fp32 matrix product, every output one fma chain over k in order (CUDA cores, CPU cores)",
-          {Mode::exact},   {"cpu", "cuda"},
-          {"m", "n", "k"}, validate,
-          prepare};
+  return plain_gemm_family<GemmProblem, MAX_K>(
+      "gemm_f32", "fp32 matrix product, every output one fma chain over k in order (CUDA cores, CPU cores)");
 }
 
 }  // namespace sdc::gemm_f32

@@ -1,4 +1,4 @@
-// gemm_f64 on the CPU: the family's registration, the screen's tile computation (gemm_f64_cpu.cpp's fast
+// gemm_f64 on the CPU: the family's registration, the screen's tile computation (kernels/gemm_cpu's fast
 // path) and the plain specification beside it. The output geometry is the GEMMs' 64 x 64 tiles of C, two
 // 32-bit words per element (gemm_f64.h).
 #include <fmt/format.h>
@@ -6,8 +6,9 @@
 #include <cstring>
 
 #include "src/core/family_util.h"
+#include "src/core/gemm_tiles.h"
 #include "kernels/gemm_f64/gemm_f64.h"
-#include "kernels/gemm_f64/gemm_f64_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 
 namespace sdc::gemm_f64 {
 namespace {
@@ -28,12 +29,12 @@ class GemmProblem final : public Problem {
   uint32_t tile_elements() const override { return TILE_WORDS; }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace& ws) const override {
     ws.dt.resize(TILE * TILE);
-    tile_fast(doubles(in[0]), doubles(in[1]), k_, n_, row0(tile), col0(tile), TILE, TILE, ws.dt.data(), ws.d);
+    gemm_cpu::tile_fast(doubles(in[0]), doubles(in[1]), k_, n_, row0(tile), col0(tile), TILE, TILE, ws.dt.data(), ws.d);
     std::memcpy(out, ws.dt.data(), TILE_WORDS * sizeof(float));
   }
   void compute_tile_scalar(const float* const* in, uint64_t tile, float* out) const override {
     std::vector<double> t(TILE * TILE);
-    tile_scalar(doubles(in[0]), doubles(in[1]), k_, n_, row0(tile), col0(tile), TILE, TILE, t.data());
+    gemm_cpu::tile_scalar(doubles(in[0]), doubles(in[1]), k_, n_, row0(tile), col0(tile), TILE, TILE, t.data());
     std::memcpy(out, t.data(), TILE_WORDS * sizeof(float));
   }
   uint64_t output_elements() const override { return static_cast<uint64_t>(2 * m_ * n_); }
@@ -72,19 +73,11 @@ class GemmProblem final : public Problem {
   uint64_t seed_;
 };
 
-std::string validate(const Case& c) {
-  return check_shape(c, {{"m", TILE, 16384, TILE}, {"n", TILE, 16384, TILE}, {"k", 1, MAX_K, 1}});
-}
-
-std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<GemmProblem>(c); }
-
 }  // namespace
 
 Family family() {
-  Family f{"gemm_f64",      "fp64 matrix product, every output one fma chain over k in order (fp64 units, CPU cores)",
-           {Mode::exact},   {"cpu", "cuda"},
-           {"m", "n", "k"}, validate,
-           prepare};
+  Family f = plain_gemm_family<GemmProblem, MAX_K>(
+      "gemm_f64", "fp64 matrix product, every output one fma chain over k in order (fp64 units, CPU cores)");
   f.value_words = 2;
   return f;
 }

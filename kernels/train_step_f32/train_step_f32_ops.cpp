@@ -2,7 +2,7 @@
 // path, the specification, is train_step_f32_spec.cpp).
 //
 // Why the fast paths give the specification's bits:
-//  * Matmuls go through gemm_f32::tile_fast, whose every output is the chain from +0 with k ascending.
+//  * Matmuls go through gemm_cpu::tile_fast, whose every output is the chain from +0 with k ascending.
 //    A transposed operand is copied first (a copy is the identity), so dY W^T and X^T dY become plain
 //    products whose k index is the specification's chain index (j for dX, the token for dW).
 //  * Causal attention runs its chains through the masked entries of the S x S matrices with the value +0;
@@ -18,7 +18,7 @@
 
 #include "src/spec/clones.h"
 #include "src/spec/lanes.h"
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 #include "kernels/train_step_f32/train_step_f32_spec.h"
 
 #define SDC_CLONES SDC_TARGET_CLONES("avx512f", "fma", "default")
@@ -59,7 +59,7 @@ constexpr int64_t kRowBlock = 256;  // rows per gemm call; the call sweeps all N
 void gemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, float* c, Workspace& ws) {
   for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
     const int64_t mt = std::min(kRowBlock, m - i0);
-    gemm_f32::tile_fast(a, b, k, n, i0, 0, mt, n, c + i0 * n, ws.gemm);
+    gemm_cpu::tile_fast(a, b, k, n, i0, 0, mt, n, c + i0 * n, ws.gemm);
   }
 }
 

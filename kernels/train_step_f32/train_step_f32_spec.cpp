@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 
 #define SDC_PLAIN __attribute__((optimize("no-tree-vectorize")))
 
 namespace sdc::train_step_f32::plain {
 
 SDC_PLAIN void matmul(const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
-  gemm_f32::tile_scalar(x, w, k, n, 0, 0, t, n, y);
+  gemm_cpu::tile_scalar(x, w, k, n, 0, 0, t, n, y);
 }
 
 SDC_PLAIN void matmul_dx(const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "kernels/gemm_f32/gemm_f32_cpu.h"
+#include "kernels/gemm_cpu/gemm_cpu.h"
 #include "src/backends/cpu/cpu_topology.h"
 #include "src/util/int_list.h"
 #include "src/backends/cuda/cuda_backend.h"
@@ -30,7 +30,7 @@ std::string info_json(const PatternsLocation& patterns, const HostInfo& h, const
                {"cpus_online", h.cpus_online},
                {"identity", host_identity_json(host::read_identity(root))}};
   j["telemetry"] = host_snapshot_json(host::read_telemetry(root));
-  j["gemm_isa"] = gemm_f32::fast_path_isa();
+  j["gemm_isa"] = gemm_cpu::fast_path_isa();
   j["gpus"] = json::array();
   const cuda::Availability avail = cuda::probe();
   j["gpus_unusable"] = avail.usable ? json(nullptr) : json(avail.reason);
@@ -70,7 +70,7 @@ std::string info_output(const PatternsLocation& patterns, bool json) {
   for (const auto& c : cpus) allowed.push_back(c.cpu);
   out += fmt::format("cpus:     {} online, {} available to this process: {}\n", h.cpus_online, allowed.size(),
                      format_cpu_list(allowed));
-  out += fmt::format("gemm isa: {}\n", gemm_f32::fast_path_isa());
+  out += fmt::format("gemm isa: {}\n", gemm_cpu::fast_path_isa());
   const cuda::Availability avail = cuda::probe();
   const std::vector<DeviceInfo> gpus = avail.usable ? cuda::list_devices() : std::vector<DeviceInfo>{};
   if (!avail.usable) {

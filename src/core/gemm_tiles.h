@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <string>
 
 #include "src/core/family.h"
@@ -50,5 +51,17 @@ class GemmTiles : public Problem {
 
   int64_t m_, n_, k_;
 };
+
+// The registration of a plain GEMM family (gemm_f32, gemm_f64): exact mode on the CPU and CUDA, dimensions m, n,
+// k with M and N multiples of the tile up to 16384 and K from 1 to MaxK; P is its problem, built from a case.
+template <class P, int64_t MaxK>
+Family plain_gemm_family(const char* id, const char* description) {
+  const auto validate = [](const Case& c) {
+    return check_shape(c, {{"m", GemmTiles::T, 16384, GemmTiles::T}, {"n", GemmTiles::T, 16384, GemmTiles::T},
+                           {"k", 1, MaxK, 1}});
+  };
+  const auto prepare = [](const Case& c) -> std::unique_ptr<Problem> { return std::make_unique<P>(c); };
+  return {id, description, {Mode::exact}, {"cpu", "cuda"}, {"m", "n", "k"}, validate, prepare};
+}
 
 }  // namespace sdc
