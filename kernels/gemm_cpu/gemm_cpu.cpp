@@ -126,84 +126,45 @@ struct FastPath {
 // ---------------------------------------------------------------- vector traits
 // What the micro-kernel needs of one instruction set's vectors of T: the full-width and tail-masked
 // (loadu/storeu with a mask: lanes below `tail` only) loads and stores, a broadcast and the fused
-// multiply-add. Each is called only from a micro-kernel with the same target attribute.
-#define SDC_AVX512 __attribute__((target("avx512f"), always_inline)) static
-#define SDC_AVX2 __attribute__((target("avx2,fma"), always_inline)) static
+// multiply-add. Each is called only from a micro-kernel with the same target attribute (ATTR). The
+// intrinsics' names differ by width (W: _mm512, _mm256) and type (S: ps, pd), and the tail's handling by
+// instruction set (AVX-512: a bit mask; AVX2: a vector, all ones in the lanes below `tail`), so one macro
+// writes the four.
+#define SDC_VECTOR_TRAITS(NAME, ATTR, W, TYPE, VEC, S, MASK, MASK_OF_TAIL, MASKED_LOAD, MASKED_STORE) \
+  template <>                                                                                       \
+  struct NAME<TYPE> {                                                                               \
+    using T = TYPE;                                                                                 \
+    using Vec = VEC;                                                                                \
+    using Mask = MASK;                                                                              \
+    static constexpr int kLanes = sizeof(Vec) / sizeof(T);                                          \
+    ATTR static Mask mask(int tail) { return MASK_OF_TAIL; }                                        \
+    ATTR static Vec zero() { return W##_setzero_##S(); }                                            \
+    ATTR static Vec load(const T* p) { return W##_load_##S(p); }                                    \
+    ATTR static Vec loadu(const T* p) { return W##_loadu_##S(p); }                                  \
+    ATTR static Vec loadu(const T* p, Mask m) { return MASKED_LOAD; }                               \
+    ATTR static void store(T* p, Vec v) { W##_store_##S(p, v); }                                    \
+    ATTR static void storeu(T* p, Vec v) { W##_storeu_##S(p, v); }                                  \
+    ATTR static void storeu(T* p, Mask m, Vec v) { MASKED_STORE; }                                  \
+    ATTR static Vec broadcast(const T* p) { return W##_set1_##S(gemm_cpu::load(p)); }               \
+    ATTR static Vec fma(Vec a, Vec b, Vec c) { return W##_fmadd_##S(a, b, c); }                     \
+  };
+#define SDC_AVX512 __attribute__((target("avx512f"), always_inline))
+#define SDC_AVX2 __attribute__((target("avx2,fma"), always_inline))
 template <class T>
 struct Avx512;
 template <class T>
 struct Avx2;
-
-template <>
-struct Avx512<float> {
-  using T = float;
-  using Vec = __m512;
-  using Mask = __mmask16;
-  static constexpr int kLanes = 16;
-  SDC_AVX512 Mask mask(int tail) { return static_cast<Mask>((1u << tail) - 1u); }
-  SDC_AVX512 Vec zero() { return _mm512_setzero_ps(); }
-  SDC_AVX512 Vec load(const T* p) { return _mm512_load_ps(p); }
-  SDC_AVX512 Vec loadu(const T* p) { return _mm512_loadu_ps(p); }
-  SDC_AVX512 Vec loadu(const T* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  SDC_AVX512 void store(T* p, Vec v) { _mm512_store_ps(p, v); }
-  SDC_AVX512 void storeu(T* p, Vec v) { _mm512_storeu_ps(p, v); }
-  SDC_AVX512 void storeu(T* p, Mask m, Vec v) { _mm512_mask_storeu_ps(p, m, v); }
-  SDC_AVX512 Vec broadcast(const T* p) { return _mm512_set1_ps(gemm_cpu::load(p)); }
-  SDC_AVX512 Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-};
-template <>
-struct Avx512<double> {
-  using T = double;
-  using Vec = __m512d;
-  using Mask = __mmask8;
-  static constexpr int kLanes = 8;
-  SDC_AVX512 Mask mask(int tail) { return static_cast<Mask>((1u << tail) - 1u); }
-  SDC_AVX512 Vec zero() { return _mm512_setzero_pd(); }
-  SDC_AVX512 Vec load(const T* p) { return _mm512_load_pd(p); }
-  SDC_AVX512 Vec loadu(const T* p) { return _mm512_loadu_pd(p); }
-  SDC_AVX512 Vec loadu(const T* p, Mask m) { return _mm512_maskz_loadu_pd(m, p); }
-  SDC_AVX512 void store(T* p, Vec v) { _mm512_store_pd(p, v); }
-  SDC_AVX512 void storeu(T* p, Vec v) { _mm512_storeu_pd(p, v); }
-  SDC_AVX512 void storeu(T* p, Mask m, Vec v) { _mm512_mask_storeu_pd(p, m, v); }
-  SDC_AVX512 Vec broadcast(const T* p) { return _mm512_set1_pd(gemm_cpu::load(p)); }
-  SDC_AVX512 Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_pd(a, b, c); }
-};
-template <>
-struct Avx2<float> {
-  using T = float;
-  using Vec = __m256;
-  using Mask = __m256i;
-  static constexpr int kLanes = 8;
-  SDC_AVX2 Mask mask(int tail) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  SDC_AVX2 Vec zero() { return _mm256_setzero_ps(); }
-  SDC_AVX2 Vec load(const T* p) { return _mm256_load_ps(p); }
-  SDC_AVX2 Vec loadu(const T* p) { return _mm256_loadu_ps(p); }
-  SDC_AVX2 Vec loadu(const T* p, Mask m) { return _mm256_maskload_ps(p, m); }
-  SDC_AVX2 void store(T* p, Vec v) { _mm256_store_ps(p, v); }
-  SDC_AVX2 void storeu(T* p, Vec v) { _mm256_storeu_ps(p, v); }
-  SDC_AVX2 void storeu(T* p, Mask m, Vec v) { _mm256_maskstore_ps(p, m, v); }
-  SDC_AVX2 Vec broadcast(const T* p) { return _mm256_broadcast_ss(p); }
-  SDC_AVX2 Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-};
-template <>
-struct Avx2<double> {
-  using T = double;
-  using Vec = __m256d;
-  using Mask = __m256i;
-  static constexpr int kLanes = 4;
-  SDC_AVX2 Mask mask(int tail) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(tail), _mm256_setr_epi64x(0, 1, 2, 3)); }
-  SDC_AVX2 Vec zero() { return _mm256_setzero_pd(); }
-  SDC_AVX2 Vec load(const T* p) { return _mm256_load_pd(p); }
-  SDC_AVX2 Vec loadu(const T* p) { return _mm256_loadu_pd(p); }
-  SDC_AVX2 Vec loadu(const T* p, Mask m) { return _mm256_maskload_pd(p, m); }
-  SDC_AVX2 void store(T* p, Vec v) { _mm256_store_pd(p, v); }
-  SDC_AVX2 void storeu(T* p, Vec v) { _mm256_storeu_pd(p, v); }
-  SDC_AVX2 void storeu(T* p, Mask m, Vec v) { _mm256_maskstore_pd(p, m, v); }
-  SDC_AVX2 Vec broadcast(const T* p) { return _mm256_set1_pd(gemm_cpu::load(p)); }
-  SDC_AVX2 Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_pd(a, b, c); }
-};
+SDC_VECTOR_TRAITS(Avx512, SDC_AVX512, _mm512, float, __m512, ps, __mmask16, static_cast<Mask>((1u << tail) - 1u),
+                  _mm512_maskz_loadu_ps(m, p), _mm512_mask_storeu_ps(p, m, v))
+SDC_VECTOR_TRAITS(Avx512, SDC_AVX512, _mm512, double, __m512d, pd, __mmask8, static_cast<Mask>((1u << tail) - 1u),
+                  _mm512_maskz_loadu_pd(m, p), _mm512_mask_storeu_pd(p, m, v))
+SDC_VECTOR_TRAITS(Avx2, SDC_AVX2, _mm256, float, __m256, ps, __m256i,
+                  _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                  _mm256_maskload_ps(p, m), _mm256_maskstore_ps(p, m, v))
+SDC_VECTOR_TRAITS(Avx2, SDC_AVX2, _mm256, double, __m256d, pd, __m256i,
+                  _mm256_cmpgt_epi64(_mm256_set1_epi64x(tail), _mm256_setr_epi64x(0, 1, 2, 3)),
+                  _mm256_maskload_pd(p, m), _mm256_maskstore_pd(p, m, v))
+#undef SDC_VECTOR_TRAITS
 #undef SDC_AVX512
 #undef SDC_AVX2
 
