@@ -8,7 +8,8 @@
 # is cut out of its module and normalised (comments, .file/.loc and blank lines dropped; its own mangled
 # name, which also prefixes its parameters and its function-local __shared__ variables, replaced by a
 # placeholder; nvcc's per-path hash of anonymous namespaces blanked, since BASE is compiled in another
-# directory). The multisets of bodies before and after are compared per architecture:
+# directory; its linkage directive, .visible or .weak, dropped: a kernel moved out of an anonymous namespace
+# is the same code under a new name). The multisets of bodies before and after are compared per architecture:
 #   unchanged   same name, same body
 #   renamed     same body under another mangled name (old -> new, demangled)
 #   renumbered  same name, the same instructions up to a consistent renaming of virtual registers and
@@ -116,6 +117,8 @@ def functions(path):
             if not line.strip() or re.match(r'\s*\.(loc|file)\b', line):
                 continue
             line = line.replace('_ZZ' + name[2:], '_ZZ<self>').replace(name, '<self>')
+            if not body:
+                line = re.sub(r'^(?:\.visible\s+|\.weak\s+)+', '', line)
             body.append(line)
         out.append((kind, name, tuple(body)))
         i += 1

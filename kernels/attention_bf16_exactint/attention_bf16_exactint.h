@@ -44,7 +44,7 @@
 
 namespace sdc::attention_bf16_exactint {
 
-inline constexpr exactint::Format FORMAT = gemm_bf16_exactint::Bf16::FORMAT;
+inline constexpr exactint::Format FORMAT = exactint::formats::bf16::FORMAT;
 constexpr int V_EXP_MIN = -40, V_EXP_MAX = 40;
 constexpr int64_t MAX_SEQ = attention_mma::MAX_SEQ;
 constexpr int64_t MAX_DIM = attention_mma::MAX_DIM;
@@ -137,7 +137,7 @@ SDC_HD exactint::Element element(const Pattern& p, uint32_t tensor, uint64_t ind
 }
 
 SDC_HD uint16_t element_bits(const Pattern& p, uint32_t tensor, uint64_t index) {
-  return exactint::encode<gemm_bf16_exactint::Bf16>(element(p, tensor, index));
+  return exactint::encode<exactint::formats::bf16>(element(p, tensor, index));
 }
 
 SDC_HD float score_scale(const Pattern& p, int64_t head) {

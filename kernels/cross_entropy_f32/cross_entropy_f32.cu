@@ -9,14 +9,13 @@
 // (output 16) is the specification's pairwise_sum over the 16 losses, on one thread.
 #include <memory>
 
+#include "kernels/cross_entropy_f32/cross_entropy_f32.h"
+#include "kernels/rows/row_device.cuh"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
 #include "src/spec/fpmath.h"
-#include "kernels/rows/row_device.cuh"
-#include "kernels/cross_entropy_f32/cross_entropy_f32.h"
 
 namespace sdc::cross_entropy_f32::SDC_TARGET {
-namespace {
 
 using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one token per group
 constexpr uint32_t THREADS = Block::THREADS;
@@ -46,14 +45,7 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
-  l("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.x(), l.cols, l.seed, l.out, l.tile_sm);
-}
-
-}  // namespace
-
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
-}
+SDC_ROW_PREPARE_CUDA("cross_entropy_f32 cross_entropy_kernel", cross_entropy_kernel, l.x(), l.cols, l.seed, l.out,
+                     l.tile_sm)
 
 }  // namespace sdc::cross_entropy_f32::SDC_TARGET

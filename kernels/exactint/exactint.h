@@ -1,5 +1,5 @@
 // The exact-integer GEMM pattern shared by the tensor-core families gemm_{bf16,f16,tf32,fp8}_exactint
-// (docs/design.md, the determinism contract, mode exact-integer). Each family's header fixes a Format
+// (docs/design.md, the determinism contract, mode exact-integer). formats.h fixes each format's Format
 // (significand width, accumulator bound, exponent windows) and proves its numbers; this header defines the
 // pattern and the general argument.
 //
@@ -22,7 +22,7 @@
 // where D is the largest budget that makes (*) strict (exponent_budget below). An accumulator keeping W
 // significand bits holds every integer multiple of 2^u below 2^(W + u) exactly, whatever it aligns to
 // and however it truncates; so every product and partial sum is exact and every correct device, order
-// and algorithm produces the exact sum. The family headers prove the remaining conditions from their
+// and algorithm produces the exact sum. formats.h proves the remaining conditions from each format's
 // windows: every input is a normal number of the narrow type, u >= -126 (a nonzero partial sum is at
 // least 2^-126: a normal fp32 even on hardware that flushes subnormals) and W + u <= 128 (no sum
 // reaches the fp32 overflow threshold).
@@ -64,7 +64,7 @@ constexpr int64_t max_k(const Format& f) {
   return k;
 }
 
-// What the family headers prove from their windows, checked again by the compiler: u >= -126 and
+// What formats.h proves from each format's windows, checked again by the compiler: u >= -126 and
 // W + u <= 128 for every tile, and each window holds the widest span any K can ask for (at K = K_STEP).
 constexpr bool windows_ok(const Format& f) {
   const int d = exponent_budget(f, K_STEP);
@@ -162,27 +162,33 @@ SDC_HD int tile_unit(const Pattern& p, int64_t row_block, int64_t col_block) {
 // formats is formats.h) names one; both engines, mma.sync and cuBLASLt, and the CPU side read the same traits.
 enum class Narrow { bf16, f16, tf32, e4m3 };
 
-// A format's one traits type F (formats.h defines them: gemm_bf16_exactint::Bf16 ...) derives from
-// FormatTraits and adds FORMAT, the exact-integer pattern's numbers proved there, ID, the mma.sync
-// family's id ("gemm_bf16_exactint"), and NAME, the type's name in descriptions ("bf16").
+// The name of a narrow type in descriptions.
+constexpr const char* narrow_name(Narrow t) {
+  switch (t) {
+    case Narrow::bf16: return "bf16";
+    case Narrow::f16: return "fp16";
+    case Narrow::tf32: return "tf32";
+    case Narrow::e4m3: return "fp8 e4m3";
+  }
+  return "?";
+}
+
+// A format's traits type F (formats.h: one line each):
 //   Storage      the narrow element's bits (uint16_t, uint32_t for tf32, uint8_t)
-//   TYPE         its Narrow
-//   MAX_K        the largest K the format's bound admits (checked against FORMAT by format_ok)
+//   TYPE         its Narrow; NAME its name in descriptions ("bf16")
 //   EXP_BIAS     the exponent field's bias; the field ends at bit EXP_SHIFT (the sign is the top bit)
-// (Class-type template arguments would say it in one line, but nvcc's host stubs cannot spell them.)
-template <class S, Narrow T, int64_t K, int BIAS, int SHIFT>
+//   FORMAT       the exact-integer pattern's numbers: p, W and the windows, which formats.h proves
+//   MAX_K        the largest K the format's bound admits
+// (Class-type template arguments would say FORMAT in one argument, but nvcc's host stubs cannot spell them.)
+template <class S, Narrow T, int BIAS, int SHIFT, int P, int W, int A_MIN, int A_MAX, int B_MIN, int B_MAX>
 struct FormatTraits {
   using Storage = S;
   static constexpr Narrow TYPE = T;
-  static constexpr int64_t MAX_K = K;
+  static constexpr const char* NAME = narrow_name(T);
   static constexpr int EXP_BIAS = BIAS, EXP_SHIFT = SHIFT;
+  static constexpr Format FORMAT{P, W, A_MIN, A_MAX, B_MIN, B_MAX};
+  static constexpr int64_t MAX_K = max_k(FORMAT);
 };
-
-// What formats.h proves, checked again by the compiler (the registration asserts it).
-template <class F>
-constexpr bool format_ok() {
-  return max_k(F::FORMAT) == F::MAX_K && windows_ok(F::FORMAT);
-}
 
 // F's bits of an element: sign, exponent biased by EXP_BIAS, then the top p - 1 fraction bits.
 template <class F>

@@ -1,5 +1,5 @@
 // The device side of the exact-integer GEMM formats: one traits type per format (the family header's, e.g.
-// gemm_bf16_exactint::Bf16) bound to both engines, the project's mma.sync kernel (exactint_mma.cuh) and
+// exactint::formats::bf16) bound to both engines, the project's mma.sync kernel (exactint_mma.cuh) and
 // cuBLASLt's pinned algorithm (exactint_lt.cuh). Each family's .cu derives its own type from
 // DeviceTraits<F> (one line): the kernels are templates on the traits, and a distinct type per translation
 // unit keeps every kernel instantiation in one .cu file (the same instantiation in two whole-program

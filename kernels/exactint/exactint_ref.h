@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "src/core/family.h"
 #include "kernels/exactint/exactint.h"
+#include "src/core/family.h"
 
 namespace sdc::exactint {
 
@@ -41,25 +41,31 @@ inline constexpr const char* FP8_MMA_SYNC_NOTE =
     "on sm_90 the mma.sync e4m3 instruction is emulated, not Hopper's fp8 tensor cores: "
     "gemm_fp8_exactint_cublaslt exercises those";
 
+// id: the family table line's id (gemm_<format>_exactint); the cuBLASLt twin's is id + "_cublaslt".
 template <class F>
-Family mma_family() {
-  static_assert(format_ok<F>(), "the header's proof and the compiler agree");
+Family mma_family(const char* id) {
+  static_assert(windows_ok(F::FORMAT), "formats.h's proof and the compiler agree");
   static const std::string description = std::string(F::NAME) +
                                          " tensor-core matrix product on inputs whose every partial sum is exact (" +
                                          std::to_string(F::FORMAT.bound_bits) + "-bit bound)" +
                                          (F::TYPE == Narrow::e4m3 ? std::string("; ") + FP8_MMA_SYNC_NOTE : "");
-  return {F::ID,           description.c_str(), {Mode::exact_integer}, {"cpu", "cuda"},
-          {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
+  return {id,
+          description.c_str(),
+          {Mode::exact_integer},
+          {"cpu", "cuda"},
+          {"m", "n", "k"},
+          validate_case<F>,
+          prepare_case<F>};
 }
 template <class F>
-Family cublaslt_family() {
-  static const std::string id = std::string(F::ID) + "_cublaslt";
+Family cublaslt_family(const char* mma_id) {
+  static const std::string id = std::string(mma_id) + "_cublaslt";
   static const std::string description = std::string(F::NAME) +
-                                         " cuBLASLt matrix product (pinned heuristic algorithm) on " + F::ID +
+                                         " cuBLASLt matrix product (pinned heuristic algorithm) on " + mma_id +
                                          "'s exact inputs (" + std::to_string(F::FORMAT.bound_bits) + "-bit bound)";
   Family f{id.c_str(),      description.c_str(), {Mode::exact_integer}, {"cuda"},
            {"m", "n", "k"}, validate_case<F>,    prepare_case<F>};
-  f.goldens_of = F::ID;
+  f.goldens_of = mma_id;
   return f;
 }
 

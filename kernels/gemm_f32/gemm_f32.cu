@@ -30,10 +30,11 @@
 // changes only which thread holds an element, never its chain, so the choice cannot change any bit.
 #include <memory>
 
+#include "kernels/gemm_f32/gemm_f32.h"
 #include "src/backends/cuda/device_util.cuh"
+#include "src/backends/cuda/plain_gemm_device.h"
 #include "src/core/family.h"
 #include "src/core/shape.h"
-#include "kernels/gemm_f32/gemm_f32.h"
 
 namespace sdc::gemm_f32::SDC_TARGET {
 namespace {
@@ -275,15 +276,9 @@ void launch(const float* a, const float* b, float* out, uint32_t* tile_sm, int m
   }
 }
 
-class GemmDevice final : public cuda::DeviceProblem {
+class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<float> {
  public:
-  explicit GemmDevice(const Case& c)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), dist_(c.distribution), seed_(c.data_seed) {}
-
-  uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
-  cuda::Engine engine() const override {
-    return {cuda::OWN_KERNELS, "simt fp32, one k-chain per output in k order (exact)"};
-  }
+  explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "simt fp32, one k-chain per output in k order (exact)") {}
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
@@ -311,13 +306,6 @@ class GemmDevice final : public cuda::DeviceProblem {
     else
       launch<64, 64>(a, b, out, tile_sm, m, n, k, s);
   }
-
- private:
-  uint64_t elements(size_t tensor) const { return static_cast<uint64_t>(tensor == 0 ? m_ * k_ : k_ * n_); }
-
-  int64_t m_, n_, k_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 }  // namespace

@@ -22,16 +22,17 @@
 // an accumulator.
 #include <memory>
 
+#include "kernels/gemm_f64/gemm_f64.h"
 #include "src/backends/cuda/device_util.cuh"
+#include "src/backends/cuda/plain_gemm_device.h"
 #include "src/core/family.h"
 #include "src/core/shape.h"
-#include "kernels/gemm_f64/gemm_f64.h"
 
 namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
-constexpr int BK = 16;        // k per shared-memory slab
-constexpr int THREADS = 256;  // 16 x 16 threads, 4 x 4 outputs each
+constexpr int BK = 16;                      // k per shared-memory slab
+constexpr int THREADS = 256;                // 16 x 16 threads, 4 x 4 outputs each
 constexpr int LOADS = TILE * BK / THREADS;  // doubles of A (and of B) each thread fetches per slab
 static_assert(LOADS * THREADS == TILE * BK, "load cover");
 
@@ -62,8 +63,8 @@ __device__ __forceinline__ void stash(double (*as)[TILE + 2], double (*bs)[TILE]
 }
 
 // One k step of the thread's 4 x 4 outputs: 16 fused multiply-adds, each continuing its own chain.
-__device__ __forceinline__ void fma_step(const double (*as)[TILE + 2], const double (*bs)[TILE], int kk, int ty,
-                                         int tx, double (&acc)[4][4]) {
+__device__ __forceinline__ void fma_step(const double (*as)[TILE + 2], const double (*bs)[TILE], int kk, int ty, int tx,
+                                         double (&acc)[4][4]) {
   double a[4], b[4];
 #pragma unroll
   for (int r = 0; r < 4; ++r) a[r] = as[kk][ty + 16 * r];
@@ -79,9 +80,9 @@ __device__ __forceinline__ void fma_step(const double (*as)[TILE + 2], const dou
     for (int c = 0; c < 4; ++c) acc[r][c] = fma(a[r], b[c], acc[r][c]);
 }
 
-__global__ void __launch_bounds__(THREADS) gemm_kernel(const double* __restrict__ A, const double* __restrict__ B,
-                                                       float* __restrict__ out, uint32_t* __restrict__ tile_sm, int N,
-                                                       int K) {
+__global__ void __launch_bounds__(THREADS)
+    gemm_kernel(const double* __restrict__ A, const double* __restrict__ B, float* __restrict__ out,
+                uint32_t* __restrict__ tile_sm, int N, int K) {
   __shared__ __align__(16) double as[2][BK][TILE + 2];
   __shared__ __align__(16) double bs[2][BK][TILE];
 
@@ -130,20 +131,14 @@ __global__ void __launch_bounds__(THREADS) gemm_kernel(const double* __restrict_
   if (tid == 0) tile_sm[t] = cuda::sm_id();
 }
 
-class GemmDevice final : public cuda::DeviceProblem {
+class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
  public:
-  explicit GemmDevice(const Case& c)
-      : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), dist_(c.distribution), seed_(c.data_seed) {}
-
-  uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(double); }
-  cuda::Engine engine() const override {
-    return {cuda::OWN_KERNELS, "simt fp64, one k-chain per output in k order (exact)"};
-  }
+  explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "simt fp64, one k-chain per output in k order (exact)") {}
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
-    cuda::SDC_TARGET::generate_pattern_f64(dst, elements(tensor), dist_, input_window(t, dist_),
-                                           tensor_key(seed_, t), s);
+    cuda::SDC_TARGET::generate_pattern_f64(dst, elements(tensor), dist_, input_window(t, dist_), tensor_key(seed_, t),
+                                           s);
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
@@ -151,14 +146,6 @@ class GemmDevice final : public cuda::DeviceProblem {
     cuda::launch("gemm_f64 gemm_kernel", gemm_kernel, blocks, THREADS, s, static_cast<const double*>(in[0]),
                  static_cast<const double*>(in[1]), out, tile_sm, static_cast<int>(n_), static_cast<int>(k_));
   }
-
- private:
-  // Elements (doubles) of input tensor `tensor`.
-  uint64_t elements(size_t tensor) const { return static_cast<uint64_t>(tensor == 0 ? m_ * k_ : k_ * n_); }
-
-  int64_t m_, n_, k_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 }  // namespace

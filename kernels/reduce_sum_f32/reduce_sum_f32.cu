@@ -7,13 +7,12 @@
 // one more butterfly.
 #include <memory>
 
+#include "kernels/reduce_sum_f32/reduce_sum_f32.h"
+#include "kernels/rows/row_device.cuh"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
-#include "kernels/rows/row_device.cuh"
-#include "kernels/reduce_sum_f32/reduce_sum_f32.h"
 
 namespace sdc::reduce_sum_f32::SDC_TARGET {
-namespace {
 
 using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
@@ -34,14 +33,6 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
-  l("reduce_sum_f32 reduce_kernel", reduce_kernel, l.x(), l.cols, l.out, l.tile_sm);
-}
-
-}  // namespace
-
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
-}
+SDC_ROW_PREPARE_CUDA("reduce_sum_f32 reduce_kernel", reduce_kernel, l.x(), l.cols, l.out, l.tile_sm)
 
 }  // namespace sdc::reduce_sum_f32::SDC_TARGET

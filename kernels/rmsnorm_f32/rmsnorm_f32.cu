@@ -7,13 +7,12 @@
 // Division and square root are IEEE (nvcc -prec-div=true -prec-sqrt=true), never rsqrtf.
 #include <memory>
 
+#include "kernels/rmsnorm_f32/rmsnorm_f32.h"
+#include "kernels/rows/row_device.cuh"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
-#include "kernels/rows/row_device.cuh"
-#include "kernels/rmsnorm_f32/rmsnorm_f32.h"
 
 namespace sdc::rmsnorm_f32::SDC_TARGET {
-namespace {
 
 using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
@@ -47,14 +46,6 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 // Tensor 0 is x (rows x cols), tensor 1 is w (cols).
-void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
-  l("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.x(), l.w(), l.cols, l.out, l.tile_sm);
-}
-
-}  // namespace
-
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
-}
+SDC_ROW_PREPARE_CUDA("rmsnorm_f32 rmsnorm_kernel", rmsnorm_kernel, l.x(), l.w(), l.cols, l.out, l.tile_sm)
 
 }  // namespace sdc::rmsnorm_f32::SDC_TARGET

@@ -7,15 +7,15 @@
 #include <memory>
 #include <utility>
 
+#include "kernels/rows/row_family.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
 #include "src/spec/fpmath.h"
-#include "kernels/rows/row_family.h"
 
 // Everything here lives in the target's namespace (cuda_target.h): the GPU's and the emulated device's copies of
-// these templates are instantiated with the same types (a family's launch is a plain function pointer), so in
-// one namespace the linker would keep one target's copy for both, and a GPU would run the emulator's.
+// these templates may be instantiated with the same types, so in one namespace the linker would keep one
+// target's copy for both, and a GPU would run the emulator's.
 namespace sdc::cuda::SDC_TARGET {
 
 // One block of THREADS threads per tile of TILE_ROWS rows, so the block's SM computed the whole tile: the
@@ -141,7 +141,7 @@ class RowDevice final : public DeviceProblem {
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
     cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, f_.window(t, dist_),
-                                 tensor_key(seed_, t), stream);
+                                       tensor_key(seed_, t), stream);
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t stream) const override {
     launch_(RowLaunch{in, out, tile_sm, stream, static_cast<unsigned>(rows_ / static_cast<uint64_t>(f_.tile_rows)),
@@ -170,3 +170,12 @@ std::unique_ptr<DeviceProblem> make_row_device(const Case& c, Launch launch) {
 }
 
 }  // namespace sdc::cuda::SDC_TARGET
+
+// Defines a row family's prepare_cuda, in its namespace sdc::<id>::SDC_TARGET after its kernel: a RowDevice of
+// its ROW_FAMILY whose launch enqueues `kernel` (named `what` in errors) with the arguments that follow, read
+// from the RowLaunch l (l.x(), l.w(), l.cols, l.seed, l.out, l.tile_sm).
+#define SDC_ROW_PREPARE_CUDA(what, kernel, ...)                                         \
+  std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {                    \
+    return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(                               \
+        c, [](const cuda::SDC_TARGET::RowLaunch& l) { l(what, kernel, __VA_ARGS__); }); \
+  }

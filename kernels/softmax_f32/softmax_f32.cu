@@ -8,14 +8,13 @@
 // tested on the host) to give the specification's bits.
 #include <memory>
 
+#include "kernels/rows/row_device.cuh"
+#include "kernels/softmax_f32/softmax_f32.h"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
 #include "src/spec/fpmath.h"
-#include "kernels/rows/row_device.cuh"
-#include "kernels/softmax_f32/softmax_f32.h"
 
 namespace sdc::softmax_f32::SDC_TARGET {
-namespace {
 
 using Block = cuda::SDC_TARGET::RowBlock<TILE_ROWS>;  // one row per group
 constexpr uint32_t THREADS = Block::THREADS;
@@ -42,14 +41,6 @@ __global__ void __launch_bounds__(THREADS)
   b.record_sm(tile_sm);
 }
 
-void launch_rows(const cuda::SDC_TARGET::RowLaunch& l) {
-  l("softmax_f32 softmax_kernel", softmax_kernel, l.x(), l.cols, l.out, l.tile_sm);
-}
-
-}  // namespace
-
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  return cuda::SDC_TARGET::make_row_device<ROW_FAMILY>(c, launch_rows);
-}
+SDC_ROW_PREPARE_CUDA("softmax_f32 softmax_kernel", softmax_kernel, l.x(), l.cols, l.out, l.tile_sm)
 
 }  // namespace sdc::softmax_f32::SDC_TARGET

@@ -1,7 +1,7 @@
-// The output geometry shared by the GEMM families (gemm_f32, the exact-integer and the recorded tensor-core
-// GEMMs): C is M x N fp32 in 64 x 64 tiles, tile t = row block t / (N/64), column block t % (N/64), offsets
-// row-major in the tile. Families derive from it and add their inputs and arithmetic; M and N are multiples
-// of 64 (each family's validation says so).
+// The output geometry shared by the GEMM families (gemm_f32, gemm_f64, the exact-integer and the recorded
+// tensor-core GEMMs): C is M x N (fp32, or binary64 in two words) in 64 x 64 tiles, tile t = row block t / (N/64),
+// column block t % (N/64), offsets row-major in the tile. Families derive from it and add their inputs and arithmetic;
+// M and N are multiples of 64 (each family's validation says so).
 #pragma once
 
 #include <fmt/format.h>
@@ -17,21 +17,26 @@ namespace sdc {
 class GemmTiles : public Problem {
  public:
   static constexpr int T = 64;
-  explicit GemmTiles(const Case& c) : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")) {}
+  // words: 32-bit words per element of C, 1 (fp32) or 2 (binary64, low word first: src/spec/f64.h). Offsets in a
+  // tile and logical elements count words; a two-word element is named C[i][j].lo or .hi.
+  explicit GemmTiles(const Case& c, int words = 1) : m_(dim(c, "m")), n_(dim(c, "n")), k_(dim(c, "k")), w_(words) {}
 
   uint64_t tile_count() const override { return static_cast<uint64_t>((m_ / T) * (n_ / T)); }
-  uint32_t tile_elements() const override { return T * T; }
-  uint64_t output_elements() const override { return static_cast<uint64_t>(m_ * n_); }
+  uint32_t tile_elements() const override { return static_cast<uint32_t>(T * T * w_); }
+  uint64_t output_elements() const override { return static_cast<uint64_t>(m_ * n_ * w_); }
   void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {
-    const int64_t i = static_cast<int64_t>(e) / n_, j = static_cast<int64_t>(e) % n_;
+    const int64_t v = static_cast<int64_t>(e) / w_, i = v / n_, j = v % n_;
     tile = static_cast<uint64_t>((i / T) * (n_ / T) + j / T);
-    offset = static_cast<uint32_t>((i % T) * T + j % T);
+    offset = static_cast<uint32_t>(((i % T) * T + j % T) * w_ + static_cast<int64_t>(e) % w_);
   }
   uint64_t logical_element(uint64_t tile, uint32_t offset) const override {
-    return static_cast<uint64_t>((row_block(tile) * T + offset / T) * n_ + col_block(tile) * T + offset % T);
+    const int64_t v = offset / w_;
+    return static_cast<uint64_t>(((row_block(tile) * T + v / T) * n_ + col_block(tile) * T + v % T) * w_ + offset % w_);
   }
   std::string element_name(uint64_t e) const override {
-    return fmt::format("C[{}][{}]", static_cast<int64_t>(e) / n_, static_cast<int64_t>(e) % n_);
+    const int64_t v = static_cast<int64_t>(e) / w_;
+    if (w_ == 1) return fmt::format("C[{}][{}]", v / n_, v % n_);
+    return fmt::format("C[{}][{}].{}", v / n_, v % n_, e % 2 ? "hi" : "lo");
   }
   std::string tile_name(uint64_t tile) const override {
     const int64_t r0 = row_block(tile) * T, c0 = col_block(tile) * T;
@@ -50,6 +55,7 @@ class GemmTiles : public Problem {
   int64_t col_block(uint64_t tile) const { return static_cast<int64_t>(tile) % (n_ / T); }
 
   int64_t m_, n_, k_;
+  int w_;
 };
 
 // The registration of a plain GEMM family (gemm_f32, gemm_f64): exact mode on the CPU and CUDA, dimensions m, n,
@@ -57,8 +63,8 @@ class GemmTiles : public Problem {
 template <class P, int64_t MaxK>
 Family plain_gemm_family(const char* id, const char* description) {
   const auto validate = [](const Case& c) {
-    return check_shape(c, {{"m", GemmTiles::T, 16384, GemmTiles::T}, {"n", GemmTiles::T, 16384, GemmTiles::T},
-                           {"k", 1, MaxK, 1}});
+    return check_shape(
+        c, {{"m", GemmTiles::T, 16384, GemmTiles::T}, {"n", GemmTiles::T, 16384, GemmTiles::T}, {"k", 1, MaxK, 1}});
   };
   const auto prepare = [](const Case& c) -> std::unique_ptr<Problem> { return std::make_unique<P>(c); };
   return {id, description, {Mode::exact}, {"cpu", "cuda"}, {"m", "n", "k"}, validate, prepare};

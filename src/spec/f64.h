@@ -13,25 +13,8 @@
 
 namespace sdc {
 
-SDC_HD uint64_t double_bits(double x) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<uint64_t>(__double_as_longlong(x));
-#else
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
-}
-
-SDC_HD double bits_double(uint64_t u) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(static_cast<long long>(u));
-#else
-  double x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
-}
+SDC_HD uint64_t double_bits(double x) { return bit_cast_hd<uint64_t>(x); }
+SDC_HD double bits_double(uint64_t u) { return bit_cast_hd<double>(u); }
 
 // 2^e as a double for e in [-1022, 1023] (normal range): built from bits, exact everywhere.
 SDC_HD double pow2d(int e) { return bits_double(static_cast<uint64_t>(e + 1023) << 52); }
@@ -66,14 +49,7 @@ SDC_HD double pattern_value_f64(Distribution d, ExponentWindow w, uint64_t key, 
       return v * pow2d(4 + static_cast<int>((g >> 8) % 9u));
     }
     case Distribution::special: {
-      const int span = w.hi - w.lo + 1;
-      int e = w.lo + static_cast<int>((g >> 8) % static_cast<uint64_t>(span));
-      if ((g >> 24) & 1u) {
-        const int off = static_cast<int>((g >> 26) % 8u);
-        e = ((g >> 25) & 1u) ? w.lo + off : w.hi - off;
-        if (e > w.hi) e = w.hi;
-        if (e < w.lo) e = w.lo;
-      }
+      const int e = special_exponent(w, g >> 8, 16);
       return double_with_exponent(g & 1u, e, h >> 12);
     }
     case Distribution::mantissa_walk: {
@@ -81,8 +57,7 @@ SDC_HD double pattern_value_f64(Distribution d, ExponentWindow w, uint64_t key, 
       const bool walking_one = ((index / 52u) & 1u) == 0;
       const uint64_t one = uint64_t{1} << bit;
       const uint64_t m = walking_one ? one : (((uint64_t{1} << 52) - 1) ^ one);
-      const int span = w.hi - w.lo + 1;
-      const int e = w.lo + static_cast<int>((g >> 8) % static_cast<uint64_t>(span));
+      const int e = window_exponent(w, g >> 8);
       return double_with_exponent(g & 1u, e, m);
     }
   }

@@ -35,6 +35,25 @@ struct ExponentWindow {
   int hi;  // largest unbiased exponent, at most 127
 };
 
+// An exponent drawn over the window from the hash bits `pick`.
+SDC_HD int window_exponent(ExponentWindow w, uint64_t pick) {
+  return w.lo + static_cast<int>(pick % static_cast<uint64_t>(w.hi - w.lo + 1));
+}
+
+// The special distribution's exponent from hash bits r: over the window (bits 0..), but when bit `edge` is set,
+// within 8 binades of either end (bit edge + 1 picks the low end, bits edge + 2 .. the offset): the edges are
+// the point.
+SDC_HD int special_exponent(ExponentWindow w, uint64_t r, int edge) {
+  int e = window_exponent(w, r);
+  if ((r >> edge) & 1u) {
+    const int off = static_cast<int>((r >> (edge + 2)) % 8u);
+    e = ((r >> (edge + 1)) & 1u) ? w.lo + off : w.hi - off;
+    if (e > w.hi) e = w.hi;
+    if (e < w.lo) e = w.lo;
+  }
+  return e;
+}
+
 SDC_HD float uniform_value(uint64_t h) {
   const int32_t u = static_cast<int32_t>(h >> 40) - (1 << 23);  // 24 bits, centred
   return static_cast<float>(u) * pow2f(-23);                    // exact: |u| <= 2^23
@@ -57,23 +76,14 @@ SDC_HD float pattern_value(Distribution d, ExponentWindow w, uint64_t key, uint6
       return v * pow2f(4 + static_cast<int>((h >> 16) % 9u));
     }
     case Distribution::special: {
-      const int span = w.hi - w.lo + 1;
-      int e = w.lo + static_cast<int>((h >> 8) % static_cast<uint64_t>(span));
-      // Half of the elements sit within 8 binades of either end of the window: the edges are the point.
-      if ((h >> 20) & 1u) {
-        const int off = static_cast<int>((h >> 22) % 8u);
-        e = ((h >> 21) & 1u) ? w.lo + off : w.hi - off;
-        if (e > w.hi) e = w.hi;
-        if (e < w.lo) e = w.lo;
-      }
+      const int e = special_exponent(w, h >> 8, 12);
       return float_with_exponent(static_cast<uint32_t>(h & 1u), e, static_cast<uint32_t>(h >> 41));
     }
     case Distribution::mantissa_walk: {
       const uint32_t bit = static_cast<uint32_t>(index % 23u);
       const bool walking_one = ((index / 23u) & 1u) == 0;
       const uint32_t m = walking_one ? (1u << bit) : (0x7fffffu ^ (1u << bit));
-      const int span = w.hi - w.lo + 1;
-      const int e = w.lo + static_cast<int>((h >> 8) % static_cast<uint64_t>(span));
+      const int e = window_exponent(w, h >> 8);
       return float_with_exponent(static_cast<uint32_t>(h & 1u), e, m);
     }
   }

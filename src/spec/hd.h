@@ -9,29 +9,19 @@
 #endif
 
 #include <cstdint>
-#include <cstring>
 
 namespace sdc {
 
-SDC_HD uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
+// A value's bits as another type of the same size (std::bit_cast, in host and device code alike; nvcc
+// compiles it to the register move that __float_as_uint and its kin give).
+template <class To, class From>
+SDC_HD To bit_cast_hd(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast_hd: the two types differ in size");
+  return __builtin_bit_cast(To, x);
 }
 
-SDC_HD float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
-}
+SDC_HD uint32_t float_bits(float x) { return bit_cast_hd<uint32_t>(x); }
+SDC_HD float bits_float(uint32_t u) { return bit_cast_hd<float>(u); }
 
 // 2^e as a float for e in [-126, 127] (normal range): built from bits, so exact everywhere.
 SDC_HD float pow2f(int e) { return bits_float(static_cast<uint32_t>(e + 127) << 23); }

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/case_inputs.h"
-#include "tests/unit/catch.h"
-#include "tests/unit/gemm_case.h"
 #include "kernels/exactint/exactint_ref.h"
 #include "kernels/exactint/formats.h"
 #include "src/core/family.h"
+#include "tests/unit/case_inputs.h"
+#include "tests/unit/catch.h"
+#include "tests/unit/gemm_case.h"
 
 using namespace sdc;
 
@@ -68,14 +68,14 @@ uint32_t bits_of(const exactint::Pattern& p, uint32_t t, uint64_t i) {
 
 const std::vector<DType>& dtypes() {
   static const std::vector<DType> all = {
-      {"gemm_bf16_exactint", 8, 24, -126, 127, std::ldexp(255.0, 120), decode_bf16, bits_of<gemm_bf16_exactint::Bf16>,
-       gemm_bf16_exactint::Bf16::FORMAT},
-      {"gemm_f16_exactint", 11, 24, -14, 15, 65504.0, decode_f16, bits_of<gemm_f16_exactint::F16>,
-       gemm_f16_exactint::F16::FORMAT},
-      {"gemm_tf32_exactint", 11, 24, -126, 127, std::ldexp(2047.0, 117), decode_tf32, bits_of<gemm_tf32_exactint::Tf32>,
-       gemm_tf32_exactint::Tf32::FORMAT},
-      {"gemm_fp8_exactint", 4, 13, -6, 8, 448.0, decode_e4m3, bits_of<gemm_fp8_exactint::E4m3>,
-       gemm_fp8_exactint::E4m3::FORMAT},
+      {"gemm_bf16_exactint", 8, 24, -126, 127, std::ldexp(255.0, 120), decode_bf16, bits_of<exactint::formats::bf16>,
+       exactint::formats::bf16::FORMAT},
+      {"gemm_f16_exactint", 11, 24, -14, 15, 65504.0, decode_f16, bits_of<exactint::formats::f16>,
+       exactint::formats::f16::FORMAT},
+      {"gemm_tf32_exactint", 11, 24, -126, 127, std::ldexp(2047.0, 117), decode_tf32, bits_of<exactint::formats::tf32>,
+       exactint::formats::tf32::FORMAT},
+      {"gemm_fp8_exactint", 4, 13, -6, 8, 448.0, decode_e4m3, bits_of<exactint::formats::fp8>,
+       exactint::formats::fp8::FORMAT},
   };
   return all;
 }
@@ -168,10 +168,10 @@ TEST_CASE("exactint: the worst-case sum of |products| is below 2^bound for every
     REQUIRE(!f->validate(make_case(d.family, 64, 64, 64, Distribution::special)).empty());
     REQUIRE(f->validate(make_case(d.family, 64, 64, 64, Distribution::mantissa_walk)).empty());
   }
-  REQUIRE(gemm_bf16_exactint::Bf16::MAX_K == 65792);
-  REQUIRE(gemm_f16_exactint::F16::MAX_K == 8192);
-  REQUIRE(gemm_tf32_exactint::Tf32::MAX_K == 8192);
-  REQUIRE(gemm_fp8_exactint::E4m3::MAX_K == 544);
+  REQUIRE(exactint::formats::bf16::MAX_K == 65792);
+  REQUIRE(exactint::formats::f16::MAX_K == 8192);
+  REQUIRE(exactint::formats::tf32::MAX_K == 8192);
+  REQUIRE(exactint::formats::fp8::MAX_K == 544);
 }
 
 TEST_CASE("exactint: the actual data of every tile stays within the bound", "[exactint]") {
