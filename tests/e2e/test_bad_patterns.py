@@ -252,7 +252,7 @@ try:
     first = common.battery()["cases"][0]["id"]
     for what, edit, *needles in (
         ("wrong version", lambda b: b.update(version=2), "version 2"),
-        ("unknown family", lambda b: b["cases"][0].update(family="gemm_f64"), "gemm_f64"),
+        ("unknown family", lambda b: b["cases"][0].update(family="gemm_f128"), "gemm_f128"),
         ("invalid shape (rows not a multiple of the tile)",
          lambda b: battery_case(b, CASE)["shape"].update(rows=130), CASE, "130"),
         ("shape lacks a dimension", lambda b: battery_case(b, CASE)["shape"].pop("cols"), CASE, "cols"),
