@@ -16,6 +16,7 @@
 
 using namespace sdc;
 using namespace sdc::history;
+using test::check_contains;
 using test::history_of;
 using test::test_of;
 
@@ -235,12 +236,12 @@ TEST_CASE("identity: every GPU series of the Prometheus file carries the GPU's u
   const std::string prom = render_prometheus(r, "");
   // Labels that join across series: gpu= with the GPU's uuid beside it, an SM as sm= (never packed into one
   // label), a CPU as cpu=.
-  CHECK(prom.find("sdcscreen_device_healthy{gpu=\"1\",uuid=\"GPU-0001\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{gpu=\"0\",uuid=\"GPU-0000\"} 1.0000") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_slow{gpu=\"1\",uuid=\"GPU-0001\"} 1") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_class{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\",class=") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_rate{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{cpu=\"3\"} 1.0000") != std::string::npos);
+  check_contains(prom, {"sdcscreen_device_healthy{gpu=\"1\",uuid=\"GPU-0001\"}",
+                        "sdcscreen_device_relative_throughput{gpu=\"0\",uuid=\"GPU-0000\"} 1.0000",
+                        "sdcscreen_device_slow{gpu=\"1\",uuid=\"GPU-0001\"} 1",
+                        "sdcscreen_device_fault_class{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\",class=",
+                        "sdcscreen_device_fault_rate{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\"}",
+                        "sdcscreen_device_relative_throughput{cpu=\"3\"} 1.0000"});
   CHECK(prom.find("device=\"") == std::string::npos);
   // No GPU line without its uuid.
   size_t pos = 0, gpu_lines = 0;
