@@ -26,10 +26,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -92,6 +94,60 @@ sdc::Case gemm_case(const Shape& s, const char* family = "gemm_f32") {
   return c;
 }
 
+// The largest |ours - cuBLAS| over C (T: float or double): ours in the exact GEMM's tiles of `tile` x `tile`
+// values, row-major within a tile; cuBLAS's row-major (column-major C^T). Both are copied back on the stream
+// both ran on (not the legacy default stream, which a non-blocking stream is not ordered with).
+template <class T>
+double max_abs_diff(const DeviceCase& dc, const DeviceBuffer& c_blas, const Shape& sh, int64_t tile, cudaStream_t s) {
+  std::vector<T> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
+  SDC_CUDA_CHECK(cudaMemcpyAsync(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(T), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaMemcpyAsync(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(T), cudaMemcpyDeviceToHost, s));
+  SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+  double max_diff = 0.0;
+  const int64_t tn = sh.n / tile;
+  for (int64_t i = 0; i < sh.m; ++i)
+    for (int64_t j = 0; j < sh.n; ++j) {
+      const int64_t t = (i / tile) * tn + j / tile;
+      const T v = ours_h[static_cast<size_t>(t * tile * tile + (i % tile) * tile + j % tile)];
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(v) - blas_h[static_cast<size_t>(i * sh.n + j)]));
+    }
+  return max_diff;
+}
+
+// A cuBLAS mode's median time on one shape: the prefix of its JSON keys ("cublas": its default math), ms.
+struct BlasTime {
+  const char* key;
+  double ms;
+};
+
+// One shape of an exact GEMM against cuBLAS: prints its line (ms and TFLOP/s of ours and of each cuBLAS mode,
+// the first mode's time over ours against `target`, the largest difference) and appends its JSON row.
+void report_against_cublas(const Shape& sh, double exact_ms, std::initializer_list<BlasTime> blas, double target,
+                           double max_diff, bool close, Json& rows) {
+  const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
+  const double ratio = blas.begin()->ms / exact_ms;
+  std::printf("%-18s %9.3f %8.2f", sh.name().c_str(), exact_ms, flops / exact_ms * 1e-9);
+  Json row = {{"shape", sh.name()},
+              {"m", sh.m},
+              {"n", sh.n},
+              {"k", sh.k},
+              {"exact_ms", exact_ms},
+              {"exact_tflops", flops / exact_ms * 1e-9}};
+  for (const BlasTime& b : blas) {
+    std::printf(" %9.3f %8.2f", b.ms, flops / b.ms * 1e-9);
+    row[std::string(b.key) + "_ms"] = b.ms;
+    row[std::string(b.key) + "_tflops"] = flops / b.ms * 1e-9;
+  }
+  std::printf(" %7.3f%s  %.2g%s\n", ratio, ratio >= target ? "" : " (below target)", max_diff,
+              close ? "" : "  MISMATCH");
+  row["ratio"] = ratio;
+  row["target"] = target;
+  row["meets_target"] = ratio >= target;
+  row["max_abs_diff_vs_cublas"] = max_diff;
+  row["agrees_with_cublas"] = close;
+  rows.push_back(std::move(row));
+}
+
 // Exact GEMM against cuBLAS SGEMM (FP32 arithmetic, no TF32) and the verification overhead, on one shape.
 // Returns false when the two products disagree beyond rounding or two runs give different digests.
 bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Json& gemm_rows, Json& digest_rows) {
@@ -135,19 +191,7 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
   BENCH_CUBLAS(blas_api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
 
   // Sanity: cuBLAS sums in another order, so only closeness is expected (|C| ~ sqrt(K) here).
-  std::vector<float> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
-  // On the stream both ran on (not the legacy default stream, which a non-blocking stream is not ordered with).
-  SDC_CUDA_CHECK(cudaMemcpyAsync(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaMemcpyAsync(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaStreamSynchronize(s));
-  double max_diff = 0.0;
-  const int64_t tn = sh.n / sdc::gemm_f32::TILE;
-  for (int64_t i = 0; i < sh.m; ++i)
-    for (int64_t j = 0; j < sh.n; ++j) {
-      const int64_t t = (i / 64) * tn + j / 64;
-      const float v = ours_h[static_cast<size_t>(t * 4096 + (i % 64) * 64 + j % 64)];
-      max_diff = std::max(max_diff, std::fabs(static_cast<double>(v) - blas_h[static_cast<size_t>(i * sh.n + j)]));
-    }
+  const double max_diff = max_abs_diff<float>(dc, c_blas, sh, sdc::gemm_f32::TILE, s);
   const bool close = max_diff <= 1e-5 * static_cast<double>(sh.k);
 
   // Verification overhead: digest pass + copy of the digests + host compare, against this output.
@@ -171,27 +215,9 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
     if (r >= kWarmup) t_digest.push_back(ed.ms()), t_total.push_back(total);
   }
 
-  const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
-  const double mo = median(t_ours), md = median(t_default), mp = median(t_pedantic);
-  const double ratio = md / mo, share = median(t_total) / mo;
-  std::printf("%-18s %9.3f %8.2f %9.3f %8.2f %9.3f %8.2f %7.3f%s  %.2g%s\n", sh.name().c_str(), mo, flops / mo * 1e-9,
-              md, flops / md * 1e-9, mp, flops / mp * 1e-9, ratio, ratio >= kGemmTarget ? "" : " (below target)",
-              max_diff, close ? "" : "  MISMATCH");
-  gemm_rows.push_back({{"shape", sh.name()},
-                       {"m", sh.m},
-                       {"n", sh.n},
-                       {"k", sh.k},
-                       {"exact_ms", mo},
-                       {"exact_tflops", flops / mo * 1e-9},
-                       {"cublas_ms", md},
-                       {"cublas_tflops", flops / md * 1e-9},
-                       {"cublas_pedantic_ms", mp},
-                       {"cublas_pedantic_tflops", flops / mp * 1e-9},
-                       {"ratio", ratio},
-                       {"target", kGemmTarget},
-                       {"meets_target", ratio >= kGemmTarget},
-                       {"max_abs_diff_vs_cublas", max_diff},
-                       {"agrees_with_cublas", close}});
+  const double mo = median(t_ours), share = median(t_total) / mo;
+  report_against_cublas(sh, mo, {{"cublas", median(t_default)}, {"cublas_pedantic", median(t_pedantic)}}, kGemmTarget,
+                        max_diff, close, gemm_rows);
   digest_rows.push_back({{"shape", sh.name()},
                          {"tiles", dc.tiles},
                          {"digest_kernel_ms", median(t_digest)},
@@ -233,37 +259,9 @@ bool bench_dgemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Js
     t_blas.push_back(e2.ms());
   }
   // The exact output is in tiles of two words per value (gemm_f64.h); |C| ~ sqrt(K) here.
-  std::vector<double> ours_h(static_cast<size_t>(sh.m * sh.n)), blas_h(ours_h.size());
-  SDC_CUDA_CHECK(cudaMemcpyAsync(ours_h.data(), dc.out.get(), ours_h.size() * sizeof(double), cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaMemcpyAsync(blas_h.data(), c_blas.get(), blas_h.size() * sizeof(double), cudaMemcpyDeviceToHost, s));
-  SDC_CUDA_CHECK(cudaStreamSynchronize(s));
-  double max_diff = 0.0;
-  const int64_t tn = sh.n / sdc::gemm_f64::TILE;
-  for (int64_t i = 0; i < sh.m; ++i)
-    for (int64_t j = 0; j < sh.n; ++j) {
-      const int64_t t = (i / 64) * tn + j / 64;
-      const double v = ours_h[static_cast<size_t>(t * 4096 + (i % 64) * 64 + j % 64)];
-      max_diff = std::max(max_diff, std::fabs(v - blas_h[static_cast<size_t>(i * sh.n + j)]));
-    }
+  const double max_diff = max_abs_diff<double>(dc, c_blas, sh, sdc::gemm_f64::TILE, s);
   const bool close = max_diff <= 1e-13 * static_cast<double>(sh.k);
-  const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
-  const double mo = median(t_ours), mb = median(t_blas), ratio = mb / mo;
-  std::printf("%-18s %9.3f %8.2f %9.3f %8.2f %7.3f%s  %.2g%s\n", sh.name().c_str(), mo, flops / mo * 1e-9, mb,
-              flops / mb * 1e-9, ratio, ratio >= kDgemmTarget ? "" : " (below target)", max_diff,
-              close ? "" : "  MISMATCH");
-  rows.push_back({{"shape", sh.name()},
-                  {"m", sh.m},
-                  {"n", sh.n},
-                  {"k", sh.k},
-                  {"exact_ms", mo},
-                  {"exact_tflops", flops / mo * 1e-9},
-                  {"cublas_ms", mb},
-                  {"cublas_tflops", flops / mb * 1e-9},
-                  {"ratio", ratio},
-                  {"target", kDgemmTarget},
-                  {"meets_target", ratio >= kDgemmTarget},
-                  {"max_abs_diff_vs_cublas", max_diff},
-                  {"agrees_with_cublas", close}});
+  report_against_cublas(sh, median(t_ours), {{"cublas", median(t_blas)}}, kDgemmTarget, max_diff, close, rows);
   return close;
 }
 

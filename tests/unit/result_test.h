@@ -2,12 +2,14 @@
 // weakened-run refusal, the reports) or read its text renderings.
 #pragma once
 
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "src/core/result.h"
+#include "tests/unit/catch.h"
 
 namespace sdc::test {
 
@@ -40,6 +42,15 @@ inline std::vector<std::string> lines_of(const std::string& s) {
   std::istringstream in(s);
   for (std::string l; std::getline(in, l);) out.push_back(l);
   return out;
+}
+
+// Checks that a rendering (a Prometheus page, a text report) holds each of `expected` somewhere in it; a
+// missing one is named in the failure.
+inline void check_contains(const std::string& text, std::initializer_list<std::string> expected) {
+  for (const std::string& e : expected) {
+    INFO("expected in the rendering: " << e);
+    CHECK(text.find(e) != std::string::npos);
+  }
 }
 
 }  // namespace sdc::test

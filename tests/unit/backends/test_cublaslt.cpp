@@ -274,41 +274,28 @@ TEST_CASE("cublaslt: the system library, where present, has every entry point an
 }
 
 TEST_CASE("cublaslt: algorithm descriptions name every field", "[cublaslt]") {
-  cuda::LtAlgoConfig c;
-  c.id = 21;
-  c.tile = CUBLASLT_MATMUL_TILE_128x256;
-  c.stages = CUBLASLT_MATMUL_STAGES_64x3;
-  c.split_k = 1;
-  c.reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-  c.swizzle = 1;
-  c.custom = 0;
-  c.inner_shape = CUBLASLT_MATMUL_INNER_SHAPE_MMA16816;
-  c.cluster = CUBLASLT_CLUSTER_SHAPE_2x1x1;
-  CHECK(cuda::describe_algo(c) ==
-        "algo 21, tile 128x256, stages 64x3, split-k 1, reduction none, swizzle 1, custom 0, inner MMA16816, cluster "
-        "2x1x1");
-
-  cuda::LtAlgoConfig d;  // what a fresh configuration holds, then values no enumerator of this build names
-  CHECK(cuda::describe_algo(d) ==
-        "algo 0, tile undefined, stages undefined, split-k 1, reduction none, swizzle 0, custom 0, inner undefined, "
-        "cluster auto");
-  d.tile = 65000;
-  d.stages = 65001;
-  d.reduction = 64;
-  d.inner_shape = 60000;
-  d.cluster = 60001;
-  CHECK(cuda::describe_algo(d) ==
-        "algo 0, tile #65000, stages #65001, split-k 1, reduction #64, swizzle 0, custom 0, inner #60000, cluster "
-        "#60001");
-
-  c.tile = CUBLASLT_MATMUL_TILE_64x8;
-  c.stages = CUBLASLT_MATMUL_STAGES_128xAUTO;
-  c.split_k = 4;
-  c.reduction = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
-  c.cluster = CUBLASLT_CLUSTER_SHAPE_1x15x1;
-  CHECK(cuda::describe_algo(c) ==
-        "algo 21, tile 64x8, stages 128xAUTO, split-k 4, reduction output-type, swizzle 1, "
-        "custom 0, inner MMA16816, cluster 1x15x1");
+  const struct {
+    cuda::LtAlgoConfig config;  // id, tile, stages, split_k, reduction, swizzle, custom, inner_shape, cluster
+    const char* text;
+  } cases[] = {
+      {{21, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_STAGES_64x3, 1, CUBLASLT_REDUCTION_SCHEME_NONE, 1, 0,
+        CUBLASLT_MATMUL_INNER_SHAPE_MMA16816, CUBLASLT_CLUSTER_SHAPE_2x1x1},
+       "algo 21, tile 128x256, stages 64x3, split-k 1, reduction none, swizzle 1, custom 0, inner MMA16816, "
+       "cluster 2x1x1"},
+      {{21, CUBLASLT_MATMUL_TILE_64x8, CUBLASLT_MATMUL_STAGES_128xAUTO, 4, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE, 1, 0,
+        CUBLASLT_MATMUL_INNER_SHAPE_MMA16816, CUBLASLT_CLUSTER_SHAPE_1x15x1},
+       "algo 21, tile 64x8, stages 128xAUTO, split-k 4, reduction output-type, swizzle 1, custom 0, inner MMA16816, "
+       "cluster 1x15x1"},
+      // What a fresh configuration holds.
+      {{},
+       "algo 0, tile undefined, stages undefined, split-k 1, reduction none, swizzle 0, custom 0, inner undefined, "
+       "cluster auto"},
+      // Values no enumerator of this build names.
+      {{0, 65000, 65001, 1, 64, 0, 0, 60000, 60001},
+       "algo 0, tile #65000, stages #65001, split-k 1, reduction #64, swizzle 0, custom 0, inner #60000, "
+       "cluster #60001"},
+  };
+  for (const auto& c : cases) CHECK(cuda::describe_algo(c.config) == c.text);
 }
 
 TEST_CASE("cublaslt: configurations that differ in any one field are described differently", "[cublaslt]") {

@@ -1,6 +1,7 @@
 // The faults a kernel's misuse of the emulated device's execution model must raise (src/backends/emu/block.h),
 // with messages that say where: deadlocks, collectives naming lanes that returned or disagreeing, __trap, and
 // exceptions escaping a kernel thread.
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,7 +16,11 @@ using sdc::test::launch;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+// Checks that the fault message m says each of `parts`; m is shown with any that it lacks.
+void check_says(const std::string& m, std::initializer_list<std::string> parts) {
+  INFO(m);
+  for (const std::string& part : parts) CHECK(m.find(part) != std::string::npos);
+}
 
 }  // namespace
 
@@ -30,15 +35,11 @@ TEST_CASE("a deadlock is reported with the block and what each thread waits at",
     else
       syncwarp(0xffffffffu);
   };
-  const std::string m = fault_of(r, Dim3{64, 1, 1}, kernel, Dim3{2, 1, 0});
-  INFO(m);
-  CHECK(contains(m, "faulty_kernel"));
-  CHECK(contains(m, "block (2,1,0)"));
-  CHECK(contains(m, "deadlock"));
-  CHECK(contains(m, "threads 0-32 [threadIdx (0,0,0)..(32,0,0), warps 0-1] wait at __syncthreads"));
-  CHECK(contains(
-      m, "threads 33-63 [threadIdx (33,0,0)..(63,0,0), warp 1 lanes 1-31] wait at __syncwarp(mask 0xffffffff)"));
-  CHECK(contains(m, "waits for lane 0 of warp 1"));
+  check_says(fault_of(r, Dim3{64, 1, 1}, kernel, Dim3{2, 1, 0}),
+             {"faulty_kernel", "block (2,1,0)", "deadlock",
+              "threads 0-32 [threadIdx (0,0,0)..(32,0,0), warps 0-1] wait at __syncthreads",
+              "threads 33-63 [threadIdx (33,0,0)..(63,0,0), warp 1 lanes 1-31] wait at __syncwarp(mask 0xffffffff)",
+              "waits for lane 0 of warp 1"});
 
   // The runner is still good for the next block.
   std::vector<unsigned> out(64, 0);
@@ -72,12 +73,9 @@ TEST_CASE("a deadlock of threads that returned around a barrier others wait at",
       syncwarp(0xffffffffu);  // names lanes 0-9, stuck at the barrier: nobody can go on
     }
   };
-  const std::string m2 = fault_of(r, Dim3{32, 1, 1}, stuck);
-  INFO(m2);
-  CHECK(contains(m2, "deadlock"));
-  CHECK(contains(m2, "threads 0-9"));
-  CHECK(contains(m2, "__syncthreads (10 of the 32 threads still running have arrived)"));
-  CHECK(contains(m2, "waits for lanes 0-9 of warp 0"));
+  check_says(fault_of(r, Dim3{32, 1, 1}, stuck),
+             {"deadlock", "threads 0-9", "__syncthreads (10 of the 32 threads still running have arrived)",
+              "waits for lanes 0-9 of warp 0"});
 }
 
 TEST_CASE("a collective whose mask names a lane that returned faults", "[emu]") {
@@ -88,27 +86,21 @@ TEST_CASE("a collective whose mask names a lane that returned faults", "[emu]") 
       syncthreads();  // lane 5 has returned by now
       shfl(0xffffffffu, 1, 0, 32, Shfl::idx);
     };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
     // Thread 31 completes the barrier, goes on first, and is the first to call the shuffle.
-    CHECK(contains(m, "thread 31 [threadIdx (31,0,0), warp 0 lane 31]"));
-    CHECK(contains(m, "names lane 5, which has returned"));
+    check_says(fault_of(r, Dim3{32, 1, 1}, kernel),
+               {"thread 31 [threadIdx (31,0,0), warp 0 lane 31]", "names lane 5, which has returned"});
   }
   SECTION("returned while the others wait") {
     auto kernel = [] {
       if (here().lane == 31) return;
       syncwarp(0xffffffffu);
     };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 31"));
-    CHECK(contains(m, "returned while lanes 0-30 of its warp wait at __syncwarp(mask 0xffffffff)"));
+    check_says(fault_of(r, Dim3{32, 1, 1}, kernel),
+               {"thread 31", "returned while lanes 0-30 of its warp wait at __syncwarp(mask 0xffffffff)"});
   }
   SECTION("past the end of the block") {
     auto kernel = [] { ballot(0xffffffffu, true); };
-    const std::string m = fault_of(r, Dim3{20, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "names lanes 20-31"));
+    check_says(fault_of(r, Dim3{20, 1, 1}, kernel), {"names lanes 20-31"});
   }
 }
 
@@ -116,10 +108,7 @@ TEST_CASE("other misuses of warp collectives fault", "[emu]") {
   BlockRunner r;
   SECTION("a mask leaving out the calling lane") {
     auto kernel = [] { syncwarp(here().lane == 3 ? 0xfffffff7u : 0xffffffffu); };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 3 "));
-    CHECK(contains(m, "leaves out the calling lane"));
+    check_says(fault_of(r, Dim3{32, 1, 1}, kernel), {"thread 3 ", "leaves out the calling lane"});
   }
   SECTION("lanes of one mask at different collectives") {
     auto kernel = [] {
@@ -128,26 +117,20 @@ TEST_CASE("other misuses of warp collectives fault", "[emu]") {
       else
         ballot(0xffffffffu, true);
     };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "thread 16 "));
-    CHECK(contains(m, "called __ballot_sync(mask 0xffffffff) while lanes 0-15 of the same mask wait at __syncwarp"));
+    check_says(
+        fault_of(r, Dim3{32, 1, 1}, kernel),
+        {"thread 16 ", "called __ballot_sync(mask 0xffffffff) while lanes 0-15 of the same mask wait at __syncwarp"});
   }
   SECTION("a shuffle reading a lane outside its mask") {
     auto kernel = [] { shfl(0x0000ffffu, 1, 20, 32, Shfl::idx); };
     auto low_half = [&] {
       if (here().lane < 16) kernel();
     };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, low_half);
-    INFO(m);
-    CHECK(contains(m, "thread 0 "));
-    CHECK(contains(m, "reads lane 20, outside the mask"));
+    check_says(fault_of(r, Dim3{32, 1, 1}, low_half), {"thread 0 ", "reads lane 20, outside the mask"});
   }
   SECTION("a width that is not a power of two") {
     auto kernel = [] { shfl(0xffffffffu, 1, 1, 12, Shfl::down); };
-    const std::string m = fault_of(r, Dim3{32, 1, 1}, kernel);
-    INFO(m);
-    CHECK(contains(m, "power of two"));
+    check_says(fault_of(r, Dim3{32, 1, 1}, kernel), {"power of two"});
   }
 }
 
@@ -158,11 +141,9 @@ TEST_CASE("__trap ends the block with a fault naming the thread", "[emu]") {
     if (here().linear == 70) trap("checksum mismatch");
     syncthreads();
   };
-  const std::string m = fault_of(r, Dim3{8, 16, 1}, kernel, Dim3{0, 3, 1});
-  INFO(m);
-  CHECK(contains(m,
-                 "kernel faulty_kernel block (0,3,1): thread 70 [threadIdx (6,8,0), warp 2 lane 6]: __trap: "
-                 "checksum mismatch"));
+  check_says(
+      fault_of(r, Dim3{8, 16, 1}, kernel, Dim3{0, 3, 1}),
+      {"kernel faulty_kernel block (0,3,1): thread 70 [threadIdx (6,8,0), warp 2 lane 6]: __trap: checksum mismatch"});
 
   // A trap inside the exchange function, on the lane completing the exchange.
   auto in_exchange = [] {
@@ -170,10 +151,7 @@ TEST_CASE("__trap ends the block with a fault naming the thread", "[emu]") {
     warp_exchange(
         0xffffffffu, &x, [](void*, void* const*) { trap("from the exchange"); }, nullptr);
   };
-  const std::string m2 = fault_of(r, Dim3{32, 1, 1}, in_exchange);
-  INFO(m2);
-  CHECK(contains(m2, "thread 31 "));
-  CHECK(contains(m2, "from the exchange"));
+  check_says(fault_of(r, Dim3{32, 1, 1}, in_exchange), {"thread 31 ", "from the exchange"});
 }
 
 TEST_CASE("an exception escaping a kernel thread is rethrown by run", "[emu]") {

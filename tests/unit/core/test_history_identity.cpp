@@ -16,6 +16,7 @@
 
 using namespace sdc;
 using namespace sdc::history;
+using test::check_contains;
 using test::history_of;
 using test::test_of;
 
@@ -45,10 +46,12 @@ Record gpu_screen(std::vector<std::string> uuids, std::vector<std::string> faili
   return r;
 }
 
-const UnitSummary* find(const std::vector<UnitSummary>& v, const std::string& id) {
-  for (const UnitSummary& u : v)
-    if (u.id == id) return &u;
-  return nullptr;
+// The history's summary of the unit with identity key `id`; the test case fails when there is none.
+UnitSummary summary_of(const History& h, const std::string& id) {
+  for (const UnitSummary& u : summarize(h))
+    if (u.id == id) return u;
+  FAIL("no unit summary with id " << id);
+  return {};
 }
 
 }  // namespace
@@ -59,18 +62,15 @@ TEST_CASE("identity: a renumbered GPU keeps its record", "[history][identity]") 
   const ResumeVerdict v = decide(h, {});
   CHECK(v.decision == Decision::never);
   CHECK(v.short_text == "gpu 1 failed twice: not resumed");
-  const auto units = summarize(h);
-  const UnitSummary* a = find(units, "uuid GPU-A");
-  REQUIRE(a != nullptr);
-  CHECK(a->failures == 2);
-  CHECK(a->screens == 2);
-  CHECK(a->unit == "gpu 1");
-  CHECK(a->uuid == "GPU-A");
-  CHECK(a->serial.empty());  // not known until a reader supplies it
-  REQUIRE(a->failure_list.size() == 2);
-  CHECK(a->failure_list[0].sms == std::vector<int>{3, 17});
-  REQUIRE(find(units, "uuid GPU-B") != nullptr);
-  CHECK(find(units, "uuid GPU-B")->failures == 0);
+  const UnitSummary a = summary_of(h, "uuid GPU-A");
+  CHECK(a.failures == 2);
+  CHECK(a.screens == 2);
+  CHECK(a.unit == "gpu 1");
+  CHECK(a.uuid == "GPU-A");
+  CHECK(a.serial.empty());  // not known until a reader supplies it
+  REQUIRE(a.failure_list.size() == 2);
+  CHECK(a.failure_list[0].sms == std::vector<int>{3, 17});
+  CHECK(summary_of(h, "uuid GPU-B").failures == 0);
 }
 
 TEST_CASE("identity: a replaced GPU starts a new record", "[history][identity]") {
@@ -84,13 +84,11 @@ TEST_CASE("identity: a replaced GPU starts a new record", "[history][identity]")
   for (const std::string& d : v.details)
     said = said || (d.find("gpu 0 (GPU-A)") != std::string::npos && d.find("replaced by GPU-C") != std::string::npos);
   CHECK(said);
-  const auto units = summarize(h);
-  REQUIRE(find(units, "uuid GPU-A") != nullptr);
-  CHECK(find(units, "uuid GPU-A")->failures == 1);
-  CHECK(find(units, "uuid GPU-A")->replaced_by == "GPU-C");
-  REQUIRE(find(units, "uuid GPU-C") != nullptr);
-  CHECK(find(units, "uuid GPU-C")->failures == 1);
-  CHECK(find(units, "uuid GPU-C")->replaced_by.empty());
+  const UnitSummary a = summary_of(h, "uuid GPU-A"), c = summary_of(h, "uuid GPU-C");
+  CHECK(a.failures == 1);
+  CHECK(a.replaced_by == "GPU-C");
+  CHECK(c.failures == 1);
+  CHECK(c.replaced_by.empty());
 
   // Three clean screens of the new part resume the node; the replaced one need not (cannot) be screened.
   for (int i = 0; i < 3; ++i) h.records.push_back(gpu_screen({"GPU-C", "GPU-B"}));
@@ -154,15 +152,13 @@ TEST_CASE("identity: a CPU under new microcode keeps its record", "[history][ide
   History h = history_of(
       {cpu_screen("node1", "0x10", true), cpu_screen("node1", "0x11", false), cpu_screen("node1", "0x11", true)});
   CHECK(decide(h, {}).decision == Decision::never);
-  const auto units = summarize(h);
-  const UnitSummary* c = find(units, "node1 cpu 3");
-  REQUIRE(c != nullptr);
-  CHECK(c->failures == 2);
-  CHECK(c->flaps == 1);
-  CHECK(c->microcode == "0x11");
-  REQUIRE(c->failure_list.size() == 2);
-  CHECK(c->failure_list[0].microcode == "0x10");
-  CHECK(c->failure_list[1].microcode == "0x11");
+  const UnitSummary c = summary_of(h, "node1 cpu 3");
+  CHECK(c.failures == 2);
+  CHECK(c.flaps == 1);
+  CHECK(c.microcode == "0x11");
+  REQUIRE(c.failure_list.size() == 2);
+  CHECK(c.failure_list[0].microcode == "0x10");
+  CHECK(c.failure_list[1].microcode == "0x11");
   // The same logical CPU number on another host (a history directory copied between nodes) is another part.
   h = history_of({cpu_screen("node1", "0x10", true), cpu_screen("node2", "0x10", true)});
   CHECK(decide(h, {}).decision == Decision::hold);
@@ -235,12 +231,12 @@ TEST_CASE("identity: every GPU series of the Prometheus file carries the GPU's u
   const std::string prom = render_prometheus(r, "");
   // Labels that join across series: gpu= with the GPU's uuid beside it, an SM as sm= (never packed into one
   // label), a CPU as cpu=.
-  CHECK(prom.find("sdcscreen_device_healthy{gpu=\"1\",uuid=\"GPU-0001\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{gpu=\"0\",uuid=\"GPU-0000\"} 1.0000") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_slow{gpu=\"1\",uuid=\"GPU-0001\"} 1") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_class{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\",class=") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_rate{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\"}") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_relative_throughput{cpu=\"3\"} 1.0000") != std::string::npos);
+  check_contains(prom, {"sdcscreen_device_healthy{gpu=\"1\",uuid=\"GPU-0001\"}",
+                        "sdcscreen_device_relative_throughput{gpu=\"0\",uuid=\"GPU-0000\"} 1.0000",
+                        "sdcscreen_device_slow{gpu=\"1\",uuid=\"GPU-0001\"} 1",
+                        "sdcscreen_device_fault_class{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\",class=",
+                        "sdcscreen_device_fault_rate{gpu=\"1\",uuid=\"GPU-0001\",sm=\"7\"}",
+                        "sdcscreen_device_relative_throughput{cpu=\"3\"} 1.0000"});
   CHECK(prom.find("device=\"") == std::string::npos);
   // No GPU line without its uuid.
   size_t pos = 0, gpu_lines = 0;

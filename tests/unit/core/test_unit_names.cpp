@@ -19,6 +19,7 @@
 
 using namespace sdc;
 using nlohmann::json;
+using test::check_contains;
 using test::lines_of;
 using test::one_gpu_run;
 
@@ -175,10 +176,9 @@ TEST_CASE("prometheus and NPD name units with the shared spellings", "[units][pr
   t.retests.push_back(retest(-1, 1, 3, 3));
   r.tests.push_back(t);
   const std::string prom = render_prometheus(r, "");
-  CHECK(prom.find("sdcscreen_device_healthy{cpu=\"1\"} 0\n") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_healthy{cpu=\"0\"} 1\n") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_fault_class{cpu=\"1\",class=\"persistent\"} 1\n") != std::string::npos);
-  CHECK(prom.find("sdcscreen_device_hung{cpu=\"3\"} 1\n") != std::string::npos);
+  check_contains(prom, {"sdcscreen_device_healthy{cpu=\"1\"} 0\n", "sdcscreen_device_healthy{cpu=\"0\"} 1\n",
+                        "sdcscreen_device_fault_class{cpu=\"1\",class=\"persistent\"} 1\n",
+                        "sdcscreen_device_hung{cpu=\"3\"} 1\n"});
   CHECK(prom.find("device=\"") == std::string::npos);
   CHECK(render_npd_line(r) == "SDC: cpu 1 persistent gemm_f32; cpu 3 hung (watchdog)");
 }

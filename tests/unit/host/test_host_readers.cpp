@@ -17,6 +17,7 @@
 #include "tests/unit/temp_dir.h"
 
 using namespace sdc;
+using test::check_contains;
 using test::one_gpu_run;
 using test::test_of;
 using namespace sdc::host;
@@ -245,15 +246,14 @@ TEST_CASE("host: counters that increase during the run", "[host]") {
   r.host.identity_read = true;
   CHECK(r.exit_code() == EXIT_FAIL);
   const std::string text = render_text(r, HostInfo{});
-  CHECK(text.find("HOST ERROR: uncorrected memory error during the run: EDAC memory controller mc0") != std::string::npos);
-  CHECK(text.find("host: corrected memory errors during the run") != std::string::npos);
-  CHECK(text.find("exit: fail") != std::string::npos);
+  check_contains(text, {"HOST ERROR: uncorrected memory error during the run: EDAC memory controller mc0",
+                        "host: corrected memory errors during the run", "exit: fail"});
   const std::string prom = render_prometheus(r, "");
-  CHECK(prom.find("sdcscreen_edac_errors_during_run{controller=\"mc0\",type=\"uncorrected\"} 1") != std::string::npos);
-  CHECK(prom.find("sdcscreen_edac_errors_during_run{controller=\"mc1\",type=\"corrected\"} 4") != std::string::npos);
-  CHECK(prom.find("sdcscreen_cpu_thermal_throttle_count{cpu=\"1\",scope=\"core\"} 7") != std::string::npos);
-  CHECK(prom.find("sdcscreen_cpu_temperature_celsius{sensor=\"coretemp\",label=\"Package id 0\"} 61.0") != std::string::npos);
-  CHECK(prom.find("sdcscreen_host_uncorrected_errors 1") != std::string::npos);
+  check_contains(prom, {"sdcscreen_edac_errors_during_run{controller=\"mc0\",type=\"uncorrected\"} 1",
+                        "sdcscreen_edac_errors_during_run{controller=\"mc1\",type=\"corrected\"} 4",
+                        "sdcscreen_cpu_thermal_throttle_count{cpu=\"1\",scope=\"core\"} 7",
+                        "sdcscreen_cpu_temperature_celsius{sensor=\"coretemp\",label=\"Package id 0\"} 61.0",
+                        "sdcscreen_host_uncorrected_errors 1"});
   CHECK(render_npd_line(r).rfind("HW: mc0 uncorrected memory error", 0) == 0);
 }
 

@@ -5,9 +5,11 @@
 // tests/e2e/test_html.py.
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include "tests/unit/catch.h"
 #include "src/report/html.h"
@@ -20,6 +22,14 @@ size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
   return n;
+}
+
+// Checks how many times each fragment stands in the page: {fragment, times}; a wrong count names its fragment.
+void check_counts(const std::string& page, std::initializer_list<std::pair<std::string, size_t>> expected) {
+  for (const auto& [fragment, times] : expected) {
+    INFO(fragment);
+    CHECK(count(page, fragment) == times);
+  }
 }
 
 // The report's skeleton, as render_json writes it (docs/report.schema.json), with no units and no tests.
@@ -126,17 +136,22 @@ TEST_CASE("html: 192 CPUs in two packages, each drawn once, grouped by package a
     INFO("cpu " << c);
     CHECK(count(page, fmt::format("data-unit=\"cpu {}\"", c)) == 1);
   }
-  CHECK(count(page, "<g class=\"unit ") == 192);
-  CHECK(count(page, "<g class=\"unit fail\" data-unit=\"cpu 150\" data-failed-tiles=\"1\"") == 1);
-  CHECK(count(page, "class=\"unit fail") == 1);
-  CHECK(count(page, "<g class=\"unit hung\" data-unit=\"cpu 7\"") == 1);
-  CHECK(count(page, "<g class=\"unit crash\" data-unit=\"cpu 8\"") == 1);
-  CHECK(count(page, "<g class=\"unit untested\" data-unit=\"cpu 9\"") == 1);
-  CHECK(count(page, "<figure class=\"package\"") == 2);
-  CHECK(count(page, "package 1: 96 cpus, 48 cores") == 1);
-  CHECK(count(page, "id=\"units\" data-units=\"192\" data-failing-units=\"1\" data-failed-tiles=\"1\"") == 1);
-  // The failing case: its tile, bit 20, the iteration it failed in.
-  CHECK(count(page, "class=\"tile failed\" data-tile=\"17\"") == 1);
+  check_counts(page, {
+                         {"<g class=\"unit ", 192},
+                         {"<g class=\"unit fail\" data-unit=\"cpu 150\" data-failed-tiles=\"1\"", 1},
+                         {"class=\"unit fail", 1},
+                         {"<g class=\"unit hung\" data-unit=\"cpu 7\"", 1},
+                         {"<g class=\"unit crash\" data-unit=\"cpu 8\"", 1},
+                         {"<g class=\"unit untested\" data-unit=\"cpu 9\"", 1},
+                         {"<figure class=\"package\"", 2},
+                         {"package 1: 96 cpus, 48 cores", 1},
+                         {"id=\"units\" data-units=\"192\" data-failing-units=\"1\" data-failed-tiles=\"1\"", 1},
+                         // The failing case: its tile, bit 20, the iteration it failed in.
+                         {"class=\"tile failed\" data-tile=\"17\"", 1},
+                         {"data-bit=\"20\" data-flips=\"1\"", 1},
+                         {"data-flips=\"0\"", 31},
+                         {"class=\"iteration\" data-iteration=\"1\" data-elements=\"1\"", 1},
+                     });
   // Over the output: tile 17 of a 4 x 8 grid is at row 2, column 1; without a grid, in index order.
   CHECK(count(page, "data-tile=\"17\" data-row=\"") == 1);
   r["tests"].back()["tiles"] = 32;
@@ -144,9 +159,6 @@ TEST_CASE("html: 192 CPUs in two packages, each drawn once, grouped by package a
   const std::string gridded = sdc::render_html(r);
   CHECK(count(gridded, "data-tile=\"17\" data-row=\"2\" data-col=\"1\"") == 1);
   CHECK(count(gridded, "C in 64 x 64 blocks (4 x 8)") == 1);
-  CHECK(count(page, "data-bit=\"20\" data-flips=\"1\"") == 1);
-  CHECK(count(page, "data-flips=\"0\"") == 31);
-  CHECK(count(page, "class=\"iteration\" data-iteration=\"1\" data-elements=\"1\"") == 1);
   check_svg_sizes(page, 400);
 }
 
@@ -194,15 +206,17 @@ TEST_CASE("html: eight GPUs of 132 SMs, every SM once in its GPU's grid", "[html
       INFO("gpu " << d << " sm " << sm);
       CHECK(count(page, fmt::format("data-unit=\"gpu {} sm {}\"", d, sm)) == 1);
     }
-  CHECK(count(page, "<g class=\"unit ") == 8 * 132);
-  CHECK(count(page, "class=\"unit fail") == 1);
-  CHECK(count(page, "<g class=\"unit fail\" data-unit=\"gpu 3 sm 17\" data-failed-tiles=\"2\"") == 1);
-  CHECK(count(page, "<g class=\"unit untested\" data-unit=\"gpu 5 sm 131\"") == 1);
-  CHECK(count(page, "<figure class=\"gpu") == 8);
-  CHECK(count(page, "<figure class=\"gpu crash\" data-device=\"cuda:6\"") == 1);
-  CHECK(count(page, "<figure class=\"gpu slow\" data-device=\"cuda:2\"") == 1);
-  CHECK(count(page, "class=\"throughput slow\" data-unit=\"gpu 2\"") == 1);
-  CHECK(count(page, "<section class=\"case\"") == 2);
+  check_counts(page, {
+                         {"<g class=\"unit ", 8 * 132},
+                         {"class=\"unit fail", 1},
+                         {"<g class=\"unit fail\" data-unit=\"gpu 3 sm 17\" data-failed-tiles=\"2\"", 1},
+                         {"<g class=\"unit untested\" data-unit=\"gpu 5 sm 131\"", 1},
+                         {"<figure class=\"gpu", 8},
+                         {"<figure class=\"gpu crash\" data-device=\"cuda:6\"", 1},
+                         {"<figure class=\"gpu slow\" data-device=\"cuda:2\"", 1},
+                         {"class=\"throughput slow\" data-unit=\"gpu 2\"", 1},
+                         {"<section class=\"case\"", 2},
+                     });
   check_svg_sizes(page, 400);
 }
 
@@ -221,11 +235,13 @@ TEST_CASE("html: retests when the report has them, no section when it has none",
        {"siblings", {{{"unit", {{"kind", "cpu"}, {"cpu", 5}}}, {"relation", "same core"}, {"runs", 3}, {"failed", 0}}}},
        {"complete", true}}};
   const std::string page = sdc::render_html(r);
-  CHECK(count(page, "id=\"retest\"") == 1);
-  CHECK(count(page, "data-unit=\"cpu 3\" data-classification=\"intermittent\"") == 1);
-  CHECK(count(page, "2 of 3 failed, 2 with the same bits") == 1);
-  CHECK(count(page, "cpu 5 (same core): 0 of 3 failed") == 1);
-  CHECK(count(page, "<td>0.67</td>") == 1);
+  check_counts(page, {
+                         {"id=\"retest\"", 1},
+                         {"data-unit=\"cpu 3\" data-classification=\"intermittent\"", 1},
+                         {"2 of 3 failed, 2 with the same bits", 1},
+                         {"cpu 5 (same core): 0 of 3 failed", 1},
+                         {"<td>0.67</td>", 1},
+                     });
 }
 
 TEST_CASE("html: every string of the report is escaped; a malformed report renders", "[html]") {
@@ -275,15 +291,19 @@ TEST_CASE("html: failures over iterations count every differing element, not the
                                 {{"iteration", 1}, {"elements", 40}, {"tiles", 5}}};
   r["tests"].push_back(t);
   const std::string page = sdc::render_html(r);
-  CHECK(count(page, "class=\"iteration\" data-iteration=\"0\" data-elements=\"40\"") == 1);
-  CHECK(count(page, "class=\"iteration\" data-iteration=\"1\" data-elements=\"40\"") == 1);
-  CHECK(count(page, "<figure class=\"timeline\" data-counted=\"all\">") == 1);
+  check_counts(page, {
+                         {"class=\"iteration\" data-iteration=\"0\" data-elements=\"40\"", 1},
+                         {"class=\"iteration\" data-iteration=\"1\" data-elements=\"40\"", 1},
+                         {"<figure class=\"timeline\" data-counted=\"all\">", 1},
+                     });
   // A report from before the counts (schema 14) draws the listed ones, and says that it does.
   r["tests"][0].erase("failures_by_iteration");
   const std::string old = sdc::render_html(r);
-  CHECK(count(old, "class=\"iteration\" data-iteration=\"0\" data-elements=\"24\"") == 1);
-  CHECK(count(old, "<figure class=\"timeline\" data-counted=\"listed\">") == 1);
-  CHECK(count(old, "counts only the listed ones") == 1);
+  check_counts(old, {
+                        {"class=\"iteration\" data-iteration=\"0\" data-elements=\"24\"", 1},
+                        {"<figure class=\"timeline\" data-counted=\"listed\">", 1},
+                        {"counts only the listed ones", 1},
+                    });
 }
 
 TEST_CASE("html: the throughput axis reaches the fastest unit, with units on its labels", "[html]") {
@@ -309,10 +329,12 @@ TEST_CASE("html: the throughput axis reaches the fastest unit, with units on its
     CHECK(count(page, fmt::format(">cpu {}</text>", (*it)[1].str())) == 1);  // named under its bar
   }
   CHECK(bars == 4);
-  CHECK(count(page, ">3.0x</text>") == 1);
-  CHECK(count(page, ">1.0x</text>") == 1);
-  CHECK(count(page, "x peers' median</text>") == 1);
-  CHECK(count(page, ">floor 0.85x</text>") == 1);
+  check_counts(page, {
+                         {">3.0x</text>", 1},
+                         {">1.0x</text>", 1},
+                         {"x peers' median</text>", 1},
+                         {">floor 0.85x</text>", 1},
+                     });
   check_svg_sizes(page, 400);
 }
 

@@ -1,6 +1,7 @@
 // The text report at a glance (src/report/report.cpp): cases that cannot run here collapse into one line
 // per reason, the table's columns follow the longest case id, a big node's units fold into ranges of
 // passing ones with every other unit listed; and the progress line's width (src/report/progress.h).
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ bool has_line(const std::string& s, const std::string& line) {
   for (const std::string& l : lines_of(s))
     if (l == line) return true;
   return false;
+}
+
+// Checks that each of `lines` is a whole line of the rendering s; a missing one is named in the failure.
+void check_has_lines(const std::string& s, std::initializer_list<std::string> lines) {
+  for (const std::string& line : lines) {
+    INFO("expected line: \"" << line << "\"");
+    CHECK(has_line(s, line));
+  }
 }
 
 // The offset of the n-th (0-based) whitespace-separated field of a line, npos when it has fewer.
@@ -128,11 +137,13 @@ TEST_CASE("text report: a small node keeps one line per CPU", "[report]") {
   RunResult r = cpu_run(4);
   r.units[2].failed_tiles = 3;
   const std::string s = render_text(r, HostInfo{});
-  CHECK(has_line(s, "  cpu  core package      tiles   failed  result"));
-  CHECK(has_line(s, "    0     0       0        100        0  pass"));
-  CHECK(has_line(s, "    1     0       0        100        0  pass"));
-  CHECK(has_line(s, "    2     1       0        100        3  FAIL"));
-  CHECK(has_line(s, "    3     1       0        100        0  pass"));
+  check_has_lines(s, {
+                         "  cpu  core package      tiles   failed  result",
+                         "    0     0       0        100        0  pass",
+                         "    1     0       0        100        0  pass",
+                         "    2     1       0        100        3  FAIL",
+                         "    3     1       0        100        0  pass",
+                     });
   CHECK(s.find("cpus computed") == std::string::npos);
 }
 
@@ -142,11 +153,13 @@ TEST_CASE("text report: a big node folds passing CPUs into ranges and lists the 
   r.units[40].tiles = 0;  // idle
   r.units[41].hung = true;
   const std::string s = render_text(r, HostInfo{});
-  CHECK(has_line(s, "64 cpus computed 6300 tiles, 3 failed: 61 pass (cpu 0-4,6-39,42-63), 3 not passing:"));
-  CHECK(has_line(s, "  cpu  core package      tiles   failed  result"));
-  CHECK(has_line(s, "    5     2       0        100        3  FAIL"));
-  CHECK(has_line(s, "   40    20       1          0        0  idle"));
-  CHECK(has_line(s, "   41    20       1        100        0  hung"));
+  check_has_lines(s, {
+                         "64 cpus computed 6300 tiles, 3 failed: 61 pass (cpu 0-4,6-39,42-63), 3 not passing:",
+                         "  cpu  core package      tiles   failed  result",
+                         "    5     2       0        100        3  FAIL",
+                         "   40    20       1          0        0  idle",
+                         "   41    20       1        100        0  hung",
+                     });
   CHECK(!has_line(s, "    6     3       0        100        0  pass"));
   size_t rows = 0;
   for (const std::string& l : lines_of(s)) rows += l.size() > 40 && l.substr(0, 5).find_first_not_of(' ') != 0;
@@ -175,10 +188,12 @@ TEST_CASE("text report: a big GPU lists its passing and idle SMs as ranges", "[r
     r.units.push_back(u);
   }
   const std::string s = render_text(r, HostInfo{});
-  CHECK(has_line(s, "gpu 0: 128 SMs computed 1280 tiles, 2 failed -- failing SMs:"));
-  CHECK(has_line(s, "  gpu 0 sm 7: 2 of 10 tiles failed"));
-  CHECK(has_line(s, "  127 pass: sm 0-6,8-127"));
-  CHECK(has_line(s, "  4 idle: sm 128-131"));
+  check_has_lines(s, {
+                         "gpu 0: 128 SMs computed 1280 tiles, 2 failed -- failing SMs:",
+                         "  gpu 0 sm 7: 2 of 10 tiles failed",
+                         "  127 pass: sm 0-6,8-127",
+                         "  4 idle: sm 128-131",
+                     });
 }
 
 TEST_CASE("progress line: the terminal's width, else $COLUMNS, else 80", "[report]") {

@@ -16,6 +16,14 @@ int exponent_of(float x) {  // unbiased; subnormals report the exponent of their
   if ((u >> 23) == 0) return -150 + (32 - __builtin_clz(u));
   return static_cast<int>(u >> 23) - 127;
 }
+
+// A uniform sample: in [-1, 1) and a whole multiple of 2^-fraction_bits (float: 23, double: 53).
+template <class T>
+void require_uniform_sample(T v, int fraction_bits) {
+  REQUIRE(v >= T(-1));
+  REQUIRE(v < T(1));
+  REQUIRE(std::ldexp(v, fraction_bits) == std::trunc(std::ldexp(v, fraction_bits)));
+}
 }  // namespace
 
 TEST_CASE("values are a pure function of seed, tensor and index", "[generator]") {
@@ -41,9 +49,7 @@ TEST_CASE("uniform: multiples of 2^-23 in [-1, 1), both signs", "[generator]") {
   int neg = 0;
   for (uint64_t i = 0; i < 100000; ++i) {
     const float v = pattern_value(Distribution::uniform, {0, 0}, key, i);
-    REQUIRE(v >= -1.0f);
-    REQUIRE(v < 1.0f);
-    REQUIRE(std::ldexp(v, 23) == std::trunc(std::ldexp(v, 23)));
+    require_uniform_sample(v, 23);
     neg += v < 0;
   }
   REQUIRE(neg > 45000);
@@ -120,9 +126,7 @@ TEST_CASE("fp64 uniform: multiples of 2^-53 in [-1, 1), both signs, all 52 fract
   uint64_t low_bits = 0;
   for (uint64_t i = 0; i < 20000; ++i) {
     const double v = pattern_value_f64(Distribution::uniform, {0, 0}, key, i);
-    REQUIRE(v >= -1.0);
-    REQUIRE(v < 1.0);
-    REQUIRE(std::ldexp(v, 53) == std::floor(std::ldexp(v, 53)));
+    require_uniform_sample(v, 53);
     neg |= v < 0;
     pos |= v > 0;
     if (std::fabs(v) >= 0.5) low_bits |= double_bits(v) & 0xffffffffull;  // the low word's bits are random
