@@ -204,6 +204,14 @@ def battery():
         return json.load(f)
 
 
+def shape_work(case):
+    """The product of a battery case's shape values: how costly it is, to compare cases of one family."""
+    work = 1
+    for v in case["shape"].values():
+        work *= max(int(v), 1)
+    return work
+
+
 class XXH128(ctypes.Structure):
     _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
 

@@ -25,20 +25,12 @@ import sys
 import tempfile
 import time
 
-from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, with_lock
+from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, shape_work, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
 
 
 SANITIZED = bool(os.environ.get("SDC_SANITIZED"))
-
-
-def shape_work(cid):
-    """The product of a case's shape values: how costly it is, to compare cases of one family."""
-    work = 1
-    for v in CASES[cid]["shape"].values():
-        work *= max(int(v), 1)
-    return work
 
 
 def tests_of(report):
@@ -76,7 +68,7 @@ def battery():
         cheapest = {}
         for cid in others:
             fam = exact[cid]["family"]
-            if fam not in cheapest or shape_work(cid) < shape_work(cheapest[fam]):
+            if fam not in cheapest or shape_work(CASES[cid]) < shape_work(CASES[cheapest[fam]]):
                 cheapest[fam] = cid
         print(f"sanitizer build: {len(cheapest)} of {len(others)} large cases, one per family", flush=True)
         for cid in others:

@@ -149,10 +149,7 @@ def main():
         # each family's least costly case outside the boot profile runs, so that every family's code for shapes
         # the boot profile lacks runs instrumented once.
         def cost(cid):
-            work = 1
-            for v in cases[cid]["shape"].values():
-                work *= max(int(v), 1)
-            return work * expected_iterations(cases[cid], "boot")
+            return common.shape_work(cases[cid]) * expected_iterations(cases[cid], "boot")
         cheapest = {}
         for cid in others:
             fam = cases[cid]["family"]
