@@ -22,7 +22,7 @@
 #   4 hang       the hang drill: exit 2 by the watchdog, the time it took, no process left on the GPU.
 #   5 sass       cuobjdump: which tensor-core instructions the exact-integer kernels use on this GPU's
 #                architecture.
-#   6 sanitizer  compute-sanitizer memcheck and racecheck over six small boot cases of the project's kernels;
+#   6 sanitizer  compute-sanitizer memcheck and racecheck over eight small boot cases of the project's kernels;
 #                skipped when under 90 s remain; the device refused to it is recorded, not fatal.
 #   7 drills     8 output drills and 2 replay drills (scripts/gpu-drills.py): detected and localized.
 #   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32,
@@ -378,7 +378,7 @@ step5() {
 # ---- 6. compute-sanitizer -----------------------------------------------------------------------------------
 SANITIZE=(gemm_f32.special_512 reduce_sum_f32.mantissa_walk_64x4097 softmax_f32.special_128x1000
           gemm_bf16_exactint.mantissa_walk_128x64x96 gemm_fp8_exactint.mantissa_walk_128x192x64
-          attention_bf16_exactint.causal_uniform_2x256x64)
+          attention_bf16_exactint.causal_uniform_2x256x64 gemm_f64.special_256 reduce_sum_f64.mantissa_walk_64x4097)
 step6() {
   step_begin 6
   local cs t rc c enables=() errs

@@ -1,4 +1,4 @@
-// gemm_f64: C = A * B in IEEE binary64, exact mode (the fp64 units: DGEMM-shaped).
+// gemm_f64: C = A * B in IEEE binary64, exact mode (the fp64 tensor cores and units: DGEMM-shaped).
 // A is M x K row-major, B is K x N row-major, C is M x N. The k-chain of C[i][j] runs k = 0..K-1 with
 // one fused multiply-add per step, starting from +0: acc = fma(A[i][k], B[k][j], acc).
 // Every tensor is stored as 32-bit words, two per element, low half first (src/spec/f64.h): input a has

@@ -48,7 +48,7 @@ class GemmProblem final : public GemmTiles {
 
 Family family() {
   Family f = plain_gemm_family<GemmProblem, MAX_K>(
-      "gemm_f64", "fp64 matrix product, every output one fma chain over k in order (fp64 units, CPU cores)");
+      "gemm_f64", "fp64 matrix product, every output one fma chain over k in order (fp64 tensor cores, CPU cores)");
   f.value_words = 2;
   return f;
 }

@@ -18,8 +18,10 @@ import common  # noqa: E402
 
 SANITIZED = bool(os.environ.get("SDC_SANITIZED"))
 # Under a sanitizer two seeds per selection: what it looks for (memory and undefined behaviour) does not
-# depend on which CPU computes which tile; the release suite runs all six.
-BOOT_SEEDS = [1, 2**62 + 7] if SANITIZED else [1, 2, 3, 12345, 987654321, 2**62 + 7]
+# depend on which CPU computes which tile. The release suite runs four: the boot profile's two iterations already put
+# every tile on both CPUs in each run (the rotation advances by one per iteration), and the seeds vary which CPU
+# comes first and the workers' interleaving.
+BOOT_SEEDS = [1, 2**62 + 7] if SANITIZED else [1, 2, 12345, 2**62 + 7]
 CPUSETS = [None, "0", "1", "0-1"]
 MIN_CASE_RUNS = 200
 
@@ -178,7 +180,8 @@ def main():
         for c in boot_members:
             first_of_family.setdefault(cases[c]["family"], c)
         left_out += [c for c in boot_members if c not in first_of_family.values()]
-    clean_run("standard", "0-1", 4242, budget="30s", disable=left_out)
+    # 15 s hold several rounds of these cases in the release build; the sanitizer build's rounds are slower.
+    clean_run("standard", "0-1", 4242, budget="30s" if sanitized else "15s", disable=left_out)
     fails.check(stats["extra_rounds"] > 0, "the standard profile did not fill its budget with more rounds")
     print(f"  standard profile: {time.time() - t0:.1f} s", flush=True)
 

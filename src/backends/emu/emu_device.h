@@ -36,7 +36,7 @@ struct Spec {
   // The n-th kernel launch on this device never ends (0: none): a hung kernel that, unlike the hang drill's
   // (--inject action=hang), nothing can release.
   uint64_t hang_launch = 0;
-  int mma_sm = -1;           // every mma.sync on this SM has bit mma_bit of lane mma_lane's d[0] flipped
+  int mma_sm = -1;           // every mma.sync on this SM has bit mma_bit of lane mma_lane's d[0] flipped (f64: bit 0..31 of its low word)
   int mma_lane = 0, mma_bit = 0;
   unsigned slow = 1;  // every launch takes this many times its CPU time: a GPU that slow (the probe's drill)
 };
@@ -59,6 +59,8 @@ constexpr MmaType mma_type(std::string_view ptx) {
 }
 // One warp's mma.sync, called by every lane of the warp with its own registers.
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+// One warp's mma.sync m8n8k4 f64 (mma.h: mma_sync_f64), called by every lane with its own registers: d = A B + d.
+void mma_f64(double (&d)[2], double a, double b);
 void nanosleep(unsigned ns);
 // The kernel whose block this stream thread runs ("" outside one), and a number that differs for every block
 // run on this thread: what the race checker (racecheck.h) tells barrier intervals of different blocks apart by.

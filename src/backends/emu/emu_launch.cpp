@@ -153,6 +153,41 @@ void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
       &ctx);
 }
 
+void mma_f64(double (&d)[2], double a, double b) {
+  struct Regs {
+    double a, b;
+    double* d;
+  };
+  struct Ctx {
+    const Spec* spec;
+    unsigned sm;
+  };
+  Regs mine{a, b, d};
+  Ctx ctx{t_launch_spec, here().sm};
+  warp_exchange(
+      0xffffffffu, &mine,
+      [](void* c, void* const* lanes) {
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        double ra[32], rb[32], rc[32][2], rd[32][2];
+        for (int l = 0; l < 32; ++l) {
+          const Regs& r = *static_cast<const Regs*>(lanes[l]);
+          ra[l] = r.a, rb[l] = r.b, rc[l][0] = r.d[0], rc[l][1] = r.d[1];
+        }
+        mma_sync_f64(ra, rb, rc, rd);
+        if (x.spec && x.spec->mma_sm == static_cast<int>(x.sm)) {  // the planted tensor-core fault, in d[0]'s low word
+          uint64_t bits;
+          std::memcpy(&bits, &rd[x.spec->mma_lane][0], 8);
+          bits ^= uint64_t{1} << x.spec->mma_bit;
+          std::memcpy(&rd[x.spec->mma_lane][0], &bits, 8);
+        }
+        for (int l = 0; l < 32; ++l) {
+          double* out = static_cast<const Regs*>(lanes[l])->d;
+          out[0] = rd[l][0], out[1] = rd[l][1];
+        }
+      },
+      &ctx);
+}
+
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 const char* current_kernel() { return t_kernel; }
 uint64_t block_serial() { return t_block_serial; }

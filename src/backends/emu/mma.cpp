@@ -155,4 +155,19 @@ void mma_sync(MmaType t, const uint32_t (*a)[4], const uint32_t (*b)[2], const f
     }
 }
 
+void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double (*d)[2]) {
+  double out[32][2];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l % 4;
+    for (int i = 0; i < 2; ++i) {
+      const int col = 2 * t + i;
+      double acc = c[l][i];
+      // A[g][k] is lane 4g + k's a, B[k][col] lane 4 col + k's b.
+      for (int k = 0; k < 4; ++k) acc = std::fma(a[4 * g + k], b[4 * col + k], acc);
+      out[l][i] = acc;
+    }
+  }
+  for (int l = 0; l < 32; ++l) d[l][0] = out[l][0], d[l][1] = out[l][1];
+}
+
 }  // namespace sdc::emu

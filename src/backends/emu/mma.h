@@ -82,4 +82,14 @@ float mma_decode(MmaType t, uint32_t bits);
 // element in the lower bits); d[l][0..3] receives lane l's result. d may alias c.
 void mma_sync(MmaType t, const uint32_t (*a)[4], const uint32_t (*b)[2], const float (*c)[4], float (*d)[4]);
 
+// One warp's mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 (the fp64 tensor cores): lane l holds a[l], element
+// (g, t) of the 8 x 4 matrix A, b[l], element (t, g) of the 4 x 8 matrix B, and c[l][0..1], elements (g, 2t) and
+// (g, 2t + 1) of the 8 x 8 matrix C (g = l >> 2, t = l % 4: the PTX ISA's "Matrix Fragments for mma.m8n8k4 with
+// .f64 floating point type"); d[l] receives D's elements at the positions of c[l]. d may alias c.
+// Arithmetic: each D element is one fused multiply-add chain in increasing k from C, rounded to nearest even at
+// every step: fma(a3, b3, fma(a2, b2, fma(a1, b1, fma(a0, b0, c)))). The ISA says IEEE binary64 arithmetic but
+// not the order; this is the order an H100 was measured to use, bit for bit on 524,288 random outputs
+// (docs/gpu-validation/2026-11-26-h100-dmma-order.md).
+void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double (*d)[2]);
+
 }  // namespace sdc::emu

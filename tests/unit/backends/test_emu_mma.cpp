@@ -228,3 +228,55 @@ TEST_CASE("mma_sync puts a single product where the ISA tables say", "[emu][mma]
     check_single_product(MmaType::e4m3, 13, 2, 0x40u << 16, 21, 1, 0x44u << 16, 14, 1, 6.0f);
   }
 }
+
+// mma.sync m8n8k4 f64: one fma chain per output in increasing k, from C (the order an H100 was measured to use).
+// The products 1, 2^-53, 2^-53, 2^-53 from C = 0: the chain rounds 1 + 2^-53 back to 1 (a tie, to even) three
+// times and gives 1; one rounding of the exact sum (1 + 3 2^-53, a tie rounded to 1 + 2^-51), or the reverse
+// order (the three 2^-53 first: 3 2^-53, then the same tie) do not give 1. Then
+// random operands against the chain written out from the fragment layout.
+TEST_CASE("mma_sync_f64 is an fma chain in increasing k, in the ISA's fragment layout", "[emu][mma]") {
+  const auto lane_of_a = [](int row, int k) { return 4 * row + k; };  // A (g, t): lane 4g + t
+  const auto lane_of_b = [](int k, int col) { return 4 * col + k; };  // B (t, g): lane 4g + t
+  double a[32], b[32], c[32][2], d[32][2];
+  for (int l = 0; l < 32; ++l) a[l] = b[l] = c[l][0] = c[l][1] = 0.0;
+  const double tiny = std::ldexp(1.0, -53);
+  const double prods[4] = {1.0, tiny, tiny, tiny};
+  for (int k = 0; k < 4; ++k) {  // row 3 of A times column 5 of B: D(3, 5) is lane 4*3 + 5/2's d[1]
+    a[lane_of_a(3, k)] = prods[k];
+    b[lane_of_b(k, 5)] = 1.0;
+  }
+  mma_sync_f64(a, b, c, d);
+  CHECK(d[4 * 3 + 2][1] == 1.0);
+  CHECK(1.0 + 3 * tiny == 1.0 + std::ldexp(1.0, -51));  // what the exact sum, rounded once, would be
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 2; ++i)
+      if (!(l == 4 * 3 + 2 && i == 1)) CHECK(d[l][i] == 0.0);
+
+  std::mt19937_64 rng(20261126);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int rep = 0; rep < 50; ++rep) {
+    double A[8][4], B[4][8], C[8][8];
+    for (auto& r : A)
+      for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 41) - 20);
+    for (auto& r : B)
+      for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 41) - 20);
+    for (auto& r : C)
+      for (double& x : r) x = u(rng);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      a[l] = A[g][t];
+      b[l] = B[t][g];
+      c[l][0] = C[g][2 * t];
+      c[l][1] = C[g][2 * t + 1];
+    }
+    mma_sync_f64(a, b, c, c);  // d aliases c
+    for (int l = 0; l < 32; ++l)
+      for (int i = 0; i < 2; ++i) {
+        const int row = l / 4, col = 2 * (l % 4) + i;
+        double want = C[row][col];
+        for (int k = 0; k < 4; ++k) want = std::fma(A[row][k], B[k][col], want);
+        INFO("lane " << l << " element " << i);
+        CHECK(std::memcmp(&c[l][i], &want, sizeof want) == 0);
+      }
+  }
+}
