@@ -59,7 +59,8 @@ if cmd == "info":
     print("patterns: " + E.get("SDCSCREEN_PATTERNS", "?")); sys.exit(0)
 CASES = ["gemm_f32.special_512", "gemm_bf16_exactint.mantissa_walk_128x64x96", "gemm_fp8_exactint.mantissa_walk_128x192x64",
          "gemm_fp8_exactint_cublaslt.mantissa_walk_128x192x64", "reduce_sum_f32.mantissa_walk_64x4097",
-         "softmax_f32.special_128x1000", "attention_bf16_exactint.causal_uniform_2x256x64"]
+         "softmax_f32.special_128x1000", "attention_bf16_exactint.causal_uniform_2x256x64", "gemm_f64.special_256",
+         "reduce_sum_f64.mantissa_walk_64x4097"]
 if cmd == "list":
     fams = sorted({c.split(".")[0] for c in CASES})
     print(json.dumps({"families": [{"id": f, "backends": ["cpu", "cuda"], "device_side": "kernel"} for f in fams],
