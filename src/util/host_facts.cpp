@@ -9,9 +9,7 @@
 #ifndef SDCSCREEN_VERSION
 #define SDCSCREEN_VERSION "0.0.0"
 #endif
-#ifndef SDCSCREEN_GIT
-#define SDCSCREEN_GIT "unknown"
-#endif
+#include "sdc_git.h"  // SDCSCREEN_GIT: the commit, written at build time (cmake/git_version.cmake)
 
 namespace sdc {
 namespace {

@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -162,6 +163,41 @@ if p.returncode == 0:
     F.check(re.match(r"^sdcscreen \d+\.\d+\.\d+", p.stdout) is not None, f"run --version: prints {p.stdout!r}")
 else:
     one_line_error("run --version", p, 64, "--version")
+
+# The commit in --version is read at every build, not at configure time: cmake/git_version.cmake, run on a
+# scratch repository, names each new commit and leaves its header untouched while the commit stays.
+if shutil.which("git") and shutil.which("cmake"):
+    with tempfile.TemporaryDirectory() as repo:
+        header = os.path.join(repo, "out", "sdc_git.h")
+        script = os.path.join(common.SOURCE_DIR, "cmake", "git_version.cmake")
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@t")
+
+        def stamp():
+            subprocess.run(["cmake", f"-DSRC={repo}", f"-DOUT={header}", "-P", script], check=True, capture_output=True)
+            with open(header) as f:
+                return f.read(), os.stat(header).st_mtime_ns
+
+        def commit(n):
+            with open(os.path.join(repo, "f"), "w") as f:
+                f.write(str(n))
+            for args in (["add", "f"], ["commit", "-q", "-m", str(n)]):
+                subprocess.run(["git", "-C", repo] + args, check=True, capture_output=True, env=env)
+            return subprocess.run(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+
+        subprocess.run(["git", "init", "-q", repo], check=True, capture_output=True)
+        first = commit(1)
+        text1, mtime1 = stamp()
+        F.check(f'"{first}"' in text1, f"git_version.cmake: header {text1!r} does not name the commit {first}")
+        os.utime(header, ns=(mtime1 - 10**9, mtime1 - 10**9))
+        text_again, mtime_again = stamp()
+        F.check(text_again == text1 and mtime_again == mtime1 - 10**9,
+                "git_version.cmake: rewrote the header with the commit unchanged (every build would recompile)")
+        second = commit(2)
+        text2, _ = stamp()
+        F.check(f'"{second}"' in text2 and second != first,
+                f"git_version.cmake: after a new commit the header says {text2!r}, not {second}")
 
 p = common.run("list")
 F.check(p.returncode == 0, f"list: exit {p.returncode} ({p.stderr.strip()[:300]})")
