@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <time.h>
@@ -116,6 +117,22 @@ void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std
   st->enqueue([&d, l] { run_launch(d, *l); });
 }
 
+namespace {
+
+// The planted tensor-core fault (Spec::mma_sm): on that SM, bit mma_bit of lane mma_lane's d[0] flips (for a
+// double, a bit of its low word). d: the warp's results, 32 lanes of N elements.
+template <class T, size_t N>
+void plant_mma_fault(const Spec* spec, unsigned sm, T (&d)[32][N]) {
+  if (!spec || spec->mma_sm != static_cast<int>(sm)) return;
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  Bits bits;
+  std::memcpy(&bits, &d[spec->mma_lane][0], sizeof bits);
+  bits ^= Bits{1} << spec->mma_bit;
+  std::memcpy(&d[spec->mma_lane][0], &bits, sizeof bits);
+}
+
+}  // namespace
+
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   struct Regs {
     const uint32_t* a;
@@ -141,12 +158,7 @@ void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
           for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
         }
         mma_sync(x.t, ra, rb, rc, rd);
-        if (x.spec && x.spec->mma_sm == static_cast<int>(x.sm)) {  // the planted tensor-core fault
-          uint32_t bits;
-          std::memcpy(&bits, &rd[x.spec->mma_lane][0], 4);
-          bits ^= 1u << x.spec->mma_bit;
-          std::memcpy(&rd[x.spec->mma_lane][0], &bits, 4);
-        }
+        plant_mma_fault(x.spec, x.sm, rd);
         for (int l = 0; l < 32; ++l)
           for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
       },
@@ -174,12 +186,7 @@ void mma_f64(double (&d)[2], double a, double b) {
           ra[l] = r.a, rb[l] = r.b, rc[l][0] = r.d[0], rc[l][1] = r.d[1];
         }
         mma_sync_f64(ra, rb, rc, rd);
-        if (x.spec && x.spec->mma_sm == static_cast<int>(x.sm)) {  // the planted tensor-core fault, in d[0]'s low word
-          uint64_t bits;
-          std::memcpy(&bits, &rd[x.spec->mma_lane][0], 8);
-          bits ^= uint64_t{1} << x.spec->mma_bit;
-          std::memcpy(&rd[x.spec->mma_lane][0], &bits, 8);
-        }
+        plant_mma_fault(x.spec, x.sm, rd);
         for (int l = 0; l < 32; ++l) {
           double* out = static_cast<const Regs*>(lanes[l])->d;
           out[0] = rd[l][0], out[1] = rd[l][1];
