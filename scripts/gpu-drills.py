@@ -4,7 +4,9 @@
 Output drills: each runs one battery case with one --inject and checks that
 the fault was detected (exit 1) and localized: an element drill must be the only miscompare, at the injected
 element, with the injected xor mask, on the SM the injection fired on; an SM drill (unit=SM) must fail on
-that SM alone, every listed miscompare with the injected mask. SM drills name only SM ids the device really
+that SM alone, every listed miscompare with the injected mask; a cluster drill (a multi-bit mask over the 32
+words from a tile's offset 0, count=32: a warp-aligned cluster) must change exactly those words of that one tile,
+each by the mask, on the SM it fired on. SM drills name only SM ids the device really
 uses: those that computed tiles in a clean run of the drilled case with the most tiles (the report's units[];
 a GPU's SM ids need not be 0..SMs-1, %smid may skip ids and run up to %nsmid). Input faults are not drilled here: a flipped
 input can be masked legitimately (an exp that underflows either way), so "every drill detected" would not
@@ -154,10 +156,20 @@ def main():
         # Half the element drills hit an element whose tile the listing names (the report must say that
         # tile too), the others any element of the output.
         sample = rnd.choice(g["elements"]) if rnd.random() < 0.5 else None
+        firsts = [e for e in g["elements"] if e.get("offset") == 0]  # tiles' offset 0, as the listing names them
+        cluster = i % 4 == 1 and bool(firsts)  # every fourth drill, the second first
+        if cluster:
+            sample = rnd.choice(firsts)
         element = sample["element"] if sample else rnd.randrange(outputs)
         bit = rnd.randrange(32)
-        by_sm = tiles >= 4 * len(sm_ids) and rnd.random() < 0.3  # every SM surely gets tiles
+        by_sm = not cluster and tiles >= 4 * len(sm_ids) and rnd.random() < 0.3  # every SM surely gets tiles
         spec = f"case={c['id']},element={element},bit={bit},device={a.device}"
+        if cluster:
+            count = min(32, g["tile_elements"])
+            mask = rnd.randrange(1, 1 << 32) | (1 << rnd.randrange(32))
+            while bin(mask).count("1") < 2:
+                mask |= 1 << rnd.randrange(32)
+            spec = f"case={c['id']},element={element},mask=0x{mask:08x},count={count},device={a.device}"
         if by_sm:
             spec += f",unit={rnd.choice(sm_ids)}"
         code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", c["id"], "--inject", spec])
@@ -173,6 +185,13 @@ def main():
             ms = t["miscompares"]
             if not inj["fired"]:
                 why.append("did not fire")
+            elif cluster:
+                ok = (t["failed_tiles"] == 1 and t["miscompared_elements"] == count and ms and
+                      all(m["tile"] == sample["tile"] and m["xor_mask"] == f"0x{mask:08x}" and
+                          m["unit"] == {"kind": "sm", "gpu": a.device, "sm": inj["fired_unit"]} for m in ms) and
+                      t["units_failed"] == [inj["fired_unit"]])
+                if not ok:
+                    why.append(f"cluster mislocalized: {t['miscompared_elements']} words, want {count}: {json.dumps(ms[:2])}")
             elif by_sm:
                 sm = inj["unit"]
                 if t["units_failed"] != [sm]:
@@ -191,7 +210,8 @@ def main():
                     why.append(f"mislocalized: {json.dumps(ms[:2])} units_failed {t['units_failed']} fired_unit {inj['fired_unit']}")
         else:
             why.append("no report")
-        results.append({"spec": spec, "family": c["family"], "by_sm": by_sm, "ok": not why, "why": why})
+        results.append({"spec": spec, "family": c["family"], "by_sm": by_sm, "cluster": cluster, "ok": not why,
+                        "why": why})
         print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
         if why:
             bad.append(spec)

@@ -24,7 +24,8 @@
 #                architecture.
 #   6 sanitizer  compute-sanitizer memcheck and racecheck over eight small boot cases of the project's kernels;
 #                skipped when under 90 s remain; the device refused to it is recorded, not fatal.
-#   7 drills     8 output drills and 2 replay drills (scripts/gpu-drills.py): detected and localized.
+#   7 drills     8 output drills (2 of them warp-aligned multi-bit clusters) and 2 replay drills
+#                (scripts/gpu-drills.py): detected and localized.
 #   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32,
 #                verified bf16 against bare cuBLASLt, the digest's share), at most 60 s.
 #

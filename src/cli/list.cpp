@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "src/core/coverage.h"
 #include "src/core/patterns.h"
 #include "src/core/result.h"
 #include "src/util/say.h"
@@ -60,6 +63,33 @@ std::vector<std::string> mode_description(Mode m) {
   return {};
 }
 
+// The value ranges each listed case's inputs cover (src/core/coverage.h), by case id; none for a replay,
+// whose model generates its own values from its seed.
+std::map<std::string, std::vector<ValueRange>> listed_ranges(const Battery& b, const std::string& profile) {
+  std::map<std::string, std::vector<ValueRange>> out;
+  for (const Case& c : b.cases) {
+    if (!profile.empty() && !c.iterations.count(profile)) continue;
+    const Family& f = *find_family(c.family);
+    out[c.id] = f.replay ? std::vector<ValueRange>{} : case_ranges(f, *f.prepare(c));
+  }
+  return out;
+}
+
+// Per family (table order) and range, the listed cases that cover it.
+std::vector<std::pair<std::string, std::array<std::vector<std::string>, VALUE_RANGES>>> coverage_table(
+    const Battery& b, const std::map<std::string, std::vector<ValueRange>>& ranges) {
+  std::vector<std::pair<std::string, std::array<std::vector<std::string>, VALUE_RANGES>>> rows;
+  for (const Family& f : families()) {
+    rows.emplace_back(f.id, std::array<std::vector<std::string>, VALUE_RANGES>{});
+    for (const Case& c : b.cases) {
+      const auto it = ranges.find(c.id);
+      if (c.family != f.id || it == ranges.end()) continue;
+      for (ValueRange r : it->second) rows.back().second[static_cast<size_t>(r)].push_back(c.id);
+    }
+  }
+  return rows;
+}
+
 void print_text(const Battery& b, const std::string& profile) {
   // Every column as wide as its longest entry, so that no long name pushes a row out of line. The names
   // of the first four sections share one width.
@@ -105,6 +135,20 @@ void print_text(const Battery& b, const std::string& profile) {
   for (const Row& r : rows)
     say("  {:<{}} {:<{}} {:<{}} {:<{}} {}\n", r.c->id, id_w, r.c->family, family_w,
         distribution_name(r.c->distribution), distribution_w, r.shape, shape_w, r.profiles);
+  say("value ranges:\n");
+  for (size_t r = 0; r < VALUE_RANGES; ++r)
+    say("  {:<{}} {}\n", range_name(static_cast<ValueRange>(r)), name_w, range_description(static_cast<ValueRange>(r)));
+  say("coverage:\n  ({}cases of each family with at least 1 in {} sampled input values in each range; - none; a "
+      "training-step replay's model makes its own values)\n",
+      profile.empty() ? "" : "the " + profile + " profile's ", RANGE_SHARE);
+  std::string head = fmt::format("  {:<{}}", "family", name_w);
+  for (size_t r = 0; r < VALUE_RANGES; ++r) head += fmt::format(" {:>9}", range_name(static_cast<ValueRange>(r)));
+  say("{}\n", head);
+  for (const auto& [family, cells] : coverage_table(b, listed_ranges(b, profile))) {
+    std::string line = fmt::format("  {:<{}}", family, name_w);
+    for (const auto& cases : cells) line += fmt::format(" {:>9}", cases.empty() ? "-" : std::to_string(cases.size()));
+    say("{}\n", line);
+  }
 }
 
 // Tiles whose elements the listing samples: up to this many, spread evenly from the first to the last.
@@ -162,9 +206,22 @@ void print_json(const Battery& b, const std::string& profile) {
   for (const Profile& p : b.profiles)
     j["profiles"].push_back(
         {{"name", p.name}, {"description", p.description}, {"time_budget_s", p.time_budget_s}, {"fill", p.fill}});
+  j["value_ranges"] = nlohmann::json::array();
+  for (size_t r = 0; r < VALUE_RANGES; ++r)
+    j["value_ranges"].push_back({{"name", range_name(static_cast<ValueRange>(r))},
+                                 {"description", range_description(static_cast<ValueRange>(r))}});
+  const auto ranges = listed_ranges(b, profile);
+  j["coverage"] = nlohmann::json::array();
+  for (const auto& [family, cells] : coverage_table(b, ranges)) {
+    nlohmann::json row = {{"family", family}};
+    for (size_t r = 0; r < VALUE_RANGES; ++r) row["cases"][range_name(static_cast<ValueRange>(r))] = cells[r];
+    j["coverage"].push_back(row);
+  }
   j["cases"] = nlohmann::json::array();
   for (const Case& c : b.cases) {
     if (!profile.empty() && !c.iterations.count(profile)) continue;
+    std::vector<std::string> names;
+    for (ValueRange r : ranges.at(c.id)) names.push_back(range_name(r));
     j["cases"].push_back({{"id", c.id},
                           {"family", c.family},
                           {"mode", mode_name(c.mode)},
@@ -172,6 +229,7 @@ void print_json(const Battery& b, const std::string& profile) {
                           {"data_seed", c.data_seed},
                           {"shape", c.shape.dims},
                           {"iterations", c.iterations},
+                          {"value_ranges", names},
                           {"geometry", geometry_json(c)}});
   }
   say("{}\n", j.dump(1));

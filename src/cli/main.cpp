@@ -148,8 +148,11 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   run->add_option(
       "--inject", ra.inject,
-      "fault drill: case=ID,element=N,bit=B[,target=input,tensor=T][,unit=CPU|SM][,device=GPU][,iteration=I]"
-      "[,persist=once|always|input|1/K] (repeatable); persist= makes a fault repeat (always; input: only on "
+      "fault drill: case=ID,element=N,bit=B|mask=0xM[,stuck=0|1][,count=C[,stride=S]][,target=input,tensor=T]"
+      "[,unit=CPU|SM][,device=GPU][,iteration=I][,persist=once|always|input|1/K] (repeatable); mask= flips "
+      "several bits, stuck= holds the mask's bits at 0 or 1 instead of flipping them, count= hits C words S "
+      "apart (an output's: tile offsets from the element's, inside its tile; count=32 from a multiple of 32 is a "
+      "warp-aligned cluster); persist= makes a fault repeat (always; input: only on "
       "the case's own inputs; 1/K: every K-th computation) for --retest-on-failure (on a GPU with unit=SM); on a "
       "GPU, unit=SM flips the element's offset in every tile that SM computes; a "
       "training-step replay (" +

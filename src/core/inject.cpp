@@ -64,6 +64,17 @@ std::string parse_injection(const std::string& text, Injection& inj) {
         return fmt::format("mask '{}' is not a non-zero 32-bit hex value like 0x00800000", value);
       inj.mask = static_cast<uint32_t>(v);
       has_bit = true;
+    } else if (key == "stuck") {
+      if (value != "0" && value != "1") return fmt::format("stuck '{}' is not 0 or 1", value);
+      inj.kind = value == "0" ? FAULT_STUCK_AT_0 : FAULT_STUCK_AT_1;
+    } else if (key == "count") {
+      if (!parse_uint(value, MAX_FAULT_COUNT, v) || v == 0)
+        return fmt::format("count '{}' is not an integer in 1..{}", value, MAX_FAULT_COUNT);
+      inj.count = static_cast<uint32_t>(v);
+    } else if (key == "stride") {
+      if (!parse_uint(value, 1u << 30, v) || v == 0)
+        return fmt::format("stride '{}' is not an integer in 1..{}", value, 1u << 30);
+      inj.stride = static_cast<uint32_t>(v);
     } else if (key == "unit") {
       if (!parse_uint(value, 1 << 20, v)) return fmt::format("unit '{}' is not a logical CPU number", value);
       inj.unit = static_cast<int>(v);
@@ -105,14 +116,16 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       inj.output = static_cast<int>(v);
     } else {
       return fmt::format(
-          "unknown key '{}' (case, target, tensor, element, bit, mask, unit, device, iteration, persist; "
+          "unknown key '{}' (case, target, tensor, element, bit, mask, stuck, count, stride, unit, device, iteration, "
+          "persist; "
           "submodule, step, microbatch, output for a training-step replay)",
           key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang || inj.crash) {
-    if (has_bit || inj.input || seen.count("element") || seen.count("persist"))
+    if (has_bit || inj.input || seen.count("element") || seen.count("persist") || seen.count("stuck") ||
+        seen.count("count") || seen.count("stride"))
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
@@ -121,6 +134,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   if (inj.submodule.empty() && (seen.count("step") || seen.count("microbatch") || seen.count("output")))
     return "step=, microbatch= and output= apply to submodule= only";
   if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
+  if (!inj.submodule.empty() && (seen.count("stuck") || seen.count("count") || seen.count("stride")))
+    return "submodule= flips one bit of one element: not with stuck=, count= or stride=";
+  if (seen.count("stride") && inj.count == 1) return "stride= needs count=N with N >= 2";
   if (!seen.count("element")) return "element=N is required";
   if (!has_bit) return "bit=N or mask=0xHEX is required";
   if (seen.count("bit") && seen.count("mask")) return "give bit or mask, not both";
@@ -133,6 +149,10 @@ std::string persist_name(const Injection& inj) {
   if (inj.persist_every == 0) return "once";
   if (inj.persist_every == 1) return inj.input_only ? "input" : "always";
   return fmt::format("1/{}", inj.persist_every);
+}
+
+const char* fault_kind_name(const Injection& inj) {
+  return inj.kind == FAULT_STUCK_AT_0 ? "stuck-at-0" : inj.kind == FAULT_STUCK_AT_1 ? "stuck-at-1" : "flip";
 }
 
 bool fires_now(Injection& inj, int iteration, bool retest, bool fresh_inputs) {
@@ -165,11 +185,23 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
       if (inj.element >= tensors[t].elements)
         return fmt::format("element {} is outside input {} of {} ({} elements)", inj.element, inj.tensor, c->id,
                            tensors[t].elements);
+      if (inj.word().last(inj.element) >= tensors[t].elements)
+        return fmt::format("count={} stride={} from element {} runs past the end of input {} of {} ({} elements)",
+                           inj.count, inj.stride, inj.element, inj.tensor, c->id, tensors[t].elements);
     }
     if (!found) return fmt::format("case {} has no input '{}' (it has {})", c->id, inj.tensor, names);
   } else if (inj.element >= problem->output_elements()) {
     return fmt::format("element {} is outside the output of {} ({} elements)", inj.element, c->id,
                        problem->output_elements());
+  } else if (inj.count > 1) {
+    uint64_t tile = 0;
+    uint32_t offset = 0;
+    problem->locate(inj.element, tile, offset);
+    if (inj.word().last(offset) >= problem->tile_elements())
+      return fmt::format(
+          "count={} stride={} from element {} (offset {} of tile {}) runs past the end of its tile ({} words): "
+          "an output fault's words are offsets in one tile",
+          inj.count, inj.stride, inj.element, offset, tile, problem->tile_elements());
   }
   if (gpus) {
     if (inj.persist_every > 0 && (inj.input || !inj.submodule.empty()))

@@ -7,7 +7,15 @@
 //   target=output|input                         (default output)
 //   tensor=NAME        input tensor, e.g. a, b, q, k, v, x, w, logits (required with target=input)
 //   element=N          logical element index, row-major in the output or input tensor (required)
-//   bit=N | mask=0xHEX the bit (0..31) or the xor mask to apply (exactly one of them)
+//   bit=N | mask=0xHEX the bit (0..31) or the mask of the bits (exactly one of them; a mask of several bits
+//                      is a multi-bit fault)
+//   stuck=0|1          the mask's bits are stuck at 0 / at 1 (read as that value whatever was computed),
+//                      instead of flipped; a word whose bits already hold it is unchanged
+//   count=N            the fault hits N words (1..1024, default 1), `stride` apart from the element's: on
+//   stride=S           an output, tile offsets (a tile's words in their storage order, the order a kernel
+//                      writes them: count=32 from an offset that is a multiple of 32 is a warp-aligned
+//                      cluster), which must stay inside the element's tile; on an input, elements of the
+//                      tensor (default stride 1)
 //   unit=N             the logical CPU that computes with the fault (default: whichever computes it);
 //                      on a GPU, the SM: every tile that SM computes gets the flip at the element's offset
 //   device=N           on a GPU (--backend cuda), the device (default: the first selected)
@@ -34,6 +42,7 @@
 
 #include "src/core/device_info.h"
 #include "src/core/patterns.h"
+#include "src/spec/fault.h"
 
 namespace sdc {
 
@@ -45,6 +54,9 @@ struct Injection {
   size_t tensor_index = 0;
   uint64_t element = 0;
   uint32_t mask = 0;
+  uint32_t kind = FAULT_FLIP;  // stuck=: FAULT_STUCK_AT_0 / _1
+  uint32_t count = 1, stride = 1;
+  WordFault word() const { return WordFault{mask, kind, count, stride}; }
   int unit = -1;    // logical CPU (or SM on a GPU), -1: any
   int device = -1;  // GPU index, -1: not given
   int iteration = 0;
@@ -72,6 +84,8 @@ bool fires_now(Injection& inj, int iteration, bool retest, bool fresh_inputs);
 
 // persist= as given: once, always, input or 1/K.
 std::string persist_name(const Injection& inj);
+// The fault's kind as reports name it: flip, stuck-at-0 or stuck-at-1.
+const char* fault_kind_name(const Injection& inj);
 
 // Syntax only; returns "" or what is wrong.
 std::string parse_injection(const std::string& text, Injection& inj);

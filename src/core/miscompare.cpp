@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "src/core/signature.h"
 #include "src/spec/digest.h"
 
 namespace sdc {
@@ -30,6 +31,8 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
                       "either; element lists for this tile are unreliable",
                       tile));
   }
+  const Family* family = find_family(r.family);
+  const unsigned value_words = family ? family->value_words : 1;
   size_t listed = 0;
   Signature* sig = nullptr;  // looked up at the first differing element: a failing tile can have none
   for (uint32_t e = 0; e < te; ++e) {
@@ -55,6 +58,13 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     m.expected = x;
     m.actual = a;
     m.ulps = ulp_distance(x, a);
+    if (value_words == 2) {  // the value's two words are at offsets 2v (low) and 2v + 1
+      const uint32_t lo = e & ~1u;
+      m.binary64 = true;
+      std::memcpy(&m.expected64, &expected[lo], 8);
+      std::memcpy(&m.actual64, &actual[lo], 8);
+      m.ulps64 = ulp_distance64(m.expected64, m.actual64);
+    }
     r.miscompares.push_back(m);
   }
 }

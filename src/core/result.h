@@ -43,6 +43,9 @@ struct Miscompare {
   std::string element_name;
   uint32_t expected = 0, actual = 0;
   uint64_t ulps = 0;
+  // A binary64 family's word (Family::value_words 2): the whole value it is half of, and its ulps.
+  bool binary64 = false;
+  uint64_t expected64 = 0, actual64 = 0, ulps64 = 0;
 };
 
 // What one unit did of one test: its tiles and the time its worker spent computing them (CPU backend).

@@ -42,6 +42,13 @@ uint64_t ulp_distance(uint32_t a, uint32_t b) {
   return static_cast<uint64_t>(d < 0 ? -d : d);
 }
 
+uint64_t ulp_distance64(uint64_t a, uint64_t b) {
+  constexpr uint64_t SIGN = uint64_t{1} << 63;
+  const uint64_t ma = a & ~SIGN, mb = b & ~SIGN;
+  if ((a & SIGN) == (b & SIGN)) return ma > mb ? ma - mb : mb - ma;
+  return ma + mb;  // across zero: both magnitudes (each below 2^63, so no overflow)
+}
+
 ElementPosition position_from_name(std::string_view name) {
   ElementPosition p;
   const size_t open = name.rfind('[');

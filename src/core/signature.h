@@ -56,6 +56,8 @@ ElementPosition position_from_name(std::string_view element_name);
 // The distance of two fp32 encodings in units in the last place: adjacent floats are 1 apart, +0 and -0 are 0
 // apart.
 uint64_t ulp_distance(uint32_t a, uint32_t b);
+// The same for binary64 bit patterns.
+uint64_t ulp_distance64(uint64_t a, uint64_t b);
 
 // fp32 fields by bit position: 31 sign, 30..23 exponent, 22..0 mantissa.
 enum class BitField { sign, exponent, mantissa };

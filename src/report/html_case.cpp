@@ -221,15 +221,26 @@ std::string failing_case(const json& t) {
     constexpr size_t ROWS = 20;
     s += "<table><tr><th>iteration</th><th>tile</th><th>unit</th><th>element</th><th>expected</th><th>actual</th>"
          "<th>xor</th><th>ulps</th></tr>";
+    bool wide = false;
     for (size_t i = 0; i < mis.size() && i < ROWS; ++i) {
       const json& m = mis[i];
+      // A binary64 family's word: under each word's cell, the whole value's (value64).
+      const bool v64 = m.contains("value64") && m["value64"].is_object();
+      wide = wide || v64;
+      const auto cell = [&](const char* key) {
+        std::string c = fmt::format("<code>{}</code>", esc(str(m, key)));
+        if (v64) c += fmt::format(R"(<br><code class="value64">{}</code>)", esc(str(m["value64"], key)));
+        return c;
+      };
       s += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
-          "<td><code>{}</code></td><td>{}</td></tr>",
-          num(m, "iteration"), num(m, "tile"), esc(miscompare_unit(m)), esc(str(m, "element_name")),
-          esc(str(m, "expected")), esc(str(m, "actual")), esc(str(m, "xor_mask")), num(m, "ulps"));
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
+          num(m, "iteration"), num(m, "tile"), esc(miscompare_unit(m)), esc(str(m, "element_name")), cell("expected"),
+          cell("actual"), cell("xor_mask"), num(m, "ulps"),
+          v64 ? fmt::format(R"(<br><span class="value64">{}</span>)", esc(m["value64"].value("ulps", json(0)).dump())) : "");
     }
     s += "</table>";
+    if (wide)
+      s += "<p>binary64 values: under each word's bits and ulps, the whole value's (sign bit 63, exponent 62..52).</p>";
     if (mis.size() > ROWS) s += fmt::format("<p>{} more listed in the JSON report.</p>", mis.size() - ROWS);
   }
   return s + "</section>";

@@ -22,6 +22,7 @@ const char* unit_result(const UnitResult& u) {
 }
 
 std::string hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
+std::string hex64_bits(uint64_t v) { return fmt::format("0x{:016x}", v); }
 
 namespace {
 
@@ -354,9 +355,13 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     const size_t listed = std::min(t.miscompares.size(), FOLD_ELEMENTS);
     for (size_t k = 0; k < listed; ++k) {
       const Miscompare& m = t.miscompares[k];
-      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}\n",
+      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n",
                        m.iteration, m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected),
-                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps);
+                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps,
+                       m.binary64 ? fmt::format("; binary64 value expected {} actual {} xor {} ulps {}",
+                                                hex64_bits(m.expected64), hex64_bits(m.actual64),
+                                                hex64_bits(m.expected64 ^ m.actual64), m.ulps64)
+                                  : "");
     }
     if (t.miscompared_elements > listed)
       s += fmt::format("  ({} more differing element(s) not shown{})\n", t.miscompared_elements - listed,

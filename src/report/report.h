@@ -19,7 +19,7 @@ namespace sdc {
 // 15: failures_by_iteration of tests (every differing element and failing tile per iteration); a unit object
 // names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
 // result not_applicable and summary.not_applicable
-constexpr int REPORT_SCHEMA_VERSION = 15;
+constexpr int REPORT_SCHEMA_VERSION = 16;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
@@ -34,6 +34,8 @@ std::string render_json(const RunResult& r, const HostInfo& host);  // report_js
 const char* unit_result(const UnitResult& u);
 // A 32-bit pattern as the reports print it: 0x0000abcd.
 std::string hex32(uint32_t v);
+// A binary64 pattern as the reports print it: 0x3ff0000000000000.
+std::string hex64_bits(uint64_t v);
 // A command line as a shell would read it back.
 std::string shell_join(const std::vector<std::string>& argv);
 

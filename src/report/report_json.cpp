@@ -183,7 +183,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                            : UnitName::of_cpu(unit));
     };
     jt["miscompares"] = json::array();
-    for (const Miscompare& m : t.miscompares)
+    for (const Miscompare& m : t.miscompares) {
       jt["miscompares"].push_back({{"iteration", m.iteration},
                                    {"tile", m.tile},
                                    {"unit", test_unit_json(m.unit)},
@@ -193,6 +193,12 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                    {"actual", hex32(m.actual)},
                                    {"xor_mask", hex32(m.expected ^ m.actual)},
                                    {"ulps", m.ulps}});
+      if (m.binary64)
+        jt["miscompares"].back()["value64"] = {{"expected", hex64_bits(m.expected64)},
+                                               {"actual", hex64_bits(m.actual64)},
+                                               {"xor_mask", hex64_bits(m.expected64 ^ m.actual64)},
+                                               {"ulps", m.ulps64}};
+    }
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
       if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
@@ -239,6 +245,9 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                {"target", i.input ? "input" : "output"},
                {"element", i.element},
                {"mask", hex32(i.mask)},
+               {"fault", fault_kind_name(i)},
+               {"count", i.count},
+               {"stride", i.stride},
                {"iteration", i.iteration},
                {"persist", persist_name(i)},
                {"fired", i.fired}};

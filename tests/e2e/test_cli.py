@@ -216,7 +216,7 @@ for c in bat["cases"]:
     F.check(c["id"] in sections.get("cases", []), f"list: case {c['id']} not listed under 'cases:'")
 p = common.run("list", "--profile", "boot")
 boot_ids = {c["id"] for c in bat["cases"] if "boot" in c["iterations"]}
-listed = {l.split()[0] for l in p.stdout.split("cases:")[-1].splitlines() if l.strip()}
+listed = {l.split()[0] for l in common.list_sections(p.stdout).get("cases", [])}
 F.check(p.returncode == 0 and listed == boot_ids, f"list --profile boot: exit {p.returncode}, lists {sorted(listed ^ boot_ids)} wrongly")
 
 
@@ -229,7 +229,7 @@ def result_column(line):
 
 # The text listing's case rows line up whatever the length of the case ids.
 p = common.run("list")
-rows = [l for l in p.stdout.split("cases:")[-1].splitlines() if l.strip()]
+rows = common.list_sections(p.stdout).get("cases", [])
 second = {re.match(r"^\s*\S+\s+", l).end() for l in rows}
 longest = max(len(l.split()[0]) for l in rows) if rows else 0
 F.check(len(second) == 1 and min(second) > 2 + longest,

@@ -157,6 +157,40 @@ def executor():
     F.check(t.get("failed_tiles") == want_tiles,  # the drill fires in one iteration (the first)
             f"unit drill: {t.get('failed_tiles')} failed tiles, want {want_tiles}")
 
+    # 2b. The digest pass's clusters and stuck-at faults (src/spec/fault.h) on SM 2: a warp-aligned multi-bit
+    #     cluster changes exactly 32 words of each of its tiles; the sign bit stuck at 1 and at 0 over the same
+    #     words changes each word under exactly one of them.
+    spec = f"case={gemm},element=0,mask=0x00400003,count=32,unit=2"
+    code, report, err = run_json("--backend", "emulated:sm_90x4", "--profile", "boot", "--enable", gemm, "--inject", spec)
+    t = by_device(report, gemm).get("cuda:0", {})
+    F.check(code == 1 and t.get("units_failed") == [2] and t.get("miscompared_elements") == 32 * want_tiles,
+            f"cluster drill: exit {code}, units {t.get('units_failed')}, {t.get('miscompared_elements')} words, "
+            f"want {32 * want_tiles}")
+    F.check(all(m.get("xor_mask") == "0x00400003" for m in t.get("miscompares", [])), "cluster drill: a word off the mask")
+    stuck = {}
+    for v in (0, 1):
+        spec = f"case={gemm},element=0,bit=31,stuck={v},count=32,unit=2"
+        code, report, err = run_json("--backend", "emulated:sm_90x4", "--profile", "boot", "--enable", gemm, "--inject", spec)
+        t = by_device(report, gemm).get("cuda:0", {})
+        stuck[v] = t.get("miscompared_elements", 0)
+        F.check(all((int(m["actual"], 16) >> 31) == v for m in t.get("miscompares", [])),
+                f"stuck-at-{v} drill: a listed word's sign is not {v}")
+    F.check(stuck[0] + stuck[1] == 32 * want_tiles and min(stuck.values()) > 0,
+            f"stuck-at drills: {stuck} words, want {32 * want_tiles} in all, some under each")
+
+    # 2c. An input drill stuck over three rows of an fp32 reduction: exactly those rows' sums differ, in the
+    #     drilled iteration only (the pass restores the tensor's saved words after the kernels).
+    rsum = "reduce_sum_f32.mantissa_walk_64x4097"
+    cols = 4097
+    spec = f"case={rsum},target=input,tensor=x,element={5 * cols},mask=0x7f800000,stuck=1,count=3,stride={cols}"
+    code, report, err = run_json("--backend", "emulated:sm_90x4", "--profile", "boot", "--enable", rsum, "--inject", spec)
+    t = by_device(report, rsum).get("cuda:0", {})
+    mis = t.get("miscompares", [])
+    F.check(code == 1 and t.get("miscompared_elements") == 3 and sorted(m["element"] for m in mis) == [5, 6, 7],
+            f"input stuck drill: exit {code}, {t.get('miscompared_elements')} words {[m['element'] for m in mis]}")
+    F.check(CASES[rsum]["iterations"]["boot"] >= 2 and all(m.get("iteration") == 0 for m in mis),
+            f"input stuck drill: a later iteration failed too (the tensor was not restored): {mis[:2]}")
+
     # 3. One lane of one SM's tensor cores flips a bit of its mma.sync result: every tensor-core case on that
     #    GPU fails on that SM alone; the CUDA-core case and the other GPU pass.
     cases = [gemm, "gemm_tf32_exactint.uniform_192x256x384", "gemm_fp8_exactint.uniform_256x256x128",

@@ -64,7 +64,8 @@ if cmd == "info":
 FAMILIES = E.get("STUB_FAMILIES", "gemm_f32").split(",")
 if cmd == "list":
     cases = [{"id": f"{f}.stub_512", "family": f, "mode": "exact", "iterations": {"boot": 2},
-              "geometry": {"output_elements": 65536, "tile_count": 64, "elements": [{"element": 5, "tile": 0}]}}
+              "geometry": {"output_elements": 65536, "tile_count": 64, "tile_elements": 1024,
+                           "elements": [{"element": 5, "tile": 0, "offset": 5}, {"element": 2048, "tile": 2, "offset": 0}]}}
              for f in FAMILIES]
     print(json.dumps({"families": [{"id": f, "backends": ["cpu", "cuda"], "device_side": "kernel"} for f in FAMILIES],
                       "cases": cases})); sys.exit(0)
@@ -85,16 +86,17 @@ if cmd == "run":
                       "miscompares": [], "units_failed": []}]}
     code = 0
     if spec:
-        element, bit = int(spec["element"]), int(spec["bit"])
+        element = int(spec["element"])
+        count = int(spec.get("count", "1"))  # a cluster: count words from the element's, in its tile
         tile = element // 1024
         sm = int(spec["unit"]) if "unit" in spec else SM_IDS[tile % len(SM_IDS)]
         fired = sm in SM_IDS
-        mask = f"0x{1 << bit:08x}"
+        mask = spec["mask"] if "mask" in spec else f"0x{1 << int(spec['bit']):08x}"
         rep["injections"] = [{"fired": fired, "unit": sm, "fired_unit": sm}]
         if fired:
-            rep["tests"][0].update(result="fail", failed_tiles=1, miscompared_elements=1, units_failed=[sm],
-                                   miscompares=[{"tile": tile, "element": element, "xor_mask": mask,
-                                                 "unit": {"kind": "sm", "gpu": 0, "sm": sm}}])
+            rep["tests"][0].update(result="fail", failed_tiles=1, miscompared_elements=count, units_failed=[sm],
+                                   miscompares=[{"tile": tile, "element": element + k, "xor_mask": mask,
+                                                 "unit": {"kind": "sm", "gpu": 0, "sm": sm}} for k in range(count)])
             code = 1
     if opt("-o"):
         with open(opt("-o"), "w") as f:

@@ -93,6 +93,26 @@ F.check("no family yet" not in modes_text, f"list text: a mode says it has no fa
 recorded = [f["id"] for f in doc["families"] if "recorded" in f["modes"]]
 F.check(recorded and ", ".join(recorded) in modes_text, f"list text: the recorded mode does not name {recorded}")
 
+# --- the coverage table: each case's value ranges, per family in the JSON and as counts in the text -----
+range_names = [r["name"] for r in doc.get("value_ranges", [])]
+F.check(range_names == ["near-1", "tiny", "large", "subnormal", "mixed"], f"list json: value ranges {range_names}")
+F.check([l.split()[0] for l in sections.get("value ranges", [])] == range_names, "list text: value ranges differ")
+F.check([r["family"] for r in doc.get("coverage", [])] == table, "list json: coverage rows are not the families")
+for row in doc.get("coverage", []):
+    for r in range_names:
+        want = [c["id"] for c in doc["cases"] if c["family"] == row["family"] and r in c.get("value_ranges", [])]
+        F.check(row["cases"].get(r) == want, f"list json: coverage of {row['family']} in {r}: {row['cases'].get(r)}")
+for c in doc["cases"]:
+    F.check(set(c.get("value_ranges", [None])) <= set(range_names), f"{c['id']}: value ranges {c.get('value_ranges')}")
+    F.check((c["family"] == "train_step_f32") == (c.get("value_ranges") == []),
+            f"{c['id']}: value ranges {c.get('value_ranges')} (a replay lists none, every other case some)")
+cov_lines = sections.get("coverage", [])
+F.check(len(cov_lines) == 2 + len(table) and cov_lines[1].split() == ["family", *range_names],
+        f"list text: coverage table {cov_lines[:3]}")
+for line, row in zip(cov_lines[2:], doc.get("coverage", [])):
+    cells = [str(len(row["cases"][r])) if row["cases"][r] else "-" for r in range_names]
+    F.check(line.split() == [row["family"], *cells], f"list text: coverage line {line!r}, the JSON says {cells}")
+
 # --- --profile and a bad format ---------------------------------------------------------------------------
 boot = common.listing("--profile", "boot")
 F.check([c["id"] for c in boot["cases"]] == [c["id"] for c in bat["cases"] if "boot" in c["iterations"]],

@@ -173,6 +173,7 @@ if base:
     mutant("schema_version is 10 (before host identity and telemetry)", setp(["schema_version"], 10))
     mutant("schema_version is 13 (before drain_reason)", setp(["schema_version"], 13))
     mutant("schema_version is 14 (before gpu= units and not_applicable)", setp(["schema_version"], 14))
+    mutant("schema_version is 15 (before fault kinds and clusters)", setp(["schema_version"], 15))
     mutant("summary without not_applicable", delp(["summary", "not_applicable"]))
     mutant("a test result 'n/a'", setp(["tests", 0, "result"], "n/a"))
     mutant("schema_version is 12 (before weakened_by)", setp(["schema_version"], 12))
@@ -348,7 +349,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 15, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 16, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

@@ -191,13 +191,23 @@ void test_case(const gpu_tests::CasePlan& cp, const PatternSet& ps, const Device
   // The fault hook: one tile, then every tile of one SM; the rest must stay untouched.
   const uint64_t tile = clean.digests.size() / 2;
   cuda::DeviceFault f;
-  f.mask = 1u << 7;
+  f.word.mask = 1u << 7;
   f.offset = cp.tile_elements - 1;
   f.tile = tile;
   const Ran one = run_case(c, f, false);
   for (uint64_t t = 0; t < one.digests.size(); ++t)
     EXPECT((one.digests[t] != clean.digests[t]) == (t == tile), "%s: tile fault hook changed tile %llu (target %llu)",
            c.id.c_str(), static_cast<unsigned long long>(t), static_cast<unsigned long long>(tile));
+  {  // a warp-aligned multi-bit cluster (src/spec/fault.h) changes that tile only, too
+    cuda::DeviceFault cl = f;
+    cl.word = WordFault{0x00400003u, FAULT_FLIP, cp.tile_elements < 32 ? cp.tile_elements : 32u, 1};
+    cl.offset = 0;
+    const Ran cluster = run_case(c, cl, false);
+    for (uint64_t t = 0; t < cluster.digests.size(); ++t)
+      EXPECT((cluster.digests[t] != clean.digests[t]) == (t == tile),
+             "%s: cluster fault hook changed tile %llu (target %llu)", c.id.c_str(), static_cast<unsigned long long>(t),
+             static_cast<unsigned long long>(tile));
+  }
   if (!records_sm) return;  // a library kernel names no SM: the GPU executor refuses SM-targeted drills
   f.tile = ~0ull;
   f.sm = static_cast<int32_t>(clean.sm[0]);

@@ -17,6 +17,7 @@
 #include "src/core/miscompare.h"
 #include "src/core/unit_name.h"
 #include "src/spec/digest.h"
+#include "src/spec/fault.h"
 #include "src/util/int_list.h"
 #include "src/backends/cpu/cpu_case.h"
 #include "src/backends/cpu/cpu_probe.h"
@@ -173,10 +174,9 @@ class CpuExecutor final : public Executor {
       ActiveFault f{&inj, inj.unit < 0 ? -1 : worker_index(*pool_, inj.unit), 0, 0, {}};
       if (inj.input) {
         f.corrupted = s.inputs[inj.tensor_index];
-        uint32_t bits;
-        std::memcpy(&bits, &f.corrupted[inj.element], 4);
-        bits ^= inj.mask;
-        std::memcpy(&f.corrupted[inj.element], &bits, 4);
+        const WordFault word = inj.word();
+        for (uint64_t e = inj.element; e <= word.last(inj.element); e += word.stride)
+          f.corrupted[e] = bits_float(word.apply(float_bits(f.corrupted[e])));
       } else if (!inj.hang && !inj.crash && inj.submodule.empty()) {
         s.problem->locate(inj.element, f.tile, f.offset);
       }

@@ -18,6 +18,7 @@
 #include "src/core/miscompare.h"
 #include "src/core/unit_name.h"
 #include "src/spec/digest.h"
+#include "src/spec/fault.h"
 #include "src/util/int_list.h"
 #include "src/backends/cpu/cpu_case.h"
 #include "src/backends/cpu/cpu_probe.h"
@@ -241,10 +242,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           computed = true;
           for (ActiveFault& f : faults) {
             if (f.inj->input || f.inj->hang || f.inj->crash || !f.inj->submodule.empty() || f.tile != t) continue;
-            uint32_t bits;
-            std::memcpy(&bits, out + f.offset, 4);
-            bits ^= f.inj->mask;
-            std::memcpy(out + f.offset, &bits, 4);
+            const WordFault word = f.inj->word();
+            for (uint64_t o = f.offset; o <= word.last(f.offset); o += word.stride)
+              out[o] = bits_float(word.apply(float_bits(out[o])));
             f.inj->fired = true;
             f.inj->fired_unit = pool.cpu(w).cpu;
             f.inj->fired_tile = t;

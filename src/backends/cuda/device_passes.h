@@ -13,9 +13,10 @@
      reduction order does not matter, the host digest matches. */                                          \
   void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,        \
                     const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s);        \
-  /* Xors mask into the bits of element `index` of a device tensor of 32-bit elements (input fault drills; \
-     applying it twice restores the tensor). */                                                            \
-  void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s);                             \
+  /* An input fault drill on a device tensor of 32-bit elements: the words `fault` hits from element       \
+     `first` take it, their values saved first in `saved` (fault.count words of device memory); restore:   \
+     they get the saved values back. */                                                                    \
+  void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore, cudaStream_t s); \
   /* %nsmid of the current device: SM ids a kernel can see lie in [0, sm_id_limit()), which PTX does not   \
      promise to equal the SM count. Synchronizes. */                                                       \
   int sm_id_limit();                                                                                       \

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/spec/fault.h"
 #include "src/spec/hd.h"
 
 // A stream and an event of whichever runtime runs the case, as the CUDA runtime spells them (the same
@@ -96,12 +97,12 @@ class DeviceProblem {
                        cudaStream_t stream) const = 0;
 };
 
-// A fault applied by the digest pass (kernel parameter; mask 0 means none and costs one compare per
-// tile): element `offset` of tile `tile`, or of every tile that SM `sm` computed, has `mask` xor-ed
-// into its bits before it is digested, and the flipped value is stored back (so the report's actual
-// value shows it).
+// A fault applied by the digest pass (kernel parameter; a mask of 0 means none and costs one compare per
+// tile): the words `word` hits from offset `offset` of tile `tile`, or of every tile that SM `sm`
+// computed, take the fault (src/spec/fault.h) before they are digested, and the faulty value is stored
+// back (so the report's actual value shows it).
 struct DeviceFault {
-  uint32_t mask = 0;
+  WordFault word;
   uint32_t offset = 0;
   uint64_t tile = ~0ull;
   int32_t sm = -1;

@@ -61,7 +61,8 @@ class DeviceRuntime {
   // The GPU executor's own passes (device_passes.h), compiled for this device's target.
   virtual void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32_t tile_elements,
                             const uint32_t* tile_sm, DeviceFault fault, uint64_t* digests, cudaStream_t s) = 0;
-  virtual void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) = 0;
+  virtual void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore,
+                           cudaStream_t s) = 0;
   virtual int sm_id_limit() = 0;
   virtual void launch_hang(const volatile int* release, cudaStream_t s) = 0;
 

@@ -36,15 +36,15 @@ __global__ void __launch_bounds__(DIGEST_THREADS)
   const uint32_t row0 = threadIdx.x / cols, col0 = threadIdx.x % cols;
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint64_t key = digest_key(t);
-    const bool hit = f.mask != 0 && (t == f.tile || (f.sm >= 0 && tile_sm[t] == static_cast<uint32_t>(f.sm)));
+    const bool hit = f.word.mask != 0 && (t == f.tile || (f.sm >= 0 && tile_sm[t] == static_cast<uint32_t>(f.sm)));
     float* const tile = out + layout.index(t, 0, te);
     uint32_t r = row0, c = col0;
     uint64_t sum = 0;
     for (uint32_t i = threadIdx.x; i < te; i += DIGEST_THREADS) {
       float& e = tile[r * ld + c];
       uint32_t bits = float_bits(e);
-      if (hit && i == f.offset) {
-        bits ^= f.mask;
+      if (hit && f.word.hits(i, f.offset)) {
+        bits = f.word.apply(bits);
         e = bits_float(bits);
       }
       sum += digest_term(key, i, bits);
@@ -67,7 +67,19 @@ __global__ void __launch_bounds__(DIGEST_THREADS)
   }
 }
 
-__global__ void flip_kernel(uint32_t* p, uint64_t index, uint32_t mask) { p[index] ^= mask; }
+// One thread: the fault's words of the tensor from `first` take it, their values saved first; or (restore)
+// get their saved values back.
+__global__ void input_fault_kernel(uint32_t* p, uint64_t first, WordFault f, uint32_t* saved, bool restore) {
+  for (uint32_t k = 0; k < f.count; ++k) {
+    uint32_t& w = p[first + static_cast<uint64_t>(k) * f.stride];
+    if (restore) {
+      w = saved[k];
+    } else {
+      saved[k] = w;
+      w = f.apply(w);
+    }
+  }
+}
 
 __global__ void nsmid_kernel(int* out) {
 #if defined(SDC_EMU)
@@ -101,8 +113,9 @@ void digest_tiles(float* out, const OutputLayout& layout, uint64_t tiles, uint32
          digests);
 }
 
-void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) {
-  launch("flip_kernel", flip_kernel, 1, 1, s, static_cast<uint32_t*>(tensor), index, mask);
+void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore, cudaStream_t s) {
+  launch("input_fault_kernel", input_fault_kernel, 1, 1, s, static_cast<uint32_t*>(tensor), first, fault,
+         static_cast<uint32_t*>(saved), restore);
 }
 
 int sm_id_limit() {

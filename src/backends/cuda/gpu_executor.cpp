@@ -88,6 +88,10 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   dc.tile_sm = DeviceBuffer(rt, tiles * 4);
   dc.digests = DeviceBuffer(rt, tiles * 8);
   dc.scratch = DeviceBuffer(rt, dc.device->scratch_bytes());
+  uint64_t input_drills = 0;
+  for (const Injection& inj : sh.run->result.injections)
+    input_drills += inj.case_id == c.id && inj.input && inj.device == g.info.index;
+  if (input_drills) dc.fault_saved = DeviceBuffer(rt, input_drills * MAX_FAULT_COUNT * 4);
   dc.pinned_digests = PinnedBuffer(rt, tiles * 8);
   dc.pinned_sm = PinnedBuffer(rt, tiles * 4);
   dc.host_digests.assign(tiles, 0);
@@ -131,7 +135,7 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
       uint64_t tile = 0;
       uint32_t offset = 0;
       p.locate(inj.element, tile, offset);
-      f.fault.mask = inj.mask;
+      f.fault.word = inj.word();
       f.fault.offset = offset;
       if (inj.unit >= 0 && !dc.device->records_sm())
         throw std::runtime_error(
@@ -178,7 +182,14 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   rt.memset_async(dc.out.get(), 0xff, tiles * te * 4, s);
   rt.memset_async(dc.tile_sm.get(), 0xff, tiles * 4, s);
-  for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
+  // Input drills: applied before the kernels, undone after them (each one's words saved in its slot of
+  // fault_saved, in the order faults_for lists them: the same order both times).
+  const auto input_faults = [&](bool restore) {
+    for (size_t k = 0; k < f.input.size(); ++k)
+      rt.input_fault(dc.inputs[f.input[k]->tensor_index].get(), f.input[k]->element, f.input[k]->word(),
+                     static_cast<char*>(dc.fault_saved.get()) + k * MAX_FAULT_COUNT * 4, restore, s);
+  };
+  input_faults(false);
   std::vector<const void*> in;
   for (const DeviceBuffer& b : dc.inputs) in.push_back(b.get());
   if (f.hang) {
@@ -210,7 +221,7 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
       f.replay->fired_tile = 0;
     }
   }
-  for (const Injection* inj : f.input) rt.flip_bits(dc.inputs[inj->tensor_index].get(), inj->element, inj->mask, s);
+  input_faults(true);
   rt.digest_tiles(dc.out.as<float>(), dc.device->output_layout(), tiles, static_cast<uint32_t>(te),
                   dc.tile_sm.as<uint32_t>(), f.fault, dc.digests.as<uint64_t>(), s);
   rt.copy_async(dc.pinned_digests.get(), dc.digests.get(), tiles * 8, s);

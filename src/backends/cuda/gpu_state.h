@@ -70,6 +70,7 @@ struct DeviceCase {
   std::vector<DeviceBuffer> inputs;
   DeviceBuffer out, tile_sm, digests, scratch;
   DeviceBuffer first_out;  // consensus: the first run's output, the expected values of a later miscompare
+  DeviceBuffer fault_saved;  // input drills: the words each one changes, saved (MAX_FAULT_COUNT words a drill)
   PinnedBuffer pinned_digests, pinned_sm;  // what the device copies back while the host waits on its event
   std::vector<uint64_t> host_digests;      // their values once the iteration is done
   std::vector<uint32_t> host_sm;
@@ -96,6 +97,7 @@ struct DeviceCase {
     digests.release();
     scratch.release();
     first_out.release();
+    fault_saved.release();
     pinned_digests.release();
     pinned_sm.release();
   }

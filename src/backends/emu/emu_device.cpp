@@ -128,8 +128,9 @@ class EmuRuntime final : public cuda::DeviceRuntime {
                     const uint32_t* tile_sm, cuda::DeviceFault fault, uint64_t* digests, cudaStream_t s) override {
     cuda::emu::digest_tiles(out, layout, tiles, tile_elements, tile_sm, fault, digests, s);
   }
-  void flip_bits(void* tensor, uint64_t index, uint32_t mask, cudaStream_t s) override {
-    cuda::emu::flip_bits(tensor, index, mask, s);
+  void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore,
+                   cudaStream_t s) override {
+    cuda::emu::input_fault(tensor, first, fault, saved, restore, s);
   }
   int sm_id_limit() override { return cuda::emu::sm_id_limit(); }
   void launch_hang(const volatile int* release, cudaStream_t s) override { cuda::emu::launch_hang(release, s); }

@@ -70,6 +70,12 @@ TEST_CASE("ulp distance, ULP buckets and bit names", "[signature]") {
   CHECK(ulp_distance(0x3f800001u, 0x3f800000u) == 1);
   CHECK(ulp_distance(0x80000000u, 0x00000000u) == 0);  // -0 against +0
   CHECK(ulp_distance(0x80000001u, 0x00000001u) == 2);  // across zero
+  CHECK(ulp_distance64(0x3ff0000000000000ull, 0x3ff0000000000001ull) == 1);  // binary64
+  CHECK(ulp_distance64(0x3ff0000000000000ull, 0x3fefffffffffffffull) == 1);  // across a binade
+  CHECK(ulp_distance64(0x8000000000000000ull, 0) == 0);                       // -0 against +0
+  CHECK(ulp_distance64(0x8000000000000001ull, 1) == 2);                       // across zero
+  CHECK(ulp_distance64(0x7fefffffffffffffull, 0xffefffffffffffffull) == 0xffdffffffffffffeull);
+  CHECK(ulp_distance64(0x7fffffffffffffffull, 0xffffffffffffffffull) == ~uint64_t{0} - 1);  // the farthest
   CHECK(Signature::ulp_bucket(0) == 0);
   CHECK(Signature::ulp_bucket(1) == 1);
   CHECK(Signature::ulp_bucket(7) == 3);
