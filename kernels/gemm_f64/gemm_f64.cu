@@ -169,6 +169,15 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
                                            s);
   }
 
+  // gemm_kernel's store: warp w holds the 32 x 32 quarter at rows 32 (w / 2), columns 32 (w % 2), as 8 x 8
+  // DMMA blocks whose element (i, j) lane 4 i + j / 2 holds; two words per value.
+  bool thread_of(uint32_t offset, int& warp, int& lane) const override {
+    const int v = static_cast<int>(offset / 2), r = v / TILE, c = v % TILE;
+    warp = (r / 32) * 2 + c / 32;
+    lane = (r % 8) * 4 + (c % 8) / 2;
+    return true;
+  }
+
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
     const unsigned blocks = static_cast<unsigned>((m_ / TILE) * (n_ / TILE));
     cuda::launch("gemm_f64 gemm_kernel", gemm_kernel, blocks, THREADS, s, static_cast<const double*>(in[0]),

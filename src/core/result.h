@@ -46,6 +46,9 @@ struct Miscompare {
   // A binary64 family's word (Family::value_words 2): the whole value it is half of, and its ulps.
   bool binary64 = false;
   uint64_t expected64 = 0, actual64 = 0, ulps64 = 0;
+  // On a GPU whose kernel documents its thread-to-element map (DeviceProblem::thread_of): the warp of the
+  // tile's block and the lane that computed the element; -1 otherwise.
+  int warp = -1, lane = -1;
 };
 
 // What one unit did of one test: its tiles and the time its worker spent computing them (CPU backend).

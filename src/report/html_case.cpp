@@ -234,7 +234,10 @@ std::string failing_case(const json& t) {
       };
       s += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
-          num(m, "iteration"), num(m, "tile"), esc(miscompare_unit(m)), esc(str(m, "element_name")), cell("expected"),
+          num(m, "iteration"), num(m, "tile"),
+          esc(miscompare_unit(m) +
+              (m.contains("lane") ? fmt::format(" warp {} lane {}", num(m, "warp"), num(m, "lane")) : "")),
+          esc(str(m, "element_name")), cell("expected"),
           cell("actual"), cell("xor_mask"), num(m, "ulps"),
           v64 ? fmt::format(R"(<br><span class="value64">{}</span>)", esc(m["value64"].value("ulps", json(0)).dump())) : "");
     }

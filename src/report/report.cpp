@@ -356,7 +356,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     for (size_t k = 0; k < listed; ++k) {
       const Miscompare& m = t.miscompares[k];
       s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n",
-                       m.iteration, m.tile, unit_where(r, t, m.unit), m.element_name, m.element, hex32(m.expected),
+                       m.iteration, m.tile,
+                       unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : ""),
+                       m.element_name, m.element, hex32(m.expected),
                        hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps,
                        m.binary64 ? fmt::format("; binary64 value expected {} actual {} xor {} ulps {}",
                                                 hex64_bits(m.expected64), hex64_bits(m.actual64),

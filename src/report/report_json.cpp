@@ -193,6 +193,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                    {"actual", hex32(m.actual)},
                                    {"xor_mask", hex32(m.expected ^ m.actual)},
                                    {"ulps", m.ulps}});
+      if (m.lane >= 0) {
+        jt["miscompares"].back()["warp"] = m.warp;
+        jt["miscompares"].back()["lane"] = m.lane;
+      }
       if (m.binary64)
         jt["miscompares"].back()["value64"] = {{"expected", hex64_bits(m.expected64)},
                                                {"actual", hex64_bits(m.actual64)},

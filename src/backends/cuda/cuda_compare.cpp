@@ -23,6 +23,18 @@ void copy_tile(const Gpu& g, const DeviceProblem& d, const float* out, uint64_t 
                 g.stream->get());
 }
 
+// The miscompares analyse_tile listed from index `from` on get the warp and lane that computed them, where the
+// kernel documents its thread-to-element map (DeviceProblem::thread_of).
+void name_threads(const DeviceCase& dc, size_t from, TestResult& r) {
+  for (size_t i = from; i < r.miscompares.size(); ++i) {
+    Miscompare& m = r.miscompares[i];
+    uint64_t tile = 0;
+    uint32_t offset = 0;
+    dc.problem->locate(m.element, tile, offset);
+    if (!dc.device->thread_of(offset, m.warp, m.lane)) m.warp = m.lane = -1;
+  }
+}
+
 }  // namespace
 
 Reference choose_reference(Shared& sh, Gpu& g, const Case& c, const DeviceCase& dc, TestResult& r) {
@@ -137,7 +149,9 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       }
       if (!expected.empty()) {  // the first run's values: analyse_tile lists what changed since
         copy_tile(g, *dc.device, dc.out.as<float>(), t, te, actual.data());
+        const size_t listed = r.miscompares.size();
         analyse_tile(*dc.problem, {}, expect[t], t, actual.data(), it, sm, ws, expected, r);
+        name_threads(dc, listed, r);
       } else if (r.notes.size() < 16) {
         r.notes.push_back(fmt::format("iteration {}: tile {} {}differs from the {} (digests only: no element values)",
                                       it, dc.problem->tile_name(t), sm >= 0 ? fmt::format("(SM {}) ", sm) : "",
@@ -146,8 +160,10 @@ void compare_iteration(Shared& sh, Gpu& g, DeviceCase& dc, const IterationFaults
       continue;
     }
     copy_tile(g, *dc.device, dc.out.as<float>(), t, te, actual.data());
+    const size_t listed = r.miscompares.size();
     analyse_tile(*dc.problem, dc.generated_host_inputs(), expect[t], t, actual.data(), it, sm, ws, expected_cache[t],
                  r);
+    name_threads(dc, listed, r);
   }
 }
 

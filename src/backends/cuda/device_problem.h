@@ -68,6 +68,11 @@ class DeviceProblem {
   // False when compute() cannot say which SM computed a tile (a library kernel): tile_sm is left
   // poisoned, miscompares are localized to the tile only, and SM-targeted drills are refused.
   virtual bool records_sm() const { return true; }
+  // The thread of the tile's block that computed and stored output word `offset` of a tile (the kernel's
+  // documented thread-to-element map): its warp in the block and its lane; false for a kernel that does not
+  // document one (a tile spread over several blocks, or a library kernel). A miscompare then names the warp
+  // and lane as well as the SM (corruption in one lane's datapath shows as one lane's elements).
+  virtual bool thread_of(uint32_t /*offset*/, int& /*warp*/, int& /*lane*/) const { return false; }
   // The library and algorithm compute() uses; fixed when the object is prepared (on the current device).
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
