@@ -16,10 +16,10 @@
 #include <cuda_fp16.h>
 #endif
 
+#include "kernels/convert_f32/convert_f32.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/family.h"
 #include "src/core/shape.h"
-#include "kernels/convert_f32/convert_f32.h"
 
 namespace sdc::convert_f32::SDC_TARGET {
 namespace {
@@ -84,8 +84,7 @@ __device__ __forceinline__ uint32_t f32_of_f16(uint32_t h) {
 
 // fp8_hw: the code has the fp8 instructions (false only in code for a target before 8.9, where they are not
 // compiled in either way).
-__global__ void __launch_bounds__(THREADS)
-    convert_kernel(const float* x, float* out, uint32_t* tile_sm, bool fp8_hw) {
+__global__ void __launch_bounds__(THREADS) convert_kernel(const float* x, float* out, uint32_t* tile_sm, bool fp8_hw) {
   const uint64_t tile = blockIdx.x;
   const uint64_t i = tile * TILE + 2u * threadIdx.x;  // elements i (lo) and i + 1 (hi)
   const float2 v = reinterpret_cast<const float2*>(x)[i / 2];

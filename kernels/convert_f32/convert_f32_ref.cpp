@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "src/core/family_util.h"
 #include "kernels/convert_f32/convert_f32.h"
+#include "src/core/family_util.h"
 
 namespace sdc::convert_f32 {
 namespace {
@@ -88,7 +88,8 @@ uint32_t widen_spec(int format, uint32_t b) {
 
 // ---- the problem ------------------------------------------------------------------------------------------------
 
-constexpr const char* WORD_NAMES[WORDS] = {"bf16", "f16", "e4m3", "e5m2", "bf16_f32", "f16_f32", "e4m3_f32", "e5m2_f32"};
+constexpr const char* WORD_NAMES[WORDS] = {"bf16",     "f16",     "e4m3",     "e5m2",
+                                           "bf16_f32", "f16_f32", "e4m3_f32", "e5m2_f32"};
 
 class ConvertProblem final : public Problem {
  public:
@@ -142,7 +143,9 @@ class ConvertProblem final : public Problem {
     offset = static_cast<uint32_t>(e % TILE_WORDS);
   }
   uint64_t logical_element(uint64_t tile, uint32_t offset) const override { return tile * TILE_WORDS + offset; }
-  std::string element_name(uint64_t e) const override { return fmt::format("y[{}].{}", e / WORDS, WORD_NAMES[e % WORDS]); }
+  std::string element_name(uint64_t e) const override {
+    return fmt::format("y[{}].{}", e / WORDS, WORD_NAMES[e % WORDS]);
+  }
   std::string tile_name(uint64_t tile) const override {
     const uint64_t i0 = tile * TILE;
     return fmt::format("x[{}:{}]", i0, i0 + TILE);
@@ -166,13 +169,11 @@ uint32_t narrow_reference(int format, float x) { return narrow_spec(format, x); 
 uint32_t widen_reference(int format, uint32_t b) { return widen_spec(format, b); }
 
 Family family() {
-  Family f{"convert_f32",
-           "fp32 to bf16, fp16, fp8 e4m3 and e5m2 (round to nearest even, satfinite fp8) and back, bit-exact",
-           {Mode::exact},
-           {"cpu", "cuda"},
-           {"n"},
-           validate,
-           prepare};
+  Family f{
+      "convert_f32", "fp32 to bf16, fp16, fp8 e4m3 and e5m2 (round to nearest even, satfinite fp8) and back, bit-exact",
+      {Mode::exact}, {"cpu", "cuda"},
+      {"n"},         validate,
+      prepare};
   f.defined_nans = true;
   return f;
 }

@@ -114,6 +114,7 @@ def battery():
     F.check(conv and all("cvt.rn.satfinite.e4m3x2" in t.get("algorithm", "") for t in conv),
             f"convert_f32 on sm_90: not the fp8 instructions: {[t.get('algorithm') for t in conv]}")
     conv_boot = [cid for cid in boot if exact[cid]["family"] == "convert_f32"]
+    F.check(bool(conv_boot), "no convert_f32 boot case")
     code, report, err = run_json("--backend", "emulated:sm_80x4", "--profile", "boot",
                                  *[x for cid in conv_boot for x in ("--enable", cid)])
     for cid in conv_boot:

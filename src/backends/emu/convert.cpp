@@ -21,7 +21,9 @@ struct Format {
     const double frac = fn ? (std::ldexp(1.0, man) - 2) : (std::ldexp(1.0, man) - 1);
     return std::ldexp(1.0 + frac / std::ldexp(1.0, man), emax());
   }
-  uint32_t largest_bits() const { return fn ? ((1u << (exp + man)) - 2u) : (((1u << exp) - 2u) << man) | ((1u << man) - 1u); }
+  uint32_t largest_bits() const {
+    return fn ? ((1u << (exp + man)) - 2u) : (((1u << exp) - 2u) << man) | ((1u << man) - 1u);
+  }
   uint32_t inf_bits() const { return ((1u << exp) - 1u) << man; }
 };
 

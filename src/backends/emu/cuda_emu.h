@@ -2,10 +2,10 @@
 // project's kernel sources compile unchanged as C++ for the emulated device (-DSDC_EMU; included through
 // src/backends/cuda/cuda_target.h). Built-ins (threadIdx, blockIdx, ...) read the running fiber's context;
 // barriers, shuffles and votes are the block runner's (block.h); mma.sync is emulated from the PTX ISA's
-// fragment layouts (mma.h), the narrow types' conversions from its cvt (convert.h); the runtime calls a kernel file makes (the current device, its attributes,
-// a launch's error, the few memory calls of the generic passes) go to the calling thread's current
-// emulated device (emu_device.h). `__shared__` storage is per OS thread (static thread_local): a block's
-// threads all run on one OS thread, and one block at a time runs there.
+// fragment layouts (mma.h), the narrow types' conversions from its cvt (convert.h); the runtime calls a kernel file
+// makes (the current device, its attributes, a launch's error, the few memory calls of the generic passes) go to the
+// calling thread's current emulated device (emu_device.h). `__shared__` storage is per OS thread (static thread_local):
+// a block's threads all run on one OS thread, and one block at a time runs there.
 //
 // Keeps the determinism contract: compiled with the host's flags (no contraction, IEEE division and square
 // root); fmaf and fma are the C library's correctly rounded fused multiply-adds.
@@ -147,7 +147,9 @@ struct __half2 {
   __half x, y;
 };
 inline __nv_bfloat16 __float2bfloat16_rn(float a) { return {::sdc::emu::cvt_rn_bf16_f32(a)}; }
-inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)}; }
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) {
+  return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)};
+}
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
 inline __half __float2half_rn(float a) { return {::sdc::emu::cvt_rn_f16_f32(a)}; }
 inline __half2 __floats2half2_rn(float a, float b) { return {__float2half_rn(a), __float2half_rn(b)}; }

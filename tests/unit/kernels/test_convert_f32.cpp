@@ -6,9 +6,9 @@
 #include <cstring>
 #include <set>
 
-#include "tests/unit/catch.h"
 #include "kernels/convert_f32/convert_f32.h"
 #include "src/backends/emu/convert.h"
+#include "tests/unit/catch.h"
 
 using namespace sdc;
 using namespace sdc::convert_f32;
@@ -133,13 +133,11 @@ TEST_CASE("convert_f32: widening, known values and every encoding by all three",
     int k;
     uint32_t b, want;
   } known[] = {
-      {F16, 0x3C00, 0x3F800000},  {F16, 0x0001, 0x33800000},  {F16, 0x7C00, 0x7F800000},
-      {F16, 0xFC00, 0xFF800000},  {F16, 0x7FFF, 0x7FFFFFFF},  {F16, 0x8000, 0x80000000},
-      {E4M3, 0x7E, 0x43E00000},   {E4M3, 0x01, 0x3B000000},   {E4M3, 0x7F, 0x7FFFFFFF},
-      {E4M3, 0xFF, 0x7FFFFFFF},   {E4M3, 0x80, 0x80000000},   {E4M3, 0x38, 0x3F800000},
-      {E5M2, 0x7C, 0x7F800000},   {E5M2, 0x7B, 0x47600000},   {E5M2, 0x7F, 0x7FFFFFFF},
-      {E5M2, 0x01, 0x37800000},   {E5M2, 0xFC, 0xFF800000},   {BF16, 0x7FFF, 0x7FFF0000},
-      {BF16, 0x3F80, 0x3F800000}, {BF16, 0x0001, 0x00010000},
+      {F16, 0x3C00, 0x3F800000}, {F16, 0x0001, 0x33800000},  {F16, 0x7C00, 0x7F800000},  {F16, 0xFC00, 0xFF800000},
+      {F16, 0x7FFF, 0x7FFFFFFF}, {F16, 0x8000, 0x80000000},  {E4M3, 0x7E, 0x43E00000},   {E4M3, 0x01, 0x3B000000},
+      {E4M3, 0x7F, 0x7FFFFFFF},  {E4M3, 0xFF, 0x7FFFFFFF},   {E4M3, 0x80, 0x80000000},   {E4M3, 0x38, 0x3F800000},
+      {E5M2, 0x7C, 0x7F800000},  {E5M2, 0x7B, 0x47600000},   {E5M2, 0x7F, 0x7FFFFFFF},   {E5M2, 0x01, 0x37800000},
+      {E5M2, 0xFC, 0xFF800000},  {BF16, 0x7FFF, 0x7FFF0000}, {BF16, 0x3F80, 0x3F800000}, {BF16, 0x0001, 0x00010000},
   };
   for (const auto& c : known) {
     INFO("format " << c.k << " encoding 0x" << std::hex << c.b);
