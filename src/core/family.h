@@ -134,6 +134,10 @@ struct Family {
   // 32-bit words per value of its tensors: 1 (fp32, and the narrower formats held in fp32), or 2 for a
   // binary64 family (src/spec/f64.h: its inputs, tiles and output elements count words, low half first).
   unsigned value_words = 1;
+  // Its outputs hold NaNs whose bits its specification defines (convert_f32: each conversion's canonical NaN),
+  // so a golden may hold them; every other family's outputs are NaN-free by construction (a NaN's bits are
+  // otherwise not portable) and a golden holding one is refused.
+  bool defined_nans = false;
 };
 
 // The registry: every family in one explicit list, stable order.

@@ -108,6 +108,19 @@ def battery():
     t = by_device(report, small_fp8).get("cuda:0", {})
     F.check(code == 0 and t.get("algorithm", "").startswith("mma.sync m16n8k32") and
             emulated_note not in t.get("algorithm", ""), f"fp8 on sm_89: exit {code}, engine {t.get('algorithm')}")
+    # convert_f32's fp8 conversions: the cvt instructions where the code has them (sm_89 on, the battery's sm_90
+    # above), the specification's integer code on sm_80, which passes against the same goldens.
+    conv = [t for cid, t in seen.items() if exact[cid]["family"] == "convert_f32"]
+    F.check(conv and all("cvt.rn.satfinite.e4m3x2" in t.get("algorithm", "") for t in conv),
+            f"convert_f32 on sm_90: not the fp8 instructions: {[t.get('algorithm') for t in conv]}")
+    conv_boot = [cid for cid in boot if exact[cid]["family"] == "convert_f32"]
+    F.check(bool(conv_boot), "no convert_f32 boot case")
+    code, report, err = run_json("--backend", "emulated:sm_80x4", "--profile", "boot",
+                                 *[x for cid in conv_boot for x in ("--enable", cid)])
+    for cid in conv_boot:
+        t = by_device(report, cid).get("cuda:0", {})
+        F.check(code == 0 and t.get("result") == "pass" and "fp8 in integer code" in t.get("algorithm", ""),
+                f"{cid} on sm_80: exit {code}, {t.get('result')}, engine {t.get('algorithm')}")
     # Library families (cuBLASLt) run only on a real GPU: skipped as not applicable, with the reason.
     lt = "gemm_bf16_exactint_cublaslt.mantissa_walk_128x64x96"
     code, report, err = run_json("--backend", "emulated:1", "--profile", "boot", "--enable", lt, "--enable",

@@ -233,6 +233,14 @@ def main():
                     if len(words) == 2:
                         ev, av = (struct.unpack("<d", struct.pack("<II", words[0][i], words[1][i]))[0] for i in (0, 1))
                         fails.check(abs((av - ev) + 2 * xv) <= 1e-9, f"{where}: y moved by {av - ev}, expected {-2 * xv}")
+            if g.family == "convert_f32" and mis:
+                # Only the element's own 8 words; a sign flip of a uniform value (|x| >= 1/16: no zero, no NaN)
+                # flips the sign bit of each of its 4 encodings (bit 15 or 7) and of its 4 widenings (bit 31).
+                fails.check(all(m["element"] // 8 == el for m in mis), f"{where}: expected only the words of y[{el}]")
+                if mask == 1 << 31:
+                    want = {0: 0x8000, 1: 0x8000, 2: 0x80, 3: 0x80, 4: 1 << 31, 5: 1 << 31, 6: 1 << 31, 7: 1 << 31}
+                    fails.check(len(mis) == 8 and all(int(m["xor_mask"], 16) == want[m["element"] % 8] for m in mis),
+                                f"{where}: a sign flip must flip each word's sign bit: {[m['xor_mask'] for m in mis]}")
             if is_exactint(g.family):  # every output that reads the element changes (see visible_input_flip)
                 want = g.n if tensor == "a" else g.m
                 fails.check(t.get("miscompared_elements") == want,

@@ -2,10 +2,10 @@
 // project's kernel sources compile unchanged as C++ for the emulated device (-DSDC_EMU; included through
 // src/backends/cuda/cuda_target.h). Built-ins (threadIdx, blockIdx, ...) read the running fiber's context;
 // barriers, shuffles and votes are the block runner's (block.h); mma.sync is emulated from the PTX ISA's
-// fragment layouts (mma.h); the runtime calls a kernel file makes (the current device, its attributes,
-// a launch's error, the few memory calls of the generic passes) go to the calling thread's current
-// emulated device (emu_device.h). `__shared__` storage is per OS thread (static thread_local): a block's
-// threads all run on one OS thread, and one block at a time runs there.
+// fragment layouts (mma.h), the narrow types' conversions from its cvt (convert.h); the runtime calls a kernel file
+// makes (the current device, its attributes, a launch's error, the few memory calls of the generic passes) go to the
+// calling thread's current emulated device (emu_device.h). `__shared__` storage is per OS thread (static thread_local):
+// a block's threads all run on one OS thread, and one block at a time runs there.
 //
 // Keeps the determinism contract: compiled with the host's flags (no contraction, IEEE division and square
 // root); fmaf and fma are the C library's correctly rounded fused multiply-adds.
@@ -22,6 +22,7 @@
 #include <functional>
 
 #include "src/backends/emu/block.h"
+#include "src/backends/emu/convert.h"
 #include "src/backends/emu/emu_device.h"
 #include "src/backends/emu/mma.h"
 
@@ -130,6 +131,31 @@ inline float __uint_as_float(unsigned u) {
 }
 using std::fma;
 using std::fmaf;
+
+// ---- the narrow types' conversions the kernels use (cuda_bf16.h, cuda_fp16.h), on the emulated instructions
+// (convert.h); a value holds its encoding, as the CUDA types' raw forms do ----
+struct __nv_bfloat16 {
+  unsigned short x;
+};
+struct __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
+struct __half {
+  unsigned short x;
+};
+struct __half2 {
+  __half x, y;
+};
+inline __nv_bfloat16 __float2bfloat16_rn(float a) { return {::sdc::emu::cvt_rn_bf16_f32(a)}; }
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) {
+  return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)};
+}
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
+inline __half __float2half_rn(float a) { return {::sdc::emu::cvt_rn_f16_f32(a)}; }
+inline __half2 __floats2half2_rn(float a, float b) { return {__float2half_rn(a), __float2half_rn(b)}; }
+inline unsigned short __half_as_ushort(__half h) { return h.x; }
+inline __half __ushort_as_half(unsigned short u) { return {u}; }
+inline float __half2float(__half h) { return ::sdc::emu::cvt_f32_f16(h.x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
