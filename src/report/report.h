@@ -19,7 +19,7 @@ namespace sdc {
 // 15: failures_by_iteration of tests (every differing element and failing tile per iteration); a unit object
 // names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
 // result not_applicable and summary.not_applicable
-constexpr int REPORT_SCHEMA_VERSION = 15;
+constexpr int REPORT_SCHEMA_VERSION = 16;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
@@ -27,6 +27,8 @@ constexpr int REPORT_SCHEMA_VERSION = 15;
 // family in this build's table.
 bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
+// A replay metric's name as its slot's element name ends: "L2 grad embed mismatch_severity", "L3 final loss_spike".
+std::string replay_metric_name(const ReplayMetric& m);
 
 std::string render_text(const RunResult& r, const HostInfo& host);
 std::string render_json(const RunResult& r, const HostInfo& host);  // report_json.cpp

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -193,6 +194,19 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                    {"actual", hex32(m.actual)},
                                    {"xor_mask", hex32(m.expected ^ m.actual)},
                                    {"ulps", m.ulps}});
+    if (is_replay_family(t.family)) {  // the paper's metrics by name and value, every one (replay_text's)
+      jt["replay_metrics"] = json::array();
+      const auto number = [](float v) { return std::isfinite(v) ? json(static_cast<double>(v)) : json(nullptr); };
+      for (const ReplayMetric& m : t.replay_metrics)
+        jt["replay_metrics"].push_back({{"unit", test_unit_json(m.unit)},
+                                        {"iteration", m.iteration},
+                                        {"tile", m.tile},
+                                        {"level", m.level},
+                                        {"site", m.site},
+                                        {"metric", m.metric},
+                                        {"value", number(m.value)},
+                                        {"reference", number(m.reference)}});
+    }
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
       if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
