@@ -368,8 +368,20 @@ SDC_HD void put_digest(uint64_t d, float* slot) {
 }
 
 // The seed paper's metrics of a tensor a against the reference b (n elements), in double, elements in
-// order. Severity is the mean over mismatched elements of |a - b| / |b|, with |a - b| where b is 0; the
-// ratio is ||a - b|| / ||b||, with ||a - b|| where b is 0. All three are exactly 0 when a is b bit for bit.
+// order. Severity is the mean over mismatched elements of their relative difference |a - b| / |b| (|a - b|
+// where b is 0); the ratio is ||a - b|| / ||b|| (||a - b|| where b is 0). All three are exactly 0 when a is b
+// bit for bit.
+//
+// Every metric stays finite: an element's relative difference above METRIC_CAP (2^64), or one that is not a
+// number (an output that became infinite or NaN), counts as METRIC_CAP, and so does a ratio or level 3's
+// distance above it. A flip of the top exponent bit multiplies a finite value by 2^128 or divides it by as
+// much: the element's relative difference is then METRIC_CAP (the value was wrecked) or about 1 (it vanished),
+// never infinite. Below the cap each number is the paper's. Host and device compute these functions, so a
+// faulty GPU reports the numbers a CPU computes for the same tensors (double adds, multiplies, divides and
+// square roots, correctly rounded on both; no contraction into fma: the CUDA build's --fmad=false).
+constexpr double METRIC_CAP = 18446744073709551616.0;  // 2^64
+SDC_HD double capped(double v) { return v < METRIC_CAP ? v : METRIC_CAP; }  // NaN fails the test: the cap
+
 struct Metrics {
   float frequency = 0, severity = 0, ratio = 0;
 };
@@ -382,15 +394,21 @@ SDC_HD Metrics tensor_metrics(const float* a, const float* b, uint64_t n) {
     if (float_bits(a[i]) == float_bits(b[i])) continue;
     ++mismatched;
     const double d = fabs(x - y);
-    severity += y == 0 ? d : d / fabs(y);
+    severity += capped(y == 0 ? d : d / fabs(y));
     diff2 += (x - y) * (x - y);
   }
   Metrics m;
   if (mismatched == 0) return m;
   m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(n));
   m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
-  m.ratio = static_cast<float>(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2));
+  m.ratio = static_cast<float>(capped(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2)));
   return m;
+}
+
+// Level 3's final distance ||p - p_ref|| / ||p_ref|| from the sums of squares over every parameter, elements
+// in order (the caller's loop), capped as the metrics above.
+SDC_HD float relative_distance(double diff2, double ref2) {
+  return static_cast<float>(capped(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2)));
 }
 
 }  // namespace sdc::train_step_f32

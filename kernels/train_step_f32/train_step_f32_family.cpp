@@ -49,6 +49,12 @@ Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
   return tensor_metrics(a.data(), b.data(), a.size());
 }
 
+// A metric's slot, named "L<level> <site> <metric>" as element_name says.
+void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* metric, bool always) {
+  sp.metrics.push_back({static_cast<uint32_t>(sp.names.size()), level, site, metric, always});
+  sp.names.push_back("L" + std::to_string(level) + " " + site + " " + metric);
+}
+
 }  // namespace
 
 ReplaySpec replay_spec(const Case& c) {
@@ -78,21 +84,23 @@ ReplaySpec replay_spec(const Case& c) {
       for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + part);
     }
     for (const Tensor& t : sp.shapes.tensors) {
-      for (const char* part :
-           {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
-        sp.names.push_back("L2 grad " + t.name + " " + part);
+      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"}) sp.names.push_back("L2 grad " + t.name + " " + part);
+      for (const char* metric : {"mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
+        add_metric(sp, 2, "grad " + t.name, metric, false);
     }
-    for (const Tensor& t : sp.shapes.tensors)
-      for (const char* part : {"digest.lo", "digest.mid", "digest.hi", "mismatch_frequency", "mismatch_severity"})
-        sp.names.push_back("L2 param " + t.name + " " + part);
+    for (const Tensor& t : sp.shapes.tensors) {
+      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"}) sp.names.push_back("L2 param " + t.name + " " + part);
+      for (const char* metric : {"mismatch_frequency", "mismatch_severity"})
+        add_metric(sp, 2, "param " + t.name, metric, false);
+    }
   } else {
     for (int64_t s = 0; s < sp.steps; ++s) {
-      const std::string base = "L3 step " + std::to_string(s) + " ";
-      sp.names.push_back(base + "loss");
-      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + "params digest." + part);
+      const std::string step = "step " + std::to_string(s);
+      add_metric(sp, 3, step, "loss", false);
+      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back("L3 " + step + " params digest." + part);
     }
-    sp.names.push_back("L3 final param_distance");
-    sp.names.push_back("L3 final loss_spike");
+    add_metric(sp, 3, "final", "param_distance", true);
+    add_metric(sp, 3, "final", "loss_spike", true);
   }
   return sp;
 }
@@ -166,6 +174,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   }
   std::string tile_name(uint64_t tile) const override { return "replica " + std::to_string(tile); }
   const ReplayProblem* replay() const override { return this; }
+  const std::vector<ReplayMetricSlot>& metric_slots() const override { return sp_.metrics; }
   bool compute_reference(const Injection* fault) const override {
     std::unique_ptr<BitFlip> flip;
     if (fault)
@@ -367,7 +376,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
         diff2 += (a - b) * (a - b);
         ref2 += b * b;
       }
-    out[4 * steps_] = static_cast<float>(std::sqrt(diff2 / ref2));
+    out[4 * steps_] = relative_distance(diff2, ref2);
     out[4 * steps_ + 1] = spike ? 1.0f : 0.0f;
     return inj && inj->fired();
   }

@@ -327,7 +327,7 @@ struct TensorPair {
 __global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned* count, const int* spike,
                                 float* slots) {
   slots[1] = *spike ? 1.0f : 0.0f;
-  if (*count == 0) {  // no parameter differs: the distance is 0 (the host's sqrt(0 / ref2))
+  if (*count == 0) {  // no parameter differs: the distance is 0 (the host's relative_distance(0, ref2))
     slots[0] = 0;
     return;
   }
@@ -338,7 +338,7 @@ __global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned
       diff2 += (a - b) * (a - b);
       ref2 += b * b;
     }
-  slots[0] = static_cast<float>(sqrt(diff2 / ref2));
+  slots[0] = relative_distance(diff2, ref2);
 }
 
 __global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {

@@ -34,6 +34,7 @@ struct ReplaySpec {
   TensorSet shapes;
   std::vector<L1Site> sites;       // level 12
   std::vector<std::string> names;  // one per tile slot
+  std::vector<ReplayMetricSlot> metrics;  // the slots that hold metrics (the others are digests)
 };
 // The replay of a validated case.
 ReplaySpec replay_spec(const Case& c);

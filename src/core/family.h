@@ -59,6 +59,17 @@ struct TileGrid {
   std::string axes;
 };
 
+// A slot of a replay's tile that holds one of the paper's metrics (mismatch frequency and severity, the
+// gradient-difference ratio, a step's loss, the final parameter distance and loss-spike flag), named for the
+// reports, which list a failing unit's by name and value, never capped (the digest slots' listing is).
+struct ReplayMetricSlot {
+  uint32_t offset = 0;  // in the tile
+  int level = 0;        // 2 or 3
+  std::string site;     // "grad layer0.attn.wq", "param embed", "step 5", "final"
+  std::string metric;   // "mismatch_frequency", "mismatch_severity", "grad_diff_ratio", "loss", ...
+  bool always = false;  // listed for a failing tile even at the reference's value (level 3's final summary)
+};
+
 // What a problem that replays whole training steps (Problem::replay, of a family with Family::replay) offers
 // beyond its tiles: faults injected inside the computation of a tile, and an in-process reference its tiles
 // are measured against.
@@ -78,6 +89,8 @@ class ReplayProblem {
   // unit then computes, against the golden before any tile runs.
   virtual bool compute_reference(const Injection* fault) const = 0;
   virtual void reference_tile(uint64_t tile, float* out) const = 0;
+  // The tile's metric slots, in slot order (every slot not listed is a digest).
+  virtual const std::vector<ReplayMetricSlot>& metric_slots() const = 0;
 };
 
 // A case prepared for computation: dimensions checked, tile geometry known.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -13,6 +14,21 @@ namespace {
 
 constexpr size_t MAX_LISTED_PER_TILE = 8;
 constexpr size_t MAX_LISTED_PER_TEST = 32;
+
+// A replay's metrics from a unit's first failing tile: those that differ from the reference's, and those
+// listed always.
+void add_replay_metrics(const Problem& problem, uint64_t tile, const float* expected, const float* actual,
+                        int iteration, int unit, TestResult& r) {
+  const ReplayProblem* replay = problem.replay();
+  if (!replay || std::any_of(r.replay_metrics.begin(), r.replay_metrics.end(),
+                             [unit](const ReplayMetric& m) { return m.unit == unit; }))
+    return;
+  for (const ReplayMetricSlot& s : replay->metric_slots()) {
+    const float x = expected[s.offset], a = actual[s.offset];
+    if (!s.always && std::memcmp(&x, &a, sizeof x) == 0) continue;
+    r.replay_metrics.push_back({unit, iteration, tile, s.level, s.site, s.metric, a, x});
+  }
+}
 
 }  // namespace
 
@@ -67,6 +83,7 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     }
     r.miscompares.push_back(m);
   }
+  if (sig) add_replay_metrics(problem, tile, expected.data(), actual, iteration, unit, r);
 }
 
 }  // namespace sdc

@@ -51,6 +51,18 @@ struct Miscompare {
   int warp = -1, lane = -1;
 };
 
+// One of the paper's metrics as a failing unit of a training-step replay computed it (ReplayMetricSlot,
+// src/core/family.h): per unit, from its first failing tile, every metric that differs from the reference's
+// and level 3's final distance and spike flag always; never capped.
+struct ReplayMetric {
+  int unit = -1;  // logical CPU, or SM (-1 on a GPU: the replay's kernels span it)
+  int iteration = 0;
+  uint64_t tile = 0;
+  int level = 0;  // 2 or 3
+  std::string site, metric;
+  float value = 0, reference = 0;  // the unit's, and what a healthy unit computes
+};
+
 // What one unit did of one test: its tiles and the time its worker spent computing them (CPU backend).
 struct UnitSpeed {
   int unit = -1;  // logical CPU
@@ -116,6 +128,7 @@ struct TestResult {
   uint64_t miscompared_elements = 0;
   std::vector<int> units_failed;        // logical CPUs, or SMs of the test's GPU
   std::vector<Miscompare> miscompares;  // the first ones, with full localization
+  std::vector<ReplayMetric> replay_metrics;  // a replay family's (Family::replay): all, by unit
   // Per unit, in unit order, accumulated over every differing element (not only the listed ones); a tile
   // judged by digests alone (no element values: node consensus, a recorded golden) adds nothing.
   std::vector<UnitSignature> signatures;

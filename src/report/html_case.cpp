@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -193,6 +194,28 @@ std::string timeline(const json& t) {
   return s + "</svg></figure>";
 }
 
+// A training-step replay's metrics (the report's replay_metrics), every one, by name and value: the values were
+// fp32 slots, so they are written as the shortest decimal that reads back as that float.
+std::string replay_metrics_table(const json& t) {
+  const json& metrics = arr(t, "replay_metrics");
+  if (metrics.empty()) return "";
+  const auto value = [](const json& v) {
+    if (!v.is_number()) return std::string("not finite");
+    const double d = v.get<double>();
+    return std::fabs(d) <= std::numeric_limits<float>::max() ? fmt::format("{}", static_cast<float>(d))
+                                                              : fmt::format("{}", d);
+  };
+  std::string s =
+      R"(<table class="replay-metrics"><caption>the replay's metrics</caption><tr><th>unit</th><th>iteration</th>)"
+      "<th>tile</th><th>level</th><th>site</th><th>metric</th><th>value</th><th>reference</th></tr>";
+  for (const json& m : metrics)
+    s += fmt::format(
+        R"(<tr data-metric="{}"><td>{}</td><td>{}</td><td>{}</td><td>L{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>)",
+        esc(str(m, "metric")), esc(miscompare_unit(m)), num(m, "iteration"), num(m, "tile"), num(m, "level"),
+        esc(str(m, "site")), esc(str(m, "metric")), value(field(m, "value")), value(field(m, "reference")));
+  return s + "</table>";
+}
+
 }  // namespace
 
 std::string failing_case(const json& t) {
@@ -216,6 +239,7 @@ std::string failing_case(const json& t) {
   for (const json& g : arr(t, "signatures"))
     s += fmt::format(R"(<p class="signature">signature on {}: <code>{}</code> ({} element(s))</p>)",
                      esc(miscompare_unit(g)), esc(str(g, "signature")), num(g, "elements"));
+  s += replay_metrics_table(t);
   const json& mis = arr(t, "miscompares");
   if (!mis.empty()) {
     constexpr size_t ROWS = 20;

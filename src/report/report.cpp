@@ -47,6 +47,8 @@ bool is_replay_family(const std::string& family) {
   return f && f->replay;
 }
 
+std::string replay_metric_name(const ReplayMetric& m) { return fmt::format("L{} {} {}", m.level, m.site, m.metric); }
+
 std::string replay_site(const std::string& element_name) {
   std::string s = element_name;
   if (const size_t colon = s.find(": "); s.rfind("replica ", 0) == 0 && colon != std::string::npos)
@@ -111,7 +113,7 @@ std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
 }
 
 // The replay's failing sites per unit, in the order listed (L1's first is the first faulty submodule: the
-// slots are in execution order), for people.
+// slots are in execution order), then every one of its metrics by name and value, for people.
 std::string replay_text(const RunResult& r, const TestResult& t) {
   std::map<int, std::vector<std::string>> sites;
   for (const Miscompare& m : t.miscompares) {
@@ -119,15 +121,34 @@ std::string replay_text(const RunResult& r, const TestResult& t) {
     auto& v = sites[m.unit];
     if (!site.empty() && std::find(v.begin(), v.end(), site) == v.end()) v.push_back(site);
   }
+  for (const ReplayMetric& m : t.replay_metrics) sites[m.unit];  // a unit past the listing's cap
   std::string s;
   for (const auto& [unit, v] : sites) {
-    if (v.empty()) continue;
     std::string list;
     for (const auto& x : v) list += (list.empty() ? "" : ", ") + x;
-    s += fmt::format("  replay on {}: first {}; listed: {}{}\n", unit_where(r, t, unit), v.front(), list,
-                     t.miscompared_elements > t.miscompares.size() ? " (and more not listed)" : "");
+    if (!v.empty())
+      s += fmt::format("  replay on {}: first {}; listed: {}{}\n", unit_where(r, t, unit), v.front(), list,
+                       t.miscompared_elements > t.miscompares.size() ? " (and more not listed)" : "");
+    bool first = true;
+    for (const ReplayMetric& m : t.replay_metrics) {
+      if (m.unit != unit) continue;
+      if (first)
+        s += fmt::format("  replay metrics on {} (iteration {}, {}):\n", unit_where(r, t, unit), m.iteration,
+                         "replica " + std::to_string(m.tile));
+      first = false;
+      s += fmt::format("    {} = {} (reference {})\n", replay_metric_name(m), m.value, m.reference);
+    }
   }
   return s + "  (the replay's slots are digests and metrics: their flipped bits say nothing about the hardware)\n";
+}
+
+// A listed miscompare that is one of the replay's metrics, which replay_text gives by value.
+bool is_listed_metric(const TestResult& t, const Miscompare& m) {
+  return std::any_of(t.replay_metrics.begin(), t.replay_metrics.end(), [&m](const ReplayMetric& x) {
+    const std::string name = replay_metric_name(x);
+    return x.unit == m.unit && x.iteration == m.iteration && x.tile == m.tile && m.element_name.size() >= name.size() &&
+           m.element_name.compare(m.element_name.size() - name.size(), name.size(), name) == 0;
+  });
 }
 
 std::string device_line(const DeviceInfo& d) {
@@ -355,6 +376,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     const size_t listed = std::min(t.miscompares.size(), FOLD_ELEMENTS);
     for (size_t k = 0; k < listed; ++k) {
       const Miscompare& m = t.miscompares[k];
+      if (is_listed_metric(t, m)) continue;  // given by value above
       s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n",
                        m.iteration, m.tile,
                        unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : ""),

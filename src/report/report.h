@@ -27,6 +27,8 @@ constexpr int REPORT_SCHEMA_VERSION = 16;
 // family in this build's table.
 bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
+// A replay metric's name as its slot's element name ends: "L2 grad embed mismatch_severity", "L3 final loss_spike".
+std::string replay_metric_name(const ReplayMetric& m);
 
 std::string render_text(const RunResult& r, const HostInfo& host);
 std::string render_json(const RunResult& r, const HostInfo& host);  // report_json.cpp

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -202,6 +203,19 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                                {"actual", hex64_bits(m.actual64)},
                                                {"xor_mask", hex64_bits(m.expected64 ^ m.actual64)},
                                                {"ulps", m.ulps64}};
+    }
+    if (is_replay_family(t.family)) {  // the paper's metrics by name and value, every one (replay_text's)
+      jt["replay_metrics"] = json::array();
+      const auto number = [](float v) { return std::isfinite(v) ? json(static_cast<double>(v)) : json(nullptr); };
+      for (const ReplayMetric& m : t.replay_metrics)
+        jt["replay_metrics"].push_back({{"unit", test_unit_json(m.unit)},
+                                        {"iteration", m.iteration},
+                                        {"tile", m.tile},
+                                        {"level", m.level},
+                                        {"site", m.site},
+                                        {"metric", m.metric},
+                                        {"value", number(m.value)},
+                                        {"reference", number(m.reference)}});
     }
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)

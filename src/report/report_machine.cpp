@@ -227,6 +227,23 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
           s += fmt::format("sdcscreen_replay_failed{{{},level=\"{}\",site=\"{}\"}} 1\n", dev, site.substr(1, 1),
                            site.substr(3));
       }
+  // The paper's metrics of each failing replay unit, every one (the reports' replay_metrics): bounded labels as
+  // above, and the metric's name.
+  gauge(s, "sdcscreen_replay_metric",
+        "A training-step replay's metric on a device whose replay failed, by case, level, site and metric "
+        "(mismatch_frequency, mismatch_severity, grad_diff_ratio, loss, param_distance, loss_spike; present only "
+        "then).");
+  for (const TestResult& t : r.tests)
+    for (const ReplayMetric& m : t.replay_metrics) {
+      if (t.device_index < 0 && m.unit < 0) continue;  // no CPU named
+      const std::string dev = labels_of(r, t.device_index >= 0 ? UnitName::of_gpu(r.devices[static_cast<size_t>(t.device_index)].index)
+                                                               : UnitName::of_cpu(m.unit));
+      const std::string value = std::isnan(m.value) ? "NaN"
+                                : std::isinf(m.value) ? (m.value > 0 ? "+Inf" : "-Inf")
+                                                      : fmt::format("{}", m.value);
+      s += fmt::format("sdcscreen_replay_metric{{{},case=\"{}\",level=\"{}\",site=\"{}\",metric=\"{}\"}} {}\n", dev, t.id,
+                       m.level, m.site, m.metric, value);
+    }
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", labels_of(r, UnitName::of_cpu(u.cpu.cpu)));

@@ -9,6 +9,7 @@
 Under a sanitizer (SDC_SANITIZED set) the counts are scaled down (coverage, not volume): the replays run several
 times slower there.
 """
+import math
 import os
 import random
 import tempfile
@@ -203,6 +204,20 @@ def main():
                 level, where = site[1], site[3:]
                 want = f'sdcscreen_replay_failed{{cpu="{bad}",level="{level}",site="{where}"}} 1'
                 fails.check(os.path.exists(prom) and want in open(prom).read(), f"view {spec}: no '{want}'")
+                # The metrics by name and value, never capped: level 2's ratio after an L1 site, level 3's final two.
+                # (loss.forward's value feeds no gradient: its flip leaves every metric at its reference value.)
+                metrics_expected = "loss.forward" not in spec
+                names = ["final param_distance", "final loss_spike"] if level == "3" else ["grad_diff_ratio", "mismatch_severity"]
+                lines = [l for l in p.stdout.splitlines() if " = " in l and "(reference " in l]
+                fails.check(not metrics_expected or all(any(n in l for l in lines) for n in names), f"view {spec}: metrics {names} not in the text")
+                metric_lines = [l for l in open(prom).read().splitlines() if l.startswith("sdcscreen_replay_metric{")]
+                fails.check(bool(metric_lines) == metrics_expected and all(math.isfinite(float(l.rsplit(" ", 1)[1])) for l in metric_lines),
+                            f"view {spec}: prometheus replay metrics {metric_lines[:3]}")
+            rc, rep, err = common.run_json(*sel, *inj)
+            ms = rep["tests"][0].get("replay_metrics", []) if rep else []
+            fails.check(not metrics_expected or ms and all(isinstance(m["value"], (int, float)) and math.isfinite(m["value"]) for m in ms)
+                        and any((f"{m['site']} {m['metric']}").endswith(names[0].split(" ")[-1]) for m in ms),
+                        f"view {spec}: json replay_metrics {ms[:3]}")
             p = common.run("run", *sel, *inj, "--npd")
             fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
         p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "

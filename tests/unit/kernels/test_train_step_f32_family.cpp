@@ -2,6 +2,8 @@
 // replay; its fast path equals the plain path, its slot names are unique, and a fault injected into a
 // submodule output shows at the levels and slots it should, and nowhere else.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -150,4 +152,38 @@ TEST_CASE(
     CHECK(any_starts(d, "L3 step 3 "));
     CHECK(any_starts(d, "L3 final param_distance"));
   }
+}
+
+TEST_CASE("train_step_f32: the metrics stay finite on a top-exponent flip and are exactly 0 on a healthy unit",
+          "[replay]") {
+  const std::vector<float> ref = {1.0f, 0.5f, 0.0078125f, 4.0f, 0.0f};
+  const Metrics healthy = tensor_metrics(ref.data(), ref.data(), ref.size());
+  CHECK(healthy.frequency == 0.0f);
+  CHECK(healthy.severity == 0.0f);
+  CHECK(healthy.ratio == 0.0f);
+  const auto flip = [](float v, int bit) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u ^= 1u << bit;
+    std::memcpy(&v, &u, 4);
+    return v;
+  };
+  for (size_t e = 0; e < ref.size(); ++e) {
+    std::vector<float> a = ref;
+    a[e] = flip(a[e], 30);  // 1.0 becomes inf, 4.0 about 2^-126, 0.0078125 about 2^121, 0 becomes 2
+    const Metrics m = tensor_metrics(a.data(), ref.data(), a.size());
+    CHECK(m.frequency == 0.2f);
+    CHECK(std::isfinite(m.severity));
+    CHECK(std::isfinite(m.ratio));
+    CHECK(m.severity > 0.0f);
+    CHECK(m.severity <= static_cast<float>(METRIC_CAP));
+  }
+  std::vector<float> a = ref;
+  a[0] = flip(a[0], 30);  // inf: its relative difference is the cap
+  CHECK(tensor_metrics(a.data(), ref.data(), a.size()).severity == static_cast<float>(METRIC_CAP));
+  a = ref;
+  a[3] = flip(a[3], 30);  // 4.0 vanishes: a relative difference of about 1
+  CHECK(tensor_metrics(a.data(), ref.data(), a.size()).severity == 1.0f);
+  CHECK(relative_distance(0, 2) == 0.0f);
+  CHECK(relative_distance(INFINITY, 2) == static_cast<float>(METRIC_CAP));
 }
