@@ -28,8 +28,9 @@ from injection_model import (Geometry, attention_bf16_q_exponent, is_exactint, u
 
 RNG_SEED = 20261121
 # Under a sanitizer (SDC_SANITIZED) 100: every family in outputs and inputs, with and without unit= and mask=,
-# several times each; what a sanitizer looks for does not grow with the count. The release suite runs 240.
-N_INJECTIONS = 100 if os.environ.get("SDC_SANITIZED") else 240
+# several times each; what a sanitizer looks for does not grow with the count. The release suite runs 200 (the
+# other drill kinds: test_injection_kinds.py).
+N_INJECTIONS = 100 if os.environ.get("SDC_SANITIZED") else 200
 # These drills run on CPUs: the GPU-only families are drilled on GPUs. The training-step replay has no input
 # or output geometry this model knows (a tile is a whole replay): test_replay.py drills it.
 FAMILIES = [f for f in common.CPU_FAMILIES if f != "train_step_f32"]
