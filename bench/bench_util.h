@@ -1,4 +1,4 @@
-// What the GPU benchmark's sections share (bench_gpu.cu, bench_lt.cu): timing by CUDA events, medians,
+// What the GPU benchmark's sections share (bench_gpu.cpp, bench_lt.cpp): timing by CUDA events, medians,
 // and one case prepared on the device the way the GPU executor prepares it.
 #pragma once
 
@@ -115,7 +115,7 @@ struct DeviceCase {
 };
 
 // cuBLASLt against the verified stress and the project's own mma.sync kernel, exact-integer bf16 and
-// fp16 at large shapes (bench_lt.cu). Appends its rows to `rows`; false when a device result disagreed;
+// fp16 at large shapes (bench_lt.cpp). Appends its rows to `rows`; false when a device result disagreed;
 // sets `failed` when a dtype could not be measured (CUDA error, cuBLASLt absent or without an algorithm).
 bool bench_cublaslt(int reps, cudaStream_t s, Json& rows, bool& failed);
 

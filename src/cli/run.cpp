@@ -176,12 +176,23 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
     activity::publish_completion(f.code);
     return f.code;
   };
+  // A signal from here on asks for an orderly stop (screen.h), also while the patterns load and before the
+  // supervisor forks the screen: the screen it forks inherits the request, marks every test interrupted and
+  // writes its outputs (without this, a SIGTERM in the first second ended the process with no report at all).
+  install_signal_handlers();
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed_s = [started] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   RunRequest req;
   if (const SetupFailure f = run_request(a, argv, patterns_dir, req); f.code != 0) return fail(f);
+  // Drill (SDCSCREEN_DRILL_SETUP_DELAY=SECONDS): the set-up takes that much longer, so that a test can signal
+  // the run while it is in its set-up; a signal ends the wait. Compiled in, off unless set.
+  if (const char* d = std::getenv("SDCSCREEN_DRILL_SETUP_DELAY"); d && *d) {
+    const double wait_s = std::strtod(d, nullptr);
+    const StopToken stop = stop_token();
+    while (!stop.stop_requested() && elapsed_s() < wait_s) ::usleep(20000);
+  }
   HistoryTarget history;
   int pending_fd = -1;  // kept open to the end: it holds the marker's lock while this screen (or its children) run
   if (const SetupFailure f = open_history(req, history, &pending_fd); f.code != 0) return fail(f);

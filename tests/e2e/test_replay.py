@@ -9,9 +9,11 @@
 Under a sanitizer (SDC_SANITIZED set) the counts are scaled down (coverage, not volume): the replays run several
 times slower there.
 """
+import json
 import math
 import os
 import random
+import re
 import tempfile
 import time
 
@@ -196,9 +198,13 @@ def main():
                                  (L3, "submodule=layer0.attn.wo.backward,step=5,element=3,bit=20", "L3 step 5")):
             inj = ["--inject", f"case={case},{spec},unit={bad}"]
             sel = ["--enable-any", case, "--cpuset", f"{good},{bad}", "--time-budget", "1h"]
+            # One screen writes the text report (stdout), the JSON report (-o), the Prometheus file and the HTML page.
             with tempfile.TemporaryDirectory() as d:
-                prom = os.path.join(d, "s.prom")
-                p = common.run("run", *sel, *inj, "--prometheus", prom)
+                prom, jpath, hpath = (os.path.join(d, n) for n in ("s.prom", "r.json", "r.html"))
+                p = common.run("run", *sel, *inj, "--prometheus", prom, "--output-format", "json", "-o", jpath,
+                               "--html", hpath)
+                rep = json.load(open(jpath)) if os.path.exists(jpath) else None
+                page = open(hpath).read() if os.path.exists(hpath) else ""
                 fails.check(p.returncode == 1 and f"replay on cpu {bad} (" in p.stdout and f": first {site};" in p.stdout
                             and "signature on" not in p.stdout, f"view {spec}: text:\n{p.stdout[-1500:]}")
                 level, where = site[1], site[3:]
@@ -213,11 +219,14 @@ def main():
                 metric_lines = [l for l in open(prom).read().splitlines() if l.startswith("sdcscreen_replay_metric{")]
                 fails.check(bool(metric_lines) == metrics_expected and all(math.isfinite(float(l.rsplit(" ", 1)[1])) for l in metric_lines),
                             f"view {spec}: prometheus replay metrics {metric_lines[:3]}")
-            rc, rep, err = common.run_json(*sel, *inj)
             ms = rep["tests"][0].get("replay_metrics", []) if rep else []
             fails.check(not metrics_expected or ms and all(isinstance(m["value"], (int, float)) and math.isfinite(m["value"]) for m in ms)
                         and any((f"{m['site']} {m['metric']}").endswith(names[0].split(" ")[-1]) for m in ms),
                         f"view {spec}: json replay_metrics {ms[:3]}")
+            # The HTML page's table has one row per metric of the JSON, named as there; none without metrics.
+            rows = re.findall(r'<tr data-metric="([^"]*)">', page)
+            fails.check(page and rows == [m["metric"] for m in ms] and ('class="replay-metrics"' in page) == bool(ms),
+                        f"view {spec}: html metric rows {rows[:4]} vs json {[m['metric'] for m in ms][:4]}")
             p = common.run("run", *sel, *inj, "--npd")
             fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
         p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "

@@ -5,7 +5,7 @@
 //     GPU has them) on the same shapes and inputs, as 1 (target: at least 0.8);
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
 //     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
-//  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cu): bare matmul against
+//  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cpp): bare matmul against
 //     the verified stress (target: at least 0.95) and the digest share (target: at most 3%), both with
 //     the same pinned algorithm, and the project's own mma.sync kernel as a ratio of cuBLASLt;
 //  4. every case of the battery: the device's tile digests checked against the golden digests first,
