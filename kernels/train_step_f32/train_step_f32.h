@@ -167,54 +167,8 @@ SDC_HD int init_scale_exponent(int64_t fan_in) {
 }
 
 // ---- own sine and cosine -------------------------------------------------------------------------------
-// Valid for |x| <= 2^13 (the rotary angles are below S <= 8192). Range reduction x = k pi/2 + r with
-// k = round(x * 2/pi) (to nearest even, through the 1.5 * 2^23 shifter) and pi/2 split in three floats:
-// r1 = fmaf(-k, P1, x) is exact (x - k P1 is a multiple of 2^-23 below 1 in magnitude when |x| >= 1,
-// and k = 0 when |x| < pi/4), then r = fmaf(-k, P3, fmaf(-k, P2, r1)). On |r| <= pi/4 (a little more
-// when x * 2/pi rounds across a half) Cephes' sinf/cosf polynomials; the quadrant k mod 4 picks
-// +-sin r or +-cos r.
-struct Reduced {
-  float r;
-  int quadrant;  // k mod 4, in 0..3
-};
-
-SDC_HD Reduced reduce_half_pi(float x) {
-  const float shifter = 12582912.0f;                            // 1.5 * 2^23
-  const float kf = fmaf(x, 0x1.45f306p-1f, shifter) - shifter;  // 2/pi
-  float r = fmaf(-kf, 0x1.921fb6p+0f, x);                       // P1 = float(pi/2)
-  r = fmaf(-kf, -0x1.777a5cp-25f, r);                           // P2 = float(pi/2 - P1)
-  r = fmaf(-kf, -0x1.ee59dap-50f, r);                           // P3 = float(pi/2 - P1 - P2)
-  const int k = static_cast<int>(kf);
-  return {r, k & 3};
-}
-
-SDC_HD float sin_poly(float r) {
-  const float z = r * r;
-  float p = fmaf(-1.9515295891e-4f, z, 8.3321608736e-3f);
-  p = fmaf(p, z, -1.6666654611e-1f);
-  return fmaf(p * z, r, r);
-}
-
-SDC_HD float cos_poly(float r) {
-  const float z = r * r;
-  float p = fmaf(2.443315711809948e-5f, z, -1.388731625493765e-3f);
-  p = fmaf(p, z, 4.166664568298827e-2f);
-  return fmaf(p, z * z, fmaf(-0.5f, z, 1.0f));
-}
-
-SDC_HD float sdc_sinf(float x) {
-  const Reduced q = reduce_half_pi(x);
-  const float s = sin_poly(q.r), c = cos_poly(q.r);
-  const float v = (q.quadrant & 1) ? c : s;
-  return (q.quadrant & 2) ? -v : v;
-}
-
-SDC_HD float sdc_cosf(float x) {
-  const Reduced q = reduce_half_pi(x);
-  const float s = sin_poly(q.r), c = cos_poly(q.r);
-  const float v = (q.quadrant & 1) ? s : c;
-  return ((q.quadrant + 1) & 2) ? -v : v;
-}
+// sdc_sinf and sdc_cosf of src/spec/fpmath.h: a Cody-Waite reduction by pi/2 and Cephes' polynomials, valid
+// for |x| <= 2^13 (the rotary angles are below S <= 8192).
 
 // ---- rotary embedding ----------------------------------------------------------------------------------
 // log_theta = sdc_logf(ROPE_THETA), computed once by the caller.

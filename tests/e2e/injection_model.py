@@ -114,7 +114,7 @@ class Geometry:
             self.outputs = 2 * self.rows
             self.tiles = self.rows // 16
             self.tensors = {"x": (0, 2 * self.rows * self.cols)}
-        elif f == "convert_f32":  # 8 words per element (4 encodings, 4 widenings), tiles of 512 elements
+        elif f in ("convert_f32", "elementwise_f32"):  # 8 words per element, tiles of 512 elements
             self.n = s["n"]
             self.outputs = 8 * self.n
             self.tiles = self.n // 512
@@ -145,7 +145,7 @@ class Geometry:
             return e // 16
         if f == "reduce_sum_f64":
             return e // 32
-        if f == "convert_f32":
+        if f in ("convert_f32", "elementwise_f32"):
             return e // (8 * 512)
         if e < self.tokens:  # cross_entropy: loss[t]
             return e // 16
@@ -196,7 +196,7 @@ class Geometry:
         if f == "reduce_sum_f64":
             r = el // 2 // self.cols
             return (lambda e: e // 2 == r), {r // 16}
-        if f == "convert_f32":  # x[i] feeds exactly words 8 i .. 8 i + 7
+        if f in ("convert_f32", "elementwise_f32"):  # x[i] feeds exactly words 8 i .. 8 i + 7
             return (lambda e: e // 8 == el), {el // 512}
         t = el // self.vocab  # cross_entropy
         return (lambda e: e == t or e == self.tokens + t // 16), {t // 16}

@@ -242,6 +242,18 @@ def main():
                     want = {0: 0x8000, 1: 0x8000, 2: 0x80, 3: 0x80, 4: 1 << 31, 5: 1 << 31, 6: 1 << 31, 7: 1 << 31}
                     fails.check(len(mis) == 8 and all(int(m["xor_mask"], 16) == want[m["element"] % 8] for m in mis),
                                 f"{where}: a sign flip must flip each word's sign bit: {[m['xor_mask'] for m in mis]}")
+            if g.family == "elementwise_f32" and mis:
+                # Only the element's own 8 words (exp, log, tanh, gelu, silu, rsqrt, sin, cos). A sign flip of a
+                # uniform value (|x| >= 1/16): tanh and sin are odd to the bit (bit 31 flips), cos is even (no
+                # change), log and rsqrt trade a finite value for the canonical NaN, exp, gelu and silu move.
+                fails.check(all(m["element"] // 8 == el for m in mis), f"{where}: expected only the words of y[{el}]")
+                if mask == 1 << 31:
+                    words = {m["element"] % 8: m for m in mis}
+                    fails.check(sorted(words) == [0, 1, 2, 3, 4, 5, 6], f"{where}: words {sorted(words)} changed, expected 0..6")
+                    fails.check(all(int(words[k]["xor_mask"], 16) == 1 << 31 for k in (2, 6) if k in words),
+                                f"{where}: tanh and sin must flip their sign bit only")
+                    fails.check(all(0x7FFFFFFF in (int(words[k]["expected"], 16), int(words[k]["actual"], 16))
+                                    for k in (1, 5) if k in words), f"{where}: log and rsqrt must trade a value for NaN")
             if is_exactint(g.family):  # every output that reads the element changes (see visible_input_flip)
                 want = g.n if tensor == "a" else g.m
                 fails.check(t.get("miscompared_elements") == want,

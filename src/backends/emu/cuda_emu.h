@@ -215,6 +215,14 @@ template <class F>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F) {
   return sdc_emu_func_attributes(attr);
 }
+// Blocks of `block` threads an SM holds at once: an emulated SM holds 2048 threads (registers and shared memory
+// are not modelled).
+template <class F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F, int block, size_t) {
+  if (block <= 0 || block > 1024) return cudaErrorInvalidValue;
+  *blocks = 2048 / block;
+  return cudaSuccess;
+}
 cudaError_t cudaMalloc(void** p, size_t bytes);
 template <class T>
 cudaError_t cudaMalloc(T** p, size_t bytes) {
