@@ -26,9 +26,9 @@
 namespace sdc::gemm_i8::SDC_TARGET {
 namespace {
 
-constexpr int SLAB_WORDS = 16;              // packed k words per shared-memory slab (64 k)
-constexpr int A_LD = SLAB_WORDS + 4;        // A slab row pitch, words
-constexpr int B_LD = TILE + 8;              // B slab row pitch, words
+constexpr int SLAB_WORDS = 16;        // packed k words per shared-memory slab (64 k)
+constexpr int A_LD = SLAB_WORDS + 4;  // A slab row pitch, words
+constexpr int B_LD = TILE + 8;        // B slab row pitch, words
 constexpr int DP4A_THREADS = 256;
 constexpr int MMA_THREADS = 128;
 constexpr int TILE_WORDS = TILE * TILE;
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(MMA_THREADS)
   if (tid == 0) tile_sm[t_id] = cuda::sm_id();
 }
 
-__global__ void generate_kernel(uint32_t* dst, uint64_t n, Distribution d, uint32_t tensor, uint64_t key,
-                                uint64_t kq, uint64_t cols) {
+__global__ void generate_kernel(uint32_t* dst, uint64_t n, Distribution d, uint32_t tensor, uint64_t key, uint64_t kq,
+                                uint64_t cols) {
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
     dst[i] = input_word(d, tensor, key, i, kq, cols);
@@ -162,8 +162,8 @@ class GemmI8Device final : public cuda::DeviceProblem {
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
     cuda::launch("gemm_i8 generate_kernel", generate_kernel, cuda::grid_for(words(tensor), 256), 256, s,
-                 static_cast<uint32_t*>(dst), words(tensor), dist_, t, tensor_key(seed_, t),
-                 static_cast<uint64_t>(kq_), static_cast<uint64_t>(n_));
+                 static_cast<uint32_t*>(dst), words(tensor), dist_, t, tensor_key(seed_, t), static_cast<uint64_t>(kq_),
+                 static_cast<uint64_t>(n_));
   }
   // The kernels' stores (above): dp4a's thread 16 (r / 4) + c % 16, mma's warp 2 (r / 32) + c / 32 and lane
   // 4 (r % 8) + (c % 8) / 2, for C's element (r, c) of the tile.

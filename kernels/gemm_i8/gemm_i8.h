@@ -52,7 +52,9 @@ static_assert(MAX_K % 4 == 0 && MAX_K * 16384 <= 2147483647LL && (MAX_K + 4) * 1
 enum Engine : int { DP4A = 0, MMA = 1 };
 
 // The int8 in byte b of word w, sign-extended.
-SDC_HD int32_t byte_of(uint32_t w, int b) { return static_cast<int32_t>(static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * b)))); }
+SDC_HD int32_t byte_of(uint32_t w, int b) {
+  return static_cast<int32_t>(static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * b))));
+}
 
 // The dot product of the 4 int8 pairs of two words plus c: what __dp4a computes (its specification).
 SDC_HD int32_t dot4(uint32_t a, uint32_t b, int32_t c) {

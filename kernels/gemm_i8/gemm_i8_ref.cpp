@@ -90,7 +90,8 @@ class GemmI8Problem final : public GemmTiles {
 };
 
 std::string validate(const Case& c) {
-  return check_shape(c, {{"m", TILE, MAX_MN, TILE}, {"n", TILE, MAX_MN, TILE}, {"k", 4, MAX_K, 4}, {"engine", 0, 1, 1}});
+  return check_shape(c,
+                     {{"m", TILE, MAX_MN, TILE}, {"n", TILE, MAX_MN, TILE}, {"k", 4, MAX_K, 4}, {"engine", 0, 1, 1}});
 }
 
 std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<GemmI8Problem>(c); }

@@ -256,7 +256,8 @@ std::string failing_case(const json& t) {
       const auto cell = [&](const char* key) {
         std::string c = fmt::format("<code>{}</code>", esc(str(m, key)));
         if (v64) c += fmt::format(R"(<br><code class="value64">{}</code>)", esc(str(m["value64"], key)));
-        if (i32 && m["int32"].contains(key)) c += fmt::format(R"(<br><code class="int32">{}</code>)", esc(m["int32"][key].dump()));
+        if (i32 && m["int32"].contains(key))
+          c += fmt::format(R"(<br><code class="int32">{}</code>)", esc(m["int32"][key].dump()));
         return c;
       };
       s += fmt::format(

@@ -377,7 +377,8 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     for (size_t k = 0; k < listed; ++k) {
       const Miscompare& m = t.miscompares[k];
       if (is_listed_metric(t, m)) continue;  // given by value above
-      const std::string where = unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : "");
+      const std::string where =
+          unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : "");
       if (m.int32) {  // an integer output: its value and difference, not fp32 ulps
         s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} (int32 expected {} "
                          "actual {} difference {:+})\n",

@@ -73,8 +73,8 @@ TEST_CASE("gemm_i8: hand-computed dots (-128 squared, mixed signs, one nonzero k
 }
 
 TEST_CASE("gemm_i8: every tile equals a plain int64 loop over the unpacked words", "[gemm_i8]") {
-  for (Distribution d : {Distribution::uniform, Distribution::heavy_tail, Distribution::special,
-                         Distribution::mantissa_walk}) {
+  for (Distribution d :
+       {Distribution::uniform, Distribution::heavy_tail, Distribution::special, Distribution::mantissa_walk}) {
     const int64_t M = 128, N = 128, K = 516;  // K not a multiple of the fast path's k block
     test::CaseInputs k = test::prepare_inputs(i8_case(d, M, N, K, 1, 11));
     for (uint64_t t = 0; t < k.p->tile_count(); ++t) {
@@ -118,11 +118,11 @@ TEST_CASE("gemm_i8: the special pattern reaches the int32 edge at the largest K"
   std::vector<float> c(k.p->tile_elements());
   Workspace ws;
   k.p->compute_tile(k.ptrs.data(), 0, c.data(), ws);
-  CHECK(out_int(c, 0) == 2147418112);             // 2^14 K = 2^31 - 2^16
-  CHECK(out_int(c, 1) == -16256 * K);             // -128 * 127 K
-  CHECK(out_int(c, 64) == -16256 * K);            // row 1 (127) x column 0 (-128)
-  CHECK(out_int(c, 65) == 16129 * K);             // 127 * 127 K
-  CHECK(out_int(c, 8 * 64 + 8) == 2147418112);    // every 8th row and column
+  CHECK(out_int(c, 0) == 2147418112);           // 2^14 K = 2^31 - 2^16
+  CHECK(out_int(c, 1) == -16256 * K);           // -128 * 127 K
+  CHECK(out_int(c, 64) == -16256 * K);          // row 1 (127) x column 0 (-128)
+  CHECK(out_int(c, 65) == 16129 * K);           // 127 * 127 K
+  CHECK(out_int(c, 8 * 64 + 8) == 2147418112);  // every 8th row and column
 }
 
 TEST_CASE("gemm_i8: shapes outside the rules are refused", "[gemm_i8]") {
