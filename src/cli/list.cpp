@@ -51,7 +51,8 @@ std::vector<std::string> mode_description(Mode m) {
     case Mode::exact_integer:
       return {"tensor-core inputs whose every partial sum is exact in any order; golden in integer",
               "arithmetic on the CPU (for these families, uniform means random full significands",
-              "and mantissa_walk walks A's fraction bits, over the family's bounded exponents)"};
+              "and mantissa_walk walks A's fraction bits, over the family's bounded exponents;",
+              "gemm_i8: int8 inputs summed in int32, docs/families.md)"};
     case Mode::recorded:
       return {"golden recorded on known-good devices of the same architecture (recordings are merged by",
               "'sdcscreen consensus'); a device with no recording falls back to consensus. Families:",

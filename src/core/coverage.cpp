@@ -87,7 +87,7 @@ std::vector<ValueRange> case_ranges(const Family& f, const Problem& p) {
   constexpr uint64_t STRETCH = 4096, STRETCHES = 4;
   const unsigned w = f.value_words;
   RangeTally tally;
-  std::vector<float> buf;
+  std::vector<float> buf, bytes;
   const auto tensors = p.inputs();
   for (size_t t = 0; t < tensors.size(); ++t) {
     const uint64_t n = tensors[t].elements;
@@ -99,7 +99,17 @@ std::vector<ValueRange> case_ranges(const Family& f, const Problem& p) {
       uint64_t begin = stretches == 1 ? 0 : s * (n - len) / (stretches - 1);
       begin -= begin % (MIXED_GROUP * w);
       p.generate_input(t, begin, begin + len, buf.data());
-      tally.add(buf.data(), len, w);
+      if (f.int8_inputs) {  // each word's 4 bytes are int8 values: classified as the integers they are
+        bytes.resize(4 * len);
+        for (uint64_t i = 0; i < len; ++i) {
+          uint32_t u;
+          std::memcpy(&u, &buf[i], sizeof u);
+          for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<float>(static_cast<int8_t>(u >> (8 * b)));
+        }
+        tally.add(bytes.data(), bytes.size(), 1);
+      } else {
+        tally.add(buf.data(), len, w);
+      }
     }
   }
   return tally.covered();

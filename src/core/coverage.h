@@ -42,7 +42,9 @@ struct RangeTally {
 };
 
 // The ranges a case's inputs cover: each input tensor sampled in up to 4 stretches of 4096 values spread
-// over it (a tensor smaller than that whole).
+// over it (a tensor smaller than that whole). A family with int8 inputs (Family::int8_inputs) is sampled in
+// 4096 words, each word's 4 bytes classified as the integers -128..127 they are: nonzero ones of magnitude below
+// 16 are near-1, and no integer of 8 bits reaches tiny, large, subnormal or mixed.
 std::vector<ValueRange> case_ranges(const Family& f, const Problem& p);
 
 }  // namespace sdc

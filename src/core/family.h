@@ -50,6 +50,7 @@ struct Workspace {
   std::vector<float> h;
   std::vector<double> d;   // the fp64 families' packing buffers
   std::vector<double> dt;  // and their tile in binary64 before it is stored as words
+  std::vector<int32_t> i32;  // the integer families' unpacked inputs and accumulators
 };
 
 // Where the tiles lie over the output, for a picture of the failing ones: tile t at row t / cols, column
@@ -151,6 +152,11 @@ struct Family {
   // so a golden may hold them; every other family's outputs are NaN-free by construction (a NaN's bits are
   // otherwise not portable) and a golden holding one is refused.
   bool defined_nans = false;
+  // Integer families (gemm_i8): each input word packs 4 int8 values (low byte first), which the coverage table
+  // classifies as integers; each output word is an int32, which miscompares and reports read as a signed integer
+  // (expected, actual, their difference) rather than as fp32 bits with ulps.
+  bool int8_inputs = false;
+  bool int32_outputs = false;
 };
 
 // The registry: every family in one explicit list, stable order.

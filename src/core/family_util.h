@@ -26,9 +26,10 @@ inline void fill_pattern_f64(Distribution d, ExponentWindow w, uint64_t key, uin
 
 // Whether the output words out[0..n) hold a NaN, read as the family's values (Family::value_words: fp32, or
 // binary64 as two words, low half first). A NaN's bits are not portable, so no golden may hold one, unless the
-// family defines them (Family::defined_nans): then its NaNs are values like any other and this is false.
+// family defines them (Family::defined_nans): then its NaNs are values like any other and this is false. An
+// integer family's words are int32s (Family::int32_outputs): none is a NaN.
 inline bool output_has_nan(const Family& f, const float* out, size_t n) {
-  if (f.defined_nans) return false;
+  if (f.defined_nans || f.int32_outputs) return false;
   if (f.value_words == 2) {
     for (size_t i = 0; i + 1 < n; i += 2) {
       double v;

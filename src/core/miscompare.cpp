@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -74,6 +75,10 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     m.expected = x;
     m.actual = a;
     m.ulps = ulp_distance(x, a);
+    if (family && family->int32_outputs) {
+      m.int32 = true;
+      m.ulps = static_cast<uint64_t>(std::llabs(int32_difference(x, a)));
+    }
     if (value_words == 2) {  // the value's two words are at offsets 2v (low) and 2v + 1
       const uint32_t lo = e & ~1u;
       m.binary64 = true;

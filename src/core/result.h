@@ -46,10 +46,18 @@ struct Miscompare {
   // A binary64 family's word (Family::value_words 2): the whole value it is half of, and its ulps.
   bool binary64 = false;
   uint64_t expected64 = 0, actual64 = 0, ulps64 = 0;
+  // An integer family's word (Family::int32_outputs): expected and actual are int32 values, read as signed
+  // integers by the reports, and ulps is |actual - expected| (an integer's last place is 1).
+  bool int32 = false;
   // On a GPU whose kernel documents its thread-to-element map (DeviceProblem::thread_of): the warp of the
   // tile's block and the lane that computed the element; -1 otherwise.
   int warp = -1, lane = -1;
 };
+
+// actual - expected, both words read as int32 (a Miscompare with int32).
+inline int64_t int32_difference(uint32_t expected, uint32_t actual) {
+  return static_cast<int64_t>(static_cast<int32_t>(actual)) - static_cast<int32_t>(expected);
+}
 
 // One of the paper's metrics as a failing unit of a training-step replay computed it (ReplayMetricSlot,
 // src/core/family.h): per unit, from its first failing tile, every metric that differs from the reference's

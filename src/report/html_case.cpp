@@ -251,9 +251,13 @@ std::string failing_case(const json& t) {
       // A binary64 family's word: under each word's cell, the whole value's (value64).
       const bool v64 = m.contains("value64") && m["value64"].is_object();
       wide = wide || v64;
+      // An integer family's word (int32): under expected and actual their values, in the ulps column the difference.
+      const bool i32 = m.contains("int32") && m["int32"].is_object();
       const auto cell = [&](const char* key) {
         std::string c = fmt::format("<code>{}</code>", esc(str(m, key)));
         if (v64) c += fmt::format(R"(<br><code class="value64">{}</code>)", esc(str(m["value64"], key)));
+        if (i32 && m["int32"].contains(key))
+          c += fmt::format(R"(<br><code class="int32">{}</code>)", esc(m["int32"][key].dump()));
         return c;
       };
       s += fmt::format(
@@ -262,7 +266,9 @@ std::string failing_case(const json& t) {
           esc(miscompare_unit(m) +
               (m.contains("lane") ? fmt::format(" warp {} lane {}", num(m, "warp"), num(m, "lane")) : "")),
           esc(str(m, "element_name")), cell("expected"),
-          cell("actual"), cell("xor_mask"), num(m, "ulps"),
+          cell("actual"), cell("xor_mask"),
+          i32 ? fmt::format("difference {}", esc(m["int32"].value("difference", json(0)).dump()))
+              : fmt::format("{}", num(m, "ulps")),
           v64 ? fmt::format(R"(<br><span class="value64">{}</span>)", esc(m["value64"].value("ulps", json(0)).dump())) : "");
     }
     s += "</table>";

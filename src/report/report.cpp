@@ -377,10 +377,18 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     for (size_t k = 0; k < listed; ++k) {
       const Miscompare& m = t.miscompares[k];
       if (is_listed_metric(t, m)) continue;  // given by value above
+      const std::string where =
+          unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : "");
+      if (m.int32) {  // an integer output: its value and difference, not fp32 ulps
+        s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} (int32 expected {} "
+                         "actual {} difference {:+})\n",
+                         m.iteration, m.tile, where, m.element_name, m.element, hex32(m.expected), hex32(m.actual),
+                         hex32(m.expected ^ m.actual), static_cast<int32_t>(m.expected), static_cast<int32_t>(m.actual),
+                         int32_difference(m.expected, m.actual));
+        continue;
+      }
       s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n",
-                       m.iteration, m.tile,
-                       unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : ""),
-                       m.element_name, m.element, hex32(m.expected),
+                       m.iteration, m.tile, where, m.element_name, m.element, hex32(m.expected),
                        hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps,
                        m.binary64 ? fmt::format("; binary64 value expected {} actual {} xor {} ulps {}",
                                                 hex64_bits(m.expected64), hex64_bits(m.actual64),

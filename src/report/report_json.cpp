@@ -198,6 +198,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
         jt["miscompares"].back()["warp"] = m.warp;
         jt["miscompares"].back()["lane"] = m.lane;
       }
+      if (m.int32)
+        jt["miscompares"].back()["int32"] = {{"expected", static_cast<int32_t>(m.expected)},
+                                             {"actual", static_cast<int32_t>(m.actual)},
+                                             {"difference", int32_difference(m.expected, m.actual)}};
       if (m.binary64)
         jt["miscompares"].back()["value64"] = {{"expected", hex64_bits(m.expected64)},
                                                {"actual", hex64_bits(m.actual64)},

@@ -29,6 +29,17 @@ def uniform_value(seed, tensor, index):
     return ((h >> 40) - (1 << 23)) * 2.0 ** -23  # exact in a Python float
 
 
+def uniform_word_i8(seed, tensor, index):
+    """gemm_i8's uniform input word (kernels/gemm_i8/gemm_i8.h input_word): the hash's high 32 bits, four int8
+    values, the lowest k in the low byte."""
+    return element_hash(tensor_key(seed, tensor), index) >> 32
+
+
+def int8_of(word, byte):
+    v = (word >> (8 * byte)) & 0xFF
+    return v - 256 if v >= 128 else v
+
+
 def uniform_value_f64(seed, tensor, index):
     """The fp64 generator's uniform value of element index (src/spec/f64.h): multiples of 2^-53 in [-1, 1)."""
     h = element_hash(tensor_key(seed, tensor), index)
@@ -90,6 +101,12 @@ class Geometry:
             self.outputs = self.m * self.n
             self.tiles = (self.m // 64) * (self.n // 64)
             self.tensors = {"a": (0, self.m * self.k), "b": (1, self.n * self.k)}
+        elif f == "gemm_i8":  # a: M x K/4 words, b: K/4 x N words, 4 int8 per word along k; C as gemm_f32's
+            self.m, self.n, self.k = s["m"], s["n"], s["k"]
+            self.kq = self.k // 4
+            self.outputs = self.m * self.n
+            self.tiles = (self.m // 64) * (self.n // 64)
+            self.tensors = {"a": (0, self.m * self.kq), "b": (1, self.kq * self.n)}
         elif is_attention(f):  # tiles of 32 (fp32) or 64 (bf16 tensor cores) query rows of one head
             self.h, self.s, self.d, self.causal = s["heads"], s["seq"], s["dim"], s["causal"] != 0
             self.rows = 32 if f == "attention_f32" else 64
@@ -132,7 +149,7 @@ class Geometry:
         f = self.family
         if f == "gemm_f64":
             e //= 2  # the value of the word
-        if f in ("gemm_f32", "gemm_f64") or is_exactint(f):
+        if f in ("gemm_f32", "gemm_f64", "gemm_i8") or is_exactint(f):
             i, j = divmod(e, self.n)
             return (i // 64) * (self.n // 64) + j // 64
         if is_attention(f):
@@ -173,6 +190,12 @@ class Geometry:
                 return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
             j = el // self.k
             return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
+        if f == "gemm_i8":  # word (i, q) of a feeds row i of C, word (q, j) of b column j
+            if tensor == "a":
+                i = el // self.kq
+                return (lambda e: e // self.n == i), {(i // 64) * (self.n // 64) + jb for jb in range(self.n // 64)}
+            j = el % self.n
+            return (lambda e: e % self.n == j), {ib * (self.n // 64) + j // 64 for ib in range(self.m // 64)}
         if is_attention(f):
             hi = el // self.d
             h, i = divmod(hi, self.s)
@@ -201,8 +224,32 @@ class Geometry:
         t = el // self.vocab  # cross_entropy
         return (lambda e: e == t or e == self.tokens + t // 16), {t // 16}
 
-    def effective_tiles(self, tensor, el):
+    def i8_changed(self, tensor, el, mask):
+        """gemm_i8, uniform inputs: the logical outputs a flip of mask in input word el changes. Integer sums are
+        exact, so C[i][j] changes exactly when some flipped byte's change d (nonzero) meets a nonzero partner:
+        by sum of d_b * partner_b != 0 over the word's bytes."""
+        tid, _ = self.tensors[tensor]
+        w = uniform_word_i8(self.seed, tid, el)
+        delta = [int8_of(w ^ mask, b) - int8_of(w, b) for b in range(4)]
+        out = set()
+        if tensor == "a":
+            i, q = divmod(el, self.kq)
+            for j in range(self.n):
+                p = uniform_word_i8(self.seed, 1, q * self.n + j)
+                if sum(delta[b] * int8_of(p, b) for b in range(4)) != 0:
+                    out.add(i * self.n + j)
+        else:
+            q, j = divmod(el, self.n)
+            for i in range(self.m):
+                p = uniform_word_i8(self.seed, 0, i * self.kq + q)
+                if sum(delta[b] * int8_of(p, b) for b in range(4)) != 0:
+                    out.add(i * self.n + j)
+        return out
+
+    def effective_tiles(self, tensor, el, mask=None):
         """Tiles in which the fault provably changes an output (a subset of the dependency tiles)."""
+        if self.family == "gemm_i8" and mask is not None:
+            return {self.tile_of(e) for e in self.i8_changed(tensor, el, mask)}
         _, tiles = self.dependents(tensor, el)
         if self.family == "attention_f32" and self.causal and tensor in ("k", "v"):
             j = (el // self.d) % self.s
@@ -223,6 +270,8 @@ def visible_input_flip(g, tensor, el, mask):
         # of the pattern's bound, and the reference's double rule then gives inf, NaN or a sum that lacks
         # a*b. Every flip drawn here shows in every output that reads the element.
         return True
+    if g.family == "gemm_i8":  # exact integer sums: visible exactly when some output's sum changes
+        return bool(g.i8_changed(tensor, el, mask))
     tid, _ = g.tensors[tensor]
     if is_f64(g.family):
         # Only high words are drawn (the sign, the exponent's top bits): bit 30 scales the value by 2^1024 (a

@@ -210,9 +210,9 @@ def executor():
     #    the warps that own the failing elements (every warp issues mma.sync, so every warp's lane 7 is hit).
     cases = [gemm, "gemm_tf32_exactint.uniform_192x256x384", "gemm_fp8_exactint.uniform_256x256x128",
              "attention_bf16_exactint.causal_uniform_2x256x64", "reduce_sum_f32.mantissa_walk_64x4097",
-             "gemm_f64.heavy_tail_192x256x320"]
+             "gemm_f64.heavy_tail_192x256x320", "gemm_i8.mma_uniform_128x128x512"]
     with_lanes = {gemm, "gemm_tf32_exactint.uniform_192x256x384", "gemm_fp8_exactint.uniform_256x256x128",
-                  "gemm_f64.heavy_tail_192x256x320"}
+                  "gemm_f64.heavy_tail_192x256x320", "gemm_i8.mma_uniform_128x128x512"}
     code, report, err = run_json("--backend", "emulated:sm_90x4:mma-fault=1/7/2,sm_90x4", "--profile", "boot",
                                  *[x for c in cases for x in ("--enable", c)])
     F.check(code == 1, f"mma fault: exit {code}: {err[-300:]}")
@@ -232,6 +232,17 @@ def executor():
         else:
             F.check(g0.get("result") == "pass", f"mma fault: {c} (no tensor cores) on GPU 0: {g0.get('result')}")
         F.check(g1.get("result") == "pass", f"mma fault: {c} on GPU 1: {g1.get('result')}")
+
+    # The int8 GEMM's outputs are int32s: its miscompares read as integers, and the fault (bit 2 of an accumulator,
+    # flipped at every mma.sync step) moves each by a multiple of 4.
+    def s32(h):
+        v = int(h, 16)
+        return v - (1 << 32) if v >> 31 else v
+    ms = by_device(report, "gemm_i8.mma_uniform_128x128x512").get("cuda:0", {}).get("miscompares", [])
+    F.check(ms and all(m.get("int32") == {"expected": s32(m["expected"]), "actual": s32(m["actual"]),
+                                          "difference": s32(m["actual"]) - s32(m["expected"])}
+                       and m["int32"]["difference"] % 4 == 0 and m["ulps"] == abs(m["int32"]["difference"]) for m in ms),
+            f"mma fault: gemm_i8's miscompares are not read as int32: {ms[:2]}")
 
     # 4. A kernel fault that loses GPU 0's context (a sticky error) is that GPU's failure (result crash, exit 1)
     #    and ends its run only: its later tests are errors, GPU 1 passes everything.

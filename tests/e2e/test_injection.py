@@ -23,8 +23,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from injection_model import (Geometry, attention_bf16_q_exponent, is_exactint, ulp_distance,  # noqa: E402
-                             uniform_value, uniform_value_f64, visible_input_flip, worker_of)
+from injection_model import (Geometry, attention_bf16_q_exponent, int8_of, is_exactint, ulp_distance,  # noqa: E402
+                             uniform_value, uniform_value_f64, uniform_word_i8, visible_input_flip, worker_of)
 
 RNG_SEED = 20261121
 # Under a sanitizer (SDC_SANITIZED) 100: every family in outputs and inputs, with and without unit= and mask=,
@@ -160,7 +160,14 @@ def main():
             fails.check(m.get("unit", {}).get("kind") == "cpu", f"{where}: miscompare unit kind {m.get('unit')}")
             e, x, a = m["element"], int(m["expected"], 16), int(m["actual"], 16)
             fails.check(int(m["xor_mask"], 16) == x ^ a and x != a, f"{where}: xor_mask {m['xor_mask']} != expected ^ actual")
-            fails.check(m.get("ulps") == ulp_distance(x, a), f"{where}: ulps {m.get('ulps')} != {ulp_distance(x, a)}")
+            if g.family == "gemm_i8":  # int32 outputs: read as integers, ulps the difference's magnitude
+                xi, ai = (v - (1 << 32) if v >> 31 else v for v in (x, a))
+                fails.check(m.get("int32") == {"expected": xi, "actual": ai, "difference": ai - xi},
+                            f"{where}: int32 reading {m.get('int32')} of expected {x:#x} actual {a:#x}")
+                fails.check(m.get("ulps") == abs(ai - xi), f"{where}: ulps {m.get('ulps')} != |{ai} - {xi}|")
+            else:
+                fails.check("int32" not in m, f"{where}: an fp32 family's miscompare read as int32")
+                fails.check(m.get("ulps") == ulp_distance(x, a), f"{where}: ulps {m.get('ulps')} != {ulp_distance(x, a)}")
             fails.check(m.get("tile") == g.tile_of(e), f"{where}: element {e} reported in tile {m.get('tile')}, is in {g.tile_of(e)}")
 
         if output:
@@ -179,7 +186,7 @@ def main():
             fails.check(t.get("units_failed") == [exp_unit], f"{where}: units_failed {t.get('units_failed')} != [{exp_unit}]")
         else:
             dep, dep_tiles = g.dependents(tensor, el)
-            eff_tiles = g.effective_tiles(tensor, el)
+            eff_tiles = g.effective_tiles(tensor, el, mask)
             for m in mis:
                 e, tl, mu = m["element"], m["tile"], m.get("unit", {}).get("cpu")
                 fails.check(dep(e), f"{where}: miscompare {m.get('element_name')} (element {e}) does not depend on {tensor}[{el}]")
@@ -258,6 +265,20 @@ def main():
                 want = g.n if tensor == "a" else g.m
                 fails.check(t.get("miscompared_elements") == want,
                             f"{where}: {t.get('miscompared_elements')} elements differ, expected all {want} that read it")
+            if g.family == "gemm_i8":  # exactly the outputs whose exact sum the flipped bytes change, by the difference
+                want = g.i8_changed(tensor, el, mask)
+                fails.check(t.get("miscompared_elements") == len(want) and all(m["element"] in want for m in mis),
+                            f"{where}: {t.get('miscompared_elements')} elements differ, the model changes {len(want)}")
+                w = uniform_word_i8(g.seed, g.tensors[tensor][0], el)
+                delta = [int8_of(w ^ mask, b) - int8_of(w, b) for b in range(4)]
+                for m in mis:
+                    i, j = divmod(m["element"], g.n)
+                    q = el % g.kq if tensor == "a" else el // g.n
+                    other = (uniform_word_i8(g.seed, 1, q * g.n + j) if tensor == "a"
+                             else uniform_word_i8(g.seed, 0, i * g.kq + q))
+                    d = sum(delta[b] * int8_of(other, b) for b in range(4))
+                    fails.check(m.get("int32", {}).get("difference") == d,
+                                f"{where}: {m['element_name']} moved by {m.get('int32')}, the model says {d}")
             if g.family == "attention_bf16_exactint":  # exactly the dim outputs of the query row, all NaN
                 fails.check(t.get("miscompared_elements") == g.d and all(m["element"] // g.d == el // g.d for m in mis),
                             f"{where}: expected exactly the {g.d} outputs of row {el // g.d} to differ")

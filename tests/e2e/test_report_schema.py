@@ -123,6 +123,22 @@ if reported("--digests", rc, dig, err, 0):
 if clean:
     F.check(all("tile_digests" not in t for t in clean["tests"]), "a run without --digests has tile_digests")
 
+# --- 2c. an integer family's miscompare: read as int32, validated; a float reading of it is refused ------
+I8 = next(c["id"] for c in common.battery()["cases"] if c["family"] == "gemm_i8" and "boot" in c["iterations"])
+rc, i8, err = common.run_json("--enable", I8, "--inject", f"case={I8},element=7,bit=31")
+if reported("int32 output injection", rc, i8, err, 1):
+    ms = i8["tests"][0]["miscompares"]
+    ok = len(ms) == 1 and "int32" in ms[0]
+    if F.check(ok, f"int32 output injection: miscompares {ms}"):
+        m = ms[0]
+        x, a = (int(m[k], 16) for k in ("expected", "actual"))
+        sx, sa = (v - (1 << 32) if v >> 31 else v for v in (x, a))
+        F.check(m["int32"] == {"expected": sx, "actual": sa, "difference": sa - sx} and m["ulps"] == abs(sa - sx)
+                and abs(sa - sx) >= 1 << 31, f"int32 output injection: a sign flip read as {m['int32']}, ulps {m['ulps']}")
+        r = copy.deepcopy(i8)
+        r["tests"][0]["miscompares"][0]["int32"]["difference"] = 1.5
+        F.check(bool(errors_of(r)), "mutation 'a non-integer int32 difference' was accepted by the schema")
+
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
 if reported("injection that never fires", rc, nofire, err, 2):
@@ -349,7 +365,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 16, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 17, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

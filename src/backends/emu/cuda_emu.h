@@ -131,6 +131,15 @@ inline float __uint_as_float(unsigned u) {
 }
 using std::fma;
 using std::fmaf;
+// dp4a.s32.s32 (PTX ISA "dp4a"): c plus the four products of the sign-extended bytes of a and b, byte i with
+// byte i; the sum wraps as 32-bit integer arithmetic does (computed in 64 bits, low 32 bits kept).
+inline int __dp4a(int a, int b, int c) {
+  int64_t s = c;
+  for (int i = 0; i < 4; ++i)
+    s += static_cast<int64_t>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
+         static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i));
+  return static_cast<int>(static_cast<uint32_t>(static_cast<uint64_t>(s)));
+}
 
 // ---- the narrow types' conversions the kernels use (cuda_bf16.h, cuda_fp16.h), on the emulated instructions
 // (convert.h); a value holds its encoding, as the CUDA types' raw forms do ----

@@ -61,6 +61,8 @@ constexpr MmaType mma_type(std::string_view ptx) {
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 // One warp's mma.sync m8n8k4 f64 (mma.h: mma_sync_f64), called by every lane with its own registers: d = A B + d.
 void mma_f64(double (&d)[2], double a, double b);
+// One warp's mma.sync m16n8k32 s8.s8.s32 (mma.h: mma_sync_s8), called by every lane with its own registers.
+void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 void nanosleep(unsigned ns);
 // The kernel whose block this stream thread runs ("" outside one), and a number that differs for every block
 // run on this thread: what the race checker (racecheck.h) tells barrier intervals of different blocks apart by.

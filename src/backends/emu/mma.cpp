@@ -170,4 +170,33 @@ void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double
   for (int l = 0; l < 32; ++l) d[l][0] = out[l][0], d[l][1] = out[l][1];
 }
 
+void mma_sync_s8(const uint32_t (*a)[4], const uint32_t (*b)[2], const int32_t (*c)[4], int32_t (*d)[4]) {
+  constexpr int kM = 16, kN = 8, kK = 32;
+  // m16n8k32 .s8: A a0..a15 and B b0..b7 at the rows and columns of the .e4m3 table (the ISA gives one table,
+  // "MMA .m16n8k32 fragment layout for matrix A with .u8 / .s8 / .e4m3 / .e5m2 ... type", and likewise for B);
+  // an element's bits are a two's-complement int8.
+  int64_t am[kM][kK], bm[kK][kN], cm[kM][kN];
+  for (int l = 0; l < 32; ++l) {
+    for (int i = 0; i < 16; ++i) {
+      const RowCol rc = mma_a_element(MmaType::e4m3, l, i);
+      am[rc.row][rc.col] = static_cast<int8_t>(mma_element_bits(MmaType::e4m3, a[l], i));
+    }
+    for (int i = 0; i < 8; ++i) {
+      const RowCol rc = mma_b_element(MmaType::e4m3, l, i);
+      bm[rc.row][rc.col] = static_cast<int8_t>(mma_element_bits(MmaType::e4m3, b[l], i));
+    }
+    for (int i = 0; i < 4; ++i) {
+      const RowCol rc = mma_c_element(l, i);
+      cm[rc.row][rc.col] = c[l][i];
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i) {
+      const RowCol rc = mma_c_element(l, i);
+      int64_t sum = cm[rc.row][rc.col];
+      for (int k = 0; k < kK; ++k) sum += am[rc.row][k] * bm[k][rc.col];
+      d[l][i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+    }
+}
+
 }  // namespace sdc::emu

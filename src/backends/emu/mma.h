@@ -92,4 +92,13 @@ void mma_sync(MmaType t, const uint32_t (*a)[4], const uint32_t (*b)[2], const f
 // (docs/gpu-validation/2026-11-26-h100-dmma-order.md).
 void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double (*d)[2]);
 
+// One warp's mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (int8 tensor cores): a[l][0..3] and b[l][0..1]
+// pack 4 int8 elements per register, lower element in the lower byte, at the positions of the PTX ISA's
+// "Matrix Fragments for mma.m16n8k32" table for .s8 (the same rows as .e4m3: mma_a_element and mma_b_element
+// of MmaType::e4m3); c[l][0..3] and d[l][0..3] are the .s32 accumulators at mma_c_element's positions. d may
+// alias c. Arithmetic: each D element is C plus the 32 products, summed exactly in 64 bits and stored as its
+// low 32 bits. Within int32 (every partial sum an int32, as gemm_i8's bound keeps them) that is the exact sum
+// any order of accumulation gives; beyond it the ISA's wrap-around is not modelled and no GPU is promised.
+void mma_sync_s8(const uint32_t (*a)[4], const uint32_t (*b)[2], const int32_t (*c)[4], int32_t (*d)[4]);
+
 }  // namespace sdc::emu

@@ -111,3 +111,24 @@ TEST_CASE("the battery's special cases reach subnormals or tiny values, its unif
   }
   CHECK(special > 0);
 }
+
+TEST_CASE("int8 inputs are read as the integers their bytes hold", "[coverage]") {
+  // gemm_i8's words pack 4 int8 values: read as fp32 words, random bytes would look like every range (large,
+  // tiny, subnormal, mixed); read as integers, the battery's int8 cases reach near-1 only.
+  const Battery b = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns", false).battery;
+  int cases = 0;
+  for (const Case& c : b.cases) {
+    const Family& f = *find_family(c.family);
+    if (!f.int8_inputs) continue;
+    ++cases;
+    CAPTURE(c.id);
+    const auto r = case_ranges(f, *f.prepare(c));
+    CHECK(r == std::vector<ValueRange>{ValueRange::near_one});
+  }
+  CHECK(cases > 0);
+  // What the integer reading avoids: a word of bytes 1, -1, 16, -128 read as an fp32 is a subnormal.
+  const uint32_t word = 0x8010FF01u;
+  float w;
+  std::memcpy(&w, &word, sizeof w);
+  CHECK(ranges_of({w}) == std::vector<ValueRange>{ValueRange::subnormal});
+}
