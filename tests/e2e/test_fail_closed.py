@@ -85,9 +85,10 @@ f.check(skipped and all(t["result"] == "skip" and "interrupted" in t.get("reason
         f"SIGTERM in the set-up: tests {[(t['result'], t.get('reason')) for t in r.get('tests', [])][:3]}")
 
 # A signal in the middle of an iteration never turns the tiles it left uncomputed into miscompares.
+# Under a sanitizer 5 signals, not 10: this test runs alone (RUN_SERIAL), and the signal paths are the same each time.
 rng0 = random.Random(99)
 false_fails = 0
-for i in range(10):
+for i in range(5 if os.environ.get("SDC_SANITIZED") else 10):
     out = os.path.join(tmp, f"mid{i}.json")
     p = start("run", "--profile", "standard", "--enable", "gemm_f32.*", "--lock-file", lock, "--output-format", "json",
               "-o", out, "-q", "--seed", str(i))
