@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kernels/elementwise_f32/elementwise_f32.h"
-#include "src/core/family_util.h"
+#include "src/core/element_words.h"
 #include "src/spec/clones.h"
 
 namespace sdc::elementwise_f32 {
@@ -30,23 +30,10 @@ SDC_ELEMENTWISE_LOOP(tile_cos, sdc_cosf)
 
 constexpr const char* WORD_NAMES[WORDS] = {"exp", "log", "tanh", "gelu", "silu", "rsqrt", "sin", "cos"};
 
-class ElementwiseProblem final : public Problem {
+class ElementwiseProblem final : public ElementWordsProblem<TILE, WORDS, input_bits> {
  public:
-  explicit ElementwiseProblem(const Case& c) : n_(dim(c, "n")), dist_(c.distribution), seed_(c.data_seed) {}
+  explicit ElementwiseProblem(const Case& c) : ElementWordsProblem(c, WORD_NAMES) {}
 
-  std::vector<TensorInfo> inputs() const override { return {{"x", static_cast<uint64_t>(n_)}}; }
-  void generate_input(size_t tensor, uint64_t begin, uint64_t end, float* dst) const override {
-    const uint64_t key = tensor_key(seed_, static_cast<uint32_t>(tensor));
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint32_t u = input_bits(dist_, key, i);
-      std::memcpy(dst + (i - begin), &u, sizeof u);
-    }
-  }
-  uint64_t tile_count() const override { return static_cast<uint64_t>(n_ / TILE); }
-  uint32_t tile_elements() const override { return TILE_WORDS; }
-  TileGrid tile_grid() const override {
-    return {tile_count(), 1, fmt::format("the input in blocks of {} elements, first to last", TILE)};
-  }
   void compute_tile(const float* const* in, uint64_t tile, float* out, Workspace&) const override {
     const float* x = in[0] + tile * TILE;
     uint32_t w[TILE_WORDS];
@@ -69,25 +56,7 @@ class ElementwiseProblem final : public Problem {
       std::memcpy(out + i * WORDS, w, sizeof w);
     }
   }
-  uint64_t output_elements() const override { return static_cast<uint64_t>(n_) * WORDS; }
-  void locate(uint64_t e, uint64_t& tile, uint32_t& offset) const override {
-    tile = e / TILE_WORDS;
-    offset = static_cast<uint32_t>(e % TILE_WORDS);
-  }
-  uint64_t logical_element(uint64_t tile, uint32_t offset) const override { return tile * TILE_WORDS + offset; }
-  std::string element_name(uint64_t e) const override {
-    return fmt::format("y[{}].{}", e / WORDS, WORD_NAMES[e % WORDS]);
-  }
-  std::string tile_name(uint64_t tile) const override {
-    const uint64_t i0 = tile * TILE;
-    return fmt::format("x[{}:{}]", i0, i0 + TILE);
-  }
   double tile_flops() const override { return 20.0 * TILE * WORDS; }  // about 20 operations per function
-
- private:
-  int64_t n_;
-  Distribution dist_;
-  uint64_t seed_;
 };
 
 std::string validate(const Case& c) { return check_shape(c, {{"n", TILE, MAX_N, TILE}}); }

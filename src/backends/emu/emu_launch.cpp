@@ -165,21 +165,25 @@ void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
       &ctx);
 }
 
+// Where a warp's mma runs: the launch's device spec and the SM, for the planted tensor-core fault.
+namespace {
+struct MmaSite {
+  const Spec* spec;
+  unsigned sm;
+};
+}  // namespace
+
 void mma_f64(double (&d)[2], double a, double b) {
   struct Regs {
     double a, b;
     double* d;
   };
-  struct Ctx {
-    const Spec* spec;
-    unsigned sm;
-  };
   Regs mine{a, b, d};
-  Ctx ctx{t_launch_spec, here().sm};
+  MmaSite ctx{t_launch_spec, here().sm};
   warp_exchange(
       0xffffffffu, &mine,
       [](void* c, void* const* lanes) {
-        const Ctx& x = *static_cast<const Ctx*>(c);
+        const MmaSite& x = *static_cast<const MmaSite*>(c);
         double ra[32], rb[32], rc[32][2], rd[32][2];
         for (int l = 0; l < 32; ++l) {
           const Regs& r = *static_cast<const Regs*>(lanes[l]);
@@ -201,16 +205,12 @@ void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
     const uint32_t* b;
     int32_t* d;
   };
-  struct Ctx {
-    const Spec* spec;
-    unsigned sm;
-  };
   Regs mine{a, b, d};
-  Ctx ctx{t_launch_spec, here().sm};
+  MmaSite ctx{t_launch_spec, here().sm};
   warp_exchange(
       0xffffffffu, &mine,
       [](void* c, void* const* lanes) {
-        const Ctx& x = *static_cast<const Ctx*>(c);
+        const MmaSite& x = *static_cast<const MmaSite*>(c);
         uint32_t ra[32][4], rb[32][2];
         int32_t rc[32][4], rd[32][4];
         for (int l = 0; l < 32; ++l) {
