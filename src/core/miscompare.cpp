@@ -33,6 +33,11 @@ void add_replay_metrics(const Problem& problem, uint64_t tile, const float* expe
 
 }  // namespace
 
+WordFormat word_format(const Family* f) {
+  if (f && f->int32_outputs) return WordFormat::int32;
+  return f && f->value_words == 2 ? WordFormat::binary64 : WordFormat::fp32;
+}
+
 void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>& inputs, uint64_t golden_digest,
                   uint64_t tile, const float* actual, int iteration, int unit, Workspace& ws,
                   std::vector<float>& expected, TestResult& r) {
@@ -50,6 +55,7 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
   }
   const Family* family = find_family(r.family);
   const unsigned value_words = family ? family->value_words : 1;
+  const WordFormat format = word_format(family);
   size_t listed = 0;
   Signature* sig = nullptr;  // looked up at the first differing element: a failing tile can have none
   for (uint32_t e = 0; e < te; ++e) {
@@ -62,8 +68,19 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     // read from its name, the one place every family spells out its output's indices.
     const uint64_t element = problem.logical_element(tile, e);
     std::string name = problem.element_name(element);
-    if (!sig) sig = &signature_of(r.signatures, unit);
-    sig->add(iteration, tile, position_from_name(name), x, a);
+    if (!sig) sig = &signature_of(r.signatures, unit, format);
+    if (value_words == 2) {
+      // A binary64 value is one element of the signature however many of its two words differ: added at its
+      // low word, or at the high word when the low word matched.
+      const uint32_t lo = e & ~1u;
+      uint64_t x64, a64;
+      std::memcpy(&x64, &expected[lo], 8);
+      std::memcpy(&a64, &actual[lo], 8);
+      if (e == lo || std::memcmp(&expected[lo], &actual[lo], 4) == 0)
+        sig->add(iteration, tile, position_from_name(name), x64, a64);
+    } else {
+      sig->add(iteration, tile, position_from_name(name), x, a);
+    }
     if (listed >= MAX_LISTED_PER_TILE || r.miscompares.size() >= MAX_LISTED_PER_TEST) continue;
     ++listed;
     Miscompare m;

@@ -10,6 +10,10 @@
 
 namespace sdc {
 
+// How a family's output words read in signatures (signature.h): int32 for Family::int32_outputs, binary64 for a
+// two-word family, else fp32 (null: fp32).
+WordFormat word_format(const Family* f);
+
 // Lists the elements of a failing tile that differ from the expected values (recomputed on this CPU
 // into `expected` unless it already holds them, and checked against the golden digest: a note says
 // when even the recomputation disagrees). At most a few elements per tile and per test are listed;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace sdc {
 namespace {
@@ -62,32 +63,64 @@ ElementPosition position_from_name(std::string_view name) {
   return p;
 }
 
-BitField bit_field(int bit) {
-  if (bit == 31) return BitField::sign;
-  return bit >= 23 ? BitField::exponent : BitField::mantissa;
-}
-
-std::string bit_label(int bit) {
-  switch (bit_field(bit)) {
-    case BitField::sign: return "s";
-    case BitField::exponent: return fmt::format("e{}", bit - 23);
-    case BitField::mantissa: return fmt::format("m{}", bit);
+const char* format_name(WordFormat f) {
+  switch (f) {
+    case WordFormat::fp32: return "fp32";
+    case WordFormat::binary64: return "binary64";
+    case WordFormat::int32: return "int32";
   }
   return "?";
 }
 
-void Signature::add(int iteration, uint64_t tile, ElementPosition pos, uint32_t expected, uint32_t actual) {
-  const uint32_t diff = expected ^ actual;
+int format_bits(WordFormat f) { return f == WordFormat::binary64 ? 64 : 32; }
+
+BitField bit_field(int bit, WordFormat f) {
+  if (f == WordFormat::int32) return BitField::integer;
+  const int top = format_bits(f) - 1, mantissa_bits = f == WordFormat::binary64 ? 52 : 23;
+  if (bit == top) return BitField::sign;
+  return bit >= mantissa_bits ? BitField::exponent : BitField::mantissa;
+}
+
+std::string bit_label(int bit, WordFormat f) {
+  switch (bit_field(bit, f)) {
+    case BitField::sign: return "s";
+    case BitField::exponent: return fmt::format("e{}", bit - (f == WordFormat::binary64 ? 52 : 23));
+    case BitField::mantissa: return fmt::format("m{}", bit);
+    case BitField::integer: return fmt::format("b{}", bit);
+  }
+  return "?";
+}
+
+void Signature::add(int iteration, uint64_t tile, ElementPosition pos, uint64_t expected, uint64_t actual) {
+  const int width = format_bits(format_);
+  if (width == 32) {
+    expected &= 0xffffffffu;
+    actual &= 0xffffffffu;
+  }
+  const uint64_t diff = expected ^ actual;
   if (diff == 0) return;
   ++elements_;
-  for (int b = 0; b < 32; ++b) {
+  for (int b = 0; b < width; ++b) {
     if (!(diff >> b & 1u)) continue;
     if (actual >> b & 1u)
       ++rise_[b];
     else
       ++fall_[b];
   }
-  ++ulps_[ulp_bucket(ulp_distance(expected, actual))];
+  uint64_t distance = 0;
+  switch (format_) {
+    case WordFormat::fp32:
+      distance = ulp_distance(static_cast<uint32_t>(expected), static_cast<uint32_t>(actual));
+      break;
+    case WordFormat::binary64: distance = ulp_distance64(expected, actual); break;
+    case WordFormat::int32: {
+      const int64_t d = int64_t{static_cast<int32_t>(static_cast<uint32_t>(actual))} -
+                        static_cast<int32_t>(static_cast<uint32_t>(expected));
+      distance = static_cast<uint64_t>(d < 0 ? -d : d);
+      break;
+    }
+  }
+  ++ulps_[ulp_bucket(distance)];
   widen(tiles_[{iteration, tile}], Spot{1, pos.row, pos.row, pos.col, pos.col});
 }
 
@@ -104,8 +137,13 @@ void Signature::widen(Spot& s, const Spot& o) {
 }
 
 void Signature::merge(const Signature& o) {
+  if (o.empty()) return;
+  if (empty()) format_ = o.format_;
+  if (format_ != o.format_)
+    throw std::logic_error(
+        fmt::format("merging a {} signature into a {} one", format_name(o.format_), format_name(format_)));
   elements_ += o.elements_;
-  for (int b = 0; b < 32; ++b) {
+  for (int b = 0; b < 64; ++b) {
     rise_[b] += o.rise_[b];
     fall_[b] += o.fall_[b];
   }
@@ -122,10 +160,14 @@ int Signature::ulp_bucket(uint64_t ulps) {
   return k;
 }
 
+std::vector<uint64_t> Signature::rises() const { return {rise_.begin(), rise_.begin() + format_bits(format_)}; }
+
+std::vector<uint64_t> Signature::falls() const { return {fall_.begin(), fall_.begin() + format_bits(format_)}; }
+
 uint64_t Signature::flips(BitField f) const {
   uint64_t n = 0;
-  for (int b = 0; b < 32; ++b)
-    if (bit_field(b) == f) n += flips(b);
+  for (int b = 0; b < format_bits(format_); ++b)
+    if (bit_field(b, format_) == f) n += flips(b);
   return n;
 }
 
@@ -191,7 +233,7 @@ StuckAt Signature::stuck_at() const {
   StuckAt s;
   if (elements_ < 2) return s;
   int bit = -1;
-  for (int b = 0; b < 32; ++b) {
+  for (int b = 0; b < format_bits(format_); ++b) {
     if (flips(b) == 0) continue;
     if (bit >= 0) return s;  // more than one position
     bit = b;
@@ -205,19 +247,19 @@ StuckAt Signature::stuck_at() const {
 std::string Signature::text(std::string_view family) const {
   if (empty()) return {};
   std::vector<int> bits;  // highest first: sign, exponent, mantissa
-  for (int b = 31; b >= 0; --b)
+  for (int b = format_bits(format_) - 1; b >= 0; --b)
     if (flips(b)) bits.push_back(b);
   std::string b_text;
   auto term = [&](const std::string& t) { b_text += (b_text.empty() ? "" : "+") + t; };
   if (bits.size() <= MAX_LISTED_BITS) {
-    for (int b : bits) term(bit_label(b));
+    for (int b : bits) term(bit_label(b, format_));
   } else {
-    for (BitField f : {BitField::sign, BitField::exponent, BitField::mantissa}) {
+    for (BitField f : {BitField::sign, BitField::exponent, BitField::mantissa, BitField::integer}) {
       std::vector<int> in;
       for (int b : bits)
-        if (bit_field(b) == f) in.push_back(b);
-      if (in.size() == 1) term(bit_label(in[0]));
-      if (in.size() > 1) term(f == BitField::exponent ? "e*" : "m*");
+        if (bit_field(b, format_) == f) in.push_back(b);
+      if (in.size() == 1) term(bit_label(in[0], format_));
+      if (in.size() > 1) term(f == BitField::exponent ? "e*" : f == BitField::integer ? "b*" : "m*");
     }
   }
   const uint64_t up = rises_total(), down = falls_total();
@@ -225,13 +267,13 @@ std::string Signature::text(std::string_view family) const {
   int hi = 0;
   for (int k = 0; k < ULP_BUCKETS; ++k)
     if (ulps_[k]) hi = k;
-  return fmt::format("{}:bits={}:dir={}:ulp={}:cluster={}", family, b_text, dir, ulp_label(hi),
-                     cluster_name(cluster()));
+  return fmt::format("{}:bits={}:dir={}:{}={}:cluster={}", family, b_text, dir,
+                     format_ == WordFormat::int32 ? "diff" : "ulp", ulp_label(hi), cluster_name(cluster()));
 }
 
-Signature& signature_of(std::vector<UnitSignature>& list, int unit) {
+Signature& signature_of(std::vector<UnitSignature>& list, int unit, WordFormat format) {
   auto it = std::lower_bound(list.begin(), list.end(), unit, [](const UnitSignature& u, int v) { return u.unit < v; });
-  if (it == list.end() || it->unit != unit) it = list.insert(it, UnitSignature{unit, {}});
+  if (it == list.end() || it->unit != unit) it = list.insert(it, UnitSignature{unit, Signature(format)});
   return it->signature;
 }
 

@@ -7,13 +7,20 @@
 //   <family>:bits=<bits>:dir=<dir>:ulp=<ulp>:cluster=<cluster>
 //   e.g. gemm_f32:bits=m3:dir=0to1:ulp=2^3:cluster=single (mantissa bit 3 set in one element of a tile)
 //
-//   bits     the flipped positions of fp32, highest first, joined by '+': s (bit 31), e7..e0 (bits 30..23),
-//            m22..m0 (bits 22..0). With more than 3 distinct positions, one term per field touched: the bit
-//            when the field has one, else the field and '*' (e*, m*), so a wandering fault reads "m*".
+//   <family>:bits=<bits>:dir=<dir>:diff=<diff>:cluster=<cluster>   (a family whose outputs are int32)
+//
+//   bits     the flipped positions, highest first, joined by '+', named in the format of the family's output
+//            values (WordFormat): fp32 s (bit 31), e7..e0 (bits 30..23), m22..m0 (bits 22..0); binary64 (a value
+//            is two words, and counts once however many of its bits flipped) s (bit 63), e10..e0 (62..52), m51..m0
+//            (51..0); int32 b31..b0 (two's complement: no fields). With more than 3 distinct positions, one term per
+//            field touched: the bit when the field has one, else the field and '*' (e*, m*; b* for int32), so a
+//            wandering fault reads "m*".
 //   dir      0to1 (every flip set a bit), 1to0 (every flip cleared one) or both.
-//   ulp      the largest ULP distance, as its power-of-two bucket: 2^k stands for [2^k, 2^(k+1)); 0 when the only
-//            differences are +0 against -0. The smallest is left out: it depends on the data each unit happened
-//            to compute, the largest on the highest bit the fault reaches (the JSON report has every bucket).
+//   ulp      the largest ULP distance (of the fp32 or binary64 value), as its power-of-two bucket: 2^k stands for
+//            [2^k, 2^(k+1)); 0 when the only differences are +0 against -0. The smallest is left out: it depends
+//            on the data each unit happened to compute, the largest on the highest bit the fault reaches (the JSON
+//            report has every bucket).
+//   diff     for int32 outputs in place of ulp: the largest |actual - expected|, bucketed the same way.
 //   cluster  the unit-level reading of the per-tile layouts (cluster_name): single, warp_lanes, row, column
 //            or scattered.
 //
@@ -59,10 +66,17 @@ uint64_t ulp_distance(uint32_t a, uint32_t b);
 // The same for binary64 bit patterns.
 uint64_t ulp_distance64(uint64_t a, uint64_t b);
 
-// fp32 fields by bit position: 31 sign, 30..23 exponent, 22..0 mantissa.
-enum class BitField { sign, exponent, mantissa };
-BitField bit_field(int bit);
-std::string bit_label(int bit);  // s, e7..e0, m22..m0
+// How a family's output values read (from Family::value_words and Family::int32_outputs: word_format in
+// miscompare.h): fp32 words, binary64 values of two words (low word first), or int32 words.
+enum class WordFormat { fp32, binary64, int32 };
+const char* format_name(WordFormat f);  // "fp32", "binary64", "int32"
+int format_bits(WordFormat f);          // bits of one value: 32, 64, 32
+
+// Fields by bit position: fp32 31 sign, 30..23 exponent, 22..0 mantissa; binary64 63, 62..52, 51..0; int32
+// has none (every bit is `integer`).
+enum class BitField { sign, exponent, mantissa, integer };
+BitField bit_field(int bit, WordFormat f = WordFormat::fp32);
+std::string bit_label(int bit, WordFormat f = WordFormat::fp32);  // s, e7..e0, m22..m0 / e10..e0, m51..m0 / b31..b0
 
 // A reading of a stuck bit: every flip of every element was at one position, all in one direction, over at
 // least two elements (one element alone is as well a transient flip).
@@ -76,17 +90,21 @@ class Signature {
  public:
   static constexpr int ULP_BUCKETS = 65;  // 0: 0 ULPs; k >= 1: [2^(k-1), 2^k)
 
+  explicit Signature(WordFormat format = WordFormat::fp32) : format_(format) {}
+  WordFormat format() const { return format_; }
+
   // One differing element (expected != actual): the tile it belongs to in one iteration, its position in
-  // the output, the fp32 bits.
-  void add(int iteration, uint64_t tile, ElementPosition pos, uint32_t expected, uint32_t actual);
-  // The union of two accumulators (units or shares computed apart); a tile in both is one tile.
+  // the output, its bits in the signature's format (fp32 and int32 in the low 32 bits; a binary64 value whole).
+  void add(int iteration, uint64_t tile, ElementPosition pos, uint64_t expected, uint64_t actual);
+  // The union of two accumulators (units or shares computed apart) of one format; a tile in both is one tile.
+  // An empty accumulator takes the other's format.
   void merge(const Signature& other);
 
   bool empty() const { return elements_ == 0; }
   uint64_t elements() const { return elements_; }
-  // Flips per bit position, by direction.
-  const std::array<uint64_t, 32>& rises() const { return rise_; }  // 0 -> 1
-  const std::array<uint64_t, 32>& falls() const { return fall_; }  // 1 -> 0
+  // Flips per bit position, by direction: format_bits() entries, bit 0 first.
+  std::vector<uint64_t> rises() const;  // 0 -> 1
+  std::vector<uint64_t> falls() const;  // 1 -> 0
   uint64_t flips(int bit) const { return rise_[bit] + fall_[bit]; }
   uint64_t flips(BitField f) const;
   uint64_t rises_total() const;
@@ -118,8 +136,9 @@ class Signature {
   };
   static void widen(Spot& s, const Spot& o);
 
+  WordFormat format_;
   uint64_t elements_ = 0;
-  std::array<uint64_t, 32> rise_{}, fall_{};
+  std::array<uint64_t, 64> rise_{}, fall_{};
   std::array<uint64_t, ULP_BUCKETS> ulps_{};
   std::map<std::pair<int, uint64_t>, Spot> tiles_;  // (iteration, tile)
 };
@@ -129,7 +148,7 @@ struct UnitSignature {
   int unit = -1;
   Signature signature;
 };
-// The unit's entry of a list kept in unit order, added when missing.
-Signature& signature_of(std::vector<UnitSignature>& list, int unit);
+// The unit's entry of a list kept in unit order, added (of format `format`) when missing.
+Signature& signature_of(std::vector<UnitSignature>& list, int unit, WordFormat format = WordFormat::fp32);
 
 }  // namespace sdc

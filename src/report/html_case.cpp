@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/report/html_parts.h"
@@ -82,21 +83,24 @@ std::string tile_map(const json& t) {
   return s + "</svg></figure>";
 }
 
-// Flipped bits by position, sign on the left: from the signatures (every differing element) when the test
-// has them, else from the listed miscompares' xor masks.
+// Flipped bits by position, the highest on the left, in the format of the family's values (the signatures'
+// bit_flips.format: fp32, binary64 over its 64 bits, int32 without fields): from the signatures (every
+// differing element) when the test has them, else from the listed miscompares' xor masks (32-bit words).
 std::string bit_histogram(const json& t) {
-  int64_t flips[32] = {}, rises[32] = {}, falls[32] = {};
+  int64_t flips[64] = {}, rises[64] = {}, falls[64] = {};
+  std::string format = "fp32";
   const char* source = "every differing element (signatures)";
   if (!arr(t, "signatures").empty()) {
+    format = str(obj(arr(t, "signatures")[0], "bit_flips"), "format", "fp32");
     for (const json& g : arr(t, "signatures")) {
       const json& bf = obj(g, "bit_flips");
       const json &up = arr(bf, "zero_to_one"), &down = arr(bf, "one_to_zero");
-      for (size_t b = 0; b < 32; ++b) {
+      for (size_t b = 0; b < 64; ++b) {
         rises[b] += b < up.size() && up[b].is_number() ? up[b].get<int64_t>() : 0;
         falls[b] += b < down.size() && down[b].is_number() ? down[b].get<int64_t>() : 0;
       }
     }
-    for (int b = 0; b < 32; ++b) flips[b] = rises[b] + falls[b];
+    for (int b = 0; b < 64; ++b) flips[b] = rises[b] + falls[b];
   } else {
     source = "the listed elements";
     for (const json& m : arr(t, "miscompares")) {
@@ -104,35 +108,53 @@ std::string bit_histogram(const json& t) {
       for (int b = 0; b < 32; ++b) flips[b] += (x >> b) & 1;
     }
   }
-  const int64_t most = *std::max_element(flips, flips + 32);
+  const int width = format == "binary64" ? 64 : 32, top = width - 1;
+  const int64_t most = *std::max_element(flips, flips + width);
   if (most == 0) return "";
-  constexpr int BAR = 14, LEFT = 36, TOP = 8, PLOT_H = 90, W = LEFT + 32 * BAR + 8, H = TOP + PLOT_H + 34;
-  std::string s =
-      fmt::format(R"(<figure class="bits"><figcaption>flipped bit positions, over {}</figcaption>)", source);
+  // The fields as bands under the axis (from bit, to bit), and the bit numbers at their edges.
+  using Band = std::tuple<int, int, const char*, const char*>;
+  std::vector<Band> bands = {
+      {31, 31, SIGN_COLOUR, "sign"}, {30, 23, EXP_COLOUR, "exponent"}, {22, 0, MANT_COLOUR, "mantissa"}};
+  std::vector<int> edges = {31, 30, 23, 22, 16, 8, 0};
+  if (format == "binary64") {
+    bands = {{63, 63, SIGN_COLOUR, "sign"}, {62, 52, EXP_COLOUR, "exponent"}, {51, 0, MANT_COLOUR, "mantissa"}};
+    edges = {63, 62, 52, 51, 32, 16, 0};
+  } else if (format == "int32") {
+    bands = {{31, 0, MANT_COLOUR, "int32 (two's complement)"}};
+    edges = {31, 24, 16, 8, 0};
+  }
+  auto colour = [&](int b) {
+    for (const auto& [from, to, c, name] : bands)
+      if (b <= from && b >= to) return c;
+    return MANT_COLOUR;
+  };
+  const int BAR = width == 64 ? 8 : 14;
+  constexpr int LEFT = 36, TOP = 8, PLOT_H = 90;
+  const int W = LEFT + width * BAR + 8, H = TOP + PLOT_H + 34;
+  std::string s = fmt::format(
+      R"(<figure class="bits" data-format="{}"><figcaption>flipped bit positions ({}), over {}</figcaption>)",
+      esc(format), esc(format), source);
   s +=
       fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", W, H, W, H);
   s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT - 4, TOP + 8, most);
   s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">0</text>)", LEFT - 4, TOP + PLOT_H);
   s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#888888"/>)", LEFT, TOP + PLOT_H, W - 8,
                    TOP + PLOT_H);
-  for (int b = 31; b >= 0; --b) {
-    const int x = LEFT + (31 - b) * BAR;
+  for (int b = top; b >= 0; --b) {
+    const int x = LEFT + (top - b) * BAR;
     const int64_t bh = flips[b] ? std::max<int64_t>(2, flips[b] * PLOT_H / most) : 0;
     s +=
         fmt::format(R"(<rect class="bit" data-bit="{}" data-flips="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
                     R"(<title>bit {}: {} flip(s){}</title></rect>)",
-                    b, flips[b], x + 1, TOP + PLOT_H - bh, BAR - 2, bh, field_colour(b), b, flips[b],
+                    b, flips[b], x + 1, TOP + PLOT_H - bh, BAR - 2, bh, colour(b), b, flips[b],
                     rises[b] + falls[b] ? fmt::format(" ({} 0->1, {} 1->0)", rises[b], falls[b]) : "");
   }
-  for (const int bit : {31, 30, 23, 22, 16, 8, 0})  // bit numbers at the fields' edges
+  for (const int bit : edges)
     s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)",
-                     LEFT + (31 - bit) * BAR + BAR / 2, TOP + PLOT_H + 12, bit);
-  // The fields as bands under the axis.
-  for (const auto& [from, to, colour, name] : std::vector<std::tuple<int, int, const char*, const char*>>{
-           {31, 31, SIGN_COLOUR, "sign"}, {30, 23, EXP_COLOUR, "exponent"}, {22, 0, MANT_COLOUR, "mantissa"}}) {
-    const int x = LEFT + (31 - from) * BAR, w = (from - to + 1) * BAR;
-    s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="4" fill="{}"/>)", x + 1, TOP + PLOT_H + 16, w - 2,
-                     colour);
+                     LEFT + (top - bit) * BAR + BAR / 2, TOP + PLOT_H + 12, bit);
+  for (const auto& [from, to, c, name] : bands) {
+    const int x = LEFT + (top - from) * BAR, w = (from - to + 1) * BAR;
+    s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="4" fill="{}"/>)", x + 1, TOP + PLOT_H + 16, w - 2, c);
     if (*name)
       s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)", x + w / 2,
                        TOP + PLOT_H + 30, name);
@@ -203,7 +225,7 @@ std::string replay_metrics_table(const json& t) {
     if (!v.is_number()) return std::string("not finite");
     const double d = v.get<double>();
     return std::fabs(d) <= std::numeric_limits<float>::max() ? fmt::format("{}", static_cast<float>(d))
-                                                              : fmt::format("{}", d);
+                                                             : fmt::format("{}", d);
   };
   std::string s =
       R"(<table class="replay-metrics"><caption>the replay's metrics</caption><tr><th>unit</th><th>iteration</th>)"
@@ -243,8 +265,13 @@ std::string failing_case(const json& t) {
   const json& mis = arr(t, "miscompares");
   if (!mis.empty()) {
     constexpr size_t ROWS = 20;
-    s += "<table><tr><th>iteration</th><th>tile</th><th>unit</th><th>element</th><th>expected</th><th>actual</th>"
-         "<th>xor</th><th>ulps</th></tr>";
+    // An integer family's rows (int32) show the difference where the others show ulps: the header says which.
+    const bool any_i32 = std::any_of(mis.begin(), mis.end(),
+                                     [](const json& m) { return m.contains("int32") && m["int32"].is_object(); });
+    s += fmt::format(
+        "<table><tr><th>iteration</th><th>tile</th><th>unit</th><th>element</th><th>expected</th><th>actual</th>"
+        "<th>xor</th><th>{}</th></tr>",
+        any_i32 ? "difference" : "ulps");
     bool wide = false;
     for (size_t i = 0; i < mis.size() && i < ROWS; ++i) {
       const json& m = mis[i];
@@ -265,11 +292,11 @@ std::string failing_case(const json& t) {
           num(m, "iteration"), num(m, "tile"),
           esc(miscompare_unit(m) +
               (m.contains("lane") ? fmt::format(" warp {} lane {}", num(m, "warp"), num(m, "lane")) : "")),
-          esc(str(m, "element_name")), cell("expected"),
-          cell("actual"), cell("xor_mask"),
+          esc(str(m, "element_name")), cell("expected"), cell("actual"), cell("xor_mask"),
           i32 ? fmt::format("difference {}", esc(m["int32"].value("difference", json(0)).dump()))
               : fmt::format("{}", num(m, "ulps")),
-          v64 ? fmt::format(R"(<br><span class="value64">{}</span>)", esc(m["value64"].value("ulps", json(0)).dump())) : "");
+          v64 ? fmt::format(R"(<br><span class="value64">{}</span>)", esc(m["value64"].value("ulps", json(0)).dump()))
+              : "");
     }
     s += "</table>";
     if (wide)

@@ -109,7 +109,6 @@ constexpr const char* EXP_COLOUR = "#e6850e";
 constexpr const char* MANT_COLOUR = "#1f77b4";
 constexpr const char* THROUGHPUT_COLOUR = "#6b8fb8";
 
-inline const char* field_colour(int bit) { return bit == 31 ? SIGN_COLOUR : bit >= 23 ? EXP_COLOUR : MANT_COLOUR; }
 
 inline std::string unit_class(const std::string& result) {
   return result == "fail" || result == "crash" || result == "hung" || result == "pass" ? result : "untested";

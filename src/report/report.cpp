@@ -5,15 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <ctime>
+#include <map>
 #include <string_view>
 
 #include "src/core/family.h"
 #include "src/core/unit_name.h"
-#include "src/util/int_list.h"
 #include "src/report/report_gpu.h"
 #include "src/report/report_host.h"
+#include "src/util/int_list.h"
 
 namespace sdc {
 
@@ -33,10 +33,14 @@ std::string signature_detail(const Signature& g) {
                   g.min_elements_per_tile() == g.max_elements_per_tile()
                       ? fmt::format("{} per tile", g.max_elements_per_tile())
                       : fmt::format("{} to {} per tile", g.min_elements_per_tile(), g.max_elements_per_tile()));
-  s += fmt::format("; flips: sign {}, exponent {}, mantissa {}; 0->1 {}, 1->0 {}", g.flips(BitField::sign),
-                   g.flips(BitField::exponent), g.flips(BitField::mantissa), g.rises_total(), g.falls_total());
+  if (g.format() == WordFormat::int32)
+    s += fmt::format("; int32 bit flips: 0->1 {}, 1->0 {}", g.rises_total(), g.falls_total());
+  else
+    s += fmt::format("; {} flips: sign {}, exponent {}, mantissa {}; 0->1 {}, 1->0 {}", format_name(g.format()),
+                     g.flips(BitField::sign), g.flips(BitField::exponent), g.flips(BitField::mantissa), g.rises_total(),
+                     g.falls_total());
   if (const StuckAt st = g.stuck_at())
-    s += fmt::format("; stuck-at-{} bit {} ({})", st.value, st.bit, bit_label(st.bit));
+    s += fmt::format("; stuck-at-{} bit {} ({})", st.value, st.bit, bit_label(st.bit, g.format()));
   return s;
 }
 
@@ -152,9 +156,9 @@ bool is_listed_metric(const TestResult& t, const Miscompare& m) {
 }
 
 std::string device_line(const DeviceInfo& d) {
-  return fmt::format("{}  {}  {}  pci {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}", unit_text(UnitName::of_gpu(d.index)),
-                     d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes >> 20, d.ecc,
-                     d.driver, d.driver_cuda, d.runtime);
+  return fmt::format("{}  {}  {}  pci {}  cc {}.{}  {} SMs  {} MiB  ECC {}  driver {} (CUDA {})  runtime {}",
+                     unit_text(UnitName::of_gpu(d.index)), d.name, d.uuid, d.pci_bus_id, d.cc_major, d.cc_minor,
+                     d.sm_count, d.memory_bytes >> 20, d.ecc, d.driver, d.driver_cuda, d.runtime);
 }
 
 // The differing elements the text report lists per failing test (the JSON report has every one it recorded):
@@ -237,8 +241,7 @@ std::string units_text(const RunResult& r) {
     const std::string spanning =
         whole ? fmt::format("; {} tiles ({} failed) by kernels that span the GPU", whole, whole_failed) : "";
     s += fmt::format("{}: {} SMs computed {} tiles, {} failed{}{}\n", unit_text(UnitName::of_gpu(r.devices[d].index)),
-                     used, tiles, failed,
-                     spanning, failed ? " -- failing SMs:" : "");
+                     used, tiles, failed, spanning, failed ? " -- failing SMs:" : "");
     s += failing;
     // A big GPU also says which SMs passed and which computed nothing, as ranges of SM ids.
     if (sms > FOLD_UNITS) {
@@ -303,8 +306,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   } else {
     std::vector<int> cpus;
     for (const UnitResult& u : r.units) cpus.push_back(u.cpu.cpu);
-    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, format_cpu_list(cpus), cpus.size(),
-                     host.cpu_model);
+    s += fmt::format("host {}  cpus {} ({})  {}\n", host.hostname, format_cpu_list(cpus), cpus.size(), host.cpu_model);
   }
   if (r.host.identity_read) s += host_identity_text(r.host.identity);
   s += host_telemetry_text(r.host);
@@ -349,9 +351,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
   s += fmt::format("\n{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8} {:>9}\n", "test", id_w, "device", device_w, "mode",
                    mode_w, "result", "iters", "tiles", "time_s", "GFLOP/s");
   for (const TestResult* t : shown) {
-    s += fmt::format("{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t->id, id_w, device_text(r, *t), device_w,
-                     mode_of(*t), mode_w, verdict_name(t->verdict), t->iterations_done, t->tiles, t->duration_s,
-                     t->gflops);
+    s += fmt::format("{:<{}} {:<{}} {:<{}} {:<6} {:>6} {:>7} {:>8.2f} {:>9.1f}\n", t->id, id_w, device_text(r, *t),
+                     device_w, mode_of(*t), mode_w, verdict_name(t->verdict), t->iterations_done, t->tiles,
+                     t->duration_s, t->gflops);
     if (!t->reason.empty()) s += fmt::format("  {}: {}\n", verdict_name(t->verdict), t->reason);
     for (const std::string& n : t->notes) s += fmt::format("  note: {}\n", n);
   }
@@ -380,20 +382,20 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
       const std::string where =
           unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : "");
       if (m.int32) {  // an integer output: its value and difference, not fp32 ulps
-        s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} (int32 expected {} "
-                         "actual {} difference {:+})\n",
-                         m.iteration, m.tile, where, m.element_name, m.element, hex32(m.expected), hex32(m.actual),
-                         hex32(m.expected ^ m.actual), static_cast<int32_t>(m.expected), static_cast<int32_t>(m.actual),
-                         int32_difference(m.expected, m.actual));
+        s += fmt::format(
+            "  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} (int32 expected {} "
+            "actual {} difference {:+})\n",
+            m.iteration, m.tile, where, m.element_name, m.element, hex32(m.expected), hex32(m.actual),
+            hex32(m.expected ^ m.actual), static_cast<int32_t>(m.expected), static_cast<int32_t>(m.actual),
+            int32_difference(m.expected, m.actual));
         continue;
       }
-      s += fmt::format("  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n",
-                       m.iteration, m.tile, where, m.element_name, m.element, hex32(m.expected),
-                       hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps,
-                       m.binary64 ? fmt::format("; binary64 value expected {} actual {} xor {} ulps {}",
-                                                hex64_bits(m.expected64), hex64_bits(m.actual64),
-                                                hex64_bits(m.expected64 ^ m.actual64), m.ulps64)
-                                  : "");
+      s += fmt::format(
+          "  iteration {} tile {} on {}: {} (index {}) expected {} actual {} xor {} ulps {}{}\n", m.iteration, m.tile,
+          where, m.element_name, m.element, hex32(m.expected), hex32(m.actual), hex32(m.expected ^ m.actual), m.ulps,
+          m.binary64 ? fmt::format("; binary64 value expected {} actual {} xor {} ulps {}", hex64_bits(m.expected64),
+                                   hex64_bits(m.actual64), hex64_bits(m.expected64 ^ m.actual64), m.ulps64)
+                     : "");
     }
     if (t.miscompared_elements > listed)
       s += fmt::format("  ({} more differing element(s) not shown{})\n", t.miscompared_elements - listed,
@@ -407,10 +409,9 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                      !i.fired           ? std::string("DID NOT FIRE (the drill proves nothing)")
                      : r.masked(i)      ? std::string("fired, masked (no output changed: the drill proves nothing)")
                      : i.fired_unit < 0 ? std::string("fired")
-                     : i.device >= 0
-                         ? fmt::format("fired on {} (tile {})", unit_text(UnitName::of_sm(i.device, i.fired_unit)),
-                                       i.fired_tile)
-                         : fmt::format("fired on {}", unit_text(UnitName::of_cpu(i.fired_unit))));
+                     : i.device >= 0    ? fmt::format("fired on {} (tile {})",
+                                                      unit_text(UnitName::of_sm(i.device, i.fired_unit)), i.fired_tile)
+                                        : fmt::format("fired on {}", unit_text(UnitName::of_cpu(i.fired_unit))));
   if (r.any_slow()) {
     s += fmt::format("slow units (probe throughput below {:.2f}x the median of their peers; not a miscompare{}):\n",
                      r.throughput_floor, r.fail_slow ? ", but --fail-slow" : "");

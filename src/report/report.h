@@ -18,8 +18,10 @@ namespace sdc {
 // 14: drain_reason; reproduce_left_out (the options the reproduce line leaves out)
 // 15: failures_by_iteration of tests (every differing element and failing tile per iteration); a unit object
 // names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
-// result not_applicable and summary.not_applicable
-constexpr int REPORT_SCHEMA_VERSION = 17;
+// result not_applicable and summary.not_applicable; 16: injections' fault kinds, value64, warp/lane, replay_metrics;
+// 17: int32 miscompares; 18: signatures in the format of the family's values (bit_flips.format: fp32, binary64 over
+// 64 bits, int32 without fields, its distance the difference: diff= in the string)
+constexpr int REPORT_SCHEMA_VERSION = 18;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad

@@ -6,12 +6,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "src/util/iso_time.h"
 #include "src/report/drain_reason.h"
 #include "src/report/report.h"
 #include "src/report/report_gpu.h"
 #include "src/report/report_host.h"
 #include "src/report/unit_json.h"
+#include "src/util/iso_time.h"
 
 namespace sdc {
 
@@ -42,11 +42,10 @@ nlohmann::json retest_json(const UnitRetest& u) {
   using json = nlohmann::json;
   json sib = json::array();
   for (const SiblingRetest& x : u.siblings)
-    sib.push_back(
-        {{"unit", unit_json(x.unit < 0 ? UnitName::of_gpu(u.device) : UnitName::of_cpu(x.unit))},
-         {"relation", x.relation},
-         {"runs", x.runs},
-         {"failed", x.failed}});
+    sib.push_back({{"unit", unit_json(x.unit < 0 ? UnitName::of_gpu(u.device) : UnitName::of_cpu(x.unit))},
+                   {"relation", x.relation},
+                   {"runs", x.runs},
+                   {"failed", x.failed}});
   const int dep = u.input_dependent();
   const json compared = u.fresh_on_host          ? json{{"kind", "host"}}
                         : u.fresh_reference >= 0 ? unit_json(UnitName::of_cpu(u.fresh_reference))
@@ -60,6 +59,17 @@ nlohmann::json retest_json(const UnitRetest& u) {
           {"input_dependent", dep < 0 ? json() : json(dep == 1)},
           {"siblings", sib},
           {"complete", u.complete}};
+}
+
+// Flips by field (a floating-point format's sign, exponent, mantissa; an int32 has no fields) and per position.
+nlohmann::json bit_flips_json(const Signature& g) {
+  nlohmann::json j = {{"format", format_name(g.format())}, {"zero_to_one", g.rises()}, {"one_to_zero", g.falls()}};
+  if (g.format() != WordFormat::int32) {
+    j["sign"] = g.flips(BitField::sign);
+    j["exponent"] = g.flips(BitField::exponent);
+    j["mantissa"] = g.flips(BitField::mantissa);
+  }
+  return j;
 }
 
 nlohmann::json signature_json(const Signature& g, const std::string& family, nlohmann::json unit) {
@@ -79,12 +89,7 @@ nlohmann::json signature_json(const Signature& g, const std::string& family, nlo
   return {{"unit", std::move(unit)},
           {"signature", g.text(family)},
           {"elements", g.elements()},
-          {"bit_flips",
-           {{"sign", g.flips(BitField::sign)},
-            {"exponent", g.flips(BitField::exponent)},
-            {"mantissa", g.flips(BitField::mantissa)},
-            {"zero_to_one", g.rises()},
-            {"one_to_zero", g.falls()}}},
+          {"bit_flips", bit_flips_json(g)},
           {"directions", {{"zero_to_one", g.rises_total()}, {"one_to_zero", g.falls_total()}}},
           {"ulps", ulps},
           {"tiles",
@@ -179,9 +184,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     if (!t.reason.empty()) jt["reason"] = t.reason;
     auto test_unit_json = [&](int unit) {  // an SM, the whole GPU (-1: its kernels span it), or a CPU
       if (t.device_index < 0 && unit < 0) return json{{"kind", "cpu"}, {"cpu", unit}};  // no CPU named
-      return unit_json(t.device_index >= 0
-                           ? UnitName::of_sm(r.devices[static_cast<size_t>(t.device_index)].index, unit)
-                           : UnitName::of_cpu(unit));
+      return unit_json(t.device_index >= 0 ? UnitName::of_sm(r.devices[static_cast<size_t>(t.device_index)].index, unit)
+                                           : UnitName::of_cpu(unit));
     };
     jt["miscompares"] = json::array();
     for (const Miscompare& m : t.miscompares) {
@@ -223,7 +227,8 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     }
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
-      if (!u.signature.empty()) jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
+      if (!u.signature.empty())
+        jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
     // Every differing element and failing tile per iteration, over the units (the signatures count them all,
     // listed or not): when in the run the fault showed, and whether it stayed.
     std::map<int, std::pair<uint64_t, uint64_t>> by_iteration;  // iteration -> elements, tiles

@@ -138,6 +138,31 @@ if reported("int32 output injection", rc, i8, err, 1):
         r = copy.deepcopy(i8)
         r["tests"][0]["miscompares"][0]["int32"]["difference"] = 1.5
         F.check(bool(errors_of(r)), "mutation 'a non-integer int32 difference' was accepted by the schema")
+        # Its signature reads int32 bits (schema 18): b31, the difference's bucket, no fp32 fields.
+        sigs = i8["tests"][0]["signatures"]
+        d = "0to1" if a >> 31 else "1to0"
+        F.check([g["signature"] for g in sigs] == [f"{I8.split('.')[0]}:bits=b31:dir={d}:diff=2^31:cluster=single"]
+                and sigs[0]["bit_flips"]["format"] == "int32" and "sign" not in sigs[0]["bit_flips"],
+                f"int32 output injection: signature {sigs}")
+        for name, change in (("an int32 signature with a sign count", lambda g: g["bit_flips"].__setitem__("sign", 1)),
+                             ("an int32 signature with 64 positions",
+                              lambda g: g["bit_flips"]["zero_to_one"].extend([0] * 32))):
+            r = copy.deepcopy(i8)
+            change(r["tests"][0]["signatures"][0])
+            F.check(bool(errors_of(r)), f"mutation '{name}' was accepted by the schema")
+
+# --- 2d. a binary64 family's signature: a value's 64 bits, named by binary64 field --------------------------
+F64 = next(c["id"] for c in common.battery()["cases"] if c["family"] == "gemm_f64" and "boot" in c["iterations"])
+rc, f64, err = common.run_json("--enable", F64, "--inject", f"case={F64},element=1,bit=30")  # the .hi word: e10
+if reported("binary64 output injection", rc, f64, err, 1):
+    sigs = f64["tests"][0]["signatures"]
+    F.check(len(sigs) == 1 and sigs[0]["signature"].startswith("gemm_f64:bits=e10:")
+            and sigs[0]["bit_flips"]["format"] == "binary64" and len(sigs[0]["bit_flips"]["zero_to_one"]) == 64
+            and sigs[0]["bit_flips"]["exponent"] == 1 and sigs[0]["elements"] == 1,
+            f"binary64 output injection: signature {sigs}")
+    r = copy.deepcopy(f64)
+    del r["tests"][0]["signatures"][0]["bit_flips"]["zero_to_one"][32:]
+    F.check(bool(errors_of(r)), "mutation 'a binary64 signature with 32 positions' was accepted by the schema")
 
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
@@ -365,7 +390,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 17, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 18, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

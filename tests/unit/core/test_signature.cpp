@@ -7,10 +7,11 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 
-#include "tests/unit/catch.h"
 #include "src/core/miscompare.h"
 #include "src/core/signature.h"
+#include "tests/unit/catch.h"
 
 using namespace sdc;
 
@@ -68,12 +69,12 @@ std::vector<El> wandering(int n, uint32_t seed) {
 TEST_CASE("ulp distance, ULP buckets and bit names", "[signature]") {
   CHECK(ulp_distance(0x3f800000u, 0x3f800001u) == 1);
   CHECK(ulp_distance(0x3f800001u, 0x3f800000u) == 1);
-  CHECK(ulp_distance(0x80000000u, 0x00000000u) == 0);  // -0 against +0
-  CHECK(ulp_distance(0x80000001u, 0x00000001u) == 2);  // across zero
+  CHECK(ulp_distance(0x80000000u, 0x00000000u) == 0);                        // -0 against +0
+  CHECK(ulp_distance(0x80000001u, 0x00000001u) == 2);                        // across zero
   CHECK(ulp_distance64(0x3ff0000000000000ull, 0x3ff0000000000001ull) == 1);  // binary64
   CHECK(ulp_distance64(0x3ff0000000000000ull, 0x3fefffffffffffffull) == 1);  // across a binade
-  CHECK(ulp_distance64(0x8000000000000000ull, 0) == 0);                       // -0 against +0
-  CHECK(ulp_distance64(0x8000000000000001ull, 1) == 2);                       // across zero
+  CHECK(ulp_distance64(0x8000000000000000ull, 0) == 0);                      // -0 against +0
+  CHECK(ulp_distance64(0x8000000000000001ull, 1) == 2);                      // across zero
   CHECK(ulp_distance64(0x7fefffffffffffffull, 0xffefffffffffffffull) == 0xffdffffffffffffeull);
   CHECK(ulp_distance64(0x7fffffffffffffffull, 0xffffffffffffffffull) == ~uint64_t{0} - 1);  // the farthest
   CHECK(Signature::ulp_bucket(0) == 0);
@@ -367,4 +368,93 @@ TEST_CASE("analyse_tile signs every differing element, listed or not", "[signatu
   CHECK(g.text(r.family) == "gemm_f32:bits=m4:dir=0to1:ulp=2^4:cluster=row");
   REQUIRE(g.stuck_at());
   CHECK(g.stuck_at().bit == 4);
+}
+
+TEST_CASE("bit names, fields and distances in the binary64 and int32 formats", "[signature]") {
+  CHECK(bit_label(63, WordFormat::binary64) == "s");
+  CHECK(bit_label(62, WordFormat::binary64) == "e10");
+  CHECK(bit_label(52, WordFormat::binary64) == "e0");
+  CHECK(bit_label(51, WordFormat::binary64) == "m51");
+  CHECK(bit_label(31, WordFormat::binary64) == "m31");  // a low word's top bit is a fraction bit
+  CHECK(bit_label(31, WordFormat::int32) == "b31");
+  CHECK(bit_label(0, WordFormat::int32) == "b0");
+  CHECK(bit_field(30, WordFormat::int32) == BitField::integer);
+  CHECK(format_bits(WordFormat::binary64) == 64);
+  CHECK(format_bits(WordFormat::int32) == 32);
+
+  Signature d(WordFormat::binary64);  // 1.0 with its sign flipped, and 1.0 one ulp up: s+m0, ulp bucket of 2^62
+  d.add(0, 0, {0, 0}, 0x3ff0000000000000ull, 0xbff0000000000000ull);
+  d.add(0, 1, {0, 0}, 0x3ff0000000000000ull, 0x3ff0000000000001ull);
+  CHECK(d.rises().size() == 64);
+  CHECK(d.flips(BitField::sign) == 1);
+  CHECK(d.flips(BitField::mantissa) == 1);
+  CHECK(d.flips(BitField::exponent) == 0);
+  CHECK(d.text("gemm_f64") == "gemm_f64:bits=s+m0:dir=0to1:ulp=2^62:cluster=single");
+
+  Signature i(WordFormat::int32);
+  i.add(0, 0, {0, 0}, 100u, 100u + 128u);                // bit 7 set: +128
+  i.add(0, 1, {0, 0}, static_cast<uint32_t>(-5), 123u);  // a wider difference, both ways
+  CHECK(i.rises().size() == 32);
+  CHECK(i.flips(BitField::integer) == i.rises_total() + i.falls_total());
+  CHECK(i.flips(BitField::sign) == 0);
+  CHECK(i.text("gemm_i8") == "gemm_i8:bits=b*:dir=both:diff=2^7:cluster=single");
+  Signature one(WordFormat::int32);
+  one.add(0, 0, {0, 0}, 100u, 100u + 128u);
+  one.add(0, 1, {0, 0}, 7u, 7u + 128u);
+  CHECK(one.text("gemm_i8") == "gemm_i8:bits=b7:dir=0to1:diff=2^7:cluster=single");
+  CHECK(one.stuck_at().bit == 7);
+  Signature top(WordFormat::int32);  // the sign bit of 5: 5 - 2^31, a difference of 2^31
+  top.add(0, 0, {0, 0}, 5u, 5u | 0x80000000u);
+  CHECK(top.text("gemm_i8") == "gemm_i8:bits=b31:dir=0to1:diff=2^31:cluster=single");
+
+  Signature empty;  // takes the other's format
+  empty.merge(one);
+  CHECK(empty.format() == WordFormat::int32);
+  CHECK(empty.text("gemm_i8") == one.text("gemm_i8"));
+  Signature f32;
+  f32.add(0, 0, {0, 0}, 0x3f800000u, 0x3f800001u);
+  CHECK_THROWS_AS(f32.merge(one), std::logic_error);
+}
+
+TEST_CASE("analyse_tile signs a binary64 value once and an int32 word as an integer", "[signature]") {
+  const OneTile p;
+  Workspace ws;
+  std::vector<float> expected(p.tile_elements());
+  p.compute_tile(nullptr, 0, expected.data(), ws);
+  auto flip = [](std::vector<float>& v, size_t word, uint32_t mask) {
+    uint32_t u;
+    std::memcpy(&u, &v[word], 4);
+    u ^= mask;
+    std::memcpy(&v[word], &u, 4);
+  };
+  {  // gemm_f64: words 4 and 5 are one value; both flipped is one element, a high-word flip alone another
+    std::vector<float> actual = expected;
+    flip(actual, 4, 1u);
+    flip(actual, 5, 0x80000000u);
+    flip(actual, 9, 0x00100000u);  // the high word of value 4: exponent bit 0
+    TestResult r;
+    r.family = "gemm_f64";
+    analyse_tile(p, {}, 0, 0, actual.data(), 0, 0, ws, expected, r);
+    REQUIRE(r.signatures.size() == 1);
+    const Signature& g = r.signatures[0].signature;
+    CHECK(r.miscompared_elements == 3);  // words
+    CHECK(g.elements() == 2);            // values
+    CHECK(g.format() == WordFormat::binary64);
+    CHECK(g.flips(BitField::sign) == 1);
+    CHECK(g.flips(BitField::exponent) == 1);
+    CHECK(g.flips(BitField::mantissa) == 1);
+    CHECK(g.text(r.family).rfind("gemm_f64:bits=s+e0+m0:", 0) == 0);
+  }
+  {  // gemm_i8: an int32 word
+    std::vector<float> actual = expected;
+    flip(actual, 3, 1u << 7);
+    TestResult r;
+    r.family = "gemm_i8";
+    analyse_tile(p, {}, 0, 0, actual.data(), 0, 0, ws, expected, r);
+    REQUIRE(r.signatures.size() == 1);
+    const Signature& g = r.signatures[0].signature;
+    CHECK(g.format() == WordFormat::int32);
+    CHECK(g.text(r.family) ==
+          "gemm_i8:bits=b7:dir=" + std::string(g.rises_total() ? "0to1" : "1to0") + ":diff=2^7:cluster=single");
+  }
 }

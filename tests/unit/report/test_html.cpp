@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
-#include "tests/unit/catch.h"
 #include "src/report/html.h"
+#include "tests/unit/catch.h"
 
 using json = nlohmann::json;
 
@@ -370,4 +370,40 @@ TEST_CASE("html: every cell carries its unit's number; the legend says what it i
   json gpu = skeleton("cuda");
   gpu["devices"].push_back({{"index", 0}, {"kind", "cuda"}, {"name", "GPU"}, {"sm_count", 4}});
   CHECK(count(sdc::render_html(gpu), "the number in a cell: the SM of the GPU") == 1);
+}
+
+TEST_CASE("html: the bit histogram draws the signature's format: fp32, binary64's 64 bits, int32's", "[html]") {
+  json r = skeleton("cpu");
+  json t = failing_test("cpu", 3, 0, {{"kind", "cpu"}, {"cpu", 3}});
+  r["tests"].push_back(t);
+  // A report before schema 18 (no format): fp32, 32 bars.
+  std::string page = sdc::render_html(r);
+  check_counts(page,
+               {{"class=\"bit\" data-bit=", 32}, {"data-bit=\"20\" data-flips=\"1\"", 1}, {"data-format=\"fp32\"", 1}});
+  json& bf = r["tests"][0]["signatures"][0]["bit_flips"];
+  json zeros = json::array();
+  for (int b = 0; b < 64; ++b) zeros.push_back(0);
+  json rises = zeros;
+  rises[62] = 3;  // binary64's top exponent bit
+  bf = {{"format", "binary64"}, {"sign", 0},           {"exponent", 3}, {"mantissa", 0},
+        {"zero_to_one", rises}, {"one_to_zero", zeros}};
+  page = sdc::render_html(r);
+  check_counts(
+      page,
+      {{"class=\"bit\" data-bit=", 64}, {"data-bit=\"62\" data-flips=\"3\"", 1}, {"data-format=\"binary64\"", 1}});
+  check_svg_sizes(page, 2000);
+  // int32: 32 bars, one band, no floating-point fields; the miscompare table's last column is the difference.
+  json z32 = json::array(), r32;
+  for (int b = 0; b < 32; ++b) z32.push_back(0);
+  r32 = z32;
+  r32[7] = 2;
+  bf = {{"format", "int32"}, {"zero_to_one", r32}, {"one_to_zero", z32}};
+  r["tests"][0]["miscompares"][0]["int32"] = {{"expected", 5}, {"actual", 133}, {"difference", 128}};
+  page = sdc::render_html(r);
+  check_counts(page, {{"class=\"bit\" data-bit=", 32},
+                      {"data-bit=\"7\" data-flips=\"2\"", 1},
+                      {"data-format=\"int32\"", 1},
+                      {">exponent<", 0},
+                      {"<th>difference</th>", 1},
+                      {"<th>ulps</th>", 0}});
 }
