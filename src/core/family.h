@@ -157,6 +157,10 @@ struct Family {
   // (expected, actual, their difference) rather than as fp32 bits with ulps.
   bool int8_inputs = false;
   bool int32_outputs = false;
+  // A family without a CPU golden (recorded, consensus) whose unspecified arithmetic the emulated device models
+  // otherwise than tensor cores (each exact sum rounded once): what it computes instead, for the emulated run's
+  // note (sfu_f32: the host C library's functions in place of the SFU's approximations).
+  const char* emulated_arithmetic = nullptr;
 };
 
 // The registry: every family in one explicit list, stable order.

@@ -300,6 +300,24 @@ def executor():
     F.check(code == 1 and all(t.get(d, {}).get("result") == "fail" for d in ("cuda:0", "cuda:1")),
             f"split: exit {code}, {[t.get(d, {}).get('result') for d in ('cuda:0', 'cuda:1')]}")
 
+    # 7b. The SFU family (recorded, no CPU golden): the same consensus, on the emulator's model of the
+    #     instructions, which the note names; the dissenting GPU is the one with the flipped word, and the word
+    #     is named (y[i].<instruction>). The CPU backend has no golden for it: not applicable.
+    sfu = next(cid for cid, c in CASES.items() if c["family"] == "sfu_f32" and "boot" in c["iterations"])
+    el = CASES[sfu]["geometry"]["elements"][0]
+    code, report, err = run_json("--backend", "emulated:3", "--profile", "boot", "--enable", sfu, "--inject",
+                                 f"case={sfu},element={el['element']},bit=3,device=2")
+    t = by_device(report, sfu)
+    F.check(code == 1 and t.get("cuda:2", {}).get("result") == "fail"
+            and all(t.get(d, {}).get("result") == "pass" for d in ("cuda:0", "cuda:1")),
+            f"sfu consensus: exit {code}, {[t.get(d, {}).get('result') for d in ('cuda:0', 'cuda:1', 'cuda:2')]}")
+    F.check(any("SFU's approximations are the emulator's" in n for n in t.get("cuda:0", {}).get("notes", [])),
+            f"sfu consensus: the note does not name the SFU model: {t.get('cuda:0', {}).get('notes')}")
+    code, report, err = run_json("--backend", "cpu", "--cpuset", "0", "--profile", "boot", "--enable", sfu)
+    t = by_device(report, sfu)
+    F.check(any(r.get("result") == "not_applicable" and "GPUs only" in r.get("reason", "") for r in t.values()),
+            f"sfu on a CPU: {[(r.get('result'), r.get('reason')) for r in t.values()]}")
+
     # 8. A kernel that hangs: the watchdog gives up within its deadline (10 s plus the case's share), the test
     #    is an error that says so, and the process ends. The copies back are to pinned memory: a copy to
     #    pageable memory would wait for the hung kernel and never let the watchdog fire.

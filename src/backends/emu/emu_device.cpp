@@ -111,8 +111,8 @@ class EmuRuntime final : public cuda::DeviceRuntime {
     }));
     d_.check_lost();
   }
-  void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes,
-               uint64_t rows, cudaStream_t s) override {
+  void copy_2d(void* dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width_bytes, uint64_t rows,
+               cudaStream_t s) override {
     d_.check_lost();
     Device& d = d_;
     Stream& st = *stream_of(s);
@@ -128,8 +128,7 @@ class EmuRuntime final : public cuda::DeviceRuntime {
                     const uint32_t* tile_sm, cuda::DeviceFault fault, uint64_t* digests, cudaStream_t s) override {
     cuda::emu::digest_tiles(out, layout, tiles, tile_elements, tile_sm, fault, digests, s);
   }
-  void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore,
-                   cudaStream_t s) override {
+  void input_fault(void* tensor, uint64_t first, WordFault fault, void* saved, bool restore, cudaStream_t s) override {
     cuda::emu::input_fault(tensor, first, fault, saved, restore, s);
   }
   int sm_id_limit() override { return cuda::emu::sm_id_limit(); }
@@ -143,8 +142,10 @@ class EmuRuntime final : public cuda::DeviceRuntime {
   std::string test_note(const Family& f) const override {
     for (Mode m : f.modes)
       if (m == Mode::exact || m == Mode::exact_integer) return "";
-    return "emulated device: the tensor cores' rounding is the emulator's (each exact sum rounded once), not a "
-           "GPU's; judged only against emulated runs";
+    return fmt::format("emulated device: {}, not a GPU's; judged only against emulated runs",
+                       f.emulated_arithmetic
+                           ? f.emulated_arithmetic
+                           : "the tensor cores' rounding is the emulator's (each exact sum rounded once)");
   }
 
  private:
@@ -235,13 +236,13 @@ std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs) {
   // The runtime's teardown at exit(): it waits for every device's streams (a process that leaves a kernel
   // running ends with _Exit instead).
   static const bool teardown = std::atexit([] {
-    std::vector<Device*> all;
-    {
-      std::lock_guard<std::mutex> g(g_devices_m);
-      all = g_devices;
-    }
-    for (Device* d : all) d->wait_idle();
-  }) == 0;
+                                 std::vector<Device*> all;
+                                 {
+                                   std::lock_guard<std::mutex> g(g_devices_m);
+                                   all = g_devices;
+                                 }
+                                 for (Device* d : all) d->wait_idle();
+                               }) == 0;
   (void)teardown;
   std::vector<DeviceInfo> out;
   const size_t base = g_devices.size();

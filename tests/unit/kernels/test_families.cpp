@@ -54,6 +54,7 @@ const std::map<std::string, SmallCases>& folder_cases() {
       {"reduce_sum_f64", {ALL_DISTRIBUTIONS, {{{"rows", 32}, {"cols", 1000}}, {{"rows", 16}, {"cols", 5}}}}},
       {"convert_f32", {ALL_DISTRIBUTIONS, {{{"n", 4096}}, {{"n", 512}}}}},
       {"elementwise_f32", {ALL_DISTRIBUTIONS, {{{"n", 4096}}, {{"n", 512}}}}},
+      {"sfu_f32", {ALL_DISTRIBUTIONS, {{{"n", 4096}}, {{"n", 512}}}}},
       {"gemm_i8",
        {ALL_DISTRIBUTIONS,
         {{{"m", 128}, {"n", 128}, {"k", 260}, {"engine", 0}}, {{"m", 64}, {"n", 64}, {"k", 4}, {"engine", 1}}}}},
