@@ -15,11 +15,11 @@
 #include <cmath>
 #include <memory>
 
-#include "kernels/attention_f32/attention_f32.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/family.h"
 #include "src/spec/chunked_reduce.cuh"
 #include "src/spec/fpmath.h"
+#include "kernels/attention_f32/attention_f32.h"
 
 namespace sdc::attention_f32::SDC_TARGET {
 namespace {

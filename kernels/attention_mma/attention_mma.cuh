@@ -26,10 +26,10 @@
 #include <memory>
 #include <string>
 
-#include "kernels/attention_mma/attention_mma.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/shape.h"
 #include "src/spec/chunked_reduce.cuh"
+#include "kernels/attention_mma/attention_mma.h"
 
 namespace sdc::attention_mma {
 

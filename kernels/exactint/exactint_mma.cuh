@@ -32,10 +32,10 @@
 #include <string>
 #include <utility>
 
-#include "kernels/exactint/exactint_ref.h"
-#include "kernels/exactint/mma_ops.cuh"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/shape.h"
+#include "kernels/exactint/exactint_ref.h"
+#include "kernels/exactint/mma_ops.cuh"
 
 namespace sdc::exactint {
 

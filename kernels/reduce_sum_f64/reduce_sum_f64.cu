@@ -8,11 +8,11 @@
 // them unfused); no atomic, no order that depends on the schedule.
 #include <memory>
 
-#include "kernels/reduce_sum_f64/reduce_sum_f64.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/core/family.h"
 #include "src/core/shape.h"
 #include "src/spec/fpmath.h"
+#include "kernels/reduce_sum_f64/reduce_sum_f64.h"
 
 namespace sdc::reduce_sum_f64::SDC_TARGET {
 namespace {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "src/core/inject.h"
 #include "kernels/train_step_f32/train_step_f32_device_ops.cuh"
 #include "kernels/train_step_f32/train_step_f32_replay.h"
 #include "kernels/train_step_f32/train_step_f32_step.h"
-#include "src/core/inject.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "src/backends/cuda/gpu_state.h"
 #include "src/core/miscompare.h"
 #include "src/core/patterns.h"
+#include "src/backends/cuda/gpu_state.h"
 
 namespace sdc::cuda {
 namespace {
