@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "tests/unit/catch.h"
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_runtime.h"
 #include "src/backends/cuda/device_util.cuh"
@@ -21,6 +20,7 @@
 #include "src/backends/emu/racecheck.h"
 #include "src/core/family.h"
 #include "src/core/patterns.h"
+#include "tests/unit/catch.h"
 
 using namespace sdc;
 namespace rc = sdc::emu::racecheck;
@@ -32,6 +32,7 @@ struct MapCheck {
   uint64_t tiles = 0, words = 0;      // tiles the sampled blocks computed, and their words
   uint64_t wrong = 0, unwritten = 0;  // words stored by another thread than the map's, or by none
   uint64_t wrong_sm = 0;              // words stored by a block on another SM than the tile's recorded one
+  uint64_t several = 0;               // words that more than one thread stored
   std::vector<std::string> first;     // the first few of those, described
   void note(const std::string& what) {
     if (first.size() < 5) first.push_back(what);
@@ -71,6 +72,7 @@ MapCheck run_and_check(cuda::DeviceRuntime& rt, const cuda::DeviceProblem& dev, 
     for (uint32_t o = 0; o < tile_elements; ++o) {
       ++r.words;
       const rc::Writer& w = writers[layout.index(t, o, tile_elements)];
+      r.several += w.several;
       int warp = -1, lane = -1;
       const bool mapped = dev.thread_of(t, o, warp, lane);
       if (!w.written) {
@@ -109,18 +111,24 @@ cuda::DeviceRuntime& emulated(int sms, unsigned sample) {
   return *rt;
 }
 
+// What the planted kernel does besides its plain stores.
+enum class Plant { none, hole, shared_word };
+
 // The planted kernel: 4 tiles of 128 words, one block of 64 threads each; thread t stores words t and t + 64
-// of its block's tile (except word 127 when `leave_one`).
-__global__ void planted_kernel(float* out, uint32_t* tile_sm, bool leave_one) {
+// of its block's tile. Plant::hole: thread 63 leaves word 127 out; Plant::shared_word: thread 62 stores word
+// 127 too, before thread 63 does (the emulated block runs its threads in order, and there is no barrier).
+__global__ void planted_kernel(float* out, uint32_t* tile_sm, Plant plant) {
   const unsigned t = threadIdx.x;
-  out[blockIdx.x * 128 + t] = static_cast<float>(t);
-  if (!leave_one || t != 63) out[blockIdx.x * 128 + t + 64] = static_cast<float>(t);
+  float* tile = out + blockIdx.x * 128;
+  if (plant == Plant::shared_word && t == 62) tile[127] = -1.0f;
+  tile[t] = static_cast<float>(t);
+  if (plant != Plant::hole || t != 63) tile[t + 64] = static_cast<float>(t);
   if (t == 0) tile_sm[blockIdx.x] = cuda::sm_id();
 }
 
 class PlantedDevice final : public cuda::DeviceProblem {
  public:
-  PlantedDevice(bool right_map, bool leave_one) : right_(right_map), leave_one_(leave_one) {}
+  PlantedDevice(bool right_map, Plant plant) : right_(right_map), plant_(plant) {}
   uint64_t input_bytes(size_t) const override { return 0; }
   cuda::Engine engine() const override { return {"planted", "planted"}; }
   void generate(size_t, void*, cudaStream_t) const override {}
@@ -132,28 +140,35 @@ class PlantedDevice final : public cuda::DeviceProblem {
     return true;
   }
   void compute(const void* const*, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
-    cuda::launch("planted_kernel", planted_kernel, 4, 64, s, out, tile_sm, leave_one_);
+    cuda::launch("planted_kernel", planted_kernel, 4, 64, s, out, tile_sm, plant_);
   }
 
  private:
-  bool right_, leave_one_;
+  bool right_;
+  Plant plant_;
 };
 
 }  // namespace
 
-TEST_CASE("the thread-map check fails on a wrong map and on a word no thread stored", "[thread_map]") {
+TEST_CASE("the thread-map check fails on a wrong map and on a word no thread stored; it counts shared words",
+          "[thread_map]") {
   cuda::DeviceRuntime& rt = emulated(2, 2);  // blocks 0..3 on SMs 0, 1, 0, 1; 2 of the 4 sampled
-  const MapCheck right = run_and_check(rt, PlantedDevice(true, false), 0, 4, 128, 2);
+  const MapCheck right = run_and_check(rt, PlantedDevice(true, Plant::none), 0, 4, 128, 2);
   CHECK(right.tiles == 2);
   CHECK(right.words == 256);
-  CHECK(right.wrong + right.unwritten + right.wrong_sm == 0);
+  CHECK(right.wrong + right.unwritten + right.wrong_sm + right.several == 0);
 
-  const MapCheck wrong = run_and_check(rt, PlantedDevice(false, false), 0, 4, 128, 2);
+  // A word two threads store: the last store counts, and the word is counted as shared.
+  const MapCheck shared = run_and_check(rt, PlantedDevice(true, Plant::shared_word), 0, 4, 128, 2);
+  CHECK(shared.wrong + shared.unwritten + shared.wrong_sm == 0);
+  CHECK(shared.several == 2);
+
+  const MapCheck wrong = run_and_check(rt, PlantedDevice(false, Plant::none), 0, 4, 128, 2);
   CHECK(wrong.wrong == 2 * 64);  // words 32..63 and 96..127 of each tile belong to warp 1
   REQUIRE(!wrong.first.empty());
   CHECK(wrong.first[0].find("word 32: the map names warp 0 lane 0, thread 32 (warp 1 lane 0)") != std::string::npos);
 
-  const MapCheck hole = run_and_check(rt, PlantedDevice(true, true), 0, 4, 128, 2);
+  const MapCheck hole = run_and_check(rt, PlantedDevice(true, Plant::hole), 0, 4, 128, 2);
   CHECK(hole.unwritten == 2);
   CHECK(hole.wrong == 0);
   REQUIRE(!hole.first.empty());
@@ -204,6 +219,7 @@ TEST_CASE("every kernel's thread map names the thread that stored each output wo
       CHECK(r.wrong == 0);
       CHECK(r.unwritten == 0);
       CHECK(r.wrong_sm == 0);
+      CHECK(r.several == 0);  // each word has one storing thread: what the map names is the whole story
       ++checked;
     }
   }
