@@ -128,7 +128,9 @@ __global__ void __launch_bounds__(THREADS) attention_kernel(Args a) {
         }
       }
     }
-    float* o = a.out + tile * (ROWS * dim) + warp * dim;  // tile t: rows i0..i0+31 of one head, row-major
+    // tile t: rows i0..i0+31 of one head, row-major; thread 32 w + l stores the tile's words w dim + d for
+    // d = l, l + 32, l + 64, l + 96 below dim (AttentionDevice::thread_of).
+    float* o = a.out + tile * (ROWS * dim) + warp * dim;
 #pragma unroll
     for (uint32_t c = 0; c < 4; ++c) {
       const uint32_t d = lane + chunked::WARP * c;
@@ -154,6 +156,12 @@ class AttentionDevice final : public cuda::DeviceProblem {
     return {cuda::OWN_KERNELS, "simt fp32, one warp per query row, fixed trees (exact)"};
   }
   uint64_t scratch_bytes() const override { return slots() * ROWS * seq_ * sizeof(float); }
+  // attention_kernel's store of O: warp w writes the tile's row w, lane l its dims l + 32 c.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    warp = static_cast<int>(offset / dim_);
+    lane = static_cast<int>(offset % dim_ % chunked::WARP);
+    return true;
+  }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
     cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), heads_ * seq_ * dim_, dist_, input_window(t, dist_),

@@ -167,7 +167,9 @@ __global__ void __launch_bounds__(THREADS) attention_kernel(Args a, typename Spe
       }
       __syncthreads();  // the block's fragments are read before the next stage overwrites them
     }
-    float* o = a.out + tile * TILE_ROWS * dim;  // tile t: 64 rows x dim, row-major (the CPU path's offsets)
+    // tile t: 64 rows x dim, row-major (the CPU path's offsets). Lane l of warp w stores its D fragments' elements:
+    // rows 16 w + l / 4 (+ 8), columns 8 ni + 2 (l % 4) (+ 1) (AttentionDevice::thread_of).
+    float* o = a.out + tile * TILE_ROWS * dim;
 #pragma unroll
     for (int ni = 0; ni < MAX_NI; ++ni) {
       if (ni >= ni_count) break;
@@ -209,6 +211,14 @@ class AttentionDevice final : public cuda::DeviceProblem {
   uint64_t input_bytes(size_t) const override { return heads_ * seq_ * dim_ * sizeof(uint16_t); }
   cuda::Engine engine() const override { return {cuda::OWN_KERNELS, Spec::ALGORITHM}; }
   uint64_t scratch_bytes() const override { return slots_ * TILE_ROWS * seq_ * (sizeof(float) + sizeof(uint16_t)); }
+  // The store of O (pv_row, pv_col): element (row, col) of the tile is warp row / 16's, lane 4 (row % 8) + (col % 8)
+  // / 2.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    const int row = static_cast<int>(offset / dim_), col = static_cast<int>(offset % dim_);
+    warp = row / ROWS_PER_WARP;
+    lane = (row % 8) * 4 + (col % 8) / 2;
+    return true;
+  }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const uint64_t n = heads_ * seq_ * dim_;
     cuda::launch("attention_mma generate_kernel", generate_kernel<Spec>, cuda::grid_for(n, 256), 256, s,

@@ -117,7 +117,9 @@ __global__ void __launch_bounds__(THREADS) convert_kernel(const float* x, float*
     w[k][BF16_F32] = w[k][BF16] << 16;
     w[k][F16_F32] = f32_of_f16(w[k][F16]);
   }
-  uint4* o = reinterpret_cast<uint4*>(out + i * WORDS);  // 64 bytes per pair: four aligned 16-byte stores
+  // 64 bytes per pair: four aligned 16-byte stores. Thread t stores the tile's words 16 t .. 16 t + 15 (elements 2t
+  // and 2t + 1, WORDS each: ConvertDevice::thread_of).
+  uint4* o = reinterpret_cast<uint4*>(out + i * WORDS);
   o[0] = make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]);
   o[1] = make_uint4(w[0][4], w[0][5], w[0][6], w[0][7]);
   o[2] = make_uint4(w[1][0], w[1][1], w[1][2], w[1][3]);
@@ -137,6 +139,13 @@ class ConvertDevice final : public cuda::DeviceProblem {
       : n_(static_cast<uint64_t>(dim(c, "n"))), dist_(c.distribution), seed_(c.data_seed), fp8_hw_(fp8_hw) {}
 
   uint64_t input_bytes(size_t) const override { return n_ * sizeof(float); }
+  // convert_kernel's store: the tile's element e (words WORDS e ..) is thread e / 2's.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    const uint32_t t = offset / WORDS / 2;
+    warp = static_cast<int>(t / 32);
+    lane = static_cast<int>(t % 32);
+    return true;
+  }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS,
             fp8_hw_ ? "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32, cvt.rn.satfinite.e4m3x2/e5m2x2.f32; back by a shift, "

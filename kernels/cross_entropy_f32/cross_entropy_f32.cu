@@ -36,11 +36,11 @@ __global__ void __launch_bounds__(THREADS)
     if (b.wig == 0 && b.lane == 0) {
       const float l = (m + sdc_logf(s)) - x[target(seed, token, vocab)];
       loss[r] = l;
-      out[b.tile * TILE_OUT + r] = l;
+      out[b.tile * TILE_OUT + r] = l;  // by lane 0 of the group's first warp (warp 2r of the block)
     }
   });
   __syncthreads();
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0)  // the tile's partial sum: thread 0
     out[b.tile * TILE_OUT + TILE_ROWS] = pairwise_sum([&](uint32_t j) { return loss[j]; }, TILE_ROWS);
   b.record_sm(tile_sm);
 }

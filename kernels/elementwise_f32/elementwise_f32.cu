@@ -24,7 +24,9 @@ __global__ void __launch_bounds__(THREADS)
       const uint64_t i = tile * TILE + k * THREADS + threadIdx.x;
       uint32_t w[WORDS];
       outputs(x[i], w);
-      uint4* o = reinterpret_cast<uint4*>(out + i * WORDS);  // 32 bytes per element: two aligned stores
+      // 32 bytes per element: two aligned stores. Whichever block takes the tile, thread t stores the words of its
+      // elements t and t + 256 (ElementwiseDevice::thread_of).
+      uint4* o = reinterpret_cast<uint4*>(out + i * WORDS);
       o[0] = make_uint4(w[0], w[1], w[2], w[3]);
       o[1] = make_uint4(w[4], w[5], w[6], w[7]);
     }
@@ -44,9 +46,17 @@ class ElementwiseDevice final : public cuda::DeviceProblem {
       : n_(static_cast<uint64_t>(dim(c, "n"))), dist_(c.distribution), seed_(c.data_seed), grid_(grid) {}
 
   uint64_t input_bytes(size_t) const override { return n_ * sizeof(float); }
+  // elementwise_kernel's store: the tile's element e (words WORDS e ..) is thread e % THREADS's.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    const uint32_t t = offset / WORDS % THREADS;
+    warp = static_cast<int>(t / 32);
+    lane = static_cast<int>(t % 32);
+    return true;
+  }
   cuda::Engine engine() const override {
-    return {cuda::OWN_KERNELS, "fpmath.h's exp, log, tanh, GELU, SiLU, sin, cos in fma/add/mul/div; rsqrt by "
-                               "__fsqrt_rn and __fdiv_rn"};
+    return {cuda::OWN_KERNELS,
+            "fpmath.h's exp, log, tanh, GELU, SiLU, sin, cos in fma/add/mul/div; rsqrt by "
+            "__fsqrt_rn and __fdiv_rn"};
   }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     cuda::launch("elementwise_f32 generate_kernel", generate_kernel, cuda::grid_for(n_, 256), 256, s,

@@ -174,7 +174,7 @@ class MmaDevice final : public cuda::DeviceProblem {
   cuda::Engine engine() const override { return {cuda::OWN_KERNELS, algorithm_}; }
   // mma_kernel's store: warp w holds the 32 x 32 quarter at rows 32 (w >> 1), columns 32 (w & 1); in it, D
   // element c of fragment (mi, ni) of lane l is row 16 mi + l / 4 + 8 (c >> 1), column 8 ni + 2 (l % 4) + (c & 1).
-  bool thread_of(uint32_t offset, int& warp, int& lane) const override {
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
     const int r = static_cast<int>(offset) / TILE, c = static_cast<int>(offset) % TILE;
     warp = (r / 32) * 2 + c / 32;
     lane = (r % 8) * 4 + (c % 8) / 2;

@@ -236,7 +236,9 @@ __global__ void __launch_bounds__(Geometry<BM, BN, SLAB>::THREADS, Geometry<BM, 
     fma_step(frag[1], acc);
   }
 
-  // Epilogue: rows m0+wm+lr*4+q (+32), columns n0+wn+lc*4 (+16), each 4 columns inside one 64-wide tile.
+  // Epilogue: rows m0+wm+lr*4+q (+32), columns n0+wn+lc*4 (+16), each 4 columns inside one 64-wide tile. So
+  // thread t = 32 warp + lane stores the block's elements (x, y) with x / 64 = warp / WARPS_N, y / 32 =
+  // warp % WARPS_N, (x % 32) / 4 = lane / 4 and (y % 16) / 4 = lane % 4 (GemmDevice::thread_of).
   const int tiles_n = N / TILE;
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -263,6 +265,21 @@ __global__ void __launch_bounds__(Geometry<BM, BN, SLAB>::THREADS, Geometry<BM, 
   }
 }
 
+// The block tile compute() takes: the largest that still gives every SM two blocks; small products take smaller
+// tiles so that they spread over the whole GPU. Only speed and which thread holds an element depend on it (see
+// the header). {BM, BN}.
+struct BlockShape {
+  int bm, bn;
+};
+BlockShape block_shape(int m, int n, int sms) {
+  const int64_t enough = 2 * static_cast<int64_t>(sms);
+  const bool m128 = m % 128 == 0, n128 = n % 128 == 0;
+  if (m128 && n128 && (m / 128) * static_cast<int64_t>(n / 128) >= enough) return {128, 128};
+  if (m128 && (m / 128) * static_cast<int64_t>(n / 64) >= enough) return {128, 64};
+  if (n128 && (m / 64) * static_cast<int64_t>(n / 128) >= enough) return {64, 128};
+  return {64, 64};
+}
+
 template <int BM, int BN>
 void launch(const float* a, const float* b, float* out, uint32_t* tile_sm, int m, int n, int k, cudaStream_t s) {
   using G = Geometry<BM, BN, BK>;
@@ -278,7 +295,13 @@ void launch(const float* a, const float* b, float* out, uint32_t* tile_sm, int m
 
 class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<float> {
  public:
-  explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "simt fp32, one k-chain per output in k order (exact)") {}
+  // Prepared on the GPU that computes it (DeviceProblem::engine): its SM count fixes the block tile.
+  explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "simt fp32, one k-chain per output in k order (exact)") {
+    int device = 0, sms = 0;
+    SDC_CUDA_CHECK(cudaGetDevice(&device));
+    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    shape_ = block_shape(static_cast<int>(m_), static_cast<int>(n_), sms);
+  }
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
@@ -286,26 +309,35 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<float> {
                                        tensor_key(seed_, t), s);
   }
 
+  // gemm_kernel's epilogue: tile (r, c) of the block's (BM / 64) x (BN / 64) tiles holds the block's elements
+  // x = 64 (tile row % (BM / 64)) + row, y = 64 (tile column % (BN / 64)) + column.
+  bool thread_of(uint64_t tile, uint32_t offset, int& warp, int& lane) const override {
+    const uint64_t tiles_n = static_cast<uint64_t>(n_) / TILE;
+    const int x = static_cast<int>(tile / tiles_n % static_cast<uint64_t>(shape_.bm / TILE)) * TILE +
+                  static_cast<int>(offset) / TILE;
+    const int y = static_cast<int>(tile % tiles_n % static_cast<uint64_t>(shape_.bn / TILE)) * TILE +
+                  static_cast<int>(offset) % TILE;
+    warp = (x / WARP_M) * (shape_.bn / WARP_N) + y / WARP_N;
+    lane = (x % 32) / 4 * 4 + (y % 16) / 4;
+    return true;
+  }
+
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
     const auto* a = static_cast<const float*>(in[0]);
     const auto* b = static_cast<const float*>(in[1]);
     const int m = static_cast<int>(m_), n = static_cast<int>(n_), k = static_cast<int>(k_);
-    // The largest block tile that still gives every SM two blocks; small products take smaller tiles
-    // so that they spread over the whole GPU. Only speed depends on this choice (see the header).
-    int device = 0, sms = 0;
-    SDC_CUDA_CHECK(cudaGetDevice(&device));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const int64_t enough = 2 * static_cast<int64_t>(sms);
-    const bool m128 = m % 128 == 0, n128 = n % 128 == 0;
-    if (m128 && n128 && (m / 128) * static_cast<int64_t>(n / 128) >= enough)
+    if (shape_.bm == 128 && shape_.bn == 128)
       launch<128, 128>(a, b, out, tile_sm, m, n, k, s);
-    else if (m128 && (m / 128) * static_cast<int64_t>(n / 64) >= enough)
+    else if (shape_.bm == 128)
       launch<128, 64>(a, b, out, tile_sm, m, n, k, s);
-    else if (n128 && (m / 64) * static_cast<int64_t>(n / 128) >= enough)
+    else if (shape_.bn == 128)
       launch<64, 128>(a, b, out, tile_sm, m, n, k, s);
     else
       launch<64, 64>(a, b, out, tile_sm, m, n, k, s);
   }
+
+ private:
+  BlockShape shape_;
 };
 
 }  // namespace

@@ -35,10 +35,10 @@
 namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
-constexpr int BK = 16;           // k per shared-memory slab
-constexpr int THREADS = 128;     // 4 warps, 2 x 2 over the tile
-constexpr int A_LD = BK + 4;     // row pitch of the A slab (m-major, k contiguous), in doubles
-constexpr int B_LD = TILE + 4;   // row pitch of the B slab (k-major, n contiguous), in doubles
+constexpr int BK = 16;                      // k per shared-memory slab
+constexpr int THREADS = 128;                // 4 warps, 2 x 2 over the tile
+constexpr int A_LD = BK + 4;                // row pitch of the A slab (m-major, k contiguous), in doubles
+constexpr int B_LD = TILE + 4;              // row pitch of the B slab (k-major, n contiguous), in doubles
 constexpr int LOADS = TILE * BK / THREADS;  // doubles of A (and of B) each thread fetches per slab
 static_assert(LOADS == 8 && TILE == 64, "a thread fetches half an A row and an eighth of a B row of the slab");
 
@@ -59,8 +59,8 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
 __device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
                                       int k0, int K, int N, double (&ra)[LOADS], double (&rb)[LOADS]) {
   const int tid = static_cast<int>(threadIdx.x);
-  const int ar = tid / 2, ak = k0 + (tid % 2) * LOADS;             // A: half of one row's 16 k
-  const int bk = k0 + tid / 8, bc = n0 + (tid % 8) * LOADS;        // B: an eighth of one k row's 64 columns
+  const int ar = tid / 2, ak = k0 + (tid % 2) * LOADS;       // A: half of one row's 16 k
+  const int bk = k0 + tid / 8, bc = n0 + (tid % 8) * LOADS;  // B: an eighth of one k row's 64 columns
 #pragma unroll
   for (int l = 0; l < LOADS; ++l) {
     ra[l] = ak + l < K ? A[static_cast<int64_t>(m0 + ar) * K + ak + l] : 0.0;
@@ -161,7 +161,8 @@ __global__ void __launch_bounds__(THREADS)
 
 class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
  public:
-  explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)") {}
+  explicit GemmDevice(const Case& c)
+      : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)") {}
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
@@ -171,7 +172,7 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
 
   // gemm_kernel's store: warp w holds the 32 x 32 quarter at rows 32 (w / 2), columns 32 (w % 2), as 8 x 8
   // DMMA blocks whose element (i, j) lane 4 i + j / 2 holds; two words per value.
-  bool thread_of(uint32_t offset, int& warp, int& lane) const override {
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
     const int v = static_cast<int>(offset / 2), r = v / TILE, c = v % TILE;
     warp = (r / 32) * 2 + c / 32;
     lane = (r % 8) * 4 + (c % 8) / 2;

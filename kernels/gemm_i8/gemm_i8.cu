@@ -167,7 +167,7 @@ class GemmI8Device final : public cuda::DeviceProblem {
   }
   // The kernels' stores (above): dp4a's thread 16 (r / 4) + c % 16, mma's warp 2 (r / 32) + c / 32 and lane
   // 4 (r % 8) + (c % 8) / 2, for C's element (r, c) of the tile.
-  bool thread_of(uint32_t offset, int& warp, int& lane) const override {
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
     const int r = static_cast<int>(offset) / TILE, c = static_cast<int>(offset) % TILE;
     if (engine_ == DP4A) {
       const int t = 16 * (r / 4) + c % 16;

@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const float* x, uint32_
         [&](uint32_t i, uint32_t count, float(&e)[4]) { chunked::load_span(row, i, count, vec, e); }, cols, b.wr.begin,
         b.wr.end, b.lane);
     const float s = chunked::group_sum<Block::GROUP_WARPS>(w, red[b.group], b.wig, b.lane, b.sp.warps);
-    if (b.wig == 0 && b.lane == 0) out[row_index] = s;  // tile t's outputs are rows 16t..16t+15
+    // tile t's outputs are rows 16t..16t+15; row r's is stored by lane 0 of its group's first warp (warp 2r)
+    if (b.wig == 0 && b.lane == 0) out[row_index] = s;
   });
   b.record_sm(tile_sm);
 }

@@ -19,8 +19,8 @@ namespace {
 
 constexpr unsigned THREADS = 32 * TILE_ROWS;
 
-__global__ void __launch_bounds__(THREADS) reduce_kernel(const double* x, uint32_t cols, float* out,
-                                                         uint32_t* tile_sm) {
+__global__ void __launch_bounds__(THREADS)
+    reduce_kernel(const double* x, uint32_t cols, float* out, uint32_t* tile_sm) {
   __shared__ double spans[TILE_ROWS][32];
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint64_t tile = blockIdx.x;
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(const double* x, uint32
     const uint32_t k = (cols + s - 1) / s;
     const double* sums = spans[warp];
     const double y = pairwise_sum<double>([sums](uint32_t j) { return sums[j]; }, k);
-    reinterpret_cast<double*>(out + tile * TILE_WORDS)[warp] = y;
+    reinterpret_cast<double*>(out + tile * TILE_WORDS)[warp] = y;  // words 2w, 2w + 1: warp w's lane 0
   }
   if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
 }
@@ -50,6 +50,12 @@ class ReduceDevice final : public cuda::DeviceProblem {
       : rows_(dim(c, "rows")), cols_(dim(c, "cols")), dist_(c.distribution), seed_(c.data_seed) {}
 
   uint64_t input_bytes(size_t) const override { return elements() * sizeof(double); }
+  // reduce_kernel's store: the tile's row r (words 2r and 2r + 1) is lane 0 of warp r's.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    warp = static_cast<int>(offset / 2);
+    lane = 0;
+    return true;
+  }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS, "simt fp64, a warp per row: 32 spans by the serial tree, then the span sums"};
   }

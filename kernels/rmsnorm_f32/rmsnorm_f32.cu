@@ -38,6 +38,7 @@ __global__ void __launch_bounds__(THREADS)
       chunked::load_span(xr, first, count, vec, e);
       chunked::load_span(w, first, count, vec, g);
       for (uint32_t k = 0; k < count; ++k) e[k] = (e[k] * inv) * g[k];
+      // y[r][c]: the lane whose span of segment c / 128 holds c, in the warp of group r that owns the segment
       chunked::store_span(yr, first, count, vec, e);
     });
   };

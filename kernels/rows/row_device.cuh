@@ -138,6 +138,28 @@ class RowDevice final : public DeviceProblem {
 
   uint64_t input_bytes(size_t tensor) const override { return elements(tensor) * sizeof(float); }
   Engine engine() const override { return {OWN_KERNELS, "simt fp32, fixed chunked pairwise trees (exact)"}; }
+  // The row kernels' stores (each kernel says so beside its store): group r (warps GROUP_WARPS r ..) owns row r
+  // of the tile. An elementwise family's y[r][c] is stored by the warp of the group whose segments hold c
+  // (warp_range) and, in that segment, the lane whose span holds it (lane_span); a per-row output by the group's
+  // first warp's lane 0; a tile output after the rows (cross_entropy's partial sum) by thread 0.
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+    const auto rows = static_cast<uint32_t>(f_.tile_rows);
+    const uint32_t group_warps = RowBlock<1>::WARPS / rows;
+    if (f_.layout.elementwise && offset < rows * cols_) {
+      const uint32_t r = offset / cols_, c = offset % cols_, seg = c / chunked::SEG;
+      const chunked::RowSplit sp = chunked::row_split(cols_, group_warps);
+      warp = static_cast<int>(r * group_warps + seg / sp.per_warp);
+      lane = static_cast<int>(c % chunked::SEG / chunked::LANE_ELEMS);
+      return true;
+    }
+    if (!f_.layout.elementwise && offset < rows) {
+      warp = static_cast<int>(offset * group_warps);
+      lane = 0;
+      return true;
+    }
+    warp = lane = 0;
+    return true;
+  }
   void generate(size_t tensor, void* dst, cudaStream_t stream) const override {
     const auto t = static_cast<uint32_t>(tensor);
     cuda::SDC_TARGET::generate_pattern(static_cast<float*>(dst), elements(tensor), dist_, f_.window(t, dist_),

@@ -72,7 +72,7 @@ class SfuDevice final : public cuda::DeviceProblem {
             "SFU (MUFU) ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh .approx.f32 without ftz, one per word"};
   }
   // The kernel's stores (above): element e of a tile is thread e % 256's, its 8 words at offsets 8 e .. 8 e + 7.
-  bool thread_of(uint32_t offset, int& warp, int& lane) const override {
+  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
     const unsigned t = (offset / WORDS) % THREADS;
     warp = static_cast<int>(t / 32);
     lane = static_cast<int>(t % 32);

@@ -25,7 +25,8 @@ __global__ void __launch_bounds__(THREADS)
   __shared__ float red[Block::GROUPS][Block::GROUP_WARPS];
   const Block b(cols);
   b.for_row_pairs(x, out, cols, [&](const float* xr, float* yr, bool vec) {
-    // e is written to y as it is summed, then divided by s on the same elements by the same threads
+    // e is written to y as it is summed, then divided by s on the same elements by the same threads: y[r][c] is
+    // stored by the lane whose span of segment c / 128 holds c, in the warp of group r that owns the segment
     const auto write_e = [&](uint32_t i, uint32_t count, const float(&e)[4]) {
       chunked::store_span(yr, i, count, vec, e);
     };

@@ -74,6 +74,10 @@ class DeviceReplay final : public cuda::DeviceProblem {
 
   uint64_t input_bytes(size_t) const override { return 4; }
   bool records_sm() const override { return false; }  // a replay runs on every SM of the GPU
+  std::string why_no_thread_map() const override {
+    return "a replayed step's output (its metrics and parameters) is the end of thousands of launches over every SM, "
+           "not one block's stores";
+  }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS,
             "train_step replay: simt fp32, one thread per output, the specification's chains and trees (exact)"};

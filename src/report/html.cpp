@@ -214,6 +214,7 @@ figure{margin:4px 0}figcaption{font-size:12px;color:#444444;margin-bottom:3px}
 table{border-collapse:collapse;font-size:12px;margin:4px 0}
 td,th{border:1px solid #cccccc;padding:2px 6px;text-align:left;vertical-align:top}
 ul.not-passing{margin:6px 0;padding-left:20px;font-size:13px}
+details.sm-warps{font-size:12px;margin-top:4px}svg.lanes{vertical-align:middle;display:block}
 section.case{border-top:1px solid #dddddd;margin-top:10px}
 .errors{color:#7f1d1d}
 .footer{font-size:11px;color:#666666;margin-top:20px}
@@ -281,8 +282,7 @@ std::string render_html(const json& r) {
       "<p>{} tests: {} pass, {} fail, {} error, {} skip, {} crash, {} not applicable &middot; {} ({} cpus online) "
       "&middot; {}</p>",
       num(sum, "tests"), num(sum, "pass"), num(sum, "fail"), num(sum, "error"), num(sum, "skip"), num(sum, "crash"),
-      num(sum, "not_applicable"),
-      esc(str(host, "cpu")), num(host, "cpus_online"), esc(str(host, "os")));
+      num(sum, "not_applicable"), esc(str(host, "cpu")), num(host, "cpus_online"), esc(str(host, "os")));
   if (!str(r, "backend_reason").empty()) page += "<p>backend: " + esc(str(r, "backend_reason")) + "</p>";
   if (field(r, "interrupted_by_signal").is_number())
     page += fmt::format(R"(<p class="errors">interrupted by signal {}: results are partial</p>)",

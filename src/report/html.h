@@ -6,9 +6,11 @@
 // figure on the page is one the JSON has, so the two cannot disagree, and a report kept from an earlier run
 // can be rendered again. Sections, top to bottom: the verdict and the reproduce command (labelled, its lines
 // broken between words); a heat map of the node's units (the CPUs by package and core, or each GPU as a grid
-// of its SMs), each cell with its unit's number, and a legend; per failing case the failing tiles, the flipped
-// bit positions and every differing element over the iterations (failures_by_iteration); the retest
-// classification when the report has one; each unit's relative throughput on an axis in x that reaches the
+// of its SMs), each cell with its unit's number, and a legend; under a GPU's grid, each SM whose miscompares name
+// a warp and a lane drilled into its warps (a <details class="sm-warps" data-device data-sm> of rows
+// <tr data-warp data-elements data-lanes>, the listed miscompares counted per warp and lane); per failing case the
+// failing tiles, the flipped bit positions and every differing element over the iterations (failures_by_iteration); the
+// retest classification when the report has one; each unit's relative throughput on an axis in x that reaches the
 // fastest one, and other telemetry when present; the other tests and the injections.
 //
 // Every unit is one SVG group with stable attributes a reader (or a test) can query:

@@ -102,6 +102,7 @@ inline const char* unit_meaning(const std::string& cls) {
   return "computed no tile";
 }
 constexpr const char* SLOW_COLOUR = "#1f3f9f";  // outline of a slow unit
+constexpr const char* LANE_COLOUR = "#6a3d9a";  // a lane that held failing elements (a failing SM's drill-down)
 constexpr const char* TILE_COLOUR = "#8c1010";  // a failing tile of the output (not the unit red)
 constexpr const char* BAR_COLOUR = "#555555";   // failures over iterations
 constexpr const char* SIGN_COLOUR = "#9467bd";  // bit histogram: sign, exponent, mantissa

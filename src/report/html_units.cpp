@@ -137,10 +137,68 @@ std::string cpu_map(const json& r, UnitTally& tally) {
   return s;
 }
 
+// ---- the drill-down of a failing SM into its warps and lanes ----------------------------------------------
+
+// Per GPU and SM: the listed miscompares that name a warp and a lane (a kernel that documents its
+// thread-to-element map puts them on each miscompare), counted per warp and, in it, per lane.
+constexpr int64_t LANES = 32, MAX_WARPS = 32;  // a block has at most 1024 threads
+constexpr int LANE_W = 6, LANE_H = 12;
+struct WarpCounts {
+  int64_t elements = 0;
+  std::map<int64_t, int64_t> lanes;
+};
+using SmWarps = std::map<int64_t, std::map<int64_t, std::map<int64_t, WarpCounts>>>;  // gpu -> sm -> warp
+
+SmWarps warps_by_sm(const json& r) {
+  SmWarps out;
+  for (const json& t : arr(r, "tests"))
+    for (const json& m : arr(t, "miscompares")) {
+      UnitName u;
+      if (!m.is_object() || !unit_from_json(field(m, "unit"), u) || !u.is_sm() || u.gpu < 0) continue;
+      const int64_t warp = num(m, "warp", -1), lane = num(m, "lane", -1);
+      if (warp < 0 || warp >= MAX_WARPS || lane < 0 || lane >= LANES) continue;
+      WarpCounts& w = out[u.gpu][u.sm][warp];
+      ++w.elements;
+      ++w.lanes[lane];
+    }
+  return out;
+}
+
+// One failing SM's warps: a row per warp that holds failing elements, with their count and a strip of the warp's
+// 32 lanes in which each lane that held one is filled (so a lane whose datapath is bad reads as one column).
+std::string sm_warps(const std::string& device, int64_t gpu, int64_t sm, const std::map<int64_t, WarpCounts>& warps) {
+  int64_t elements = 0;
+  for (const auto& [warp, w] : warps) elements += w.elements;
+  std::string s = fmt::format(
+      R"(<details class="sm-warps" data-device="{}" data-sm="{}" data-elements="{}" open><summary>{}: {} listed )"
+      R"(failing element{} by warp and lane</summary><table class="warps"><tr><th>warp</th><th>elements</th>)"
+      R"(<th>lanes 0..31</th><th>lane (elements)</th></tr>)",
+      device, sm, elements, esc(unit_text(UnitName::of_sm(static_cast<int>(gpu), static_cast<int>(sm)))), elements,
+      elements == 1 ? "" : "s");
+  for (const auto& [warp, w] : warps) {
+    std::string lanes, strip, listed;
+    for (const auto& [lane, n] : w.lanes) {
+      lanes += (lanes.empty() ? "" : " ") + std::to_string(lane);
+      listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", lane, n);
+    }
+    for (int64_t l = 0; l < LANES; ++l)
+      strip += fmt::format(R"(<rect x="{}" y="0" width="{}" height="{}" fill="{}"><title>lane {}: {}</title></rect>)",
+                           l * LANE_W, LANE_W - 1, LANE_H, w.lanes.count(l) ? LANE_COLOUR : "#e6e6e6", l,
+                           w.lanes.count(l) ? w.lanes.at(l) : 0);
+    s += fmt::format(
+        R"(<tr data-warp="{}" data-elements="{}" data-lanes="{}"><td>{}</td><td>{}</td><td><svg class="lanes" )"
+        R"(width="{}" height="{}">{}</svg></td><td>{}</td></tr>)",
+        warp, w.elements, lanes, warp, w.elements, LANES * LANE_W, LANE_H, strip, listed);
+  }
+  return s + "</table></details>";
+}
+
 // The GPUs of the node: one figure per GPU, its SMs 0..n-1 in rows. An SM without a unit entry computed
 // nothing and is drawn untested; a GPU whose context a test's work destroyed is marked crashed as a whole.
+// Under the grid, each SM whose miscompares name warps and lanes drills into them (sm_warps).
 std::string gpu_map(const json& r, UnitTally& tally) {
   const std::set<std::string> slow = slow_units(r);
+  const SmWarps warps = warps_by_sm(r);
   struct Gpu {
     std::string name, id;
     int64_t sm_count = 0;
@@ -156,7 +214,8 @@ std::string gpu_map(const json& r, UnitTally& tally) {
       g.sm_count = num(d, "sm_count");
     }
   for (const json& u : arr(r, "units"))
-    if (u.is_object() && str(u, "kind") == "sm") gpus[num(u, u.contains("gpu") ? "gpu" : "device")].sms[num(u, "sm")] = &u;
+    if (u.is_object() && str(u, "kind") == "sm")
+      gpus[num(u, u.contains("gpu") ? "gpu" : "device")].sms[num(u, "sm")] = &u;
   for (const json& t : arr(r, "tests"))
     if (str(t, "result") == "crash" && arr(t, "units_failed").empty() && str(t, "device").rfind("cuda:", 0) == 0) {
       const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
@@ -199,7 +258,11 @@ std::string gpu_map(const json& r, UnitTally& tally) {
       tally.add(c, "");
       s += cell_svg(c, static_cast<int>(sm % SMS_PER_ROW) * PITCH, static_cast<int>(sm / SMS_PER_ROW) * PITCH);
     }
-    s += "</svg></figure>";
+    s += "</svg>";
+    if (const auto it = warps.find(index); it != warps.end())
+      for (const auto& [sm, by_warp] : it->second)
+        if (sm < n) s += sm_warps(device, index, sm, by_warp);
+    s += "</figure>";
   }
   return s;
 }

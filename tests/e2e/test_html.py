@@ -5,7 +5,8 @@ a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
   1. a CPU drill: the failing CPU's cell has class fail, the failing units and tiles match the JSON report of the
      same run, the failing case shows its tile and bit 20; the screenshot has pixels of the failing unit's colour;
   2. a clean run: no element has class fail, and no pixel has that colour;
-  3. a drill on SM 2 of the second of two emulated GPUs: that SM's cell in that GPU's grid is the failing one;
+  3. a drill on SM 2 of the second of two emulated GPUs: that SM's cell in that GPU's grid is the failing one,
+     and it drills into the warp and lane that stored the drilled word;
   4. bad --html paths: unwritable is 78, inside the pattern directory is 64, one line on stderr each; a page
      that cannot be written after the run is 78 (1 on a miscompare); a screen that dies in its reporting code
      leaves the in-progress page (exit 2), never the previous verdict;
@@ -373,6 +374,17 @@ with tempfile.TemporaryDirectory() as d:
         F.check(gpus == ["cuda:0", "cuda:1"], f"gpu drill: GPU grids {gpus}")
         check_case(dom, report, GPU_CASE, "cuda:1", "gpu drill")
         check_layout(page, report, "gpu drill", {f"gpu {g} sm {s}": str(s) for g in (0, 1) for s in range(4)})
+        # The failing SM drills into its warps: the drilled word (offset 0 of each tile SM 2 computed) is stored by
+        # lane 0 of warp 0 (the kernel's thread-to-element map), and so is every listed miscompare of that SM.
+        t = next((t for t in report.get("tests", []) if t.get("id") == GPU_CASE and t.get("device") == "cuda:1"), {})
+        listed = [m for m in t.get("miscompares", []) if (m.get("unit") or {}).get("sm") == 2]
+        named = sorted({(m.get("warp"), m.get("lane")) for m in listed})
+        F.check(listed and named == [(0, 0)], f"gpu drill: miscompares name (warp, lane) {named}, want (0, 0)")
+        drills = [(a.get("data-device"), a.get("data-sm"), a.get("data-elements")) for a in dom.having("sm-warps")]
+        F.check(drills == [("cuda:1", "2", str(len(listed)))], f"gpu drill: SM drill-downs {drills}")
+        rows = [(a.get("data-warp"), a.get("data-lanes"))
+                for tag, a, _ in dom.elements if tag == "tr" and "data-warp" in a]
+        F.check(rows == [("0", "0")], f"gpu drill: warp rows {rows}, want warp 0 with lane 0")
         png = os.path.join(d, "gpu.png")
         chromium(page, f"--screenshot={png}", "--window-size=1280,900")
         n = fail_pixels(png) if os.path.exists(png) else 0

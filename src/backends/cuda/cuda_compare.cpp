@@ -31,7 +31,7 @@ void name_threads(const DeviceCase& dc, size_t from, TestResult& r) {
     uint64_t tile = 0;
     uint32_t offset = 0;
     dc.problem->locate(m.element, tile, offset);
-    if (!dc.device->thread_of(offset, m.warp, m.lane)) m.warp = m.lane = -1;
+    if (!dc.device->thread_of(tile, offset, m.warp, m.lane)) m.warp = m.lane = -1;
   }
 }
 

@@ -68,11 +68,15 @@ class DeviceProblem {
   // False when compute() cannot say which SM computed a tile (a library kernel): tile_sm is left
   // poisoned, miscompares are localized to the tile only, and SM-targeted drills are refused.
   virtual bool records_sm() const { return true; }
-  // The thread of the tile's block that computed and stored output word `offset` of a tile (the kernel's
-  // documented thread-to-element map): its warp in the block and its lane; false for a kernel that does not
-  // document one (a tile spread over several blocks, or a library kernel). A miscompare then names the warp
-  // and lane as well as the SM (corruption in one lane's datapath shows as one lane's elements).
-  virtual bool thread_of(uint32_t /*offset*/, int& /*warp*/, int& /*lane*/) const { return false; }
+  // The thread of the block that stored output word `offset` of tile `tile` last (the kernel's documented
+  // thread-to-element map, written beside the kernel's store): its warp in the block and its lane; false for a
+  // kernel that has none (why_no_thread_map says why). A miscompare then names the warp and lane as well as the
+  // SM (corruption in one lane's datapath shows as one lane's elements). The emulated device's tests check
+  // every map against the stores the kernels make (tests/unit/backends/test_thread_maps.cpp).
+  virtual bool thread_of(uint64_t /*tile*/, uint32_t /*offset*/, int& /*warp*/, int& /*lane*/) const { return false; }
+  // Why thread_of names no thread (a library kernel, outputs that no one thread of a block owns); "" for a
+  // kernel that documents its map. Every device problem without a map gives a reason (the tests list them).
+  virtual std::string why_no_thread_map() const { return ""; }
   // The library and algorithm compute() uses; fixed when the object is prepared (on the current device).
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).

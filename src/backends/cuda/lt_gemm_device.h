@@ -41,6 +41,9 @@ class LtGemmDevice final : public DeviceProblem {
   }
   OutputLayout output_layout() const override;
   bool records_sm() const override { return false; }
+  std::string why_no_thread_map() const override {
+    return "cuBLASLt's kernels do not document which thread stores what";
+  }
   Engine engine() const override;
   uint64_t scratch_bytes() const override { return WORKSPACE_BYTES; }
   void generate(size_t tensor, void* dst, cudaStream_t s) const override { generate_(tensor, dst, s); }

@@ -62,6 +62,21 @@ std::mutex g_m;
 std::vector<Race> g_races;
 std::atomic<uint64_t> g_count{0}, g_accesses{0};
 
+// The watched global range (watch()): its bounds, and per word its last writer.
+std::atomic<uintptr_t> g_watch_lo{0}, g_watch_hi{0};
+std::vector<Writer> g_writers;
+
+void record_store(uintptr_t a, size_t n, const ThreadContext& t) {
+  const uintptr_t lo = g_watch_lo.load(std::memory_order_relaxed), hi = g_watch_hi.load(std::memory_order_relaxed);
+  if (a + n <= lo || a >= hi) return;
+  const uintptr_t first = (a < lo ? lo : a) - lo, last = (a + n > hi ? hi : a + n) - lo;  // bytes into the range
+  for (uintptr_t w = first / 4; w < (last + 3) / 4; ++w) {
+    Writer& x = g_writers[w];
+    if (x.written && (x.block != t.block_idx.x || x.thread != t.linear)) x.several = true;
+    x.written = true, x.block = t.block_idx.x, x.thread = t.linear;
+  }
+}
+
 void report(const char* kind, uintptr_t byte, int first, const ThreadContext& t) {
   if (g_count++ >= 1000) return;
   Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, byte - t_tls.lo};
@@ -73,6 +88,7 @@ void access(const volatile void* p, size_t n, bool write) {
   const ThreadContext* t = current_thread;
   if (!t) return;  // not kernel code
   const auto a = reinterpret_cast<uintptr_t>(p);
+  if (write) record_store(a, n, *t);
   const TlsRange& r = tls();
   if (a - r.lo >= r.hi - r.lo) return;  // not __shared__ storage
   // The emulation's own per-thread state, which the built-ins read (threadIdx is here().thread_idx): only
@@ -122,6 +138,16 @@ void reset() {
   g_count = 0;
   g_accesses = 0;
 }
+
+void watch(const void* begin, uint64_t bytes) {
+  unwatch();
+  g_writers.assign(bytes / 4, Writer{});
+  const auto lo = reinterpret_cast<uintptr_t>(begin);
+  g_watch_lo = lo;
+  g_watch_hi = lo + bytes / 4 * 4;
+}
+void unwatch() { g_watch_lo = g_watch_hi = 0; }
+std::vector<Writer> writers() { return g_writers; }
 
 }  // namespace sdc::emu::racecheck
 

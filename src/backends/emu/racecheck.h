@@ -11,6 +11,11 @@
 // block's number and the thread's barrier count, block.h's ThreadContext::epoch). The racecheck_tests
 // executable links the instrumented copies in place of the plain ones (CMakeLists.txt).
 //
+// The same hooks also tell which thread stored each word of one watched range of global memory (a case's
+// output buffer): watch() registers it, writers() reads back, per 4-byte word, the block and the thread in the
+// block that stored it last and whether another thread stored it too. That is how the tests check each
+// kernel's documented thread-to-element map (DeviceProblem::thread_of) against the stores it really makes.
+//
 // Not seen: warp-level synchronization (__syncwarp) is not an interval boundary, so a kernel that orders
 // shared accesses within a warp by __syncwarp alone would be reported (none of the project's does); memory
 // touched by library calls of variable size (memcpy, memset) in kernel code; global memory.
@@ -36,5 +41,21 @@ std::vector<Race> races();
 uint64_t race_count();
 uint64_t shared_accesses();
 void reset();
+
+// The last store to one 4-byte word of the watched range.
+struct Writer {
+  bool written = false;
+  unsigned block = 0;    // blockIdx.x
+  unsigned thread = 0;   // linear index in the block
+  bool several = false;  // some other thread (of any block) stored it as well
+};
+
+// Starts watching [begin, begin + bytes) (bytes a multiple of 4): every store by kernel code into it is recorded,
+// all earlier records dropped. One range at a time, written by kernels of one stream at a time (the stream's
+// thread records without a lock); read writers() after the stream has finished.
+void watch(const void* begin, uint64_t bytes);
+void unwatch();
+// Per word of the watched range, in address order.
+std::vector<Writer> writers();
 
 }  // namespace sdc::emu::racecheck

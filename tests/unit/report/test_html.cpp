@@ -407,3 +407,51 @@ TEST_CASE("html: the bit histogram draws the signature's format: fp32, binary64'
                       {"<th>difference</th>", 1},
                       {"<th>ulps</th>", 0}});
 }
+
+TEST_CASE("html: a failing SM drills into the warps and lanes its miscompares name", "[html]") {
+  json r = skeleton("cuda");
+  r["devices"].push_back({{"index", 0}, {"kind", "cuda"}, {"name", "GPU"}, {"sm_count", 4}});
+  for (int sm = 0; sm < 4; ++sm)
+    r["units"].push_back({{"kind", "sm"},
+                          {"gpu", 0},
+                          {"sm", sm},
+                          {"tiles", 3},
+                          {"failed_tiles", sm == 2 ? 3 : 0},
+                          {"result", sm == 2 ? "fail" : "pass"}});
+  const json on_sm2 = {{"kind", "sm"}, {"gpu", 0}, {"sm", 2}};
+  json t = failing_test("cuda:0", 2, 5, on_sm2);
+  const json base = t["miscompares"][0];
+  t["miscompares"] = json::array();
+  // warp 1 lane 7 three times, warp 1 lane 9 once, warp 3 lane 7 once; one without a thread and one with a lane
+  // past 31 (a corrupt report) are not counted.
+  for (const auto& [warp, lane] : std::initializer_list<std::pair<int, int>>{{1, 7}, {1, 7}, {3, 7}, {1, 9}, {1, 7}}) {
+    json m = base;
+    m["warp"] = warp;
+    m["lane"] = lane;
+    t["miscompares"].push_back(m);
+  }
+  t["miscompares"].push_back(base);
+  json bad = base;
+  bad["warp"] = 0;
+  bad["lane"] = 40;
+  t["miscompares"].push_back(bad);
+  r["tests"].push_back(t);
+  const std::string page = sdc::render_html(r);
+  check_counts(page, {
+                         {"<details class=\"sm-warps\"", 1},
+                         {"<details class=\"sm-warps\" data-device=\"cuda:0\" data-sm=\"2\" data-elements=\"5\"", 1},
+                         {"<tr data-warp=", 2},
+                         {"<tr data-warp=\"1\" data-elements=\"4\" data-lanes=\"7 9\">", 1},
+                         {"<tr data-warp=\"3\" data-elements=\"1\" data-lanes=\"7\">", 1},
+                         {"<td>7 (3), 9 (1)</td>", 1},
+                         {"<title>lane 7: 3</title>", 1},
+                         {"fill=\"#6a3d9a\"", 3},  // lanes 7 and 9 of warp 1, lane 7 of warp 3
+                     });
+
+  // Miscompares that name no thread (a library kernel): no drill-down.
+  for (json& m : r["tests"][0]["miscompares"]) {
+    m.erase("warp");
+    m.erase("lane");
+  }
+  CHECK(count(sdc::render_html(r), "<details class=\"sm-warps\"") == 0);
+}
