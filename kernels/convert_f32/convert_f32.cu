@@ -17,7 +17,7 @@
 #endif
 
 #include "kernels/convert_f32/convert_f32.h"
-#include "src/backends/cuda/device_util.cuh"
+#include "src/backends/cuda/element_words_device.cuh"
 #include "src/core/family.h"
 #include "src/core/shape.h"
 
@@ -127,24 +127,18 @@ __global__ void __launch_bounds__(THREADS) convert_kernel(const float* x, float*
   if (threadIdx.x == 0) tile_sm[tile] = cuda::sm_id();
 }
 
-__global__ void generate_kernel(float* dst, uint64_t n, Distribution d, uint64_t key) {
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    reinterpret_cast<uint32_t*>(dst)[i] = input_bits(d, key, i);
-}
+struct Input {
+  static constexpr const char* GENERATE = "convert_f32 generate_kernel";
+  SDC_HD static uint32_t bits(Distribution d, uint64_t key, uint64_t i) { return input_bits(d, key, i); }
+};
 
-class ConvertDevice final : public cuda::DeviceProblem {
+class ConvertDevice final : public cuda::SDC_TARGET::ElementWordsDevice<Input> {
  public:
-  ConvertDevice(const Case& c, bool fp8_hw)
-      : n_(static_cast<uint64_t>(dim(c, "n"))), dist_(c.distribution), seed_(c.data_seed), fp8_hw_(fp8_hw) {}
+  ConvertDevice(const Case& c, bool fp8_hw) : ElementWordsDevice(c), fp8_hw_(fp8_hw) {}
 
-  uint64_t input_bytes(size_t) const override { return n_ * sizeof(float); }
   // convert_kernel's store: the tile's element e (words WORDS e ..) is thread e / 2's.
   bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
-    const uint32_t t = offset / WORDS / 2;
-    warp = static_cast<int>(t / 32);
-    lane = static_cast<int>(t % 32);
-    return true;
+    return thread_at(offset / WORDS / 2, warp, lane);
   }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS,
@@ -153,19 +147,12 @@ class ConvertDevice final : public cuda::DeviceProblem {
                     : "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32; back by a shift, cvt.f32.f16; fp8 in integer code "
                       "(no fp8 cvt before sm_89)"};
   }
-  void generate(size_t tensor, void* dst, cudaStream_t s) const override {
-    cuda::launch("convert_f32 generate_kernel", generate_kernel, cuda::grid_for(n_, 256), 256, s,
-                 static_cast<float*>(dst), n_, dist_, tensor_key(seed_, static_cast<uint32_t>(tensor)));
-  }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
     cuda::launch("convert_f32 convert_kernel", convert_kernel, static_cast<unsigned>(n_ / TILE), THREADS, s,
                  static_cast<const float*>(in[0]), out, tile_sm, fp8_hw_);
   }
 
  private:
-  uint64_t n_;
-  Distribution dist_;
-  uint64_t seed_;
   bool fp8_hw_;
 };
 

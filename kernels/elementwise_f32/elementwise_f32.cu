@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kernels/elementwise_f32/elementwise_f32.h"
-#include "src/backends/cuda/device_util.cuh"
+#include "src/backends/cuda/element_words_device.cuh"
 #include "src/core/family.h"
 #include "src/core/shape.h"
 
@@ -34,33 +34,24 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-__global__ void generate_kernel(float* dst, uint64_t n, Distribution d, uint64_t key) {
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    reinterpret_cast<uint32_t*>(dst)[i] = input_bits(d, key, i);
-}
+struct Input {
+  static constexpr const char* GENERATE = "elementwise_f32 generate_kernel";
+  SDC_HD static uint32_t bits(Distribution d, uint64_t key, uint64_t i) { return input_bits(d, key, i); }
+};
 
-class ElementwiseDevice final : public cuda::DeviceProblem {
+class ElementwiseDevice final : public cuda::SDC_TARGET::ElementWordsDevice<Input> {
  public:
-  ElementwiseDevice(const Case& c, unsigned grid)
-      : n_(static_cast<uint64_t>(dim(c, "n"))), dist_(c.distribution), seed_(c.data_seed), grid_(grid) {}
+  explicit ElementwiseDevice(const Case& c)
+      : ElementWordsDevice(c), grid_(cuda::SDC_TARGET::resident_grid(elementwise_kernel, THREADS, n_ / TILE)) {}
 
-  uint64_t input_bytes(size_t) const override { return n_ * sizeof(float); }
   // elementwise_kernel's store: the tile's element e (words WORDS e ..) is thread e % THREADS's.
   bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
-    const uint32_t t = offset / WORDS % THREADS;
-    warp = static_cast<int>(t / 32);
-    lane = static_cast<int>(t % 32);
-    return true;
+    return thread_at(offset / WORDS % THREADS, warp, lane);
   }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS,
             "fpmath.h's exp, log, tanh, GELU, SiLU, sin, cos in fma/add/mul/div; rsqrt by "
             "__fsqrt_rn and __fdiv_rn"};
-  }
-  void generate(size_t tensor, void* dst, cudaStream_t s) const override {
-    cuda::launch("elementwise_f32 generate_kernel", generate_kernel, cuda::grid_for(n_, 256), 256, s,
-                 static_cast<float*>(dst), n_, dist_, tensor_key(seed_, static_cast<uint32_t>(tensor)));
   }
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
     cuda::launch("elementwise_f32 elementwise_kernel", elementwise_kernel, grid_, THREADS, s,
@@ -68,25 +59,11 @@ class ElementwiseDevice final : public cuda::DeviceProblem {
   }
 
  private:
-  uint64_t n_;
-  Distribution dist_;
-  uint64_t seed_;
-  unsigned grid_;
+  unsigned grid_;  // cuda::resident_grid: full occupancy, at most one block per tile
 };
 
 }  // namespace
 
-// The grid: the blocks the GPU holds at once (the occupancy calculator's blocks per SM times the SMs), or
-// one per tile where there are fewer tiles.
-std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) {
-  int device = 0, sms = 0, per_sm = 0;
-  SDC_CUDA_CHECK(cudaGetDevice(&device));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  SDC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, elementwise_kernel, THREADS, 0));
-  const uint64_t tiles = static_cast<uint64_t>(dim(c, "n")) / TILE;
-  uint64_t grid = static_cast<uint64_t>(sms > 0 ? sms : 1) * static_cast<uint64_t>(per_sm > 0 ? per_sm : 1);
-  if (grid > tiles) grid = tiles;
-  return std::make_unique<ElementwiseDevice>(c, static_cast<unsigned>(grid));
-}
+std::unique_ptr<cuda::DeviceProblem> prepare_cuda(const Case& c) { return std::make_unique<ElementwiseDevice>(c); }
 
 }  // namespace sdc::elementwise_f32::SDC_TARGET
