@@ -88,11 +88,19 @@ class DeviceProblem {
   // Null: no pacing (the GPU executor sets it around each compute()).
   using Pace = bool (*)(void* context);
   virtual void set_pacer(Pace /*pace*/, void* /*context*/) {}
-  // A fault inside the computation (--inject submodule=: the training-step replay) that the next compute()
-  // applies, or null for none; false when the problem takes no such fault. replay_fault_fired: whether the
-  // last compute() applied it.
+  // A fault inside the computation (--inject submodule=: the training-step replay; target=memory: the memory
+  // test's region) that the next compute() applies, or null for none; false when the problem takes no such
+  // fault. replay_fault_fired: whether the last compute() applied it; replay_fault_tile: the tile it hit.
   virtual bool set_replay_fault(const Injection* /*fault*/) { return false; }
   virtual bool replay_fault_fired() const { return false; }
+  virtual uint64_t replay_fault_tile() const { return 0; }
+  // Operations of one compute() for the watchdog's deadline (at 1e12 per second, deadline_after), when they are
+  // not the host problem's tile_flops x tiles (the memory test sweeps a region larger than its CPU slices:
+  // its bytes moved); 0: the host problem's.
+  virtual double work_ops() const { return 0; }
+  // A line for the test's notes once the buffers are allocated (`scratch`: scratch_bytes() of device memory),
+  // or "" (the memory test: its region's size and device address).
+  virtual std::string note(const void* /*scratch*/) const { return ""; }
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.
   virtual void generate(size_t tensor, void* dst, cudaStream_t stream) const = 0;
   // Enqueues the computation of every tile. out holds tile t's Problem::tile_elements() elements at

@@ -114,13 +114,14 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
   IterationFaults f;
   for (Injection& inj : sh.run->result.injections) {
     if (inj.case_id != c.id || inj.device != g.info.index) continue;
-    const bool output = !inj.hang && !inj.input && inj.submodule.empty();
+    const bool output = !inj.hang && !inj.input && !inj.memory && inj.submodule.empty();
     if (output ? (f.output || !fires_now(inj, it, retest, fresh)) : (retest || inj.iteration != it)) continue;
     if (inj.hang)
       f.hang = &inj;
-    else if (!inj.submodule.empty()) {
+    else if (!inj.submodule.empty() || inj.memory) {  // inside the computation (DeviceProblem::set_replay_fault)
       if (!dc.device->set_replay_fault(nullptr))
-        throw std::runtime_error(fmt::format("--inject '{}': {} takes no submodule= fault", inj.spec, c.id));
+        throw std::runtime_error(fmt::format("--inject '{}': {} takes no {} fault", inj.spec, c.id,
+                                             inj.memory ? "target=memory" : "submodule="));
       f.replay = &inj;
     } else if (inj.input) {
       // The flip is a 32-bit xor: a tensor the device stores narrower (bf16, fp16, fp8) cannot take it.
@@ -218,7 +219,7 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
     if (f.replay && dc.device->replay_fault_fired()) {  // enqueued: it flips with the kernels it follows
       f.replay->fired = true;
       f.replay->fired_unit = -1;
-      f.replay->fired_tile = 0;
+      f.replay->fired_tile = dc.device->replay_fault_tile();
     }
   }
   input_faults(true);
@@ -271,6 +272,7 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
   }
   if (r.not_applicable) return std::nullopt;
   if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
+  if (const std::string note = dc_->device->note(dc_->scratch.get()); !note.empty()) r.notes.push_back(note);
   const uint64_t tiles = dc_->problem->tile_count();
   r.tiles = tiles;
   r.tiles_without_sm = !dc_->device->records_sm();
@@ -286,7 +288,8 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
     g_.rt->mem_info(free_b, total_b);
     if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
   }
-  work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
+  work_ = dc_->device->work_ops() > 0 ? dc_->device->work_ops() * 1e-12
+                                      : dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
   // Every tile runs on the SMs the GPU chose: one iteration covers the device.
   const int minimum = ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
   return PreparedCase{tiles, dc_->problem->tile_flops(), dc_->problem->tile_grid(), 1, minimum};
