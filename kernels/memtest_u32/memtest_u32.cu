@@ -157,17 +157,20 @@ class MemtestDevice final : public cuda::DeviceProblem {
   uint64_t scratch_bytes() const override { return slices_ * sizeof(Accum) + region_bytes(); }
   double work_ops() const override { return 2.0 * PASSES * static_cast<double>(region_bytes()); }
   std::string note(const void* scratch) const override {
-    char line[256];
     const auto base = reinterpret_cast<uintptr_t>(scratch) + slices_ * sizeof(Accum);
+    std::string size = permille_ ? std::to_string(permille_ / 10) + "." + std::to_string(permille_ % 10) + "% of the " +
+                                       std::to_string(free_ >> 20) + " MiB free"
+                                 : "a fixed size (" + std::to_string(free_ >> 20) + " MiB free)";
+#if defined(SDC_EMU)
+    size += ", at most the CPU's slices on the emulated device";
+#endif
+    char line[320];
     std::snprintf(line, sizeof line,
-                  "memory test region: %llu MiB (%llu bytes) at device address 0x%llx, %llu slices of %llu words; "
-                  "%s of %llu MiB free",
-                  static_cast<unsigned long long>(region_bytes() >> 20),
-                  static_cast<unsigned long long>(region_bytes()), static_cast<unsigned long long>(base),
+                  "memory test region: %llu bytes (%llu MiB) at device address 0x%llx, %llu slices of %llu words: %s",
+                  static_cast<unsigned long long>(region_bytes()),
+                  static_cast<unsigned long long>(region_bytes() >> 20), static_cast<unsigned long long>(base),
                   static_cast<unsigned long long>(slices_), static_cast<unsigned long long>(slice_words_),
-                  permille_ ? (std::to_string(permille_ / 10) + "." + std::to_string(permille_ % 10) + "%").c_str()
-                            : "a fixed size",
-                  static_cast<unsigned long long>(free_ >> 20));
+                  size.c_str());
     return line;
   }
   bool set_replay_fault(const Injection* inj) override {

@@ -94,9 +94,9 @@ class DeviceProblem {
   virtual bool set_replay_fault(const Injection* /*fault*/) { return false; }
   virtual bool replay_fault_fired() const { return false; }
   virtual uint64_t replay_fault_tile() const { return 0; }
-  // Operations of one compute() for the watchdog's deadline (at 1e12 per second, deadline_after), when they are
-  // not the host problem's tile_flops x tiles (the memory test sweeps a region larger than its CPU slices:
-  // its bytes moved); 0: the host problem's.
+  // Operations of one compute() for the watchdog's deadline (at 1e12 per second, deadline_after) and the test's
+  // GFLOP/s, when they are not the host problem's tile_flops x tiles (the memory test sweeps a region larger than
+  // its CPU slices: its bytes moved, so its GFLOP/s are GB/s); 0: the host problem's.
   virtual double work_ops() const { return 0; }
   // A line for the test's notes once the buffers are allocated (`scratch`: scratch_bytes() of device memory),
   // or "" (the memory test: its region's size and device address).

@@ -288,11 +288,13 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
     g_.rt->mem_info(free_b, total_b);
     if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
   }
-  work_ = dc_->device->work_ops() > 0 ? dc_->device->work_ops() * 1e-12
-                                      : dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
+  // The device's own count where it has one (the memory test: bytes moved, so its GFLOP/s read as GB/s).
+  const double tile_ops = dc_->device->work_ops() > 0 ? dc_->device->work_ops() / static_cast<double>(tiles)
+                                                      : dc_->problem->tile_flops();
+  work_ = tile_ops * static_cast<double>(tiles) * 1e-12;
   // Every tile runs on the SMs the GPU chose: one iteration covers the device.
   const int minimum = ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
-  return PreparedCase{tiles, dc_->problem->tile_flops(), dc_->problem->tile_grid(), 1, minimum};
+  return PreparedCase{tiles, tile_ops, dc_->problem->tile_grid(), 1, minimum};
 }
 
 bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
