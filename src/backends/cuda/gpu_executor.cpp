@@ -271,8 +271,13 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
     return std::nullopt;
   }
   if (r.not_applicable) return std::nullopt;
-  if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
-  if (const std::string note = dc_->device->note(dc_->scratch.get()); !note.empty()) r.notes.push_back(note);
+  // Once per test: a profile that fills its budget prepares the case again every round (the device's note is its
+  // first round's: a later round's buffers may lie elsewhere).
+  if (const std::string note = g_.rt->test_note(*find_family(c.family));
+      !note.empty() && std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end())
+    r.notes.push_back(note);
+  if (const std::string note = dc_->device->note(dc_->scratch.get()); !note.empty() && r.iterations_done == 0)
+    r.notes.push_back(note);
   const uint64_t tiles = dc_->problem->tile_count();
   r.tiles = tiles;
   r.tiles_without_sm = !dc_->device->records_sm();
