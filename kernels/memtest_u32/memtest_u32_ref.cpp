@@ -134,6 +134,7 @@ class MemtestProblem final : public Problem {
       for (int p = 0; p < PASSES; ++p) names += fmt::format("{}{}", p ? ", " : "", pass_name(p));
       return fmt::format("pass={} is no pass of the memory test (passes: {})", inj.pass, names);
     }
+    inj.pass = pass_name(inj.memory_pass);  // completed: the report names the pass
     // On the CPU the region is slices x cpu_slice_words words; a device's is larger (and checked when it runs).
     if (inj.word().last(inj.element) >= slices_ * words_)
       return fmt::format("element={} (count={} stride={}) runs past the region on the CPU ({} words: {} slices of {})",

@@ -19,7 +19,9 @@ namespace sdc {
 // 15: failures_by_iteration of tests (every differing element and failing tile per iteration); a unit object
 // names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
 // result not_applicable and summary.not_applicable
-constexpr int REPORT_SCHEMA_VERSION = 17;
+// 16: replay_metrics; 17: the int32 reading of an integer family's miscompares; 18: an injection's target memory
+// (the memory test's region) and its pass
+constexpr int REPORT_SCHEMA_VERSION = 18;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad

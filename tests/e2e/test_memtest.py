@@ -47,8 +47,11 @@ def check_drill(F, where, rc, rep, err, unit):
     line = (f"memory test slice {SLICE}: pass {PASS} read 0x{READ:08x} for 0x{EXPECTED:08x} (bits 0x{1 << BIT:08x}) "
             f"at region offset 0x{4 * WORD:x}")
     F.check(any(n.startswith(line) for n in t.get("notes", [])), f"{where}: no note '{line}...' in {t.get('notes')}")
+    errors = common.schema_errors(rep) if rep else ["no report"]
+    F.check(not errors, f"{where}: the report does not follow docs/report.schema.json: {errors[:3]}")
     inj = (rep or {}).get("injections", [{}])
-    F.check(len(inj) == 1 and inj[0].get("fired") is True, f"{where}: the drill is not reported as fired: {inj}")
+    F.check(len(inj) == 1 and inj[0].get("fired") is True and inj[0].get("target") == "memory" and
+            inj[0].get("pass") == PASS, f"{where}: the drill is not reported as a fired memory fault of {PASS}: {inj}")
     return got
 
 
