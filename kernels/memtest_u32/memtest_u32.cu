@@ -137,16 +137,10 @@ class MemtestDevice final : public cuda::DeviceProblem {
     slice_words_ = words;
     permille_ = region_mib ? 0 : static_cast<uint64_t>(dim(c, "free_permille"));
     free_ = free_b;
-    int device = 0, sms = 1;
+    int device = 0;
     SDC_CUDA_CHECK(cudaGetDevice(&device));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-#if defined(SDC_EMU)
-    parts_ = 1;
-#else
-    // About 8 blocks of THREADS per SM in all (2048 threads), never more than a slice has vectors for.
-    const uint64_t want = (static_cast<uint64_t>(sms) * 8 + slices_ - 1) / slices_;
-    parts_ = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, slice_words_ / 4 / THREADS)));
-#endif
+    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+    fit_parts();
   }
 
   uint64_t input_bytes(size_t) const override { return 0; }
@@ -155,12 +149,24 @@ class MemtestDevice final : public cuda::DeviceProblem {
                                    std::to_string(THREADS) + " threads per slice"};
   }
   uint64_t scratch_bytes() const override { return slices_ * sizeof(Accum) + region_bytes(); }
+  // A share of the free memory shrinks under --max-memory (a fixed region is the case's: it does not).
+  void cap_scratch(uint64_t bytes) override {
+    if (!permille_ || bytes >= scratch_bytes()) return;
+    const uint64_t room = bytes > slices_ * sizeof(Accum) ? bytes - slices_ * sizeof(Accum) : 0;
+    slice_words_ = room / 4 / slices_ / 4 * 4;
+    capped_ = true;
+    if (slice_words_ == 0)
+      throw std::runtime_error("memtest_u32: --max-memory (" + std::to_string(bytes) +
+                               " bytes left for the region) leaves no region to test");
+    fit_parts();
+  }
   double work_ops() const override { return 2.0 * PASSES * static_cast<double>(region_bytes()); }
   std::string note(const void* scratch) const override {
     const auto base = reinterpret_cast<uintptr_t>(scratch) + slices_ * sizeof(Accum);
     std::string size = permille_ ? std::to_string(permille_ / 10) + "." + std::to_string(permille_ % 10) + "% of the " +
                                        std::to_string(free_ >> 20) + " MiB free"
                                  : "a fixed size (" + std::to_string(free_ >> 20) + " MiB free)";
+    if (capped_) size += ", capped by --max-memory";
 #if defined(SDC_EMU)
     size += ", at most the CPU's slices on the emulated device";
 #endif
@@ -224,9 +230,21 @@ class MemtestDevice final : public cuda::DeviceProblem {
 
  private:
   uint64_t region_bytes() const { return slices_ * slice_words_ * 4; }
+  // About 8 blocks of THREADS per SM in all (2048 threads), never more than a slice has vectors for; one block
+  // per slice on the emulated device (a block's threads are fibers there).
+  void fit_parts() {
+#if defined(SDC_EMU)
+    parts_ = 1;
+#else
+    const uint64_t want = (static_cast<uint64_t>(sms_) * 8 + slices_ - 1) / slices_;
+    parts_ = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, slice_words_ / 4 / THREADS)));
+#endif
+  }
 
   uint64_t slices_, slice_words_ = 0, permille_ = 0, free_ = 0;
+  int sms_ = 1;
   unsigned parts_ = 1;
+  bool capped_ = false;
   bool has_fault_ = false;
   mutable bool fired_ = false;
   WordFault fault_{};

@@ -75,6 +75,14 @@ def main():
     got = check_drill(F, "emulated drill", rc, rep, err, SLICE % 4)
     F.check(got.get(f"first.sm[{SLICE}]") == SLICE % 4, f"emulated drill: first.sm {got.get(f'first.sm[{SLICE}]')}")
 
+    # Under --max-memory a share of the free memory shrinks to fit (a fixed region would not): the standard case
+    # passes with a region the note says was capped, under the cap.
+    rc, rep, err = common.run_json(*emu, "--profile", "standard", "--time-budget", "1s", "--enable-any",
+                                   "memtest_u32.free_90pct", "--max-memory", "512K")
+    notes = [n for t in (rep or {}).get("tests", []) for n in t.get("notes", []) if n.startswith("memory test region")]
+    F.check(rc == 0 and len(notes) == 1 and "capped by --max-memory" in notes[0] and
+            int(notes[0].split()[3]) <= 512 * 1024, f"--max-memory 512K: exit {rc}, {notes}: {err.strip()[-300:]}")
+
     # Refused, exit 64 and one line.
     gemm = next(c["id"] for c in common.battery()["cases"] if c["family"] == "gemm_f32")
     bad = [

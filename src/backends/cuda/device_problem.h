@@ -77,6 +77,9 @@ class DeviceProblem {
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
+  // Called before scratch_bytes under --max-memory with what the cap leaves for scratch: a problem whose scratch
+  // is sized from the device's free memory (the memory test's region) fits it under the cap instead of failing.
+  virtual void cap_scratch(uint64_t /*bytes*/) {}
   // For a problem with an in-process reference (Problem::replay, the training-step replay): the host's
   // problem, whose reference the GPU executor has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).

@@ -71,8 +71,10 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   if (dc.problem->replay()) use_checked_reference(sh, c, dc, fresh_seed);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
-  uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
+  uint64_t need = tiles * te * 4 + tiles * (4 + 8);
   for (size_t t = 0; t < tensors.size(); ++t) need += dc.device->input_bytes(t);
+  if (max_memory) dc.device->cap_scratch(max_memory > need ? max_memory - need : 0);
+  need += dc.device->scratch_bytes();
   dc.bytes = need;
   uint64_t free_b = 0, total_b = 0;
   g.rt->mem_info(free_b, total_b);
