@@ -230,15 +230,11 @@ class MemtestDevice final : public cuda::DeviceProblem {
 
  private:
   uint64_t region_bytes() const { return slices_ * slice_words_ * 4; }
-  // About 8 blocks of THREADS per SM in all (2048 threads), never more than a slice has vectors for; one block
-  // per slice on the emulated device (a block's threads are fibers there).
+  // About 8 blocks of THREADS per SM in all (2048 threads), never more than a slice has vectors for (the emulated
+  // device too: its small region then has several blocks per slice, as a GPU's).
   void fit_parts() {
-#if defined(SDC_EMU)
-    parts_ = 1;
-#else
     const uint64_t want = (static_cast<uint64_t>(sms_) * 8 + slices_ - 1) / slices_;
     parts_ = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, slice_words_ / 4 / THREADS)));
-#endif
   }
 
   uint64_t slices_, slice_words_ = 0, permille_ = 0, free_ = 0;

@@ -64,7 +64,11 @@ def main():
     got = check_drill(F, "cpu drill", rc, rep, err, 1)
     F.check(got.get(f"first.sm[{SLICE}]") is None, f"cpu drill: an SM named on the CPU: {got}")
 
-    # The emulated device: the slice's block runs on SM slice % 4 (one block per slice there), which reads it.
+    # The emulated device, 4 SMs: block b runs on SM b % 4. A slice has `parts` blocks (8 blocks per SM in all, at
+    # most one per 256 16-byte vectors of the slice: memtest_u32.cu), and the thread that reads vector v is in the
+    # slice's block (v // 256) % parts: that block's SM reads the word and is reported.
+    parts = max(1, min((4 * 8 + 7) // 8, SLICE_WORDS // 4 // 256))
+    sm = (SLICE * parts + (WORD_IN_SLICE // 4 // 256) % parts) % 4
     emu = ("--backend", "emulated:sm_90x4")
     rc, rep, err = common.run_json(*emu, "--enable", CASE)
     notes = [n for t in (rep or {}).get("tests", []) for n in t.get("notes", [])]
@@ -72,8 +76,8 @@ def main():
     F.check(any(n.startswith("memory test region: ") and "device address 0x" in n for n in notes),
             f"emulated: no note of the region: {notes}")
     rc, rep, err = common.run_json(*emu, "--enable", CASE, "--inject", SPEC)
-    got = check_drill(F, "emulated drill", rc, rep, err, SLICE % 4)
-    F.check(got.get(f"first.sm[{SLICE}]") == SLICE % 4, f"emulated drill: first.sm {got.get(f'first.sm[{SLICE}]')}")
+    got = check_drill(F, "emulated drill", rc, rep, err, sm)
+    F.check(got.get(f"first.sm[{SLICE}]") == sm, f"emulated drill: first.sm {got.get(f'first.sm[{SLICE}]')}, want {sm}")
 
     # Under --max-memory a share of the free memory shrinks to fit (a fixed region would not): the standard case
     # passes with a region the note says was capped, under the cap.
