@@ -6,15 +6,15 @@
 // emulated device runs a block's threads as fibers on the CPU: it checks these kernels, not memory, so its
 // region is at most the CPU's (cpu_slice_words per slice).
 // Work split: `parts` blocks of THREADS threads per slice, the same blocks over the same words in every sweep
-// (block b: slice b / parts, 16-byte vectors part x THREADS + thread + k x parts x THREADS of its slice,
-// reversed in a descending sweep), so that a warp's accesses are 512 contiguous bytes and a device that runs a
-// sample of the blocks (the emulated one: every launch has one name and one grid, so the same sample) reads
-// only words its sample wrote. A mismatch (the fault path only) updates its slice's accumulator with integer
+// (block b: slice b / parts, the 16-byte vectors r x parts x THREADS + part x THREADS + thread of its slice, rows r
+// ascending, or descending in a descending sweep), so that a warp's accesses are 512 contiguous bytes and a device
+// that runs a sample of the blocks (the emulated one: every launch has one name and one grid, so the same sample)
+// reads only words its sample wrote. A mismatch (the fault path only) updates its slice's accumulator with integer
 // atomics: a count per pass, the first pass with a mismatch (atomicMin), and of that pass the lowest word with
 // the word read and with the reading SM (two 64-bit atomicMins keyed by the word's index in its slice in the
 // high half: within one pass each word is read once, by one thread, so the two minima are of one read). The
 // record kernel then writes each slice's record (memtest_u32.h) and, as tile_sm, the SM that read the first
-// mismatching word, or its own when there was none.
+// mismatching word, or when there was none the SM of one of the slice's blocks.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -49,8 +49,10 @@ __device__ __forceinline__ void mismatch(Accum* a, int pass, uint64_t j, uint32_
   atomicMin(&a->word_sm, (static_cast<unsigned long long>(j) << 32) | cuda::sm_id());
 }
 
+// Every block of a slice resets its accumulator and writes its record (the same values): a device that runs a
+// sample of the blocks (the same in every launch) then records each slice it swept, whichever of its blocks ran.
 __global__ void __launch_bounds__(THREADS) reset_kernel(Accum* acc, unsigned parts) {
-  if (blockIdx.x % parts != 0 || threadIdx.x != 0) return;
+  if (threadIdx.x != 0) return;
   Accum& a = acc[blockIdx.x / parts];
   for (int p = 0; p < PASSES; ++p) a.count[p] = 0;
   a.first_pass = NONE;
@@ -65,9 +67,10 @@ __global__ void __launch_bounds__(THREADS)
   const uint64_t slice = blockIdx.x / parts, part = blockIdx.x % parts;
   uint4* const base = region + slice * slice_vecs;
   const uint64_t first = slice * slice_vecs * 4;  // the slice's first word in the region
-  const uint64_t stride = static_cast<uint64_t>(parts) * THREADS;
-  for (uint64_t k = part * THREADS + threadIdx.x; k < slice_vecs; k += stride) {
-    const uint64_t v = descending(S) ? slice_vecs - 1 - k : k;
+  const uint64_t stride = static_cast<uint64_t>(parts) * THREADS, rows = (slice_vecs + stride - 1) / stride;
+  for (uint64_t m = 0; m < rows; ++m) {
+    const uint64_t v = (descending(S) ? rows - 1 - m : m) * stride + part * THREADS + threadIdx.x;
+    if (v >= slice_vecs) continue;
     const uint64_t j = 4 * v;
     if constexpr (S > 0) {
       const uint4 r = base[v];
@@ -90,7 +93,7 @@ __global__ void drill_kernel(uint32_t* region, uint64_t words, uint64_t element,
 
 __global__ void __launch_bounds__(THREADS)
     record_kernel(const Accum* acc, unsigned parts, uint64_t slice_words, float* out, uint32_t* tile_sm) {
-  if (blockIdx.x % parts != 0 || threadIdx.x != 0) return;
+  if (threadIdx.x != 0) return;
   const uint64_t slice = blockIdx.x / parts;
   const Accum& a = acc[slice];
   uint32_t w[RECORD_WORDS];
