@@ -158,7 +158,9 @@ int main(int argc, char** argv) {
       "training-step replay (" +
           replay_family_ids() +
           ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip of element N of that "
-          "submodule's output, inside the replay, on the unit; the run is marked as injected in every output");
+          "submodule's output, inside the replay, on the unit; the memory test (memtest_u32) takes "
+          "target=memory[,pass=NAME]: word N of its region takes the fault between the write and the read of that "
+          "pass (default walking_ones); the run is marked as injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
                   "output; the exit code changes only with --fail-slow). Throughput is measured after the battery "

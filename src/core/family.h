@@ -113,12 +113,28 @@ class Problem {
   virtual uint64_t logical_element(uint64_t tile, uint32_t offset) const = 0;
   virtual std::string element_name(uint64_t element) const = 0;
   virtual std::string tile_name(uint64_t tile) const = 0;
+  // One line that reads a failing tile's output as what it means (the memory test: the pass, word and bits of its
+  // first mismatch), added to the test's notes with the tile's listed elements; "" for none (the default).
+  virtual std::string describe_tile(uint64_t /*tile*/, const float* /*actual*/) const { return ""; }
   // The tiles over the output (default: one row, in index order).
   virtual TileGrid tile_grid() const { return {1, tile_count(), "tiles in index order"}; }
   // Multiply-adds (or comparable operations) per tile, for throughput figures.
   virtual double tile_flops() const = 0;
   // The training-step replay's side of the problem (ReplayProblem above); null for every other family.
   virtual const ReplayProblem* replay() const { return nullptr; }
+  // A fault in the memory the computation tests (--inject target=memory: the memory test, whose words flip or
+  // stick between a pass's write and its read). check_memory_fault: "" or what is wrong with the fault (it
+  // completes it: Injection::memory_pass), and in `tile` the tile whose computation holds its first word;
+  // compute_tile_with_memory_fault: compute_tile with the fault applied to the words of it that lie in the tile's
+  // memory, returning whether any did.
+  virtual std::string check_memory_fault(Injection&, uint64_t& /*tile*/) const {
+    return "target=memory drills the memory test's region (memtest_u32 cases)";
+  }
+  virtual bool compute_tile_with_memory_fault(const float* const* in, uint64_t tile, float* out, Workspace& ws,
+                                              const Injection&) const {
+    compute_tile(in, tile, out, ws);
+    return false;
+  }
 };
 
 struct Family {

@@ -46,8 +46,10 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       if (value.empty()) return "case is empty";
       inj.case_id = value;
     } else if (key == "target") {
-      if (value != "output" && value != "input") return fmt::format("target '{}' is not output or input", value);
+      if (value != "output" && value != "input" && value != "memory")
+        return fmt::format("target '{}' is not output, input or memory", value);
       inj.input = value == "input";
+      inj.memory = value == "memory";
     } else if (key == "tensor") {
       if (value.empty()) return "tensor is empty";
       inj.tensor = value;
@@ -101,6 +103,9 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       } else {
         return fmt::format("persist '{}' is not once, always, input or 1/K with K in 2..1000", value);
       }
+    } else if (key == "pass") {
+      if (value.empty()) return "pass is empty";
+      inj.pass = value;
     } else if (key == "submodule") {
       if (value.empty()) return "submodule is empty";
       inj.submodule = value;
@@ -118,14 +123,14 @@ std::string parse_injection(const std::string& text, Injection& inj) {
       return fmt::format(
           "unknown key '{}' (case, target, tensor, element, bit, mask, stuck, count, stride, unit, device, iteration, "
           "persist; "
-          "submodule, step, microbatch, output for a training-step replay)",
+          "submodule, step, microbatch, output for a training-step replay; pass for target=memory)",
           key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang || inj.crash) {
-    if (has_bit || inj.input || seen.count("element") || seen.count("persist") || seen.count("stuck") ||
-        seen.count("count") || seen.count("stride"))
+    if (has_bit || inj.input || inj.memory || seen.count("pass") || seen.count("element") || seen.count("persist") ||
+        seen.count("stuck") || seen.count("count") || seen.count("stride"))
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
@@ -136,6 +141,8 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
   if (!inj.submodule.empty() && (seen.count("stuck") || seen.count("count") || seen.count("stride")))
     return "submodule= flips one bit of one element: not with stuck=, count= or stride=";
+  if (seen.count("pass") && !inj.memory) return "pass= applies to target=memory only";
+  if (inj.memory && !inj.submodule.empty()) return "submodule= is a replay's fault: not with target=memory";
   if (seen.count("stride") && inj.count == 1) return "stride= needs count=N with N >= 2";
   if (!seen.count("element")) return "element=N is required";
   if (!has_bit) return "bit=N or mask=0xHEX is required";
@@ -168,7 +175,10 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
   if (!c) return fmt::format("unknown case '{}'", inj.case_id);
   const Family& family = *find_family(c->family);
   const auto problem = family.prepare(*c);
-  if (!inj.submodule.empty()) {
+  if (inj.memory) {
+    uint64_t tile = 0;
+    if (std::string e = problem->check_memory_fault(inj, tile); !e.empty()) return fmt::format("case {}: {}", c->id, e);
+  } else if (!inj.submodule.empty()) {
     const ReplayProblem* replay = family.replay ? problem->replay() : nullptr;
     if (!replay)
       return fmt::format("submodule= applies to {} cases only; {} is a {} case", replay_family_ids(), c->id, c->family);
@@ -204,7 +214,7 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
           inj.count, inj.stride, inj.element, offset, tile, problem->tile_elements());
   }
   if (gpus) {
-    if (inj.persist_every > 0 && (inj.input || !inj.submodule.empty()))
+    if (inj.persist_every > 0 && (inj.input || inj.memory || !inj.submodule.empty()))
       return "persist= on a GPU repeats an output drill on an SM (target=output, unit=SM)";
     if (inj.crash) return "action=crash is a CPU drill (a GPU whose context is lost is drilled by the emulated device)";
     if (gpus->empty()) return "no GPU is selected";
@@ -215,6 +225,9 @@ std::string check_injection(Injection& inj, const Battery& battery, const std::v
     if (!gpu) return fmt::format("device {} is not among the selected GPUs", inj.device);
     if (inj.input && inj.unit >= 0)
       return "target=input cannot be pinned to an SM: every SM of the GPU reads the same input";
+    if (inj.memory && inj.unit >= 0)
+      return "target=memory cannot be pinned to an SM: a pass reads the region's words on whichever SMs run it (give "
+             "device=, not unit=)";
     if (!inj.submodule.empty() && inj.unit >= 0)
       return "submodule= cannot be pinned to an SM: a replay's kernels span the GPU (give device=, not unit=)";
     if (inj.unit >= gpu->sm_count)

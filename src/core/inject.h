@@ -4,7 +4,7 @@
 //
 // Grammar (--inject, repeatable):  key=value[,key=value...]
 //   case=ID            the case (required)
-//   target=output|input                         (default output)
+//   target=output|input|memory                  (default output; memory: the memory test's region, below)
 //   tensor=NAME        input tensor, e.g. a, b, q, k, v, x, w, logits (required with target=input)
 //   element=N          logical element index, row-major in the output or input tensor (required)
 //   bit=N | mask=0xHEX the bit (0..31) or the mask of the bits (exactly one of them; a mask of several bits
@@ -35,6 +35,12 @@
 //   submodule=NAME     <module>.<pass> of the replay, e.g. layer0.mlp.down.backward (docs/families.md)
 //   step=S             the training step (default 0); microbatch=M (default 0); output=K (default 0)
 //   element=N, bit=N   the element of that output tensor and the bit to flip
+// In the memory test's region (target=memory, memtest_u32 cases, CPUs and GPUs; on a GPU device=, not unit=): the
+// fault hits words of the region between the sweep that writes what a pass reads and that pass's read, as a
+// faulty memory cell would:
+//   element=N          the word's index in the region (its byte offset / 4); with count= and stride=, words
+//   pass=NAME          the pass that reads it (default the first, walking_ones; kernels/memtest_u32/memtest_u32.h)
+//   bit=N | mask=0xHEX, stuck=0|1   as above
 #pragma once
 
 #include <cstdint>
@@ -61,6 +67,9 @@ struct Injection {
   int device = -1;  // GPU index, -1: not given
   int iteration = 0;
   std::string submodule;  // a replay fault when not empty
+  bool memory = false;    // target=memory: in the memory test's region
+  std::string pass;       // pass= as given (target=memory)
+  int memory_pass = 0;    // its index (Problem::check_memory_fault)
   int64_t step = 0;
   int microbatch = 0;
   bool microbatch_given = false;

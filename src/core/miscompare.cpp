@@ -106,6 +106,8 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     r.miscompares.push_back(m);
   }
   if (sig) add_replay_metrics(problem, tile, expected.data(), actual, iteration, unit, r);
+  if (listed > 0)  // with the tile's listed elements (so at most as many tiles per test)
+    if (std::string line = problem.describe_tile(tile, actual); !line.empty()) r.notes.push_back(std::move(line));
 }
 
 }  // namespace sdc

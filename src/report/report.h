@@ -20,7 +20,8 @@ namespace sdc {
 // names its GPU "gpu" (was "device"; the Prometheus labels' keys), a miscompare unit of kind gpu, the test
 // result not_applicable and summary.not_applicable; 16: injections' fault kinds, value64, warp/lane, replay_metrics;
 // 17: int32 miscompares; 18: signatures in the format of the family's values (bit_flips.format: fp32, binary64 over
-// 64 bits, int32 without fields, its distance the difference: diff= in the string)
+// 64 bits, int32 without fields, its distance the difference: diff= in the string), and an injection's target
+// memory (the memory test's region) with its pass
 constexpr int REPORT_SCHEMA_VERSION = 18;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:

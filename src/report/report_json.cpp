@@ -269,7 +269,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
   for (const Injection& i : r.injections) {
     json ji = {{"spec", i.spec},
                {"case", i.case_id},
-               {"target", i.input ? "input" : "output"},
+               {"target", i.input ? "input" : i.memory ? "memory" : "output"},
                {"element", i.element},
                {"mask", hex32(i.mask)},
                {"fault", fault_kind_name(i)},
@@ -279,6 +279,7 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                {"persist", persist_name(i)},
                {"fired", i.fired}};
     if (i.input) ji["tensor"] = i.tensor;
+    if (i.memory) ji["pass"] = i.pass;  // the pass's name, completed when checked (Problem::check_memory_fault)
     ji["unit"] = i.unit >= 0 ? json(i.unit) : json(nullptr);
     ji["device"] = i.device >= 0 ? json(i.device) : json(nullptr);
     ji["fired_unit"] = i.fired && i.fired_unit >= 0 ? json(i.fired_unit) : json(nullptr);

@@ -141,6 +141,10 @@ class Geometry:
             self.outputs = self.tokens + self.tokens // 16
             self.tiles = self.tokens // 16
             self.tensors = {"logits": (0, self.tokens * self.vocab)}
+        elif f == "memtest_u32":  # a record of 16 words per slice, no inputs (kernels/memtest_u32/memtest_u32.h)
+            self.outputs = 16 * s["slices"]
+            self.tiles = s["slices"]
+            self.tensors = {}
         else:
             raise ValueError(f"unknown family {f}")
 
@@ -164,6 +168,8 @@ class Geometry:
             return e // 32
         if f in ("convert_f32", "elementwise_f32"):
             return e // (8 * 512)
+        if f == "memtest_u32":
+            return e // 16
         if e < self.tokens:  # cross_entropy: loss[t]
             return e // 16
         return e - self.tokens  # partial[p] is in tile p

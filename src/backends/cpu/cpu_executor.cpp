@@ -177,6 +177,9 @@ class CpuExecutor final : public Executor {
         const WordFault word = inj.word();
         for (uint64_t e = inj.element; e <= word.last(inj.element); e += word.stride)
           f.corrupted[e] = bits_float(word.apply(float_bits(f.corrupted[e])));
+      } else if (inj.memory) {  // the tile of its first word (checked when parsed)
+        if (const std::string e = s.problem->check_memory_fault(inj, f.tile); !e.empty())
+          throw std::runtime_error(fmt::format("--inject '{}': {}", inj.spec, e));
       } else if (!inj.hang && !inj.crash && inj.submodule.empty()) {
         s.problem->locate(inj.element, f.tile, f.offset);
       }

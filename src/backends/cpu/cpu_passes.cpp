@@ -165,7 +165,7 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
   const uint32_t te = s.problem->tile_elements();
   const size_t workers = pool.size();
   constexpr uint32_t NOBODY = UINT32_MAX;
-  // A fault on a named unit pins work to it: an output fault its tile, an input fault every tile (the
+  // A fault on a named unit pins work to it: an output or memory fault its tile, an input fault every tile (the
   // faulty unit then computes every tile that reads the corrupted element, whichever those are).
   std::map<uint64_t, uint32_t> pinned;
   int input_fault_worker = -1;
@@ -226,8 +226,19 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           for (ActiveFault& f : faults)
             if (!f.inj->submodule.empty() && (f.worker == static_cast<int>(w) || (f.worker < 0 && s.worker_of[0] == w)))
               replay = &f;
+          // A memory fault (the memory test's) hits the memory of the tiles that hold its words, on its unit or any.
+          ActiveFault* memory = nullptr;
+          for (ActiveFault& f : faults)
+            if (f.inj->memory && (f.worker < 0 || f.worker == static_cast<int>(w))) memory = &f;
           try {
-            if (!replay || !s.problem->replay()) {
+            if (memory) {
+              if (s.problem->compute_tile_with_memory_fault(in.data(), t, out, ws[w], *memory->inj) &&
+                  !memory->inj->fired) {
+                memory->inj->fired = true;
+                memory->inj->fired_unit = pool.cpu(w).cpu;
+                memory->inj->fired_tile = t;
+              }
+            } else if (!replay || !s.problem->replay()) {
               s.problem->compute_tile(in.data(), t, out, ws[w]);
             } else if (s.problem->replay()->compute_tile_with_fault(in.data(), t, out, ws[w], *replay->inj) &&
                        !replay->inj->fired) {
@@ -241,7 +252,9 @@ JobEnd compute_iteration(CaseState& s, WorkerPool& pool, const StopToken& stop, 
           }
           computed = true;
           for (ActiveFault& f : faults) {
-            if (f.inj->input || f.inj->hang || f.inj->crash || !f.inj->submodule.empty() || f.tile != t) continue;
+            if (f.inj->input || f.inj->hang || f.inj->crash || !f.inj->submodule.empty() || f.inj->memory ||
+                f.tile != t)
+              continue;
             const WordFault word = f.inj->word();
             for (uint64_t o = f.offset; o <= word.last(f.offset); o += word.stride)
               out[o] = bits_float(word.apply(float_bits(out[o])));

@@ -81,6 +81,9 @@ class DeviceProblem {
   virtual Engine engine() const = 0;
   // Scratch memory the compute pass needs beyond inputs and output (0: none).
   virtual uint64_t scratch_bytes() const { return 0; }
+  // Called before scratch_bytes under --max-memory with what the cap leaves for scratch: a problem whose scratch
+  // is sized from the device's free memory (the memory test's region) fits it under the cap instead of failing.
+  virtual void cap_scratch(uint64_t /*bytes*/) {}
   // For a problem with an in-process reference (Problem::replay, the training-step replay): the host's
   // problem, whose reference the GPU executor has computed and checked against the golden. Called once, after
   // prepare and before scratch_bytes (the reference may take device memory).
@@ -92,11 +95,19 @@ class DeviceProblem {
   // Null: no pacing (the GPU executor sets it around each compute()).
   using Pace = bool (*)(void* context);
   virtual void set_pacer(Pace /*pace*/, void* /*context*/) {}
-  // A fault inside the computation (--inject submodule=: the training-step replay) that the next compute()
-  // applies, or null for none; false when the problem takes no such fault. replay_fault_fired: whether the
-  // last compute() applied it.
+  // A fault inside the computation (--inject submodule=: the training-step replay; target=memory: the memory
+  // test's region) that the next compute() applies, or null for none; false when the problem takes no such
+  // fault. replay_fault_fired: whether the last compute() applied it; replay_fault_tile: the tile it hit.
   virtual bool set_replay_fault(const Injection* /*fault*/) { return false; }
   virtual bool replay_fault_fired() const { return false; }
+  virtual uint64_t replay_fault_tile() const { return 0; }
+  // Operations of one compute() for the watchdog's deadline (at 1e12 per second, deadline_after) and the test's
+  // GFLOP/s, when they are not the host problem's tile_flops x tiles (the memory test sweeps a region larger than
+  // its CPU slices: its bytes moved, so its GFLOP/s are GB/s); 0: the host problem's.
+  virtual double work_ops() const { return 0; }
+  // A line for the test's notes once the buffers are allocated (`scratch`: scratch_bytes() of device memory),
+  // or "" (the memory test: its region's size and device address).
+  virtual std::string note(const void* /*scratch*/) const { return ""; }
   // Generates input tensor `tensor` on the device: the same bits as Problem::generate_input on the host.
   virtual void generate(size_t tensor, void* dst, cudaStream_t stream) const = 0;
   // Enqueues the computation of every tile. out holds tile t's Problem::tile_elements() elements at

@@ -71,8 +71,10 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
   if (dc.problem->replay()) use_checked_reference(sh, c, dc, fresh_seed);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
-  uint64_t need = tiles * te * 4 + tiles * (4 + 8) + dc.device->scratch_bytes();
+  uint64_t need = tiles * te * 4 + tiles * (4 + 8);
   for (size_t t = 0; t < tensors.size(); ++t) need += dc.device->input_bytes(t);
+  if (max_memory) dc.device->cap_scratch(max_memory > need ? max_memory - need : 0);
+  need += dc.device->scratch_bytes();
   dc.bytes = need;
   uint64_t free_b = 0, total_b = 0;
   g.rt->mem_info(free_b, total_b);
@@ -114,13 +116,14 @@ IterationFaults faults_for(Shared& sh, const Gpu& g, const Case& c, const Device
   IterationFaults f;
   for (Injection& inj : sh.run->result.injections) {
     if (inj.case_id != c.id || inj.device != g.info.index) continue;
-    const bool output = !inj.hang && !inj.input && inj.submodule.empty();
+    const bool output = !inj.hang && !inj.input && !inj.memory && inj.submodule.empty();
     if (output ? (f.output || !fires_now(inj, it, retest, fresh)) : (retest || inj.iteration != it)) continue;
     if (inj.hang)
       f.hang = &inj;
-    else if (!inj.submodule.empty()) {
+    else if (!inj.submodule.empty() || inj.memory) {  // inside the computation (DeviceProblem::set_replay_fault)
       if (!dc.device->set_replay_fault(nullptr))
-        throw std::runtime_error(fmt::format("--inject '{}': {} takes no submodule= fault", inj.spec, c.id));
+        throw std::runtime_error(fmt::format("--inject '{}': {} takes no {} fault", inj.spec, c.id,
+                                             inj.memory ? "target=memory" : "submodule="));
       f.replay = &inj;
     } else if (inj.input) {
       // The flip is a 32-bit xor: a tensor the device stores narrower (bf16, fp16, fp8) cannot take it.
@@ -218,7 +221,7 @@ bool run_device_iteration(Gpu& g, DeviceCase& dc, const IterationFaults& f, Cloc
     if (f.replay && dc.device->replay_fault_fired()) {  // enqueued: it flips with the kernels it follows
       f.replay->fired = true;
       f.replay->fired_unit = -1;
-      f.replay->fired_tile = 0;
+      f.replay->fired_tile = dc.device->replay_fault_tile();
     }
   }
   input_faults(true);
@@ -270,7 +273,13 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
     return std::nullopt;
   }
   if (r.not_applicable) return std::nullopt;
-  if (const std::string note = g_.rt->test_note(*find_family(c.family)); !note.empty()) r.notes.push_back(note);
+  // Once per test: a profile that fills its budget prepares the case again every round (the device's note is its
+  // first round's: a later round's buffers may lie elsewhere).
+  if (const std::string note = g_.rt->test_note(*find_family(c.family));
+      !note.empty() && std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end())
+    r.notes.push_back(note);
+  if (const std::string note = dc_->device->note(dc_->scratch.get()); !note.empty() && r.iterations_done == 0)
+    r.notes.push_back(note);
   const uint64_t tiles = dc_->problem->tile_count();
   r.tiles = tiles;
   r.tiles_without_sm = !dc_->device->records_sm();
@@ -286,10 +295,13 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
     g_.rt->mem_info(free_b, total_b);
     if (ref_.first->digests.empty() && bytes + (256ull << 20) < free_b) dc_->first_out = DeviceBuffer(*g_.rt, bytes);
   }
-  work_ = dc_->problem->tile_flops() * static_cast<double>(tiles) * 1e-12;
+  // The device's own count where it has one (the memory test: bytes moved, so its GFLOP/s read as GB/s).
+  const double tile_ops = dc_->device->work_ops() > 0 ? dc_->device->work_ops() / static_cast<double>(tiles)
+                                                      : dc_->problem->tile_flops();
+  work_ = tile_ops * static_cast<double>(tiles) * 1e-12;
   // Every tile runs on the SMs the GPU chose: one iteration covers the device.
   const int minimum = ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
-  return PreparedCase{tiles, dc_->problem->tile_flops(), dc_->problem->tile_grid(), 1, minimum};
+  return PreparedCase{tiles, tile_ops, dc_->problem->tile_grid(), 1, minimum};
 }
 
 bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {

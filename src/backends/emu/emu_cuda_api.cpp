@@ -74,6 +74,12 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
     return to_emu_error(e.kind());
   }
 }
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!t_current) return cudaErrorInvalidDevice;
+  *total_bytes = t_current->spec.memory_bytes;
+  *free_bytes = t_current->spec.memory_bytes - t_current->used();
+  return cudaSuccess;
+}
 cudaError_t cudaFree(void* p) {
   if (!t_current) return cudaErrorInvalidDevice;
   t_current->free(p);

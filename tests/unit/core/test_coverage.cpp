@@ -95,8 +95,9 @@ TEST_CASE("the battery's special cases reach subnormals or tiny values, its unif
   int special = 0;
   for (const Case& c : b.cases) {
     const Family& f = *find_family(c.family);
-    if (f.replay) continue;
-    const auto r = case_ranges(f, *f.prepare(c));
+    const auto problem = f.prepare(c);
+    if (f.replay || problem->inputs().empty()) continue;  // no input of the case's own (the memory test has none)
+    const auto r = case_ranges(f, *problem);
     CAPTURE(c.id);
     if (c.distribution == Distribution::special && c.mode == Mode::exact) {
       ++special;

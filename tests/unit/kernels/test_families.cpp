@@ -69,6 +69,11 @@ const std::map<std::string, SmallCases>& folder_cases() {
        {{Distribution::uniform},
         {{{"preset", 0}, {"level", 12}, {"steps", 2}, {"optimizer", 0}, {"replicas", 2}},
          {{"preset", 0}, {"level", 3}, {"steps", 2}, {"optimizer", 0}, {"replicas", 2}}}}},
+      // The memory test has no inputs (the distribution is not read): slices of a CPU buffer.
+      {"memtest_u32",
+       {{Distribution::uniform},
+        {{{"slices", 4}, {"cpu_slice_words", 256}, {"region_mib", 1}, {"free_permille", 0}},
+         {{"slices", 2}, {"cpu_slice_words", 4}, {"region_mib", 0}, {"free_permille", 900}}}}},
   };
   return cases;
 }
