@@ -147,6 +147,10 @@ class MemtestDevice final : public cuda::DeviceProblem {
   }
 
   uint64_t input_bytes(size_t) const override { return 0; }
+  std::string why_no_thread_map() const override {
+    return "a slice's record is counts and its first mismatch, stored by whichever thread found it (the record "
+           "names the SM that read the word)";
+  }
   cuda::Engine engine() const override {
     return {cuda::OWN_KERNELS, "11 sweeps of 16-byte vectors, " + std::to_string(parts_) + " blocks of " +
                                    std::to_string(THREADS) + " threads per slice"};
