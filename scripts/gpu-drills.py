@@ -17,8 +17,13 @@ Replay drills (--replay-drills N): a bit flipped inside one submodule's output o
 that submodule's level-1 digest (the computation sync puts the reference's output in its place, so nothing
 before it may fail).
 
-  scripts/gpu-drills.py --sdcscreen build/sdcscreen [--count 120] [--replay-drills 12] [--seed N] [--device 0]
-                        [--json FILE]
+Memory drills (--memory-drills N): a word of the memory test's region flipped between a pass's write and its
+read (--inject ...,target=memory,element=W,bit=B,pass=P): the run must fail, and the failing slice's reading
+(the test's note) must name that pass, the flipped bit, the word's byte offset in the region and the SM that
+read it. The word lies inside what the emulated device sweeps too (slices x cpu_slice_words words).
+
+  scripts/gpu-drills.py --sdcscreen build/sdcscreen [--count 120] [--replay-drills 12] [--memory-drills 4]
+                        [--seed N] [--device 0] [--json FILE]
 """
 import argparse
 import json
@@ -45,6 +50,12 @@ REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.
                 ("layer0.attn.rope_k.forward", 0), ("layer0.attn.core.forward", 0), ("layer0.mlp.swiglu.forward", 0),
                 ("final_norm.forward", 0), ("loss.forward", 0), ("lm_head.backward", 1), ("layer0.mlp.down.backward", 0),
                 ("layer0.attn.core.backward", 2), ("layer0.attn_norm.backward", 1), ("embed.backward", 0)]
+
+
+# The memory test's boot case and the passes its drills pick from (kernels/memtest_u32/memtest_u32.h, pass_name).
+MEMTEST = "memtest_u32"
+MEMTEST_PASSES = ["walking_ones", "walking_zeros", "inversions_00_up", "inversions_ff_down", "inversions_55_up",
+                  "inversions_aa_down", "address", "address_inverse"]
 
 
 def drilled(family):
@@ -113,6 +124,7 @@ def main():
     ap.add_argument("--count", type=int, default=120)
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--replay-drills", type=int, default=len(REPLAY_SITES))
+    ap.add_argument("--memory-drills", type=int, default=4)
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json")
     ap.add_argument("--backend", default="cuda", help=argparse.SUPPRESS)  # tests: emulated:SPEC
@@ -241,18 +253,44 @@ def main():
             print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
             if why:
                 bad.append(spec)
+    memory = []
+    mem_case = next((c for c in listed["cases"] if c["family"] == MEMTEST and "boot" in c["iterations"]), None)
+    for i in range(a.memory_drills if mem_case else 0):
+        dims = mem_case["shape"]
+        element = rnd.randrange(dims["slices"] * dims["cpu_slice_words"])
+        bit, pas = rnd.randrange(32), MEMTEST_PASSES[i % len(MEMTEST_PASSES)]
+        spec = f"case={mem_case['id']},target=memory,element={element},bit={bit},pass={pas},device={a.device}"
+        code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", mem_case["id"], "--inject", spec])
+        why = []
+        if code != 1:
+            why.append(f"exit {code} ({err.strip()[:200]})")
+        if rep:
+            t = rep["tests"][0]
+            want = [f"pass {pas} ", f"(bits 0x{1 << bit:08x})", f"region offset 0x{4 * element:x}", "read by SM"]
+            if not any(n.startswith("memory test slice") and all(w in n for w in want) for n in t.get("notes", [])):
+                why.append(f"no reading naming {want}: {[n for n in t.get('notes', []) if 'memory test' in n][:2]}")
+        else:
+            why.append("no report")
+        memory.append({"spec": spec, "ok": not why, "why": why})
+        print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
+        if why:
+            bad.append(spec)
+    if a.memory_drills and not mem_case:
+        print(f"BAD no {MEMTEST} boot case to drill", flush=True)
+        bad.append("memory drills not run")
     if len(results) < a.count:  # every family left was not applicable: fewer drills ran than asked, never a pass
         print(f"BAD only {len(results)} of {a.count} drills could run on cuda:{a.device}", flush=True)
         bad.append(f"{a.count - len(results)} drills not run")
     families = sorted({r["family"] for r in results})
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"drills": results, "replay_drills": replay, "sm_count": sm_count, "sm_ids": sm_ids,
+            json.dump({"drills": results, "replay_drills": replay, "memory_drills": memory, "sm_count": sm_count,
+                       "sm_ids": sm_ids,
                        "not_applicable": sorted(set(inapplicable))}, f, indent=1)
     n_sm = sum(r["by_sm"] for r in results)
-    n_ok = len(results) + len(replay) - len(bad)
-    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families and {len(replay)} replay drills: "
-          f"{n_ok} detected and localized, {len(bad)} not")
+    n_ok = len(results) + len(replay) + len(memory) - len(bad)
+    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families, {len(replay)} replay drills "
+          f"and {len(memory)} memory drills: {n_ok} detected and localized, {len(bad)} not")
     sys.exit(1 if bad else 0)
 
 

@@ -430,11 +430,12 @@ def replay():
     if SANITIZED:
         F.finish()
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu-drills.py")
-    count, replays = 2, 3
+    count, replays, memory = 2, 3, 2
     p = subprocess.run([sys.executable, script, "--sdcscreen", SDCSCREEN, "--backend", "emulated:sm_90x8", "--count",
-                        str(count), "--replay-drills", str(replays)], capture_output=True, text=True, timeout=1800)
-    F.check(p.returncode == 0 and f"and {replays} replay drills: {count + replays} detected and localized, 0 not"
-            in p.stdout,
+                        str(count), "--replay-drills", str(replays), "--memory-drills", str(memory)],
+                       capture_output=True, text=True, timeout=1800)
+    F.check(p.returncode == 0 and f"{replays} replay drills and {memory} memory drills: {count + replays + memory} "
+            "detected and localized, 0 not" in p.stdout,
             f"gpu-drills.py: exit {p.returncode}\n{p.stdout[-1500:]}{p.stderr[-500:]}")
     F.finish()
 
