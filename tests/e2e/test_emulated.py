@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, shape_work, with_lock
+from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
 
@@ -62,21 +62,16 @@ def battery():
     for t in tests_of(report):
         seen[t["id"]] = t
     # The others one run each, with one iteration (a 1 s budget ends a test after its first iteration) and a
-    # smaller block sample: they are the standard and burn-in profiles' large shapes. Under a sanitizer, the least
-    # costly of each family's (coverage, not volume: the same kernels with larger bounds), the rest are taken as
-    # passed by the release suite and left out of the checks below.
+    # smaller block sample: they are the standard and burn-in profiles' large shapes. Not under a sanitizer
+    # (coverage, not volume): the boot run above already runs every family's kernels there, sampled as these are,
+    # and the large shapes are the same code with larger bounds; they are taken as passed by the release suite
+    # and left out of the checks below.
     others = sorted(set(exact) - set(boot))
     if SANITIZED:
-        cheapest = {}
+        print(f"sanitizer build: the {len(others)} large cases are the release suite's", flush=True)
         for cid in others:
-            fam = exact[cid]["family"]
-            if fam not in cheapest or shape_work(CASES[cid]) < shape_work(CASES[cheapest[fam]]):
-                cheapest[fam] = cid
-        print(f"sanitizer build: {len(cheapest)} of {len(others)} large cases, one per family", flush=True)
-        for cid in others:
-            if cid not in cheapest.values():
-                del exact[cid]
-        others = sorted(cheapest.values())
+            del exact[cid]
+        others = []
     for cid in others:
         code, report, err = run_json("--backend", "emulated:sm_90x8:sample=8", "--profile", "standard",
                                      "--time-budget", "1s", "--enable-any", cid, timeout=1800)
