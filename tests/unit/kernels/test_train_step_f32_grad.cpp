@@ -252,7 +252,14 @@ TEST_CASE("train_step_f32: backward ops are the derivatives of the forward (fini
     const Batch data = step_data(mc, 11, 2);
     DParams dp;
     for (const Tensor& tn : params.tensors) dp[tn.name] = to_d(tn.data);
-    for (const Tensor& g : st.grads.tensors) {
+    // Under a sanitizer (SDC_SANITIZED) three tensors, the first, a middle one and the last (the model's whole
+    // chain of backward ops runs for each; the release suite checks every tensor): each sample is two
+    // double-precision runs of the whole model.
+    const size_t n_tensors = st.grads.tensors.size();
+    const bool sanitized = std::getenv("SDC_SANITIZED") != nullptr;
+    for (size_t i = 0; i < n_tensors; ++i) {
+      if (sanitized && i != 0 && i != n_tensors / 2 && i != n_tensors - 1) continue;
+      const Tensor& g = st.grads.tensors[i];
       DVec& x = dp[g.name];
       check_grad(
           g.name.c_str(), g.data, x, [&] { return d_model_loss(mc, dp, data); }, 4);
