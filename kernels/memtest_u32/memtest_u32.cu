@@ -20,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/memtest_u32/memtest_u32.h"
 #include "src/backends/cuda/device_util.cuh"
@@ -211,27 +212,11 @@ class MemtestDevice final : public cuda::DeviceProblem {
                      fault_element_, fault_);
     };
     cuda::launch(SWEEP, reset_kernel, grid, THREADS, s, acc, parts_);
-    launch_sweep<0>(region, vecs, parts_, grid, acc, s);
-    drill(0);
-    launch_sweep<1>(region, vecs, parts_, grid, acc, s);
-    drill(1);
-    launch_sweep<2>(region, vecs, parts_, grid, acc, s);
-    drill(2);
-    launch_sweep<3>(region, vecs, parts_, grid, acc, s);
-    drill(3);
-    launch_sweep<4>(region, vecs, parts_, grid, acc, s);
-    drill(4);
-    launch_sweep<5>(region, vecs, parts_, grid, acc, s);
-    drill(5);
-    launch_sweep<6>(region, vecs, parts_, grid, acc, s);
-    drill(6);
-    launch_sweep<7>(region, vecs, parts_, grid, acc, s);
-    drill(7);
-    launch_sweep<8>(region, vecs, parts_, grid, acc, s);
-    drill(8);
-    launch_sweep<9>(region, vecs, parts_, grid, acc, s);
-    drill(9);
-    launch_sweep<10>(region, vecs, parts_, grid, acc, s);
+    // Sweep 0 .. SWEEPS - 1 in order, each followed by the drill of the pass that reads what it wrote (a pass is
+    // 0 .. PASSES - 1, so nothing follows the last sweep).
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((launch_sweep<S>(region, vecs, parts_, grid, acc, s), drill(S)), ...);
+    }(std::make_integer_sequence<int, SWEEPS>{});
     cuda::launch(SWEEP, record_kernel, grid, THREADS, s, acc, parts_, slice_words_, out, tile_sm);
   }
 
