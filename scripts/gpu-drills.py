@@ -109,6 +109,14 @@ def drop_family(cases, family, rep, device, inapplicable):
     return [c for c in cases if c["family"] != family]
 
 
+def settle(drills, bad, spec, why, **extra):
+    """One drill's outcome: kept in its list (with `extra`), printed, and its spec added to `bad` when it failed."""
+    drills.append({"spec": spec, **extra, "ok": not why, "why": why})
+    print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
+    if why:
+        bad.append(spec)
+
+
 def run(binary, args):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
@@ -223,11 +231,7 @@ def main():
                     why.append(f"mislocalized: {json.dumps(ms[:2])} units_failed {t['units_failed']} fired_unit {inj['fired_unit']}")
         else:
             why.append("no report")
-        results.append({"spec": spec, "family": c["family"], "by_sm": by_sm, "cluster": cluster, "ok": not why,
-                        "why": why})
-        print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
-        if why:
-            bad.append(spec)
+        settle(results, bad, spec, why, family=c["family"], by_sm=by_sm, cluster=cluster)
     replay = []
     if a.replay_drills and any(c["id"] == REPLAY_CASE for c in listed["cases"]):
         for i in range(a.replay_drills):
@@ -250,10 +254,7 @@ def main():
                     why.append(f"first failing slot {ms[0]['element_name'] if ms else None}, want {want}*")
             else:
                 why.append("no report")
-            replay.append({"spec": spec, "ok": not why, "why": why})
-            print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
-            if why:
-                bad.append(spec)
+            settle(replay, bad, spec, why)
     memory = []
     mem_case = next((c for c in listed["cases"] if c["family"] == MEMTEST and "boot" in c["iterations"]), None)
     for i in range(a.memory_drills if mem_case else 0):
@@ -272,10 +273,7 @@ def main():
                 why.append(f"no reading naming {want}: {[n for n in t.get('notes', []) if 'memory test' in n][:2]}")
         else:
             why.append("no report")
-        memory.append({"spec": spec, "ok": not why, "why": why})
-        print(f"{'ok ' if not why else 'BAD'} {spec}{'' if not why else ': ' + '; '.join(why)}", flush=True)
-        if why:
-            bad.append(spec)
+        settle(memory, bad, spec, why)
     if a.memory_drills and not mem_case:  # a battery without the memory test (the scripts' tests' stub battery)
         print(f"no {MEMTEST} boot case in this battery: no memory drills", flush=True)
     if len(results) < a.count:  # every family left was not applicable: fewer drills ran than asked, never a pass

@@ -69,14 +69,15 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
     const uint64_t element = problem.logical_element(tile, e);
     std::string name = problem.element_name(element);
     if (!sig) sig = &signature_of(r.signatures, unit, format);
+    // A binary64 value's two words are at offsets 2v (low) and 2v + 1.
+    const uint32_t lo = e & ~1u;
+    uint64_t x64 = 0, a64 = 0;
     if (value_words == 2) {
-      // A binary64 value is one element of the signature however many of its two words differ: added at its
-      // low word, or at the high word when the low word matched.
-      const uint32_t lo = e & ~1u;
-      uint64_t x64, a64;
       std::memcpy(&x64, &expected[lo], 8);
       std::memcpy(&a64, &actual[lo], 8);
-      if (e == lo || std::memcmp(&expected[lo], &actual[lo], 4) == 0)
+      // The value is one element of the signature however many of its two words differ: added at its low
+      // word, or at the high word when the low word matched.
+      if (e == lo || static_cast<uint32_t>(x64) == static_cast<uint32_t>(a64))
         sig->add(iteration, tile, position_from_name(name), x64, a64);
     } else {
       sig->add(iteration, tile, position_from_name(name), x, a);
@@ -96,12 +97,11 @@ void analyse_tile(const Problem& problem, const std::vector<std::vector<float>>&
       m.int32 = true;
       m.ulps = static_cast<uint64_t>(std::llabs(int32_difference(x, a)));
     }
-    if (value_words == 2) {  // the value's two words are at offsets 2v (low) and 2v + 1
-      const uint32_t lo = e & ~1u;
+    if (value_words == 2) {
       m.binary64 = true;
-      std::memcpy(&m.expected64, &expected[lo], 8);
-      std::memcpy(&m.actual64, &actual[lo], 8);
-      m.ulps64 = ulp_distance64(m.expected64, m.actual64);
+      m.expected64 = x64;
+      m.actual64 = a64;
+      m.ulps64 = ulp_distance64(x64, a64);
     }
     r.miscompares.push_back(m);
   }
