@@ -205,10 +205,12 @@ def battery():
 
 
 def shape_work(case):
-    """The product of a battery case's shape values: how costly it is, to compare cases of one family."""
+    """The product of a battery case's shape values: how costly it is, to compare cases of one family. An
+    attention case's `seq` counts twice (every query meets every key: heads x seq^2 x dim), so that a long
+    sequence is not taken for a cheap case."""
     work = 1
-    for v in case["shape"].values():
-        work *= max(int(v), 1)
+    for key, v in case["shape"].items():
+        work *= max(int(v), 1) ** (2 if key == "seq" else 1)
     return work
 
 
