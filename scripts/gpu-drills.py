@@ -287,7 +287,7 @@ def main():
                        "not_applicable": sorted(set(inapplicable))}, f, indent=1)
     n_sm = sum(r["by_sm"] for r in results)
     n_ok = len(results) + len(replay) + len(memory) - len(bad)
-    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} families, {len(replay)} replay drills "
+    print(f"{len(results)} drills ({n_sm} on whole SMs) over {len(families)} famil{'y' if len(families) == 1 else 'ies'}, {len(replay)} replay drills "
           f"and {len(memory)} memory drills: {n_ok} detected and localized, {len(bad)} not")
     sys.exit(1 if bad else 0)
 
