@@ -36,6 +36,7 @@ struct RunArgs {
   std::string history;             // directory of the node's history (src/core/history.h); "none"; "" for the default
   double throughput_floor = 0.85;  // a unit below this fraction of its peers' median throughput is slow
   bool fail_slow = false;          // a slow unit makes a passing run exit 3
+  bool no_probe = false;           // no throughput probe after the battery
   double max_temperature = 0;      // --max-temperature C (0: none)
   bool digests = false;            // keep per-tile digests in the report
   int retest = -1;                 // --retest-on-failure N; -1: the profile's default (3 when it fills its budget)

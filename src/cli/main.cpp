@@ -169,7 +169,13 @@ int main(int argc, char** argv) {
                   "and a unit that failed is reported failed, not slow")
       ->check(CLI::Range(0.01, 0.99))
       ->capture_default_str();
-  run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
+  CLI::Option* fail_slow = run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
+  run->add_flag("--no-probe", ra.no_probe,
+                "skip the throughput probe after the battery (about a tenth of a second of every unit): no unit is "
+                "judged slow, and every output says the probe did not run. For short triage and drill runs; a screen "
+                "of a node keeps it")
+      ->excludes(fail_slow)
+      ->excludes("--throughput-floor");
   run->add_option("--max-temperature", ra.max_temperature,
                   "a unit above C degrees Celsius while a case ran makes that case an error (its result cannot be "
                   "trusted): on a GPU its die or its memory (HBM) temperature through NVML, on CPUs a CPU sensor's "

@@ -162,7 +162,10 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
   s.accept_patterns = a.accept_patterns;
   s.retest = a.retest;
   opt.keep_digests = a.digests;
-  opt.probe = true;  // slow units: measured by the probe after the battery (src/core/probe.h)
+  // slow units: measured by the probe after the battery (src/core/probe.h), unless --no-probe; the report then says
+  // the probe did not run and why, and judges no unit slow
+  opt.probe = !a.no_probe;
+  if (a.no_probe) opt.probe_skipped = "--no-probe: no unit was measured for slowness";
   opt.throughput_floor = a.throughput_floor;
   r.cases = {a.profile, a.enable, a.enable_any, a.disable};
   r.full_battery = a.enable.empty() && a.enable_any.empty() && a.disable.empty();

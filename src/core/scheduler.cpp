@@ -298,6 +298,8 @@ Clock::time_point run_schedule(const Selection& sel, const RunOptions& opt, cons
       result.probe.not_run = "the watchdog ended the run";
     else
       run_probe(devices, opt.stop, result.probe, opt.throughput_floor);
+  } else {
+    result.probe.not_run = opt.probe_skipped;
   }
   for (Executor* ex : devices)
     if (ex->stuck()) {

@@ -77,6 +77,7 @@ struct RunOptions {
   // --retest-on-failure N: after a test fails on a unit, the failing tiles again, N times each way (UnitRetest).
   int retest = 0;
   bool probe = false;  // after the battery, the throughput probe (src/core/probe.h), for slow units
+  std::string probe_skipped;  // without the probe: why, for the report (--no-probe)
   double throughput_floor = 0.85;  // the probe's floor (--throughput-floor): a unit below it is measured again
   StopToken stop;      // the run stops at the next tile when it asks
   // Progress: index and count number the cases that apply to the device (a not-applicable case is no step of

@@ -34,10 +34,22 @@ def history_lines(d):
         return [json.loads(line) for line in f if line.strip()]
 
 
+# The throughput probe after the battery takes about a tenth of a second of both CPUs a run (more under a
+# sanitizer, and a repeat when a loaded machine makes a unit look slow): most of e2e_injection's time once. A test's
+# runs skip it (--no-probe) unless the test is about what the probe measures or shows (KEEP_PROBE = True before
+# its first run: test_slow, test_deadline, test_html, test_report_schema, test_alert_rules) or the run itself asks
+# for it (--fail-slow, --throughput-floor). Runs started without run() or run_json() keep it, as a node's do.
+KEEP_PROBE = False
+PROBE_OPTIONS = ("--no-probe", "--fail-slow", "--throughput-floor")
+
+
 def with_lock(args):
+    """A run's arguments with the tests' lock file, and --no-probe where the test does not need the probe."""
     args = list(args)
     if args and args[0] == "run" and "--lock-file" not in args and "--force" not in args:
         args[1:1] = ["--lock-file", LOCK_FILE]
+    if args and args[0] == "run" and not KEEP_PROBE and not any(a in PROBE_OPTIONS for a in args):
+        args[1:1] = ["--no-probe"]
     return args
 
 

@@ -14,6 +14,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+common.KEEP_PROBE = True  # the slow-unit alerts read the probe's metrics
 
 F = common.Failures("test_alert_rules")
 RULES = os.path.join(os.environ.get("SDC_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),

@@ -119,6 +119,11 @@ for name, value in [("zero", "0s"), ("bare zero", "0"), ("garbage", "garbage"), 
                     ("unknown unit", "5x"), ("unit only", "s"), ("repeated unit", "1h1h"), ("misordered", "1s5m")]:
     usage(f"--time-budget {name}", ["run", *SEL, "--time-budget", value], "--time-budget", value)
 
+# --no-probe leaves nothing for --fail-slow or --throughput-floor to act on
+usage("--no-probe with --fail-slow", ["run", *SEL, "--no-probe", "--fail-slow"], "--fail-slow", "--no-probe")
+usage("--no-probe with --throughput-floor", ["run", *SEL, "--no-probe", "--throughput-floor", "0.5"],
+      "--throughput-floor", "--no-probe")
+
 # enumerated values
 usage("bad --backend", ["run", *SEL, "--backend", "opencl"], "--backend", "opencl")
 usage("bad --output-format", ["run", *SEL, "--output-format", "xml"], "--output-format", "xml")

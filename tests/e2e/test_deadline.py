@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+common.KEEP_PROBE = True  # a deadline must stop the probe too
 
 F = common.Failures("test_deadline")
 SDCSCREEN = common.SDCSCREEN

@@ -32,6 +32,7 @@ from html.parser import HTMLParser
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+common.KEEP_PROBE = True  # the page shows the probe's figures and slow units
 
 F = common.Failures("test_html")
 FAIL_RGB = (0xD6, 0x27, 0x28)  # the failing unit's colour (src/report/html.h)

@@ -17,6 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+common.KEEP_PROBE = True  # the probe is what this test is about
 
 F = common.Failures("test_slow")
 other, slow_cpu = common.two_cpus(F, "a unit's peers")
@@ -146,6 +147,18 @@ p = common.run("run", "--cpuset", str(other), "--enable", CASE, "--output-format
 r = json.loads(p.stdout) if p.returncode == 0 else {}
 F.check(p.returncode == 0 and probe(r).get("ran") is False and "no peer" in (probe(r).get("not_run") or "") and
         not units(r), f"one CPU: exit {p.returncode}, {r.get('throughput')}")
+
+# --no-probe: the ten times slower emulated GPU is not measured, so not judged slow; the report says why (JSON and
+# text), and the reproduce line keeps the option.
+code, r, err = common.run_json("--backend", "emulated:sm_90x4,sm_90x4,sm_90x4:slow=10", "--enable", CASE,
+                               "--time-budget", "1h", "--no-probe")
+r = r or {}
+F.check(code == 0 and probe(r).get("ran") is False and "--no-probe" in (probe(r).get("not_run") or "") and not units(r)
+        and "--no-probe" in r.get("reproduce", ""), f"--no-probe: exit {code}, {err[-300:]}, {r.get('throughput')}")
+validates(r, "--no-probe")
+p = common.run("run", "--enable", CASE, "--no-probe")
+F.check(p.returncode == 0 and "throughput probe not run: --no-probe" in p.stdout, f"--no-probe, text: exit "
+        f"{p.returncode}: {p.stdout[-600:]}")
 
 # Bad floors are usage errors.
 for bad in ("0", "1", "1.5", "-0.2", "x"):
