@@ -455,3 +455,72 @@ TEST_CASE("html: a failing SM drills into the warps and lanes its miscompares na
   }
   CHECK(count(sdc::render_html(r), "<details class=\"sm-warps\"") == 0);
 }
+
+TEST_CASE("html: a failing level-3 replay draws its trajectory: loss beside the reference's, distance per step",
+          "[html]") {
+  json r = skeleton("cpu");
+  json t = failing_test("cpu", 1, 0, {{"kind", "cpu"}, {"cpu", 1}});
+  t["id"] = "train_step_f32.l3_tiny_20";
+  t["family"] = "train_step_f32";
+  // Six steps: a fault at step 2 whose loss is not finite at step 3 (null), then back; the distance 0 until the
+  // fault, then up to 0.1 (a power of ten: the log axis's top edge).
+  const json loss = {5.0, 4.5, 9.0, nullptr, 3.1, 3.0}, ref = {5.0, 4.5, 4.0, 3.5, 3.2, 3.0};
+  const json distance = {0.0, 0.0, 0.001, 0.1, 0.01, 0.01};
+  json metrics = json::array();
+  for (int s = 0; s < 6; ++s) {
+    const json unit = {{"kind", "cpu"}, {"cpu", 1}};
+    const std::string site = "step " + std::to_string(s);
+    metrics.push_back({{"unit", unit},
+                       {"iteration", 0},
+                       {"tile", 0},
+                       {"level", 3},
+                       {"site", site},
+                       {"metric", "loss"},
+                       {"value", loss[s]},
+                       {"reference", ref[s]}});
+    metrics.push_back({{"unit", unit},
+                       {"iteration", 0},
+                       {"tile", 0},
+                       {"level", 3},
+                       {"site", site},
+                       {"metric", "param_distance"},
+                       {"value", distance[s]},
+                       {"reference", 0}});
+  }
+  metrics.push_back({{"unit", {{"kind", "cpu"}, {"cpu", 1}}},
+                     {"iteration", 0},
+                     {"tile", 0},
+                     {"level", 3},
+                     {"site", "final"},
+                     {"metric", "param_distance"},
+                     {"value", 0.01},
+                     {"reference", 0}});
+  t["replay_metrics"] = metrics;
+  t["replay_failure_modes"] = {
+      {{"unit", {{"kind", "cpu"}, {"cpu", 1}}}, {"iteration", 0}, {"tile", 0}, {"failure_mode", "spike_and_recover"}}};
+  r["tests"].push_back(t);
+  const std::string page = sdc::render_html(r);
+  check_counts(page, {
+                         {R"(<figure class="trajectory" data-unit="cpu 1" data-failure-mode="spike_and_recover" )"
+                          R"(data-steps="6">)",
+                          1},
+                         {"failure mode <b>spike_and_recover</b>", 1},
+                         {R"(<path class="loss-reference" data-points="6")", 1},
+                         {R"(<path class="loss-unit" data-points="5")", 1},  // the step without a finite loss left out
+                         {R"(<path class="distance" data-points="6")", 1},
+                         {R"(<text class="not-finite")", 1},
+                         {"step 3: the loss is not finite", 1},
+                         {"<tr data-metric=", 13},  // the table still lists every metric
+                     });
+  // The loss path breaks at step 3 (a second move); the distance's zeros lie on the bottom edge (y 132) and its
+  // largest, 0.1, on the top edge (y 22), step 0 at x 396 and step 5 at 676.
+  const std::regex unit_path(R"re(<path class="loss-unit" data-points="5" d="M[^"]*M)re");
+  CHECK(std::regex_search(page, unit_path));
+  CHECK(page.find(R"(d="M396.0 132.0 L452.0 132.0 )") != std::string::npos);
+  CHECK(page.find("L564.0 22.0 ") != std::string::npos);
+  check_svg_sizes(page, 400);
+  // A level-12 replay (no per-step series) and a non-replay case draw none.
+  r["tests"][0]["replay_metrics"] = json::array({metrics.back()});
+  r["tests"][0].erase("replay_failure_modes");
+  CHECK(sdc::render_html(r).find("class=\"trajectory\"") == std::string::npos);
+}
