@@ -36,7 +36,7 @@ std::string unit_of(const json& m) {
   return unit_from_json(obj(m, "unit"), n) ? unit_text(n) : text_of(field(m, "unit"));
 }
 
-constexpr int64_t PLOT_W = 280, PLOT_H = 110, LEFT = 52, TOP = 22, GAP = 64, BOTTOM = 30;
+constexpr int64_t PLOT_W = 280, PLOT_H = 110, LEFT = 58, TOP = 24, GAP = 70, BOTTOM = 30;
 constexpr const char* UNIT_COLOUR = "#c0392b";
 constexpr const char* REF_COLOUR = "#7f8c8d";
 constexpr const char* DISTANCE_COLOUR = "#2471a3";
@@ -71,7 +71,7 @@ std::string axis_text(int64_t x, int64_t y, const std::string& text, const char*
 std::string frame(int64_t x0, int64_t steps, const std::string& title) {
   std::string s = fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#cccccc"/>)", x0, TOP,
                               PLOT_W, PLOT_H);
-  s += fmt::format(R"(<text x="{}" y="{}" class="axis-title" text-anchor="middle">{}</text>)", x0 + PLOT_W / 2, TOP - 8,
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis-title" text-anchor="middle">{}</text>)", x0 + PLOT_W / 2, TOP - 13,
                    esc(title));
   s += axis_text(x0, TOP + PLOT_H + 12, "0", "start") +
        axis_text(x0 + PLOT_W, TOP + PLOT_H + 12, fmt::format("{}", steps - 1));
@@ -84,16 +84,21 @@ std::string chart(const Trajectory& t) {
   int64_t steps = 0;
   for (const auto* series : {&t.loss, &t.ref_loss, &t.distance})
     if (!series->empty()) steps = std::max(steps, series->rbegin()->first + 1);
-  // Loss: a linear axis over the finite losses of both runs; a step whose loss is not finite breaks the line
-  // and is marked at the top.
-  double lo = INFINITY, hi = -INFINITY;
+  // Loss: a linear axis over the finite losses of both runs, at most LOSS_TOP times the reference's largest (a
+  // spike of 1e36 would flatten the rest); a loss above the axis is drawn on its top edge and marked there, as
+  // is a step whose loss is not finite (it breaks the line).
+  constexpr double LOSS_TOP = 2.0;
+  double lo = INFINITY, hi = -INFINITY, ref_hi = -INFINITY;
   for (const auto* series : {&t.loss, &t.ref_loss})
     for (const auto& [step, v] : *series)
       if (v) lo = std::min(lo, *v), hi = std::max(hi, *v);
+  for (const auto& [step, v] : t.ref_loss)
+    if (v) ref_hi = std::max(ref_hi, *v);
+  if (ref_hi > 0) hi = std::min(hi, LOSS_TOP * ref_hi);
   if (!(lo <= hi)) lo = 0, hi = 1;
   if (hi - lo < 1e-12 * std::max(1.0, std::fabs(hi))) lo -= 0.5, hi += 0.5;
   const auto loss_y = [&](double v) {
-    return static_cast<double>(TOP) + (hi - v) / (hi - lo) * static_cast<double>(PLOT_H);
+    return static_cast<double>(TOP) + (hi - std::min(v, hi)) / (hi - lo) * static_cast<double>(PLOT_H);
   };
   // Distance: log10 between the decades around the non-zero values; 0 lies on the bottom edge.
   double dmin = INFINITY, dmax = 0;
@@ -125,12 +130,13 @@ std::string chart(const Trajectory& t) {
   s += path(t.ref_loss, x1, steps, loss_y, "loss-reference", REF_COLOUR, "4 3");
   s += path(t.loss, x1, steps, loss_y, "loss-unit", UNIT_COLOUR, "");
   for (const auto& [step, v] : t.loss)
-    if (!v) {
+    if (!v || *v > hi) {
       const double x = static_cast<double>(x1) +
                        (steps > 1 ? static_cast<double>(step * PLOT_W) / static_cast<double>(steps - 1) : 0.0);
-      s += fmt::format(R"(<text class="not-finite" x="{:.1f}" y="{}" text-anchor="middle" fill="{}">&#x25B2;)"
-                       R"(<title>step {}: the loss is not finite</title></text>)",
-                       x, TOP + 8, UNIT_COLOUR, step);
+      s += fmt::format(R"(<text class="{}" x="{:.1f}" y="{}" text-anchor="middle" fill="{}">&#x25B2;)"
+                       R"(<title>step {}: the loss is {}</title></text>)",
+                       v ? "off-axis" : "not-finite", x, TOP - 1, UNIT_COLOUR, step,
+                       v ? fmt::format("{:.4g}, above the axis", *v) : std::string("not finite"));
     }
   s += path(t.distance, x2, steps, distance_y, "distance", DISTANCE_COLOUR, "");
   const int64_t ly = TOP + PLOT_H + BOTTOM + 8;

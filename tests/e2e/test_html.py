@@ -17,7 +17,10 @@ a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
      its peer's rate, and its bar is drawn to scale, inside the chart, under an axis labelled in x;
   7. laid out by Chromium in a 480-pixel window (a script added to a copy of the page measures it): the
      reproduce box is labelled and its lines break between words, never inside a case id or a drill; every
-     unit's cell carries its number, inside the cell, and the legend says what the number is.
+     unit's cell carries its number, inside the cell, and the legend says what the number is;
+  8. a level-3 training-step replay drill whose loss spikes and comes back: its trajectory's chart names the JSON
+     report's failure mode, draws the loss, the reference's loss and the distance with a point per step, each
+     inside its plot as Chromium lays it out, and the screenshot of the chart has pixels of the unit's line colour.
 A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/report/test_html.cpp: this machine cannot produce its report.
 """
 import json
@@ -202,6 +205,21 @@ def measured(page, width):
     except ValueError:
         F.check(False, f"{page}: the measuring script left {body.get('data-measured')!r}")
         return {}
+
+
+# Added to a copy of a replay's page: the trajectory's chart moved to the top of the page (into the screenshot's
+# window), then each of its lines' boxes and its plots', as Chromium laid them out.
+TRAJECTORY = r"""<script>
+const f = document.querySelector("figure.trajectory"), out = {paths: [], plots: []};
+if (f) {
+  document.body.prepend(f);  // first on the page, in the screenshot's window
+  for (const r of f.querySelectorAll("svg > rect")) { const b = r.getBoundingClientRect(); out.plots.push([b.left, b.top, b.right, b.bottom]); }
+  for (const p of f.querySelectorAll("path")) { const b = p.getBoundingClientRect();
+    out.paths.push({cls: p.getAttribute("class"), box: [b.left, b.top, b.right, b.bottom]}); }
+}
+document.body.setAttribute("data-measured", JSON.stringify(out));
+</script>"""
+TRAJECTORY_RGB = {"loss-unit": (0xC0, 0x39, 0x2B), "distance": (0x24, 0x71, 0xA3)}  # src/report/html_replay.cpp
 
 
 def check_timeline(dom, report, case, device, name):
@@ -431,6 +449,41 @@ with tempfile.TemporaryDirectory() as d:
                     f"slow drill: the axis's ticks {ticks} do not reach {max(rates.values(), default=0)}")
             F.check(any("median" in t for t in texts) and any(t.startswith("floor ") for t in texts) and
                     all(u in texts for u in rates), f"slow drill: the chart's labels {texts}")
+
+    # 8. A level-3 replay drill: a logit of step 5 flipped to about 1e36 spikes that step's loss; the run comes back.
+    l3 = "train_step_f32.l3_tiny_20"
+    pair = sorted(os.sched_getaffinity(0))[:2]
+    code, report, page, err = screen(d, "--profile", "standard", "--time-budget", "0.2s", "--enable", l3, "--cpuset",
+                                     ",".join(map(str, pair)), "--inject", f"case={l3},submodule=lm_head.forward,"
+                                     f"step=5,microbatch=0,element=6,bit=30,unit={pair[-1]}", html_name="replay.html")
+    t = (report.get("tests") or [{}])[0]
+    modes = [f.get("failure_mode") for f in t.get("replay_failure_modes", [])]
+    F.check(code == 1 and modes == ["spike_and_recover"], f"replay drill: exit {code}, modes {modes}: {err[-300:]}")
+    if os.path.exists(page):
+        self_contained(page, "replay drill")
+        dom = dump_dom(page)
+        figures = [(a.get("data-unit"), a.get("data-failure-mode"), a.get("data-steps")) for a in dom.having("trajectory")]
+        F.check(figures == [(f"cpu {pair[-1]}", modes[0] if modes else "?", "20")], f"replay drill: charts {figures}")
+        lines = {a.get("class"): a.get("data-points") for tag, a, _ in dom.elements if tag == "path"}
+        F.check(lines == {"loss-reference": "20", "loss-unit": "20", "distance": "20"}, f"replay drill: lines {lines}")
+        copy = page + ".trajectory.html"
+        with open(page, encoding="utf-8") as f, open(copy, "w", encoding="utf-8") as g:
+            g.write(f.read().replace("</body>", TRAJECTORY + "</body>"))
+        body = next((a for tag, a, _ in Dom(chromium(copy, "--dump-dom", "--window-size=1280,900")).elements
+                     if tag == "body"), {})
+        m = json.loads(body.get("data-measured", "{}"))
+        plots = m.get("plots", [])
+        inside = lambda b, p: p[0] - 1 <= b[0] < b[2] <= p[2] + 1 and p[1] - 1 <= b[1] <= b[3] <= p[3] + 1
+        placed = [(x["cls"], any(inside(x["box"], p) for p in plots)) for x in m.get("paths", [])]
+        F.check(len(plots) == 2 and len(placed) == 3 and all(ok for _, ok in placed),
+                f"replay drill: lines inside their plots {placed}, plots {plots}")
+        png = os.path.join(d, "replay.png")
+        chromium(copy, f"--screenshot={png}", "--window-size=1280,900")
+        if os.path.exists(png):
+            _, _, rows = png_pixels(png)
+            near = lambda px, c: all(abs(a - b) <= 24 for a, b in zip(px, c))
+            counts = {k: sum(1 for row in rows for px in row if near(px, c)) for k, c in TRAJECTORY_RGB.items()}
+            F.check(all(n >= 40 for n in counts.values()), f"replay drill: pixels of the lines' colours {counts}")
 
     # 4. Bad paths: one line on stderr, the right code, nothing written.
     def one_line(name, p, code, word):

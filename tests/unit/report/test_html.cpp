@@ -462,9 +462,10 @@ TEST_CASE("html: a failing level-3 replay draws its trajectory: loss beside the 
   json t = failing_test("cpu", 1, 0, {{"kind", "cpu"}, {"cpu", 1}});
   t["id"] = "train_step_f32.l3_tiny_20";
   t["family"] = "train_step_f32";
-  // Six steps: a fault at step 2 whose loss is not finite at step 3 (null), then back; the distance 0 until the
-  // fault, then up to 0.1 (a power of ten: the log axis's top edge).
-  const json loss = {5.0, 4.5, 9.0, nullptr, 3.1, 3.0}, ref = {5.0, 4.5, 4.0, 3.5, 3.2, 3.0};
+  // Six steps: a fault at step 2 whose loss spikes to 1e30 (above the axis, which ends at twice the reference's
+  // largest: 10), is not finite at step 3 (null), then comes back; the distance 0 until the fault, then up to 0.1
+  // (a power of ten: the log axis's top edge).
+  const json loss = {5.0, 4.5, 1e30, nullptr, 3.1, 3.0}, ref = {5.0, 4.5, 4.0, 3.5, 3.2, 3.0};
   const json distance = {0.0, 0.0, 0.001, 0.1, 0.01, 0.01};
   json metrics = json::array();
   for (int s = 0; s < 6; ++s) {
@@ -510,14 +511,17 @@ TEST_CASE("html: a failing level-3 replay draws its trajectory: loss beside the 
                          {R"(<path class="distance" data-points="6")", 1},
                          {R"(<text class="not-finite")", 1},
                          {"step 3: the loss is not finite", 1},
+                         {R"(<text class="off-axis")", 1},
+                         {"step 2: the loss is 1e+30, above the axis", 1},
                          {"<tr data-metric=", 13},  // the table still lists every metric
                      });
-  // The loss path breaks at step 3 (a second move); the distance's zeros lie on the bottom edge (y 132) and its
-  // largest, 0.1, on the top edge (y 22), step 0 at x 396 and step 5 at 676.
+  // The loss path breaks at step 3 (a second move) and draws step 2 on the top edge (x 170, y 24); the distance's
+  // zeros lie on the bottom edge (y 134) and its largest, 0.1, on the top edge (y 24), step 0 at x 408, step 5 at 688.
   const std::regex unit_path(R"re(<path class="loss-unit" data-points="5" d="M[^"]*M)re");
   CHECK(std::regex_search(page, unit_path));
-  CHECK(page.find(R"(d="M396.0 132.0 L452.0 132.0 )") != std::string::npos);
-  CHECK(page.find("L564.0 22.0 ") != std::string::npos);
+  CHECK(page.find(R"(d="M408.0 134.0 L464.0 134.0 )") != std::string::npos);
+  CHECK(page.find("L576.0 24.0 ") != std::string::npos);
+  CHECK(page.find("L170.0 24.0 ") != std::string::npos);
   check_svg_sizes(page, 400);
   // A level-12 replay (no per-step series) and a non-replay case draw none.
   r["tests"][0]["replay_metrics"] = json::array({metrics.back()});
