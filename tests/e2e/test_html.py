@@ -156,11 +156,14 @@ def measured(page, width, script=MEASURE):
 # window), then each of its lines' boxes and its plots', as Chromium laid them out.
 TRAJECTORY = r"""<script>
 const f = document.querySelector("figure.trajectory"), out = {paths: [], plots: []};
+out.figures = [...document.querySelectorAll("figure.trajectory")].map(
+  e => [e.getAttribute("data-unit"), e.getAttribute("data-failure-mode"), e.getAttribute("data-steps")]);
 if (f) {
   document.body.prepend(f);  // first on the page, in the screenshot's window
   const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
   out.plots = [...f.querySelectorAll("svg > rect")].map(box);
-  out.paths = [...f.querySelectorAll("path")].map(p => ({cls: p.getAttribute("class"), box: box(p)}));
+  out.paths = [...f.querySelectorAll("path")].map(p => ({cls: p.getAttribute("class"), box: box(p),
+                                                         points: p.getAttribute("data-points")}));
 }
 document.body.setAttribute("data-measured", JSON.stringify(out));
 </script>"""
@@ -405,19 +408,18 @@ with tempfile.TemporaryDirectory() as d:
     F.check(code == 1 and modes == ["spike_and_recover"], f"replay drill: exit {code}, modes {modes}: {err[-300:]}")
     if os.path.exists(page):
         self_contained(page, "replay drill")
-        dom = dump_dom(page)
-        figures = [(a.get("data-unit"), a.get("data-failure-mode"), a.get("data-steps")) for a in dom.having("trajectory")]
-        F.check(figures == [(f"cpu {pair[-1]}", modes[0] if modes else "?", "20")], f"replay drill: charts {figures}")
-        lines = {a.get("class"): a.get("data-points") for tag, a, _ in dom.elements if tag == "path"}
+        m = measured(page, 1280, TRAJECTORY)  # the DOM Chromium built, measured
+        figures = m.get("figures", [])
+        F.check(figures == [[f"cpu {pair[-1]}", modes[0] if modes else "?", "20"]], f"replay drill: charts {figures}")
+        lines = {x["cls"]: x["points"] for x in m.get("paths", [])}
         F.check(lines == {"loss-reference": "20", "loss-unit": "20", "distance": "20"}, f"replay drill: lines {lines}")
-        m = measured(page, 1280, TRAJECTORY)
         plots = m.get("plots", [])
         inside = lambda b, p: p[0] - 1 <= b[0] < b[2] <= p[2] + 1 and p[1] - 1 <= b[1] <= b[3] <= p[3] + 1
         placed = [(x["cls"], any(inside(x["box"], p) for p in plots)) for x in m.get("paths", [])]
         F.check(len(plots) == 2 and len(placed) == 3 and all(ok for _, ok in placed),
                 f"replay drill: lines inside their plots {placed}, plots {plots}")
         png = os.path.join(d, "replay.png")
-        chromium(page + ".measure.html", f"--screenshot={png}", "--window-size=1280,900")
+        chromium(page + ".measure.html", f"--screenshot={png}", "--window-size=720,240")  # the chart alone: quick to decode
         if os.path.exists(png):
             near = lambda px, c: all(abs(a - b) <= 24 for a, b in zip(px, c))  # a 1.5-pixel line is anti-aliased
             counts = {k: sum(near(px, c) for row in png_pixels(png)[2] for px in row) for k, c in TRAJECTORY_RGB.items()}
