@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/unit/catch.h"
@@ -110,6 +111,13 @@ TEST_CASE("train_step_f32 family: a replay tile's fast path equals the plain pat
   Case bad = replay_case(12, 1);
   bad.shape.dims["preset"] = 2;
   CHECK_FALSE(f.validate(bad).empty());
+  // Level 3 keeps every step's reference parameters, at most 1 GiB: 70 steps of the small preset, 3 of the standard.
+  for (const auto& [preset, steps, ok] : {std::tuple{1, 70, true}, {1, 71, false}, {2, 3, true}, {2, 4, false}}) {
+    Case c = replay_case(3, steps);
+    c.shape.dims["preset"] = preset;
+    INFO(preset << " " << steps);
+    CHECK(f.validate(c).empty() == ok);
+  }
 }
 
 TEST_CASE(
