@@ -56,7 +56,8 @@ class DeviceReplay final : public cuda::DeviceProblem {
     mismatches_ = l.take(4);
     spike_ = l.take(4);
     pairs_ = l.take(tensors.size() * sizeof(TensorPair));
-    // The reference's copies: L1's outputs, L2's gradients and parameters (L3: the final parameters).
+    // The reference's copies: L1's outputs, L2's gradients and parameters (L3: the parameters after the step
+    // being compared, uploaded before each step's distance).
     if (sp_.level == 12)  // L1's outputs follow fixed_: their sizes are the reference's (use_reference)
       for (const Tensor& t : tensors) ref_grads_.push_back(l.take(static_cast<uint64_t>(t.size()) * 4));
     for (const Tensor& t : tensors) ref_params_.push_back(l.take(static_cast<uint64_t>(t.size()) * 4));
@@ -182,6 +183,18 @@ class DeviceReplay final : public cuda::DeviceProblem {
     for (size_t k = 0; k < ref_->outputs.size(); ++k) put(st.ref_outputs[k], ref_->outputs[k]);
   }
 
+  // The reference's parameters after step k into their copies (level 3's distance of that step).
+  void upload_step(const State& st, int64_t k, cudaStream_t s) const {
+    const std::vector<float>& p = ref_->trajectory[static_cast<size_t>(k)];
+    const auto& tensors = sp_.shapes.tensors;
+    size_t at = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const auto n = static_cast<size_t>(tensors[i].size());
+      SDC_CUDA_CHECK(cudaMemcpyAsync(st.ref_params[i], p.data() + at, n * 4, cudaMemcpyHostToDevice, s));
+      at += n;
+    }
+  }
+
   // Initial parameters and zero moments.
   void init(const State& st, cudaStream_t s) const {
     const auto& tensors = sp_.shapes.tensors;
@@ -271,21 +284,27 @@ class DeviceReplay final : public cuda::DeviceProblem {
     ticker_.launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
     for (int64_t k = 0; k < sp_.steps; ++k) {
       step(st, k, dev, s);
-      float* o = out + 4 * k;
+      float* o = out + L3_STEP_SLOTS * k;
       ticker_.launch("train_step_f32 loss_slot_kernel", loss_slot_kernel, 1, 1, s, static_cast<const float*>(st.loss),
-                     static_cast<double>(ref_->losses[static_cast<size_t>(k)]), o, st.spike);
+                     static_cast<double>(ref_->losses[static_cast<size_t>(k)]), o + L3_LOSS, st.spike);
       ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
       for (size_t i = 0; i < tensors.size(); ++i)
         dev.digest(st.t.params[i], static_cast<uint64_t>(tensors[i].size()), i, st.acc);
       ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
-                     static_cast<const uint64_t*>(st.acc), o + 1);
+                     static_cast<const uint64_t*>(st.acc), o + L3_DIGEST);
+      // The step's distance from the reference's parameters after the same step (the last one's stays for
+      // the final slots).
+      upload_step(st, k, s);
+      ticker_.launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
+      for (size_t i = 0; i < tensors.size(); ++i)
+        count_mismatches(st, st.t.params[i], st.ref_params[i], tensors[i].size(), s);
+      ticker_.launch("train_step_f32 step_distance_kernel", step_distance_kernel, 1, 1, s,
+                     static_cast<const TensorPair*>(st.pairs), static_cast<int>(tensors.size()),
+                     static_cast<const unsigned*>(st.mismatches), o + L3_DISTANCE);
     }
-    ticker_.launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
-    for (size_t i = 0; i < tensors.size(); ++i)
-      count_mismatches(st, st.t.params[i], st.ref_params[i], tensors[i].size(), s);
     ticker_.launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
                    static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches),
-                   static_cast<const int*>(st.spike), out + 4 * sp_.steps);
+                   static_cast<const int*>(st.spike), out + L3_STEP_SLOTS * sp_.steps);
     return dev.flipped;
   }
 

@@ -8,8 +8,10 @@
 //             L2: the same step again, free-running: per gradient and per updated parameter its digest and
 //             the paper's metrics against the reference (mismatch frequency, mismatch severity, and for
 //             gradients the gradient-difference ratio). On a healthy unit the metrics are exactly 0.
-//   level 3   `steps` free-running steps: per step the loss and a digest of the parameters, then the final
-//             relative distance of the parameters from the reference trajectory's and a loss-spike flag.
+//   level 3   `steps` free-running steps: per step the loss, a digest of the parameters and their relative
+//             distance from the reference trajectory's after the same step (train_step_f32_replay.h,
+//             L3_STEP_SLOTS), then the final distance and a loss-spike flag; the losses and distances of a
+//             failing tile are its trajectory, classified by train_step_f32_trajectory.h.
 // A 64-bit digest takes three slots of 22, 21 and 21 bits, each an integer held exactly by a float: the
 // golden generator refuses NaN outputs, and a digest's raw halves would often be NaN bit patterns.
 //
@@ -25,6 +27,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/family.h"
@@ -32,6 +35,7 @@
 #include "src/core/shape.h"
 #include "src/spec/digest.h"
 #include "kernels/train_step_f32/train_step_f32_replay.h"
+#include "kernels/train_step_f32/train_step_f32_trajectory.h"
 
 namespace sdc::train_step_f32 {
 namespace {
@@ -49,10 +53,31 @@ Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
   return tensor_metrics(a.data(), b.data(), a.size());
 }
 
+// ||p - ref|| / ||ref|| over every parameter, elements in tensor order (ref: a trajectory's step, flattened).
+float distance(const TensorSet& p, const std::vector<float>& ref) {
+  double diff2 = 0, ref2 = 0;
+  size_t k = 0;
+  for (const Tensor& t : p.tensors)
+    for (const float x : t.data) {
+      const double a = x, b = ref[k++];
+      diff2 += (a - b) * (a - b);
+      ref2 += b * b;
+    }
+  return relative_distance(diff2, ref2);
+}
+
+std::vector<float> flatten(const TensorSet& p) {
+  std::vector<float> v;
+  for (const Tensor& t : p.tensors) v.insert(v.end(), t.data.begin(), t.data.end());
+  return v;
+}
+
 // A metric's slot, named "L<level> <site> <metric>" as element_name says.
 void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* metric, bool always) {
   sp.metrics.push_back({static_cast<uint32_t>(sp.names.size()), level, site, metric, always});
-  sp.names.push_back("L" + std::to_string(level) + " " + site + " " + metric);
+  std::string name = "L";  // appended: GCC 12 warns of a false bound on `"L" + std::to_string(level) + ...`
+  name.append(std::to_string(level)).append(" ").append(site).append(" ").append(metric);
+  sp.names.push_back(std::move(name));
 }
 
 }  // namespace
@@ -94,10 +119,11 @@ ReplaySpec replay_spec(const Case& c) {
         add_metric(sp, 2, "param " + t.name, metric, false);
     }
   } else {
-    for (int64_t s = 0; s < sp.steps; ++s) {
+    for (int64_t s = 0; s < sp.steps; ++s) {  // L3_STEP_SLOTS: the trajectory, listed whole for a failing tile
       const std::string step = "step " + std::to_string(s);
-      add_metric(sp, 3, step, "loss", false);
+      add_metric(sp, 3, step, "loss", true);
       for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back("L3 " + step + " params digest." + part);
+      add_metric(sp, 3, step, "param_distance", true);
     }
     add_metric(sp, 3, "final", "param_distance", true);
     add_metric(sp, 3, "final", "loss_spike", true);
@@ -175,6 +201,10 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   std::string tile_name(uint64_t tile) const override { return "replica " + std::to_string(tile); }
   const ReplayProblem* replay() const override { return this; }
   const std::vector<ReplayMetricSlot>& metric_slots() const override { return sp_.metrics; }
+  std::string failure_mode(const float* expected, const float* actual) const override {
+    if (level_ != 3) return "";
+    return failure_mode_name(classify_tile(expected, actual, steps_));
+  }
   bool compute_reference(const Injection* fault) const override {
     std::unique_ptr<BitFlip> flip;
     if (fault)
@@ -204,11 +234,13 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
       return;
     }
     for (int64_t s = 0; s < steps_; ++s) {
-      out[4 * s] = r.losses[static_cast<size_t>(s)];
-      put_digest(r.param_digests[static_cast<size_t>(s)], out + 4 * s + 1);
+      float* o = out + L3_STEP_SLOTS * s;
+      o[L3_LOSS] = r.losses[static_cast<size_t>(s)];
+      put_digest(r.param_digests[static_cast<size_t>(s)], o + L3_DIGEST);
+      o[L3_DISTANCE] = 0;
     }
-    out[4 * steps_] = 0;
-    out[4 * steps_ + 1] = 0;
+    out[L3_STEP_SLOTS * steps_] = 0;
+    out[L3_STEP_SLOTS * steps_ + 1] = 0;
   }
   // About 6 operations per parameter and token for forward and backward; the replays of a tile, and the
   // reference (computed by the first tile) counted once more.
@@ -262,6 +294,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
       for (int64_t s = 0; s < steps_; ++s) {  // train(), keeping each step's parameter digest
         r->losses.push_back(train_step(cfg_, r->params, opt, s, seed_, optimizer_, inj.get()));
         r->param_digests.push_back(params_digest(r->params));
+        r->trajectory.push_back(flatten(r->params));
       }
     }
     fired = inj && inj->fired();
@@ -363,21 +396,15 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
     bool spike = false;
     for (int64_t s = 0; s < steps_; ++s) {
       const float loss = train_step(cfg_, params, opt, s, seed_, optimizer_, inj.get(), options);
-      float* o = out + 4 * s;
-      o[0] = loss;
-      put_digest(params_digest(params), o + 1);
+      float* o = out + L3_STEP_SLOTS * s;
+      o[L3_LOSS] = loss;
+      put_digest(params_digest(params), o + L3_DIGEST);
+      o[L3_DISTANCE] = distance(params, ref.trajectory[static_cast<size_t>(s)]);
       const double r = ref.losses[static_cast<size_t>(s)];
       if (!(loss <= r * SPIKE && loss >= r / SPIKE)) spike = true;
     }
-    double diff2 = 0, ref2 = 0;
-    for (size_t i = 0; i < params.tensors.size(); ++i)
-      for (size_t e = 0; e < params.tensors[i].data.size(); ++e) {
-        const double a = params.tensors[i].data[e], b = ref.params.tensors[i].data[e];
-        diff2 += (a - b) * (a - b);
-        ref2 += b * b;
-      }
-    out[4 * steps_] = relative_distance(diff2, ref2);
-    out[4 * steps_ + 1] = spike ? 1.0f : 0.0f;
+    out[L3_STEP_SLOTS * steps_] = out[L3_STEP_SLOTS * (steps_ - 1) + L3_DISTANCE];
+    out[L3_STEP_SLOTS * steps_ + 1] = spike ? 1.0f : 0.0f;
     return inj && inj->fired();
   }
 
@@ -406,6 +433,15 @@ std::string validate(const Case& c) {
     return "level 12 keeps every submodule output of a step in memory: the standard preset needs gigabytes, "
            "use tiny or small";
   if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
+  if (level == 3) {                       // the reference keeps every step's parameters
+    const Config cf = config_of(preset);  // parameter_shapes' tensors, counted without allocating them
+    const auto params = static_cast<uint64_t>(
+        2 * cf.vocab * cf.dim + cf.layers * (2 * cf.dim + 4 * cf.dim * cf.dim + 3 * cf.dim * cf.ffn) + cf.dim);
+    if (static_cast<uint64_t>(steps) * params * 4 > MAX_TRAJECTORY_BYTES)
+      return "level 3 keeps the reference's parameters after every step: " + std::to_string(steps) +
+             " steps of this preset take " + std::to_string(static_cast<uint64_t>(steps) * params * 4 >> 20) +
+             " MiB, over the 1024 MiB limit; use fewer steps";
+  }
   if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
   if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
   return "";

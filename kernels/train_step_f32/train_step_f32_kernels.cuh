@@ -322,15 +322,10 @@ struct TensorPair {
   uint64_t n;
 };
 
-// L3's final slots: the relative distance of all parameters from the reference's, elements in the host's
-// order, and the spike flag.
-__global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned* count, const int* spike,
-                                float* slots) {
-  slots[1] = *spike ? 1.0f : 0.0f;
-  if (*count == 0) {  // no parameter differs: the distance is 0 (the host's relative_distance(0, ref2))
-    slots[0] = 0;
-    return;
-  }
+// The relative distance of all parameters from the reference's, elements in the host's order; 0 when `count`
+// (of the elements whose bits differ) is 0, as the host's relative_distance(0, ref2) is.
+__device__ float pairs_distance(const TensorPair* t, int tensors, const unsigned* count) {
+  if (*count == 0) return 0;
   double diff2 = 0, ref2 = 0;
   for (int k = 0; k < tensors; ++k)
     for (uint64_t e = 0; e < t[k].n; ++e) {
@@ -338,7 +333,19 @@ __global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned
       diff2 += (a - b) * (a - b);
       ref2 += b * b;
     }
-  slots[0] = relative_distance(diff2, ref2);
+  return relative_distance(diff2, ref2);
+}
+
+// L3's distance of one step (its slot L3_DISTANCE).
+__global__ void step_distance_kernel(const TensorPair* t, int tensors, const unsigned* count, float* slot) {
+  *slot = pairs_distance(t, tensors, count);
+}
+
+// L3's final slots: the distance after the last step and the spike flag.
+__global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned* count, const int* spike,
+                                float* slots) {
+  slots[1] = *spike ? 1.0f : 0.0f;
+  slots[0] = pairs_distance(t, tensors, count);
 }
 
 __global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {

@@ -90,8 +90,12 @@ class ReplayProblem {
   // unit then computes, against the golden before any tile runs.
   virtual bool compute_reference(const Injection* fault) const = 0;
   virtual void reference_tile(uint64_t tile, float* out) const = 0;
-  // The tile's metric slots, in slot order (every slot not listed is a digest).
+  // The tile's metric slots, in slot order (every slot not listed is a digest). Metrics whose site is
+  // "step S" form per-step series (the trajectory of level 3), which the reports summarize and draw.
   virtual const std::vector<ReplayMetricSlot>& metric_slots() const = 0;
+  // The failure mode a failing tile's trajectory shows (actual) against a healthy unit's tile (expected), by
+  // name ("gradual_drift"), or "" for a tile that holds no trajectory.
+  virtual std::string failure_mode(const float* expected, const float* actual) const = 0;
 };
 
 // A case prepared for computation: dimensions checked, tile geometry known.

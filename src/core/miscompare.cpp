@@ -29,6 +29,8 @@ void add_replay_metrics(const Problem& problem, uint64_t tile, const float* expe
     if (!s.always && std::memcmp(&x, &a, sizeof x) == 0) continue;
     r.replay_metrics.push_back({unit, iteration, tile, s.level, s.site, s.metric, a, x});
   }
+  if (std::string mode = replay->failure_mode(expected, actual); !mode.empty())
+    r.replay_failure_modes.push_back({unit, iteration, tile, std::move(mode)});
 }
 
 }  // namespace

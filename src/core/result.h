@@ -71,6 +71,15 @@ struct ReplayMetric {
   float value = 0, reference = 0;  // the unit's, and what a healthy unit computes
 };
 
+// The failure mode of a failing unit's training-step trajectory (ReplayProblem::failure_mode), from the
+// tile its replay metrics come from.
+struct ReplayFailureMode {
+  int unit = -1;  // as ReplayMetric's
+  int iteration = 0;
+  uint64_t tile = 0;
+  std::string mode;  // "spike_and_recover", "spike_and_degrade", "silent_degradation", "gradual_drift", "none"
+};
+
 // What one unit did of one test: its tiles and the time its worker spent computing them (CPU backend).
 struct UnitSpeed {
   int unit = -1;  // logical CPU
@@ -134,9 +143,10 @@ struct TestResult {
   double time_to_fail_s = -1;  // since the run started; -1: did not fail
   uint64_t failed_tiles = 0;   // summed over iterations
   uint64_t miscompared_elements = 0;
-  std::vector<int> units_failed;        // logical CPUs, or SMs of the test's GPU
-  std::vector<Miscompare> miscompares;  // the first ones, with full localization
-  std::vector<ReplayMetric> replay_metrics;  // a replay family's (Family::replay): all, by unit
+  std::vector<int> units_failed;                        // logical CPUs, or SMs of the test's GPU
+  std::vector<Miscompare> miscompares;                  // the first ones, with full localization
+  std::vector<ReplayMetric> replay_metrics;             // a replay family's (Family::replay): all, by unit
+  std::vector<ReplayFailureMode> replay_failure_modes;  // a replay family's, per failing unit with a trajectory
   // Per unit, in unit order, accumulated over every differing element (not only the listed ones); a tile
   // judged by digests alone (no element values: node consensus, a recorded golden) adds nothing.
   std::vector<UnitSignature> signatures;

@@ -261,7 +261,7 @@ std::string failing_case(const json& t) {
   for (const json& g : arr(t, "signatures"))
     s += fmt::format(R"(<p class="signature">signature on {}: <code>{}</code> ({} element(s))</p>)",
                      esc(miscompare_unit(g)), esc(str(g, "signature")), num(g, "elements"));
-  s += replay_metrics_table(t);
+  s += replay_trajectories(t) + replay_metrics_table(t);
   const json& mis = arr(t, "miscompares");
   if (!mis.empty()) {
     constexpr size_t ROWS = 20;

@@ -121,5 +121,8 @@ std::string units_section(const json& r);
 std::set<std::string> slow_units(const json& r);
 // One failing test: its tiles over the output, its flipped bits, its failures over iterations (html_case.cpp).
 std::string failing_case(const json& t);
+// A failing training-step replay's level-3 trajectories (html_replay.cpp): per unit a chart of its loss beside the
+// reference's and of its parameter distance per step, captioned with its failure mode; "" without a series.
+std::string replay_trajectories(const json& t);
 
 }  // namespace sdc::html

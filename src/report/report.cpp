@@ -117,7 +117,8 @@ std::string unit_where(const RunResult& r, const TestResult& t, int unit) {
 }
 
 // The replay's failing sites per unit, in the order listed (L1's first is the first faulty submodule: the
-// slots are in execution order), then every one of its metrics by name and value, for people.
+// slots are in execution order), then every one of its metrics by name and value (a per-step series
+// summarized), and its trajectory's failure mode, for people.
 std::string replay_text(const RunResult& r, const TestResult& t) {
   std::map<int, std::vector<std::string>> sites;
   for (const Miscompare& m : t.miscompares) {
@@ -133,15 +134,13 @@ std::string replay_text(const RunResult& r, const TestResult& t) {
     if (!v.empty())
       s += fmt::format("  replay on {}: first {}; listed: {}{}\n", unit_where(r, t, unit), v.front(), list,
                        t.miscompared_elements > t.miscompares.size() ? " (and more not listed)" : "");
-    bool first = true;
-    for (const ReplayMetric& m : t.replay_metrics) {
-      if (m.unit != unit) continue;
-      if (first)
+    for (const ReplayMetric& m : t.replay_metrics)
+      if (m.unit == unit) {
         s += fmt::format("  replay metrics on {} (iteration {}, {}):\n", unit_where(r, t, unit), m.iteration,
                          "replica " + std::to_string(m.tile));
-      first = false;
-      s += fmt::format("    {} = {} (reference {})\n", replay_metric_name(m), m.value, m.reference);
-    }
+        s += replay_metric_lines(t, unit);
+        break;
+      }
   }
   return s + "  (the replay's slots are digests and metrics: their flipped bits say nothing about the hardware)\n";
 }

@@ -21,8 +21,9 @@ namespace sdc {
 // result not_applicable and summary.not_applicable; 16: injections' fault kinds, value64, warp/lane, replay_metrics;
 // 17: int32 miscompares; 18: signatures in the format of the family's values (bit_flips.format: fp32, binary64 over
 // 64 bits, int32 without fields, its distance the difference: diff= in the string), and an injection's target
-// memory (the memory test's region) with its pass
-constexpr int REPORT_SCHEMA_VERSION = 18;
+// memory (the memory test's region) with its pass; 19: replay_failure_modes of tests (level 3's trajectory
+// classified), level 3's per-step param_distance among the replay metrics
+constexpr int REPORT_SCHEMA_VERSION = 19;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
@@ -32,6 +33,9 @@ bool is_replay_family(const std::string& family);
 std::string replay_site(const std::string& element_name);
 // A replay metric's name as its slot's element name ends: "L2 grad embed mismatch_severity", "L3 final loss_spike".
 std::string replay_metric_name(const ReplayMetric& m);
+// The text report's lines of one unit's replay metrics (report_replay.cpp): each metric by name and value, a
+// per-step series summarized (its step count, first departure, largest and last), and the failure mode.
+std::string replay_metric_lines(const TestResult& t, int unit);
 
 std::string render_text(const RunResult& r, const HostInfo& host);
 std::string render_json(const RunResult& r, const HostInfo& host);  // report_json.cpp

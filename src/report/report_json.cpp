@@ -224,6 +224,10 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
                                         {"metric", m.metric},
                                         {"value", number(m.value)},
                                         {"reference", number(m.reference)}});
+      jt["replay_failure_modes"] = json::array();
+      for (const ReplayFailureMode& m : t.replay_failure_modes)
+        jt["replay_failure_modes"].push_back(
+            {{"unit", test_unit_json(m.unit)}, {"iteration", m.iteration}, {"tile", m.tile}, {"failure_mode", m.mode}});
     }
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)

@@ -244,6 +244,18 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
       s += fmt::format("sdcscreen_replay_metric{{{},case=\"{}\",level=\"{}\",site=\"{}\",metric=\"{}\"}} {}\n", dev, t.id,
                        m.level, m.site, m.metric, value);
     }
+  // Level 3's trajectory classified (the reports' replay_failure_modes): bounded labels, five modes.
+  gauge(s, "sdcscreen_replay_failure_mode",
+        "1 for a device whose training-step replay failed, by case and the failure mode of its level-3 trajectory "
+        "(spike_and_recover, spike_and_degrade, silent_degradation, gradual_drift, none; present only then).");
+  for (const TestResult& t : r.tests)
+    for (const ReplayFailureMode& m : t.replay_failure_modes) {
+      if (t.device_index < 0 && m.unit < 0) continue;  // no CPU named
+      const std::string dev =
+          labels_of(r, t.device_index >= 0 ? UnitName::of_gpu(r.devices[static_cast<size_t>(t.device_index)].index)
+                                           : UnitName::of_cpu(m.unit));
+      s += fmt::format("sdcscreen_replay_failure_mode{{{},case=\"{}\",mode=\"{}\"}} 1\n", dev, t.id, m.mode);
+    }
   gauge(s, "sdcscreen_device_hung", "1 for a device the watchdog gave up on in the last screen (present only then).");
   for (const UnitResult& u : r.units)
     if (u.hung && !u.is_sm()) s += fmt::format("sdcscreen_device_hung{{{}}} 1\n", labels_of(r, UnitName::of_cpu(u.cpu.cpu)));

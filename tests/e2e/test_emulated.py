@@ -364,6 +364,16 @@ def level3_drill(F, l3):
     steps = sorted({int(n.split("L3 step ")[1].split()[0]) for n in names if "L3 step " in n})
     F.check(code == 1 and t.get("failed_tiles") == 1 and steps and steps[0] == 5,
             f"L3 drill: exit {code}, {t.get('failed_tiles')} failed tiles, diverging steps {steps}, want from 5")
+    # The trajectory (every step's loss and parameter distance, computed on the device) and its failure mode are
+    # the CPU replay's for the same drill, bit for bit.
+    code, cpu_report, err = run_json("--cpuset", "0", "--profile", "standard", "--time-budget", "0.2s", "--enable", l3,
+                                     "--inject", f"case={l3},submodule=layer0.attn.wo.backward,step=5,element=3,bit=20")
+    cpu_t = by_device(cpu_report, l3).get("cpu", {})
+    trajectory = lambda x: [(m["site"], m["metric"], m["value"]) for m in x.get("replay_metrics", [])]
+    modes = lambda x: [f["failure_mode"] for f in x.get("replay_failure_modes", [])]
+    F.check(code == 1 and len(trajectory(t)) > 40 and trajectory(t) == trajectory(cpu_t) and modes(t) == modes(cpu_t)
+            and len(modes(t)) == 1, f"L3 drill: the GPU's trajectory {trajectory(t)[:6]} {modes(t)} is not the CPU's "
+            f"{trajectory(cpu_t)[:6]} {modes(cpu_t)}")
 
 
 def replay():

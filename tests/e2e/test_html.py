@@ -1,6 +1,6 @@
 """run --html: one self-contained page, checked in a real browser. Headless Chromium (Debian's chromium package,
 which scripts/setup.sh installs) loads the page from disk; the test reads the DOM Chromium built (--dump-dom) and
-a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
+a 1280x900 screenshot (--screenshot), both read by browser.py.
 
   1. a CPU drill: the failing CPU's cell has class fail, the failing units and tiles match the JSON report of the
      same run, the failing case shows its tile and bit 20; the screenshot has pixels of the failing unit's colour;
@@ -17,21 +17,21 @@ a 1280x900 screenshot (--screenshot), decoded here with zlib alone.
      its peer's rate, and its bar is drawn to scale, inside the chart, under an axis labelled in x;
   7. laid out by Chromium in a 480-pixel window (a script added to a copy of the page measures it): the
      reproduce box is labelled and its lines break between words, never inside a case id or a drill; every
-     unit's cell carries its number, inside the cell, and the legend says what the number is.
+     unit's cell carries its number, inside the cell, and the legend says what the number is;
+  8. a level-3 replay drill whose loss spikes and comes back: its trajectory's chart names the JSON's failure mode,
+     draws three lines of a point per step, each inside its plot as laid out, and the screenshot has their colours.
 A big node (192 CPUs, 8 GPUs of 132 SMs) is tests/unit/report/test_html.cpp: this machine cannot produce its report.
 """
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
-from html.parser import HTMLParser
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+from browser import Dom, png_pixels as decode_png  # noqa: E402
 common.KEEP_PROBE = True  # the page shows the probe's figures and slow units
 
 F = common.Failures("test_html")
@@ -56,66 +56,13 @@ def chromium(url_path, *flags):
     return p.stdout
 
 
-class Dom(HTMLParser):
-    """Every element of the DOM Chromium dumped: (tag, attributes, classes), and the text."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.elements, self.text = [], []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.elements.append((tag, a, set((a.get("class") or "").split())))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def having(self, *classes):
-        return [a for _, a, c in self.elements if set(classes) <= c]
-
-
 def dump_dom(path):
     return Dom(chromium(path, "--dump-dom"))
 
 
 def png_pixels(path):
-    """(width, height, rows of RGB tuples) of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium writes)."""
-    data = open(path, "rb").read()
-    F.check(data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG")
-    pos, idat, ihdr = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            ihdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h, depth, colour, _, _, interlace = ihdr
-    if depth != 8 or colour not in (2, 6) or interlace:
-        F.check(False, f"{path}: PNG depth {depth} colour type {colour} interlace {interlace}: not decoded here")
-        return w, h, []
-    bpp = 3 if colour == 2 else 4
-    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):  # undo the row filter (PNG spec, section 9)
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
-        prev = line
-    return w, h, rows
+    """(width, height, rows of RGB tuples) of Chromium's screenshot (browser.py)."""
+    return decode_png(path, F.check)
 
 
 def fail_pixels(png):
@@ -191,11 +138,12 @@ MEASURE = r"""<script>
 </script>"""
 
 
-def measured(page, width):
-    """What Chromium laid out for the page in a window `width` pixels wide (MEASURE)."""
+def measured(page, width, script=MEASURE):
+    """What Chromium laid out for the page in a window `width` pixels wide (the script's, MEASURE or TRAJECTORY, left
+    in page + '.measure.html')."""
     copy = page + ".measure.html"
     with open(page, encoding="utf-8") as f, open(copy, "w", encoding="utf-8") as g:
-        g.write(f.read().replace("</body>", MEASURE + "</body>"))
+        g.write(f.read().replace("</body>", script + "</body>"))
     dom = Dom(chromium(copy, "--dump-dom", f"--window-size={width},900"))
     body = next((a for t, a, _ in dom.elements if t == "body"), {})
     try:
@@ -203,6 +151,24 @@ def measured(page, width):
     except ValueError:
         F.check(False, f"{page}: the measuring script left {body.get('data-measured')!r}")
         return {}
+
+
+# Added to a copy of a replay's page: the trajectory's chart moved to the top of the page (into the screenshot's
+# window), then each of its lines' boxes and its plots', as Chromium laid them out.
+TRAJECTORY = r"""<script>
+const f = document.querySelector("figure.trajectory"), out = {paths: [], plots: []};
+out.figures = [...document.querySelectorAll("figure.trajectory")].map(
+  e => [e.getAttribute("data-unit"), e.getAttribute("data-failure-mode"), e.getAttribute("data-steps")]);
+if (f) {
+  document.body.prepend(f);  // first on the page, in the screenshot's window
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  out.plots = [...f.querySelectorAll("svg > rect")].map(box);
+  out.paths = [...f.querySelectorAll("path")].map(p => ({cls: p.getAttribute("class"), box: box(p),
+                                                         points: p.getAttribute("data-points")}));
+}
+document.body.setAttribute("data-measured", JSON.stringify(out));
+</script>"""
+TRAJECTORY_RGB = {"loss-unit": (0xC0, 0x39, 0x2B), "distance": (0x24, 0x71, 0xA3)}  # src/report/html_replay.cpp
 
 
 def check_timeline(dom, report, case, device, name):
@@ -432,6 +398,33 @@ with tempfile.TemporaryDirectory() as d:
                     f"slow drill: the axis's ticks {ticks} do not reach {max(rates.values(), default=0)}")
             F.check(any("median" in t for t in texts) and any(t.startswith("floor ") for t in texts) and
                     all(u in texts for u in rates), f"slow drill: the chart's labels {texts}")
+
+    # 8. A level-3 replay drill: a logit of step 5 flipped to about 1e36 spikes that step's loss; the run comes back.
+    l3 = "train_step_f32.l3_tiny_20"
+    pair = sorted(os.sched_getaffinity(0))[:2]
+    code, report, page, err = screen(d, "--profile", "standard", "--time-budget", "0.2s", "--enable", l3, "--cpuset",
+                                     ",".join(map(str, pair)), "--inject", f"case={l3},submodule=lm_head.forward,"
+                                     f"step=5,microbatch=0,element=6,bit=30,unit={pair[-1]}", html_name="replay.html")
+    modes = [f.get("failure_mode") for f in (report.get("tests") or [{}])[0].get("replay_failure_modes", [])]
+    F.check(code == 1 and modes == ["spike_and_recover"], f"replay drill: exit {code}, modes {modes}: {err[-300:]}")
+    if os.path.exists(page):
+        self_contained(page, "replay drill")
+        m = measured(page, 1280, TRAJECTORY)  # the DOM Chromium built, measured
+        figures = m.get("figures", [])
+        F.check(figures == [[f"cpu {pair[-1]}", modes[0] if modes else "?", "20"]], f"replay drill: charts {figures}")
+        lines = {x["cls"]: x["points"] for x in m.get("paths", [])}
+        F.check(lines == {"loss-reference": "20", "loss-unit": "20", "distance": "20"}, f"replay drill: lines {lines}")
+        plots = m.get("plots", [])
+        inside = lambda b, p: p[0] - 1 <= b[0] < b[2] <= p[2] + 1 and p[1] - 1 <= b[1] <= b[3] <= p[3] + 1
+        placed = [(x["cls"], any(inside(x["box"], p) for p in plots)) for x in m.get("paths", [])]
+        F.check(len(plots) == 2 and len(placed) == 3 and all(ok for _, ok in placed),
+                f"replay drill: lines inside their plots {placed}, plots {plots}")
+        png = os.path.join(d, "replay.png")
+        chromium(page + ".measure.html", f"--screenshot={png}", "--window-size=720,240")  # the chart alone: quick to decode
+        if os.path.exists(png):
+            near = lambda px, c: all(abs(a - b) <= 24 for a, b in zip(px, c))  # a 1.5-pixel line is anti-aliased
+            counts = {k: sum(near(px, c) for row in png_pixels(png)[2] for px in row) for k, c in TRAJECTORY_RGB.items()}
+            F.check(all(n >= 40 for n in counts.values()), f"replay drill: pixels of the lines' colours {counts}")
 
     # 4. Bad paths: one line on stderr, the right code, nothing written.
     def one_line(name, p, code, word):

@@ -6,6 +6,9 @@
     exits 1, the injected unit alone is in units_failed, and the first listed miscompare names the injected
     submodule (level 12: its L1 digest, thanks to computation sync) or the injected step (level 3: the first
     divergent step).
+(c) Level 3's failure modes: one drill for each (MODE_DRILLS) gives that mode in the JSON report, with the per-step
+    series (loss beside the reference's, parameter distance 0 before the drilled step and positive from it on), and
+    the mode the documented rules give for those series (recomputed here); the report validates against the schema.
 Under a sanitizer (SDC_SANITIZED set) the counts are scaled down (coverage, not volume): the replays run several
 times slower there.
 """
@@ -29,7 +32,7 @@ LAMB = "train_step_f32.l12_tiny_lamb"
 # Under a sanitizer each kind of drill runs a few times (forward and backward, both units, each level and
 # optimizer; level 3 once forward and once backward, its replays twenty steps long): what it looks for does not
 # depend on which submodule is drilled; the release suite drills them all.
-DRILLS = {L12: 4, LAMB: 1, L3: 2} if SANITIZED else {L12: 60, LAMB: 22, L3: 20}
+DRILLS = {L12: 4, LAMB: 1, L3: 1} if SANITIZED else {L12: 60, LAMB: 22, L3: 16}
 TINY = [L12, L3, LAMB]
 LAYERS = 2       # the tiny preset (kernels/train_step_f32/train_step_f32.h)
 MICRO_BATCHES = 4
@@ -66,6 +69,42 @@ L3_SILENT = {"attn.wq.forward", "attn.wk.forward", "attn.rope_q.forward", "attn.
 L3_BACKWARD = ["lm_head", "final_norm"] + [f"layer{l}.{w}" for l in range(LAYERS) for w in
                                            ("mlp.down", "mlp.up", "mlp.gate", "mlp_norm", "mlp.residual", "attn.wo",
                                             "attn.residual")]
+
+
+# Level 3's failure modes (docs/families.md, "Level 3's trajectory"), each from one flip on the tiny preset's twenty
+# steps, and the step from which the parameters differ. A high mantissa bit of a gradient moves the parameters a
+# little, and the distance grows step by step while the loss stays the reference's; the top exponent bit of a logit
+# makes that step's loss about 1e36, and Adam's bounded update lets the run come back; of an lm_head parameter,
+# an infinity whose NaN stays; of a weight inside a layer, a finite 1e37 whose squares overflow in the next RMSNorm,
+# which then outputs 0: the logits are 0, the loss stays ln(256) = 5.545 while the reference's falls to 5.255 (5.5%
+# above at the end: degraded, never 1.5 times: no spike).
+MODE_DRILLS = {
+    "gradual_drift": ("submodule=layer0.mlp.down.backward,step=5,microbatch=0,element=3,bit=20", 5),
+    "spike_and_recover": ("submodule=lm_head.forward,step=5,microbatch=0,element=6,bit=30", 5),
+    "spike_and_degrade": ("submodule=lm_head.optimizer,step=5,output=0,element=0,bit=30", 5),
+    "silent_degradation": ("submodule=layer0.attn.wo.optimizer,step=2,output=0,element=5,bit=30", 2),
+}
+SPIKE, DEGRADED_EXCESS = 1.5, 0.02  # kernels/train_step_f32/train_step_f32_replay.h and _trajectory.h
+
+
+def failure_mode(loss, ref, distance):
+    """The documented rules (docs/families.md, "Level 3's trajectory") over the JSON's series; None is not finite."""
+    if all(l == r for l, r in zip(loss, ref)) and all(d == 0 for d in distance):
+        return "none"
+    spike = any(l is None or not (r / SPIKE <= l <= r * SPIKE) for l, r in zip(loss, ref))
+    degraded = loss[-1] is None or not math.isfinite(loss[-1]) or (loss[-1] - ref[-1]) / ref[-1] > DEGRADED_EXCESS
+    if spike:
+        return "spike_and_degrade" if degraded else "spike_and_recover"
+    return "silent_degradation" if degraded else "gradual_drift"
+
+
+def series(test, unit):
+    """(losses, reference losses, distances, final distance) of a unit's level-3 replay metrics, by step."""
+    ms = [m for m in test.get("replay_metrics", []) if m["unit"].get("cpu") == unit]
+    per = lambda metric, key: [m[key] for m in sorted((m for m in ms if m["site"].startswith("step ") and
+                                                       m["metric"] == metric), key=lambda m: int(m["site"][5:]))]
+    final = [m["value"] for m in ms if m["site"] == "final" and m["metric"] == "param_distance"]
+    return per("loss", "value"), per("loss", "reference"), per("param_distance", "value"), final
 
 
 def l1_name(sub, mb, out):
@@ -164,7 +203,35 @@ def main():
           f"units {sorted(units_hit)}), {time.time() - t1:.1f} s")
     fails.check(drills >= sum(DRILLS.values()), f"only {drills} drills")
 
-    # ---- (c) the reference: a unit that computes it wrong fails, and no healthy unit is blamed ------------
+    # ---- (c) level 3's failure modes, one drill each (under a sanitizer the one whose loss is NaN) -------------
+    steps = common.CASES[L3]["shape"]["steps"] if L3 in common.CASES else 0
+    modes_seen = []
+    for n, (mode, (drill, step)) in enumerate(MODE_DRILLS.items()):
+        if SANITIZED and mode != "spike_and_degrade":
+            continue
+        unit = units[n % len(units)]
+        spec = f"case={L3},{drill},unit={unit}"
+        rc, rep, err = common.run_json("--profile", "standard", "--time-budget", "0.2s", "--enable", L3, "--cpuset",
+                                       cpuset, "--inject", spec)
+        t = rep["tests"][0] if rep and rep.get("tests") else {}
+        fails.check(rc == 1 and t.get("units_failed") == [unit], f"mode drill {spec}: exit {rc}, units failed "
+                    f"{t.get('units_failed')} ({err.strip()[-300:]})")
+        got = [(f["unit"].get("cpu"), f["failure_mode"]) for f in t.get("replay_failure_modes", [])]
+        fails.check(got == [(unit, mode)], f"mode drill {spec}: failure modes {got}, want {[(unit, mode)]}")
+        loss, ref, distance, final = series(t, unit)
+        fails.check(len(loss) == len(ref) == len(distance) == steps and final == distance[-1:],
+                    f"mode drill {spec}: {len(loss)} losses, {len(distance)} distances of {steps} steps, final {final}")
+        fails.check(len(distance) == steps and all((d > 0) == (s >= step) for s, d in enumerate(distance)),
+                    f"mode drill {spec}: distances {distance}, want 0 before step {step} and positive from it on")
+        fails.check(len(loss) == steps and failure_mode(loss, ref, distance) == mode,
+                    f"mode drill {spec}: the documented rules give {failure_mode(loss, ref, distance)} for losses "
+                    f"{loss} (reference {ref}) and distances {distance}")
+        errors = common.schema_errors(rep) if rep else ["no report"]
+        fails.check(not errors, f"mode drill {spec}: the report does not validate: {errors}")
+        modes_seen.append(mode)
+    print(f"failure modes: {modes_seen} each from its drill")
+
+    # ---- (d) the reference: a unit that computes it wrong fails, and no healthy unit is blamed ------------
     # A fault that repeats (persist=always) corrupts whatever its CPU computes of the case, the reference too
     # when that CPU computes it. Which CPU computes the reference first follows the seed; over a few seeds
     # both orders occur. The faulty CPU alone fails every time.
@@ -190,7 +257,7 @@ def main():
                     f"reference: the faulty CPU computed it in {ref_wrong} of {screens} screens: both orders must occur")
         print(f"reference: the faulty CPU computed it in {ref_wrong} of {screens} screens and alone failed in all")
 
-    # ---- (d) the replay's view: level and first failing site in the text, NPD, Prometheus, Slurm and NHC --
+    # ---- (e) the replay's view: level and first failing site in the text, NPD, Prometheus, Slurm and NHC --
     if len(cpus) >= 2:
         bad, good = cpus[1], cpus[0]
         for case, spec, site in ((L12, "submodule=layer1.mlp.down.forward,element=3,bit=20", "L1 layer1.mlp.down.forward"),
@@ -205,6 +272,7 @@ def main():
                                "--html", hpath)
                 rep = json.load(open(jpath)) if os.path.exists(jpath) else None
                 page = open(hpath).read() if os.path.exists(hpath) else ""
+                prom_text = open(prom).read() if os.path.exists(prom) else ""
                 fails.check(p.returncode == 1 and f"replay on cpu {bad} (" in p.stdout and f": first {site};" in p.stdout
                             and "signature on" not in p.stdout, f"view {spec}: text:\n{p.stdout[-1500:]}")
                 level, where = site[1], site[3:]
@@ -227,6 +295,24 @@ def main():
             rows = re.findall(r'<tr data-metric="([^"]*)">', page)
             fails.check(page and rows == [m["metric"] for m in ms] and ('class="replay-metrics"' in page) == bool(ms),
                         f"view {spec}: html metric rows {rows[:4]} vs json {[m['metric'] for m in ms][:4]}")
+            # Level 3's trajectory: its mode in the JSON, the text, Prometheus and the chart's caption; each series
+            # in one line of the text (its step count, first departure, largest, last); level 12 has none.
+            modes = [f["failure_mode"] for f in rep["tests"][0].get("replay_failure_modes", [])] if rep else []
+            figures = re.findall(r'<figure class="trajectory" data-unit="([^"]*)" data-failure-mode="([^"]*)" '
+                                 r'data-steps="(\d+)">', page)
+            prom_modes = re.findall(r'sdcscreen_replay_failure_mode\{cpu="(\d+)",case="([^"]*)",mode="([^"]*)"\} 1',
+                                    prom_text)
+            if level == "3":
+                steps = str(common.CASES[case]["shape"]["steps"])
+                fails.check(len(modes) == 1 and f"    failure mode {modes[0]} " in p.stdout and
+                            f"    L3 loss per step ({steps} steps): " in p.stdout and
+                            f"    L3 param_distance per step ({steps} steps): first departure step 5 = " in p.stdout,
+                            f"view {spec}: modes {modes}, text:\n{p.stdout[-1500:]}")
+                fails.check(figures == [(f"cpu {bad}", modes[0] if modes else "?", steps)], f"view {spec}: charts {figures}")
+                fails.check(prom_modes == [(str(bad), case, modes[0] if modes else "?")], f"view {spec}: prometheus {prom_modes}")
+            else:
+                fails.check(not modes and not figures and not prom_modes and "failure mode" not in p.stdout,
+                            f"view {spec}: a level-12 replay with a failure mode: {modes} {figures} {prom_modes}")
             p = common.run("run", *sel, *inj, "--npd")
             fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
         p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "

@@ -165,6 +165,31 @@ if reported("binary64 output injection", rc, f64, err, 1):
     del r["tests"][0]["signatures"][0]["bit_flips"]["zero_to_one"][32:]
     F.check(bool(errors_of(r)), "mutation 'a binary64 signature with 32 positions' was accepted by the schema")
 
+# --- 2e. a level-3 replay whose parameters become infinite (schema 19): its whole trajectory, a loss that is not
+#     finite as null, every distance a number, and its failure mode; a mode the schema does not name is refused --------
+L3 = "train_step_f32.l3_tiny_20"
+rc, l3, err = common.run_json("--profile", "standard", "--time-budget", "0.2s", "--enable", L3, "--inject",
+                              f"case={L3},submodule=lm_head.optimizer,step=5,output=0,element=0,bit=30")
+if reported("level-3 replay drill", rc, l3, err, 1):
+    t = l3["tests"][0]
+    steps = [m for m in t.get("replay_metrics", []) if m["site"].startswith("step ")]
+    F.check(len(steps) == 2 * common.CASES[L3]["shape"]["steps"] and
+            any(m["metric"] == "loss" and m["value"] is None for m in steps) and
+            all(isinstance(m["value"], float) or m["value"] == 0 for m in steps if m["metric"] == "param_distance"),
+            f"level-3 replay drill: per-step metrics {steps[:4]}")
+    F.check([f["failure_mode"] for f in t.get("replay_failure_modes", [])] == ["spike_and_degrade"],
+            f"level-3 replay drill: failure modes {t.get('replay_failure_modes')}")
+    for name, change in (("a failure mode 'exploded'", lambda f: f.__setitem__("failure_mode", "exploded")),
+                         ("a failure mode without its unit", lambda f: f.pop("unit")),
+                         ("a failure mode with its level", lambda f: f.__setitem__("level", 3))):
+        r = copy.deepcopy(l3)
+        if r["tests"][0].get("replay_failure_modes"):
+            change(r["tests"][0]["replay_failure_modes"][0])
+            F.check(bool(errors_of(r)), f"mutation '{name}' was accepted by the schema")
+    r = copy.deepcopy(l3)
+    r["schema_version"] = 18
+    F.check(bool(errors_of(r)), "mutation 'schema_version is 18 (before replay_failure_modes)' was accepted by the schema")
+
 # --- 3. an injection that never fires: exit 2 -----------------------------------------------------
 rc, nofire, err = common.run_json("--enable", CASE, "--inject", f"case={CASE},element=5,bit=3,iteration=5")
 if reported("injection that never fires", rc, nofire, err, 2):
@@ -391,7 +416,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 18, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 19, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

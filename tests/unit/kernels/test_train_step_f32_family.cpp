@@ -6,10 +6,12 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/unit/catch.h"
 #include "kernels/train_step_f32/train_step_f32_model.h"
+#include "kernels/train_step_f32/train_step_f32_trajectory.h"
 #include "src/core/family.h"
 #include "src/core/inject.h"
 #include "tests/unit/train_step_test.h"
@@ -97,11 +99,25 @@ TEST_CASE("train_step_f32 family: a replay tile's fast path equals the plain pat
       } else {
         CHECK(fast[p->tile_elements() - 2] == 0.0f);  // param_distance
         CHECK(fast[p->tile_elements() - 1] == 0.0f);  // loss_spike
+        REQUIRE(p->tile_elements() == L3_STEP_SLOTS * 3 + 2);
+        for (int64_t st = 0; st < 3; ++st) {
+          CHECK(p->element_name(L3_STEP_SLOTS * st + L3_DISTANCE) ==
+                "replica 0: L3 step " + std::to_string(st) + " param_distance");
+          CHECK(fast[L3_STEP_SLOTS * st + L3_DISTANCE] == 0.0f);
+        }
+        CHECK(p->replay()->failure_mode(fast.data(), fast.data()) == "none");
       }
     }
   Case bad = replay_case(12, 1);
   bad.shape.dims["preset"] = 2;
   CHECK_FALSE(f.validate(bad).empty());
+  // Level 3 keeps every step's reference parameters, at most 1 GiB: 70 steps of the small preset, 3 of the standard.
+  for (const auto& [preset, steps, ok] : {std::tuple{1, 70, true}, {1, 71, false}, {2, 3, true}, {2, 4, false}}) {
+    Case c = replay_case(3, steps);
+    c.shape.dims["preset"] = preset;
+    INFO(preset << " " << steps);
+    CHECK(f.validate(c).empty() == ok);
+  }
 }
 
 TEST_CASE(
@@ -151,7 +167,33 @@ TEST_CASE(
     CHECK_FALSE(any_starts(d, "L3 step 1 "));
     CHECK(any_starts(d, "L3 step 3 "));
     CHECK(any_starts(d, "L3 final param_distance"));
+    // The per-step distance: 0 before the faulty step, positive from it on, the last one the final one's.
+    const Vec faulty = replay_tile(*p, &inj);
+    for (int64_t st = 0; st < 4; ++st) CHECK((faulty[L3_STEP_SLOTS * st + L3_DISTANCE] > 0.0f) == (st >= 2));
+    CHECK(faulty[L3_STEP_SLOTS * 4] == faulty[L3_STEP_SLOTS * 3 + L3_DISTANCE]);
+    CHECK(p->replay()->failure_mode(clean.data(), faulty.data()) == "gradual_drift");
   }
+}
+
+TEST_CASE("train_step_f32: level 3's trajectory falls in exactly one failure mode by the stated rules", "[replay]") {
+  using V = std::vector<float>;
+  const V ref = {5.0f, 4.0f, 3.0f, 2.0f};
+  const V zero = {0, 0, 0, 0};
+  const auto mode = [&](const V& loss, const V& d) { return failure_mode_name(classify_trajectory(loss, ref, d)); };
+  CHECK(std::string(mode(ref, zero)) == "none");
+  // A spike: a step outside [ref / 1.5, ref * 1.5]; the class then follows the last step's excess (2%).
+  CHECK(std::string(mode({5.0f, 6.5f, 3.0f, 2.039f}, {0, 0.1f, 0.01f, 0.01f})) == "spike_and_recover");
+  CHECK(std::string(mode({5.0f, 6.5f, 3.0f, 2.041f}, {0, 0.1f, 0.1f, 0.1f})) == "spike_and_degrade");
+  CHECK(std::string(mode({5.0f, 4.0f, 1.9f, 2.0f}, {0, 0, 0.1f, 0.1f})) == "spike_and_recover");  // below ref / 1.5
+  CHECK(std::string(mode({5.0f, NAN, NAN, NAN}, {0, 1e19f, 1e19f, 1e19f})) == "spike_and_degrade");
+  CHECK(std::string(mode({5.0f, 4.0f, 3.0f, INFINITY}, {0, 0, 0, 1e19f})) == "spike_and_degrade");
+  // No spike: worse at the end is silent degradation; near the reference's loss, drift.
+  CHECK(std::string(mode({5.0f, 4.5f, 3.5f, 2.3f}, {0, 0.01f, 0.05f, 0.2f})) == "silent_degradation");
+  CHECK(std::string(mode({5.0f, 4.0f, 3.0f, 2.0f}, {0, 1e-7f, 1e-6f, 1e-5f})) == "gradual_drift");
+  CHECK(std::string(mode({5.0f, 4.0f, 3.0f, 1.9f}, {0, 1e-7f, 1e-6f, 1e-5f})) == "gradual_drift");  // better is fine
+  // A loss that differs with unchanged parameters (the loss's value feeds no gradient) left the trajectory too.
+  CHECK(std::string(mode({5.0f, 4.0f, 3.0001f, 2.0f}, zero)) == "gradual_drift");
+  CHECK_THROWS(classify_trajectory(V{1.0f}, ref, zero));
 }
 
 TEST_CASE("train_step_f32: the metrics stay finite on a top-exponent flip and are exactly 0 on a healthy unit",
