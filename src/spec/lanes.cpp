@@ -64,7 +64,15 @@ SDC_CLONES void square(const float* x, float* y, uint32_t n) {
   for (uint32_t j = 0; j < n; ++j) y[j] = x[j] * x[j];
 }
 
+SDC_CLONES void square(const double* x, double* y, uint32_t n) {
+  for (uint32_t j = 0; j < n; ++j) y[j] = x[j] * x[j];
+}
+
 SDC_CLONES void scale_mul(const float* x, float s, const float* w, float* y, uint32_t n) {
+  for (uint32_t j = 0; j < n; ++j) y[j] = (x[j] * s) * w[j];
+}
+
+SDC_CLONES void scale_mul(const double* x, double s, const double* w, double* y, uint32_t n) {
   for (uint32_t j = 0; j < n; ++j) y[j] = (x[j] * s) * w[j];
 }
 

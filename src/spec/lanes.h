@@ -15,8 +15,10 @@ float pairwise_sum(const float* x, uint32_t n, std::vector<float>& scratch);
 double pairwise_sum(const double* x, uint32_t n, std::vector<double>& scratch);
 // y[j] = x[j] * x[j]
 void square(const float* x, float* y, uint32_t n);
+void square(const double* x, double* y, uint32_t n);
 // y[j] = (x[j] * s) * w[j]
 void scale_mul(const float* x, float s, const float* w, float* y, uint32_t n);
+void scale_mul(const double* x, double s, const double* w, double* y, uint32_t n);
 // y[j] = x[j] / d
 void divide(const float* x, float d, float* y, uint32_t n);
 // y[j] = x[j] * s

@@ -121,6 +121,11 @@ class Geometry:
             self.tensors = {"x": (0, self.rows * self.cols)}
             if f == "rmsnorm_f32":
                 self.tensors["w"] = (1, self.cols)
+        elif f == "rmsnorm_f64":  # rmsnorm_f32's in words, two per value (src/spec/f64.h)
+            self.rows, self.cols = s["rows"], s["cols"]
+            self.outputs = 2 * self.rows * self.cols
+            self.tiles = self.rows // 4
+            self.tensors = {"x": (0, 2 * self.rows * self.cols), "w": (1, 2 * self.cols)}
         elif f == "reduce_sum_f32":
             self.rows, self.cols = s["rows"], s["cols"]
             self.outputs = self.rows
@@ -162,6 +167,8 @@ class Geometry:
             return h * (self.s // self.rows) + i // self.rows
         if f in ("softmax_f32", "rmsnorm_f32"):
             return (e // self.cols) // 4
+        if f == "rmsnorm_f64":
+            return (e // 2 // self.cols) // 4
         if f == "reduce_sum_f32":
             return e // 16
         if f == "reduce_sum_f64":
@@ -219,6 +226,12 @@ class Geometry:
                 return (lambda e: e % self.cols == j), set(range(self.tiles))
             r = el // self.cols
             return (lambda e: e // self.cols == r), {r // 4}
+        if f == "rmsnorm_f64":  # as rmsnorm_f32's, by the values of the words
+            v = el // 2
+            if tensor == "w":
+                return (lambda e: e // 2 % self.cols == v), set(range(self.tiles))
+            r = v // self.cols
+            return (lambda e: e // 2 // self.cols == r), {r // 4}
         if f == "reduce_sum_f32":
             r = el // self.cols
             return (lambda e: e == r), {r // 16}
@@ -299,6 +312,12 @@ def visible_input_flip(g, tensor, el, mask):
             return False
         if tensor == "w" and any(uniform_value(g.seed, 0, r * g.cols + el) == 0.0 for r in range(g.rows)):
             return False
+    if g.family == "rmsnorm_f64":  # the same, by values
+        v = el // 2
+        if tensor == "x" and uniform_value_f64(g.seed, 1, v % g.cols) == 0.0:
+            return False
+        if tensor == "w" and any(uniform_value_f64(g.seed, 0, r * g.cols + v) == 0.0 for r in range(g.rows)):
+            return False
     return True
 
 
@@ -309,7 +328,7 @@ def is_exactint(family):
 
 def is_f64(family):
     """The binary64 families: two 32-bit words per value, low half first (src/spec/f64.h)."""
-    return family in ("gemm_f64", "reduce_sum_f64")
+    return family in ("gemm_f64", "reduce_sum_f64", "rmsnorm_f64")
 
 
 def is_attention(family):

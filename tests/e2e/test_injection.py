@@ -222,6 +222,16 @@ def main():
                 else:  # every y[r][j] of column j flips (no x[r][j] is zero: checked when drawn)
                     fails.check(t.get("miscompared_elements") == g.rows,
                                 f"{where}: expected all {g.rows} elements of column {el} to flip, got {t.get('miscompared_elements')}")
+            if g.family == "rmsnorm_f64" and mask == 1 << 31:
+                # Bit 31 of a high word is the value's sign (src/spec/f64.h): as rmsnorm_f32's, in high words only.
+                fails.check(all(x == 0x80000000 for x in mx) and all(m["element"] % 2 == 1 for m in mis),
+                            f"{where}: a sign flip of rmsnorm_f64 {tensor} must flip the sign bits of high words only: {mx}")
+                if tensor == "x":  # x^2 is unchanged: exactly y[r][j].hi flips, the word at x's own index
+                    fails.check(t.get("miscompared_elements") == 1 and mis[0]["element"] == el,
+                                f"{where}: expected exactly y word {el} to flip, got {t.get('miscompared_elements')} words")
+                else:  # y[r][j].hi of every row r (no x[r][j] is zero: checked when drawn)
+                    fails.check(t.get("miscompared_elements") == g.rows,
+                                f"{where}: expected all {g.rows} values of column {el // 2} to flip, got {t.get('miscompared_elements')}")
             if g.family == "rmsnorm_f32" and mask == 1 << 31 and tensor == "x" and mis:
                 # Cross-checks the Python generator: the sign of y[r][j] is sign(x[r][j]) * sign(w[j]).
                 xv, wv = uniform_value(g.seed, 0, el), uniform_value(g.seed, 1, el % g.cols)

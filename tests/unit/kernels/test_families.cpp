@@ -74,6 +74,8 @@ const std::map<std::string, SmallCases>& folder_cases() {
        {{Distribution::uniform},
         {{{"slices", 4}, {"cpu_slice_words", 256}, {"region_mib", 1}, {"free_permille", 0}},
          {{"slices", 2}, {"cpu_slice_words", 4}, {"region_mib", 0}, {"free_permille", 900}}}}},
+      // 8 x 513: spans of 4 on the device, the last one short; 4 x 3: fewer elements than threads per row.
+      {"rmsnorm_f64", {ALL_DISTRIBUTIONS, {{{"rows", 8}, {"cols", 513}}, {{"rows", 4}, {"cols", 3}}}}},
   };
   return cases;
 }
@@ -259,6 +261,7 @@ TEST_CASE("exponent windows keep the largest allowed shapes free of NaN", "[fami
       make_case("cross_entropy_f32", Distribution::special, {{"tokens", 16}, {"vocab", 262144}}),
       make_case("gemm_f64", Distribution::special, {{"m", 64}, {"n", 64}, {"k", 8192}}),
       make_case("reduce_sum_f64", Distribution::special, {{"rows", 16}, {"cols", 65536}}),
+      make_case("rmsnorm_f64", Distribution::special, {{"rows", 4}, {"cols", 16384}}),
   };
   for (const Case& c : worst) {
     INFO(c.family);
