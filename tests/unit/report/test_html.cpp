@@ -13,16 +13,13 @@
 
 #include "src/report/html.h"
 #include "tests/unit/catch.h"
+#include "tests/unit/report/html_test.h"
 
 using json = nlohmann::json;
 
 namespace {
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
-  return n;
-}
+using sdc::test::count;
 
 // Checks how many times each fragment stands in the page: {fragment, times}; a wrong count names its fragment.
 void check_counts(const std::string& page, std::initializer_list<std::pair<std::string, size_t>> expected) {

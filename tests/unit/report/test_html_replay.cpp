@@ -10,16 +10,13 @@
 
 #include "src/report/html.h"
 #include "tests/unit/catch.h"
+#include "tests/unit/report/html_test.h"
 
 using json = nlohmann::json;
 
 namespace {
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
-  return n;
-}
+using sdc::test::count;
 
 // A report of one failing level-3 replay test on CPU 1, as render_json writes its keys (others left out: the
 // page renders a report with keys missing).
