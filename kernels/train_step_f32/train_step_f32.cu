@@ -100,8 +100,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
   bool set_replay_fault(const Injection* inj) override {
     fault_.reset();
     if (inj)
-      fault_ = std::make_unique<BitFlip>(BitFlip{inj->submodule, inj->output, inj->step, inj->microbatch,
-                                                 static_cast<int64_t>(inj->element), std::countr_zero(inj->mask)});
+      fault_ = std::make_unique<BitFlip>(replay_flip(*inj));
     return true;
   }
   bool replay_fault_fired() const override { return fired_; }

@@ -121,9 +121,9 @@ class DeviceDev {
   void emit(const Submodule& sub, const Site& at, float* data, int64_t n) {
     if (!run_) return;
     const auto count = static_cast<uint64_t>(n);
-    if (flip && !flipped && sub.name == flip->submodule && at.output == flip->output && at.step == flip->step &&
-        at.microbatch == flip->microbatch && flip->element >= 0 && flip->element < n) {
-      ticker_.launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, flip->element, 1u << (flip->bit & 31));
+    if (flip && !flipped && flip->hits(sub.name, at, n)) {
+      ticker_.launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, n, flip->element, flip->count,
+                     flip->stride, flip->mask);
       flipped = true;
     }
     if (!sync) return;

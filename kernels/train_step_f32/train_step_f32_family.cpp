@@ -38,6 +38,14 @@
 #include "kernels/train_step_f32/train_step_f32_trajectory.h"
 
 namespace sdc::train_step_f32 {
+
+BitFlip replay_flip(const Injection& inj) {
+  BitFlip f{inj.submodule, inj.output, inj.step, inj.microbatch, static_cast<int64_t>(inj.element)};
+  f.mask = inj.mask;
+  f.count = inj.count;
+  f.stride = inj.stride;
+  return f;
+}
 namespace {
 
 constexpr int64_t MAX_STEPS = 1000;
@@ -153,12 +161,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   }
   bool compute_tile_with_fault(const float* const*, uint64_t, float* out, sdc::Workspace&,
                                const Injection& inj) const override {
-    const BitFlip flip{inj.submodule,
-                       inj.output,
-                       inj.step,
-                       inj.microbatch,
-                       static_cast<int64_t>(inj.element),
-                       std::countr_zero(inj.mask)};
+    const BitFlip flip = replay_flip(inj);
     return replay(out, Path::fast, &flip);
   }
   std::string check_fault(Injection& inj) const override {
@@ -169,7 +172,6 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
       return "unknown submodule '" + inj.submodule +
              "': names are <module>.<pass> in execution order, e.g. layer0.mlp.down.backward (docs/families.md "
              "lists them)";
-    if (std::popcount(inj.mask) != 1) return "submodule= flips one bit: give bit=N";
     if (inj.step >= steps_)
       return "step " + std::to_string(inj.step) + " is not replayed by this case (" + std::to_string(steps_) + " step" +
              (steps_ == 1 ? "" : "s") + ")";
@@ -208,8 +210,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   bool compute_reference(const Injection* fault) const override {
     std::unique_ptr<BitFlip> flip;
     if (fault)
-      flip = std::make_unique<BitFlip>(BitFlip{fault->submodule, fault->output, fault->step, fault->microbatch,
-                                               static_cast<int64_t>(fault->element), std::countr_zero(fault->mask)});
+      flip = std::make_unique<BitFlip>(replay_flip(*fault));
     bool fired = false;
     auto r = make_reference(flip.get(), fired);
     std::lock_guard<std::mutex> lock(ref_mutex_);

@@ -348,8 +348,9 @@ __global__ void distance_kernel(const TensorPair* t, int tensors, const unsigned
   slots[0] = pairs_distance(t, tensors, count);
 }
 
-__global__ void flip_kernel(float* x, int64_t element, uint32_t mask) {
-  x[element] = bits_float(float_bits(x[element]) ^ mask);
+// A drill's BitFlip (train_step_f32_model.h) on an output of n words, by one thread.
+__global__ void flip_kernel(float* x, int64_t n, int64_t element, int64_t count, int64_t stride, uint32_t mask) {
+  for (int64_t i = 0, e = element; i < count && e < n; ++i, e += stride) x[e] = bits_float(float_bits(x[e]) ^ mask);
 }
 
 __global__ void zero_int_kernel(int* x) { *x = 0; }

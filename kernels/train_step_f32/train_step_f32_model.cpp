@@ -144,10 +144,12 @@ std::vector<Submodule> submodules(const Config& c) {
 }
 
 void BitFlipInjector::output(const Submodule& s, const Site& at, std::span<float> out) {
-  if (!fired_ && s.name == flip_.submodule && at.output == flip_.output && at.step == flip_.step &&
-      at.microbatch == flip_.microbatch && flip_.element >= 0 && flip_.element < static_cast<int64_t>(out.size())) {
-    float& x = out[static_cast<size_t>(flip_.element)];
-    x = bits_float(float_bits(x) ^ (1u << (flip_.bit & 31)));
+  const auto n = static_cast<int64_t>(out.size());
+  if (!fired_ && flip_.hits(s.name, at, n)) {
+    for (int64_t i = 0, e = flip_.element; i < flip_.count && e < n; ++i, e += flip_.stride) {
+      float& x = out[static_cast<size_t>(e)];
+      x = bits_float(float_bits(x) ^ flip_.mask);
+    }
     fired_ = true;
   }
   if (next_) next_->output(s, at, out);

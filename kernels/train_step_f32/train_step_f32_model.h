@@ -16,6 +16,10 @@
 #include "kernels/train_step_f32/train_step_f32.h"
 #include "kernels/train_step_f32/train_step_f32_ops.h"
 
+namespace sdc {
+struct Injection;
+}
+
 namespace sdc::train_step_f32 {
 
 struct Tensor {
@@ -72,16 +76,30 @@ class Observer {
   virtual void output(const Submodule& s, const Site& at, std::span<float> out) = 0;
 };
 
-// Test hook: flips one bit of one output of one submodule at one step and micro-batch, then hands the
-// output on to `next` (which sees the corrupted value, as it would a faulty device's).
+// A drill's fault in one output of one submodule at one step and micro-batch: `mask` (one bit, or several: a
+// multi-bit flip) XORed into `count` words `stride` apart from `element` (count=32 from a multiple of 32: a
+// warp-aligned cluster); words past the output's end are left alone.
 struct BitFlip {
   std::string submodule;
   int output = 0;
   int64_t step = 0;
   int microbatch = 0;
   int64_t element = 0;
-  int bit = 0;
+  uint32_t mask = 1;
+  int64_t count = 1, stride = 1;
+
+  // Whether this output (n words) is the one the fault hits.
+  bool hits(std::string_view name, const Site& at, int64_t n) const {
+    return name == submodule && at.output == output && at.step == step && at.microbatch == microbatch &&
+           element >= 0 && element < n;
+  }
 };
+
+// The flip a drill (`--inject ...,submodule=...`) asks for.
+BitFlip replay_flip(const Injection& inj);
+
+// Test hook: applies a BitFlip to the output it names, then hands the output on to `next` (which sees the
+// corrupted value, as it would a faulty device's).
 
 class BitFlipInjector final : public Observer {
  public:

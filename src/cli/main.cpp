@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
       "GPU, unit=SM flips the element's offset in every tile that SM computes; a "
       "training-step replay (" +
           replay_family_ids() +
-          ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip of element N of that "
-          "submodule's output, inside the replay, on the unit; the memory test (memtest_u32) takes "
+          ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip (bit or mask, count, stride) "
+          "of element N of that submodule's output, inside the replay, on the unit; the memory test (memtest_u32) takes "
           "target=memory[,pass=NAME]: word N of its region takes the fault between the write and the read of that "
           "pass (default walking_ones); the run is marked as injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,

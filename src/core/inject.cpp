@@ -139,8 +139,8 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   if (inj.submodule.empty() && (seen.count("step") || seen.count("microbatch") || seen.count("output")))
     return "step=, microbatch= and output= apply to submodule= only";
   if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
-  if (!inj.submodule.empty() && (seen.count("stuck") || seen.count("count") || seen.count("stride")))
-    return "submodule= flips one bit of one element: not with stuck=, count= or stride=";
+  if (!inj.submodule.empty() && seen.count("stuck"))
+    return "submodule= flips bits of a submodule's output (bit=, mask=, count=, stride=): not with stuck=";
   if (seen.count("pass") && !inj.memory) return "pass= applies to target=memory only";
   if (inj.memory && !inj.submodule.empty()) return "submodule= is a replay's fault: not with target=memory";
   if (seen.count("stride") && inj.count == 1) return "stride= needs count=N with N >= 2";

@@ -203,6 +203,31 @@ def main():
           f"units {sorted(units_hit)}), {time.time() - t1:.1f} s")
     fails.check(drills >= sum(DRILLS.values()), f"only {drills} drills")
 
+    # ---- (b2) a multi-bit flip in a warp-aligned cluster: 32 words from word 32 of one output, two bits each ------
+    # (a gate-level study found single-bit flips under 40% of bit-flip events, corruption aligned to warps). The
+    # same site names it first; its L2 metrics are not the single flip's at the cluster's first word.
+    sub, mb = "layer1.mlp.down.forward", 1
+    site = f"case={L12},submodule={sub},microbatch={mb},output=0,element=32,unit={units[0]}"
+    metrics = {}
+    for fault in ("mask=0x00300000,count=32", "bit=20"):
+        rc, rep, err = common.run_json("--enable", L12, "--cpuset", cpuset, "--inject", f"{site},{fault}")
+        t = rep["tests"][0] if rep and rep.get("tests") else {}
+        first = (t.get("miscompares") or [{}])[0].get("element_name", "")
+        inj = (rep or {}).get("injections") or [{}]
+        named = first.split(": ", 1)[-1].startswith(l1_name(sub, mb, 0))
+        fails.check(rc == 1 and t.get("units_failed") == [units[0]] and named and inj[0].get("fired") is True,
+                    f"drill {site},{fault}: exit {rc}, first {first!r}, {inj} {err[-300:]}")
+        metrics[fault] = {(m["site"], m["metric"]): m["value"] for m in t.get("replay_metrics", [])}
+        if fault.startswith("mask="):
+            fails.check(inj[0].get("count") == 32 and inj[0].get("mask") == "0x00300000",
+                        f"cluster drill: the report's injection {inj}")
+    cluster, single = metrics.values()
+
+    def ratio(m):
+        return sum(v for (_, metric), v in m.items() if metric == "grad_diff_ratio")
+    fails.check(cluster and ratio(cluster) > ratio(single), f"cluster drill: its gradients moved no more than a single "
+                f"flip's (grad_diff_ratio summed over tensors {ratio(cluster)} vs {ratio(single)})")
+
     # ---- (c) level 3's failure modes, one drill each (under a sanitizer the one whose loss is NaN) -------------
     steps = common.CASES[L3]["shape"]["steps"] if L3 in common.CASES else 0
     modes_seen = []
@@ -324,7 +349,8 @@ def main():
     for spec, why in ((f"case={L12},submodule=layer9.mlp.down.backward,element=0,bit=3", "unknown submodule"),
                       (f"case={L12},submodule=layer0.mlp.down.backward,step=1,element=0,bit=3", "step 1"),
                       ("case=softmax_f32.special_128x1000,submodule=embed.forward,element=0,bit=3", "train_step_f32"),
-                      (f"case={L12},step=1,element=0,bit=3", "submodule= only")):
+                      (f"case={L12},step=1,element=0,bit=3", "submodule= only"),
+                      (f"case={L12},submodule=layer0.mlp.down.backward,element=0,bit=3,stuck=1", "not with stuck=")):
         p = common.run("run", "--enable", L12, "--cpuset", cpuset, "--inject", spec, "-q")
         fails.check(p.returncode == 64 and why in p.stderr, f"--inject {spec}: exit {p.returncode}, {p.stderr.strip()[:300]}")
     fails.finish()

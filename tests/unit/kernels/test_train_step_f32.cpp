@@ -346,7 +346,7 @@ TEST_CASE("train_step_f32: submodules are unique, reported in execution order, a
     // A bit flip in the middle of the backward, caught and replaced by computation sync: the step ends
     // exactly as the clean one and exactly one output was found wrong.
     Sync sync(clean);
-    BitFlipInjector inject({"layer0.attn.core.backward", 1, 0, 2, 17, 20}, &sync);
+    BitFlipInjector inject({"layer0.attn.core.backward", 1, 0, 2, 17, 1u << 20}, &sync);
     TensorSet p3 = init_params(c, 3);
     OptState s3 = init_opt_state(c);
     train_step(c, p3, s3, 0, 3, o, &inject);
@@ -359,7 +359,7 @@ TEST_CASE("train_step_f32: submodules are unique, reported in execution order, a
 
   SECTION("a bit flip in layer0.mlp.down.backward reaches layer 0 and the embedding, not what came before") {
     // Token 5, not 0: position 0 attends only to itself, so its query and key get no gradient at all.
-    BitFlipInjector inject({"layer0.mlp.down.backward", 0, 0, 0, 5 * c.ffn + 7, 22});
+    BitFlipInjector inject({"layer0.mlp.down.backward", 0, 0, 0, 5 * c.ffn + 7, 1u << 22});
     TensorSet p2 = init_params(c, 3);
     OptState s2 = init_opt_state(c);
     train_step(c, p2, s2, 0, 3, o, &inject);
