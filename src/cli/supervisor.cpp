@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -191,11 +192,20 @@ std::optional<int> supervise(std::vector<Crash>& crashes, std::string* verdict, 
       return unfinished(*board, crashes, 0, "reached its deadline (--deadline) before it could screen again", verdict,
                         end, 0);
     }
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
+      // Drill (SDCSCREEN_DRILL_FORK_DELAY=SECONDS): the screen waits here, before it asks for its parent's death
+      // signal, so that a test can kill the parent inside that window. Compiled in, off unless set.
+      if (const char* d = std::getenv("SDCSCREEN_DRILL_FORK_DELAY"); d && *d)
+        usleep(static_cast<useconds_t>(std::min(std::strtod(d, nullptr), 10.0) * 1e6));
+      // A parent killed outright takes its screen along. One killed before this line sends no death signal:
+      // the screen would run on as an orphan holding the node's lock (its owner named as pid 1, init), and
+      // refuse the next screens; it ends as the signal would have ended it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) raise(SIGKILL);
       for (int i = 0; i < 3; ++i) sigaction(passed[i], &old[i], nullptr);
       timer.in_child();
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed outright takes its screen along
       activity::set_board(board);
       activity::install_crash_handlers();
       activity::install_exit_watch();

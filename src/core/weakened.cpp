@@ -32,6 +32,7 @@ const Switch SWITCHES[] = {
     {"SDCSCREEN_DRILL_HISTORY_FULL", "drill: appending the history line fails as on a full disk"},
     {"SDCSCREEN_DRILL_SLOW_NODE", "drill: every CPU does this many times the throughput probe's work"},
     {"SDCSCREEN_DRILL_SETUP_DELAY", "drill: the run's set-up takes this many seconds longer"},
+    {"SDCSCREEN_DRILL_FORK_DELAY", "drill: the screen waits this many seconds after its supervisor forked it"},
 };
 
 const char* from_environment(const char* name) { return std::getenv(name); }

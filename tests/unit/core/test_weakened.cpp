@@ -82,7 +82,7 @@ TEST_CASE("weakened: the environment switches, named when they take effect", "[w
   CHECK(weakenings_in(fake_getenv).size() == weakening_switch_names().size());
   for (const char* drill : {"SDCSCREEN_DRILL_REPORT_CRASH", "SDCSCREEN_DRILL_TELEMETRY_AFTER",
                             "SDCSCREEN_DRILL_WORKER_EXIT", "SDCSCREEN_DRILL_WORKER_CRASH", "SDCSCREEN_DRILL_SLOW_CPU", "SDCSCREEN_DRILL_SLOW_NODE", "SDCSCREEN_DRILL_HISTORY_FULL",
-                            "SDCSCREEN_DRILL_TELEMETRY_DURING",
+                            "SDCSCREEN_DRILL_TELEMETRY_DURING", "SDCSCREEN_DRILL_FORK_DELAY",
                             "SDCSCREEN_NVML_LIBRARY", "SDCSCREEN_HOST_ROOT"})
     CHECK(std::find(weakening_switch_names().begin(), weakening_switch_names().end(), drill) !=
           weakening_switch_names().end());
