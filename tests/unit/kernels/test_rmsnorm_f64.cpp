@@ -52,6 +52,18 @@ double device_sum(const std::vector<double>& q, bool warps_in_order = true) {
 
 uint64_t bits(double v) { return double_bits(v); }
 
+// A case of the family for these tests alone.
+Case unit_case(Distribution d, uint64_t seed, int64_t rows, int64_t cols) {
+  Case c;
+  c.id = "rmsnorm_f64.unit_test";
+  c.family = "rmsnorm_f64";
+  c.distribution = d;
+  c.data_seed = seed;
+  c.shape.dims = {{"rows", rows}, {"cols", cols}};
+  c.iterations["boot"] = 1;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("the device's spans, warps and row sum are the specification's tree", "[rmsnorm_f64]") {
@@ -71,13 +83,7 @@ TEST_CASE("the device's spans, warps and row sum are the specification's tree", 
 }
 
 TEST_CASE("rmsnorm_f64 computes the RMS normalization: long double agrees to rounding", "[rmsnorm_f64]") {
-  Case c;
-  c.id = "rmsnorm_f64.unit_test";
-  c.family = "rmsnorm_f64";
-  c.distribution = Distribution::uniform;
-  c.data_seed = 5;
-  c.shape.dims = {{"rows", 8}, {"cols", 300}};
-  c.iterations["boot"] = 1;
+  const Case c = unit_case(Distribution::uniform, 5, 8, 300);
   test::CaseInputs k = test::prepare_inputs(c);
   const uint32_t cols = 300;
   const auto value = [](const std::vector<float>& words, size_t j) {
@@ -113,13 +119,7 @@ TEST_CASE("rmsnorm_f64 computes the RMS normalization: long double agrees to rou
 }
 
 TEST_CASE("rmsnorm_f64's special window keeps the longest row finite", "[rmsnorm_f64]") {
-  Case c;
-  c.id = "rmsnorm_f64.unit_test";
-  c.family = "rmsnorm_f64";
-  c.distribution = Distribution::special;
-  c.data_seed = 9;
-  c.shape.dims = {{"rows", 4}, {"cols", MAX_COLS}};
-  c.iterations["boot"] = 1;
+  const Case c = unit_case(Distribution::special, 9, 4, MAX_COLS);
   test::CaseInputs k = test::prepare_inputs(c);
   std::vector<float> out(k.p->tile_elements());
   Workspace ws;
