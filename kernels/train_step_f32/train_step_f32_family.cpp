@@ -435,9 +435,7 @@ std::string validate(const Case& c) {
            "use tiny or small";
   if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
   if (level == 3) {                       // the reference keeps every step's parameters
-    const Config cf = config_of(preset);  // parameter_shapes' tensors, counted without allocating them
-    const auto params = static_cast<uint64_t>(
-        2 * cf.vocab * cf.dim + cf.layers * (2 * cf.dim + 4 * cf.dim * cf.dim + 3 * cf.dim * cf.ffn) + cf.dim);
+    const auto params = static_cast<uint64_t>(parameter_count(config_of(preset)));
     if (static_cast<uint64_t>(steps) * params * 4 > MAX_TRAJECTORY_BYTES)
       return "level 3 keeps the reference's parameters after every step: " + std::to_string(steps) +
              " steps of this preset take " + std::to_string(static_cast<uint64_t>(steps) * params * 4 >> 20) +

@@ -33,11 +33,11 @@ void check_config(const Config& c) {
   if (!ok) throw std::invalid_argument("train_step_f32: sizes violate the specification's requirements");
 }
 
-TensorSet parameter_shapes(const Config& c) {
-  TensorSet s;
-  auto add = [&s](std::string name, int64_t rows, int64_t cols, bool decay) {
-    s.tensors.push_back({std::move(name), rows, cols, decay, std::vector<float>(static_cast<size_t>(rows * cols))});
-  };
+namespace {
+
+// Calls add(name, rows, cols, decay) for every parameter, in the fixed order.
+template <class Add>
+void for_each_parameter(const Config& c, Add&& add) {
   add("embed", c.vocab, c.dim, true);
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = "layer" + std::to_string(l);
@@ -50,7 +50,22 @@ TensorSet parameter_shapes(const Config& c) {
   }
   add("final_norm", 1, c.dim, false);
   add("lm_head", c.dim, c.vocab, true);
+}
+
+}  // namespace
+
+TensorSet parameter_shapes(const Config& c) {
+  TensorSet s;
+  for_each_parameter(c, [&s](std::string name, int64_t rows, int64_t cols, bool decay) {
+    s.tensors.push_back({std::move(name), rows, cols, decay, std::vector<float>(static_cast<size_t>(rows * cols))});
+  });
   return s;
+}
+
+int64_t parameter_count(const Config& c) {
+  int64_t n = 0;
+  for_each_parameter(c, [&n](const std::string&, int64_t rows, int64_t cols, bool) { n += rows * cols; });
+  return n;
 }
 
 TensorSet init_params(const Config& cfg, uint64_t seed) {

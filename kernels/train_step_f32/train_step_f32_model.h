@@ -40,6 +40,8 @@ struct TensorSet {
 
 // Parameters in their fixed order with zero data (the shape of every parameter, gradient and moment set).
 TensorSet parameter_shapes(const Config& cfg);
+// How many parameters the model has (parameter_shapes' elements, counted without allocating them).
+int64_t parameter_count(const Config& cfg);
 // Initial parameters (train_step_f32.h: uniform times 2^-ceil(log4(fan_in)), norm weights 1).
 TensorSet init_params(const Config& cfg, uint64_t seed);
 // Throws std::invalid_argument unless the sizes satisfy train_step_f32.h's requirements.

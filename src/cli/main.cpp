@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
       "training-step replay (" +
           replay_family_ids() +
           ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip (bit or mask, count, stride) "
-          "of element N of that submodule's output, inside the replay, on the unit; the memory test (memtest_u32) takes "
-          "target=memory[,pass=NAME]: word N of its region takes the fault between the write and the read of that "
+          "of element N of that submodule's output, inside the replay, on the unit; the memory test (memtest_u32) "
+          "takes target=memory[,pass=NAME]: word N of its region takes the fault between the write and the read of that "
           "pass (default walking_ones); the run is marked as injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
                   "and a unit that failed is reported failed, not slow")
       ->check(CLI::Range(0.01, 0.99))
       ->capture_default_str();
-  CLI::Option* fail_slow = run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
+  CLI::Option* fail_slow =
+      run->add_flag("--fail-slow", ra.fail_slow, "exit 3 when every test passed but a unit is slow");
   run->add_flag("--no-probe", ra.no_probe,
                 "skip the throughput probe after the battery (about a tenth of a second of every unit): no unit is "
                 "judged slow, and every output says the probe did not run. For short triage and drill runs; a screen "
