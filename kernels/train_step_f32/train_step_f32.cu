@@ -6,16 +6,19 @@
 // at each level, and the slots they fill.
 //
 // Level 12 compares each submodule output with the reference's digest on the device and, when they differ,
-// copies the reference's output over it before the step goes on (the computation sync); the reference is the
-// host's (train_step_f32_replay.h), computed and checked against the golden before the case runs
-// (gpu_executor.cpp), and uploaded to device memory at every computation. The metrics and the level-3
-// distance are computed by one thread per tensor in the host's order, so a faulty GPU's report shows the
-// numbers the CPU computes for the same tensors.
+// copies the reference's output over it before the step goes on (the computation sync); L2 starts each step
+// from the reference's state before it (the parameter sync). The reference is the host's
+// (train_step_f32_replay.h), computed and checked against the golden before the case runs (gpu_executor.cpp),
+// and uploaded to device memory step by step (a step's L1 outputs before L1 runs it, its state and gradients
+// before L2 does). The metrics and the level-3 distance are computed by one thread in the host's order
+// (train_step_f32.h's compare, MetricSum), so a faulty GPU's report shows the numbers the CPU computes for
+// the same tensors.
 #include <algorithm>
 #include <bit>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/core/inject.h"
@@ -57,9 +60,16 @@ class DeviceReplay final : public cuda::DeviceProblem {
     spike_ = l.take(4);
     pairs_ = l.take(tensors.size() * sizeof(TensorPair));
     // The reference's copies: L1's outputs, L2's gradients and parameters (L3: the parameters after the step
-    // being compared, uploaded before each step's distance).
-    if (sp_.level == 12)  // L1's outputs follow fixed_: their sizes are the reference's (use_reference)
+    // being compared, uploaded before each step's distance); level 12's sums over the steps.
+    if (sp_.level == 12) {  // L1's outputs follow fixed_: their sizes are the reference's (use_reference)
       for (const Tensor& t : tensors) ref_grads_.push_back(l.take(static_cast<uint64_t>(t.size()) * 4));
+      grad_pairs_ = l.take(tensors.size() * sizeof(TensorPair));
+      site_digests_ = l.take(sp_.sites.size() * 8);
+      l1_sums_ = l.take(sp_.subs.size() * sizeof(MetricSum));
+      l1_elements_ = l.take(sp_.subs.size() * 8);
+      l2_digests_ = l.take(2 * tensors.size() * 8);
+      l2_sums_ = l.take((2 * tensors.size() + 1) * sizeof(MetricSum));
+    }
     for (const Tensor& t : tensors) ref_params_.push_back(l.take(static_cast<uint64_t>(t.size()) * 4));
     fixed_ = l.size();
     // The arena's peak: one step measured with no memory.
@@ -92,9 +102,11 @@ class DeviceReplay final : public cuda::DeviceProblem {
     ref_ = &problem_reference(host);
     l1_bytes_ = 0;
     if (sp_.level != 12) return;
-    if (ref_->outputs.size() != sp_.sites.size())
+    if (ref_->outputs.size() != sp_.sites.size() * static_cast<size_t>(sp_.steps))
       throw std::logic_error("train_step_f32: the L1 layout is not the step's");
-    for (const std::vector<float>& o : ref_->outputs) l1_bytes_ += aligned(o.size() * 4);
+    for (size_t k = 0; k < sp_.sites.size(); ++k) l1_bytes_ += aligned(ref_->outputs[k].size() * 4);
+    l1_elements_table_ = l1_elements(sp_, *ref_);
+    for (uint64_t& e : l1_elements_table_) e *= static_cast<uint64_t>(sp_.steps);
   }
   // A drill's flip in replica 0 (in L1 and in L2, as on the CPU; level 3: once in the period).
   bool set_replay_fault(const Injection* inj) override {
@@ -131,7 +143,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
     uint64_t* acc;
     int *differs, *spike;
     unsigned* mismatches;
-    TensorPair* pairs;
+    TensorPair *pairs, *grad_pairs;
+    uint64_t *site_digests, *l1_elements, *grad_digests, *param_digests;
+    MetricSum *l1_sums, *grad_sums, *param_sums, *model;
     char* arena;
   };
 
@@ -154,32 +168,66 @@ class DeviceReplay final : public cuda::DeviceProblem {
     st.spike = reinterpret_cast<int*>(base + spike_);
     st.mismatches = reinterpret_cast<unsigned*>(base + mismatches_);
     st.pairs = reinterpret_cast<TensorPair*>(base + pairs_);
+    const size_t nt = sp_.shapes.tensors.size();
+    auto u64 = [base](uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
+    auto sums = [base](uint64_t off) { return reinterpret_cast<MetricSum*>(base + off); };
+    st.grad_pairs = reinterpret_cast<TensorPair*>(base + grad_pairs_);
+    st.site_digests = u64(site_digests_);
+    st.l1_elements = u64(l1_elements_);
+    st.grad_digests = u64(l2_digests_);
+    st.param_digests = st.grad_digests + nt;
+    st.l1_sums = sums(l1_sums_);
+    st.grad_sums = sums(l2_sums_);
+    st.param_sums = st.grad_sums + nt;
+    st.model = st.param_sums + nt;
     uint64_t at = fixed_;
     if (sp_.level == 12)
-      for (const std::vector<float>& o : ref_->outputs) {
+      for (size_t k = 0; k < sp_.sites.size(); ++k) {
         st.ref_outputs.push_back(f(at));
-        at += aligned(o.size() * 4);
+        at += aligned(ref_->outputs[k].size() * 4);
       }
     st.arena = base + fixed_ + l1_bytes_;
     return st;
   }
 
-  // The host's reference into device memory (the copies read host memory that lives as long as the problem).
+  // The tables of the reference's comparisons into device memory (the copies read host memory that lives as
+  // long as the problem; the tables' host side is kept until the next computation).
   void upload(const State& st, cudaStream_t s) const {
-    auto put = [s](float* dst, const std::vector<float>& src) {
-      SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * 4, cudaMemcpyHostToDevice, s));
-    };
-    const auto& ts = ref_->params.tensors;
-    for (size_t i = 0; i < ts.size(); ++i) put(st.ref_params[i], ts[i].data);
-    // L3's distance reads the tensors through a table in device memory (the host copy outlives the copy).
+    const auto& ts = sp_.shapes.tensors;
     pair_table_.clear();
     for (size_t i = 0; i < ts.size(); ++i)
-      pair_table_.push_back({st.t.params[i], st.ref_params[i], static_cast<uint64_t>(ts[i].data.size())});
+      pair_table_.push_back({st.t.params[i], st.ref_params[i], static_cast<uint64_t>(ts[i].size())});
     SDC_CUDA_CHECK(cudaMemcpyAsync(st.pairs, pair_table_.data(), pair_table_.size() * sizeof(TensorPair),
                                    cudaMemcpyHostToDevice, s));
     if (sp_.level != 12) return;
-    for (size_t i = 0; i < ref_->grads.tensors.size(); ++i) put(st.ref_grads[i], ref_->grads.tensors[i].data);
-    for (size_t k = 0; k < ref_->outputs.size(); ++k) put(st.ref_outputs[k], ref_->outputs[k]);
+    grad_pair_table_.clear();
+    for (size_t i = 0; i < ts.size(); ++i)
+      grad_pair_table_.push_back({st.t.grads[i], st.ref_grads[i], static_cast<uint64_t>(ts[i].size())});
+    SDC_CUDA_CHECK(cudaMemcpyAsync(st.grad_pairs, grad_pair_table_.data(), grad_pair_table_.size() * sizeof(TensorPair),
+                                   cudaMemcpyHostToDevice, s));
+    SDC_CUDA_CHECK(cudaMemcpyAsync(st.l1_elements, l1_elements_table_.data(), l1_elements_table_.size() * 8,
+                                   cudaMemcpyHostToDevice, s));
+  }
+
+  static void put(float* dst, const std::vector<float>& src, cudaStream_t s) {
+    SDC_CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * 4, cudaMemcpyHostToDevice, s));
+  }
+  static void put(const std::vector<float*>& dst, const TensorSet& src, cudaStream_t s) {
+    for (size_t i = 0; i < dst.size(); ++i) put(dst[i], src.tensors[i].data, s);
+  }
+  // Level 12, step k: its L1 outputs (before L1 runs it); the state it starts from, its gradients and the
+  // parameters after it (before L2 does).
+  void upload_l1(const State& st, int64_t k, cudaStream_t s) const {
+    const size_t n = sp_.sites.size();
+    for (size_t i = 0; i < n; ++i) put(st.ref_outputs[i], ref_->outputs[static_cast<size_t>(k) * n + i], s);
+  }
+  void upload_l2(const State& st, int64_t k, cudaStream_t s) const {
+    const auto at = static_cast<size_t>(k);
+    put(st.t.params, ref_->params[at], s);
+    put(st.t.m, ref_->m[at], s);
+    put(st.t.v, ref_->v[at], s);
+    put(st.ref_grads, ref_->grads[at], s);
+    put(st.ref_params, ref_->params[at + 1], s);
   }
 
   // The reference's parameters after step k into their copies (level 3's distance of that step).
@@ -215,68 +263,104 @@ class DeviceReplay final : public cuda::DeviceProblem {
     run_train_step(dev, sp_.cfg, sp_.shapes, sp_.subs, index, st.t, st.sgrads, st.partials, st.loss, sp_.optimizer);
   }
 
-  // The digest of tensor i (its key i) into three slots.
-  void digest_slots(DeviceDev& dev, const State& st, const float* x, uint64_t n, uint64_t key, float* slots,
-                    cudaStream_t s) const {
-    ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
-    dev.digest(x, n, key, st.acc);
-    ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, static_cast<const uint64_t*>(st.acc),
-                   slots);
-  }
-
   void count_mismatches(const State& st, const float* a, const float* b, int64_t n, cudaStream_t s) const {
     const auto count = static_cast<uint64_t>(n);
     ticker_.launch("train_step_f32 count_mismatch_kernel", count_mismatch_kernel, grid_for(count, THREADS), THREADS, s,
                    a, b, count, st.mismatches);
   }
-  // The seed paper's metrics of tensor a against the reference's b into slots (ratio: the third too).
-  void metrics(const State& st, const float* a, const float* b, int64_t n, bool ratio, float* slots,
-               cudaStream_t s) const {
+  // Level 2's comparisons of one step: every tensor a[i] against b[i], added to sums (and the whole model's to
+  // model when not null) where any element differs.
+  void compare_tensors(const State& st, const std::vector<float*>& a, const std::vector<float*>& b,
+                       const TensorPair* table, MetricSum* sums, MetricSum* model, cudaStream_t s) const {
+    const auto& tensors = sp_.shapes.tensors;
     ticker_.launch("train_step_f32 zero_count_kernel", zero_count_kernel, 1, 1, s, st.mismatches);
-    count_mismatches(st, a, b, n, s);
-    ticker_.launch("train_step_f32 metrics_kernel", metrics_kernel, 1, 1, s, a, b, static_cast<uint64_t>(n), ratio,
-                   static_cast<const unsigned*>(st.mismatches), slots);
+    for (size_t i = 0; i < tensors.size(); ++i) count_mismatches(st, a[i], b[i], tensors[i].size(), s);
+    ticker_.launch("train_step_f32 compare_step_kernel", compare_step_kernel, 1, 1, s, table,
+                   static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches), sums, model);
+  }
+  template <class T>
+  void zero(T* x, uint64_t n, cudaStream_t s) const {
+    if constexpr (std::is_same_v<T, MetricSum>)
+      ticker_.launch("train_step_f32 zero_sums_kernel", zero_sums_kernel, grid_for(n, THREADS), THREADS, s, x, n);
+    else
+      ticker_.launch("train_step_f32 zero_u64s_kernel", zero_u64s_kernel, grid_for(n, THREADS), THREADS, s, x, n);
+  }
+
+  // Level 12: L1 over the steps with computation sync, then L2 with parameter sync.
+  bool replay_l12(const State& st, float* out, const BitFlip* flip, cudaStream_t s) const {
+    const auto& tensors = sp_.shapes.tensors;
+    const size_t n = sp_.sites.size(), nt = tensors.size();
+    bool fired = false;
+    zero(st.site_digests, n, s);
+    zero(st.l1_sums, sp_.subs.size(), s);
+    {  // L1: computation sync
+      Arena arena(st.arena, arena_);
+      DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
+      Sync sync{ref_, &st.ref_outputs, &sp_.sites, st.site_digests, st.l1_sums, st.acc, st.differs, 0};
+      dev.sync = &sync;
+      dev.flip = flip;
+      init(st, s);
+      for (int64_t k = 0; k < sp_.steps; ++k) {
+        upload_l1(st, k, s);
+        sync.k = 0;
+        step(st, k, dev, s);
+        if (sync.k != n) throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
+      }
+      fired = dev.flipped;
+    }
+    launch_n("train_step_f32 put_digests_kernel", put_digests_kernel, n, s,
+             static_cast<const uint64_t*>(st.site_digests), uint64_t{n}, out);
+    launch_n("train_step_f32 l1_metric_slots_kernel", l1_metric_slots_kernel, sp_.subs.size(), s,
+             static_cast<const MetricSum*>(st.l1_sums), static_cast<const uint64_t*>(st.l1_elements),
+             uint64_t{sp_.subs.size()}, out + sp_.l1_metrics_at());
+    // L2: parameter sync, each step free-running from the reference's state before it.
+    zero(st.grad_digests, 2 * nt, s);
+    zero(st.grad_sums, 2 * nt + 1, s);
+    Arena arena(st.arena, arena_);
+    DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
+    dev.flip = flip;
+    for (int64_t k = 0; k < sp_.steps; ++k) {
+      upload_l2(st, k, s);
+      step(st, k, dev, s);
+      for (size_t i = 0; i < nt; ++i) {
+        const auto size = static_cast<uint64_t>(tensors[i].size()), key = i + static_cast<uint64_t>(k) * nt;
+        dev.digest(st.t.grads[i], size, key, st.grad_digests + i);
+        dev.digest(st.t.params[i], size, key, st.param_digests + i);
+      }
+      compare_tensors(st, st.t.grads, st.ref_grads, st.grad_pairs, st.grad_sums, st.model, s);
+      compare_tensors(st, st.t.params, st.ref_params, st.pairs, st.param_sums, nullptr, s);
+    }
+    fired = fired || dev.flipped;
+    float* o = out + sp_.l2_at();
+    for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_GRAD_SLOTS) {
+      const auto elements = static_cast<uint64_t>(tensors[i].size() * sp_.steps);
+      ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
+                     static_cast<const uint64_t*>(st.grad_digests + i), o);
+      ticker_.launch("train_step_f32 metric_slots_kernel", metric_slots_kernel, 1, 1, s,
+                     static_cast<const MetricSum*>(st.grad_sums + i), elements, true, o + 3);
+    }
+    ticker_.launch("train_step_f32 model_ratio_kernel", model_ratio_kernel, 1, 1, s,
+                   static_cast<const MetricSum*>(st.model), o++);
+    for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_PARAM_SLOTS) {
+      const auto elements = static_cast<uint64_t>(tensors[i].size() * sp_.steps);
+      ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
+                     static_cast<const uint64_t*>(st.param_digests + i), o);
+      ticker_.launch("train_step_f32 metric_slots_kernel", metric_slots_kernel, 1, 1, s,
+                     static_cast<const MetricSum*>(st.param_sums + i), elements, false, o + 3);
+    }
+    return fired;
+  }
+  template <class Kernel, class... Args>
+  void launch_n(const char* name, Kernel k, uint64_t n, cudaStream_t s, Args... args) const {
+    ticker_.launch(name, k, grid_for(n, THREADS), THREADS, s, args...);
   }
 
   // One replay into out; returns whether the flip (if any) was applied.
   bool replay(const State& st, float* out, const BitFlip* flip, cudaStream_t s) const {
-    const auto& tensors = sp_.shapes.tensors;
-    const uint64_t arena_bytes = arena_;
-    bool fired = false;
-    if (sp_.level == 12) {
-      {  // L1: computation sync
-        Arena arena(st.arena, arena_bytes);
-        DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
-        Sync sync{ref_, &st.ref_outputs, &sp_.sites, out, st.acc, st.differs, 0};
-        dev.sync = &sync;
-        dev.flip = flip;
-        init(st, s);
-        step(st, 0, dev, s);
-        if (sync.k != sp_.sites.size()) throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
-        fired = dev.flipped;
-      }
-      // L2: parameter sync, free-running from the initial parameters.
-      Arena arena(st.arena, arena_bytes);
-      DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
-      dev.flip = flip;
-      init(st, s);
-      step(st, 0, dev, s);
-      fired = fired || dev.flipped;
-      float* o = out + DIGEST_SLOTS * sp_.sites.size();
-      for (size_t i = 0; i < tensors.size(); ++i, o += 6) {
-        const auto n = static_cast<uint64_t>(tensors[i].size());
-        digest_slots(dev, st, st.t.grads[i], n, i, o, s);
-        metrics(st, st.t.grads[i], st.ref_grads[i], n, true, o + 3, s);
-      }
-      for (size_t i = 0; i < tensors.size(); ++i, o += 5) {
-        const auto n = static_cast<uint64_t>(tensors[i].size());
-        digest_slots(dev, st, st.t.params[i], n, i, o, s);
-        metrics(st, st.t.params[i], st.ref_params[i], n, false, o + 3, s);
-      }
-      return fired;
-    }
+    if (sp_.level == 12) return replay_l12(st, out, flip, s);
     // Level 3: free-running steps.
-    Arena arena(st.arena, arena_bytes);
+    const auto& tensors = sp_.shapes.tensors;
+    Arena arena(st.arena, arena_);
     DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
     dev.flip = flip;
     init(st, s);
@@ -310,13 +394,15 @@ class DeviceReplay final : public cuda::DeviceProblem {
   ReplaySpec sp_;
   std::vector<uint64_t> params_, grads_, m_, v_, sgrads_, ref_grads_, ref_params_;
   uint64_t partials_ = 0, loss_ = 0, tokens_ = 0, targets_ = 0, acc_ = 0, differs_ = 0, mismatches_ = 0, spike_ = 0,
-           pairs_ = 0;
+           pairs_ = 0, grad_pairs_ = 0, site_digests_ = 0, l1_sums_ = 0, l1_elements_ = 0, l2_digests_ = 0,
+           l2_sums_ = 0;
   uint64_t fixed_ = 0, l1_bytes_ = 0, arena_ = 0;
   const Reference* ref_ = nullptr;
   std::unique_ptr<BitFlip> fault_;
   mutable bool fired_ = false;
   mutable Ticker ticker_;
-  mutable std::vector<TensorPair> pair_table_;  // the host side of L3's table (upload)
+  mutable std::vector<TensorPair> pair_table_, grad_pair_table_;  // the host side of the tables (upload)
+  std::vector<uint64_t> l1_elements_table_;  // per submodule, its L1 outputs' elements over the steps
 };
 
 }  // namespace

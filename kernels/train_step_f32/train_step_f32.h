@@ -339,30 +339,86 @@ SDC_HD double capped(double v) { return v < METRIC_CAP ? v : METRIC_CAP; }  // N
 struct Metrics {
   float frequency = 0, severity = 0, ratio = 0;
 };
-SDC_HD Metrics tensor_metrics(const float* a, const float* b, uint64_t n) {
+
+// One comparison of a tensor a with the reference's b, elements in index order: the elements whose bits
+// differ, the sum of their relative differences (capped), and the sums of squares of the ratio (diff2 over
+// the differing elements, ref2 over all).
+struct Comparison {
   uint64_t mismatched = 0;
   double severity = 0, diff2 = 0, ref2 = 0;
+};
+SDC_HD Comparison compare(const float* a, const float* b, uint64_t n) {
+  Comparison c;
   for (uint64_t i = 0; i < n; ++i) {
     const double x = a[i], y = b[i];
-    ref2 += y * y;
+    c.ref2 += y * y;
     if (float_bits(a[i]) == float_bits(b[i])) continue;
-    ++mismatched;
+    ++c.mismatched;
     const double d = fabs(x - y);
-    severity += capped(y == 0 ? d : d / fabs(y));
-    diff2 += (x - y) * (x - y);
+    c.severity += capped(y == 0 ? d : d / fabs(y));
+    c.diff2 += (x - y) * (x - y);
   }
-  Metrics m;
-  if (mismatched == 0) return m;
-  m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(n));
-  m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
-  m.ratio = static_cast<float>(capped(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2)));
-  return m;
+  return c;
 }
 
-// Level 3's final distance ||p - p_ref|| / ||p_ref|| from the sums of squares over every parameter, elements
-// in order (the caller's loop), capped as the metrics above.
+// ||a - b|| / ||b|| from the sums of squares, capped as the metrics are.
 SDC_HD float relative_distance(double diff2, double ref2) {
   return static_cast<float>(capped(ref2 == 0 ? sqrt(diff2) : sqrt(diff2 / ref2)));
+}
+
+// The comparisons of one tensor (or submodule, or the whole model) over a replay's steps, added in step order:
+// frequency = mismatched / elements compared, severity = the mean relative difference of the mismatched
+// elements, ratio = the largest of the steps' ratios (the paper's worst-case noise-to-signal ratio). Host and
+// device keep it in the same layout (the device in its memory, written by one thread).
+struct MetricSum {
+  uint64_t mismatched = 0;
+  double severity = 0;
+  float ratio = 0;
+
+  SDC_HD void add(const Comparison& c) {
+    if (c.mismatched == 0) return;
+    mismatched += c.mismatched;
+    severity += c.severity;
+    const float r = relative_distance(c.diff2, c.ref2);
+    if (r > ratio) ratio = r;
+  }
+  SDC_HD Metrics metrics(uint64_t elements) const {
+    Metrics m;
+    if (mismatched == 0) return m;
+    m.frequency = static_cast<float>(static_cast<double>(mismatched) / static_cast<double>(elements));
+    m.severity = static_cast<float>(severity / static_cast<double>(mismatched));
+    m.ratio = ratio;
+    return m;
+  }
+};
+
+SDC_HD Metrics tensor_metrics(const float* a, const float* b, uint64_t n) {
+  MetricSum s;
+  s.add(compare(a, b, n));
+  return s.metrics(n);
+}
+
+// A tensor and the reference's copy of it (n elements each).
+struct TensorPair {
+  const float* a;
+  const float* b;
+  uint64_t n;
+};
+
+// One step of level 2's comparisons: every tensor of the table against its reference, in table order, added to
+// its MetricSum; their sum (the whole model's comparison) added to *model when model is not null. A step
+// without a mismatch adds nothing, so the device runs this only where it counted one.
+SDC_HD void compare_step(const TensorPair* t, int tensors, MetricSum* sums, MetricSum* model) {
+  Comparison all;
+  for (int k = 0; k < tensors; ++k) {
+    const Comparison c = compare(t[k].a, t[k].b, t[k].n);
+    sums[k].add(c);
+    all.mismatched += c.mismatched;
+    all.severity += c.severity;
+    all.diff2 += c.diff2;
+    all.ref2 += c.ref2;
+  }
+  if (model) model->add(all);
 }
 
 }  // namespace sdc::train_step_f32

@@ -91,12 +91,13 @@ class DevBuf {
 // What the replay does with each output: L1's computation sync, a drill's bit flip.
 struct Sync {
   const Reference* ref = nullptr;
-  const std::vector<float*>* ref_outputs = nullptr;  // device copies, per L1 site
+  const std::vector<float*>* ref_outputs = nullptr;  // device copies of the step's, per L1 site
   const std::vector<L1Site>* sites = nullptr;
-  float* slots = nullptr;
+  uint64_t* site_digests = nullptr;  // per L1 site, added over the steps
+  MetricSum* sums = nullptr;         // per submodule
   uint64_t* acc = nullptr;
   int* differs = nullptr;
-  size_t k = 0;
+  size_t k = 0;  // the site within the step
 };
 
 // The device's Dev of StepRunner: kernels on one stream, activations from the arena; run = false only
@@ -128,16 +129,21 @@ class DeviceDev {
     }
     if (!sync) return;
     Sync& y = *sync;
-    const L1Site* site = y.k < y.sites->size() ? &(*y.sites)[y.k] : nullptr;
+    const size_t n_sites = y.sites->size(), key = static_cast<size_t>(at.step) * n_sites + y.k;
+    const L1Site* site = y.k < n_sites ? &(*y.sites)[y.k] : nullptr;
     if (!site || site->sub != sub.index || site->microbatch != at.microbatch || site->output != at.output ||
-        y.ref->outputs[y.k].size() != count)
+        key >= y.ref->outputs.size() || y.ref->outputs[key].size() != count)
       throw std::logic_error("train_step_f32: the device's L1 layout is not the step's at " + sub.name);
+    const auto* ref = static_cast<const float*>((*y.ref_outputs)[y.k]);
+    const auto* differs = static_cast<const int*>(y.differs);
     ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s_, y.acc);
-    digest(data, count, y.k, y.acc);
+    digest(data, count, key, y.acc);
     ticker_.launch("train_step_f32 sync_check_kernel", sync_check_kernel, 1, 1, s_, static_cast<const uint64_t*>(y.acc),
-                   y.ref->digests[y.k], y.slots + DIGEST_SLOTS * y.k, y.differs);
+                   y.ref->digests[key], y.site_digests + y.k, y.differs);
+    ticker_.launch("train_step_f32 l1_compare_kernel", l1_compare_kernel, 1, 1, s_, differs,
+                   static_cast<const float*>(data), ref, count, y.sums + sub.index);
     ticker_.launch("train_step_f32 substitute_kernel", substitute_kernel, grid_for(count, THREADS), THREADS, s_,
-                   static_cast<const int*>(y.differs), static_cast<const float*>((*y.ref_outputs)[y.k]), count, data);
+                   differs, ref, count, data);
     ++y.k;
   }
   void digest(const float* x, uint64_t n, uint64_t key, uint64_t* acc) {

@@ -57,10 +57,6 @@ Config config_of(int64_t preset) {
 
 uint64_t span_digest(uint64_t key, std::span<const float> v) { return tensor_digest(key, v.data(), v.size()); }
 
-Metrics metrics(const std::vector<float>& a, const std::vector<float>& b) {
-  return tensor_metrics(a.data(), b.data(), a.size());
-}
-
 // ||p - ref|| / ||ref|| over every parameter, elements in tensor order (ref: a trajectory's step, flattened).
 float distance(const TensorSet& p, const std::vector<float>& ref) {
   double diff2 = 0, ref2 = 0;
@@ -72,6 +68,23 @@ float distance(const TensorSet& p, const std::vector<float>& ref) {
       ref2 += b * b;
     }
   return relative_distance(diff2, ref2);
+}
+
+// The sum over steps of tensor i's digest in per_step[first + s] (key i + s * tensors: step 0's is i).
+uint64_t steps_digest(const std::vector<TensorSet>& per_step, size_t first, int64_t steps, size_t i) {
+  uint64_t d = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const TensorSet& t = per_step[first + static_cast<size_t>(s)];
+    d += tensor_digest(i + static_cast<uint64_t>(s) * t.tensors.size(), t.tensors[i].data.data(), t.tensors[i].size());
+  }
+  return d;
+}
+
+std::vector<TensorPair> pairs(const TensorSet& a, const TensorSet& b) {
+  std::vector<TensorPair> p;
+  for (size_t i = 0; i < a.tensors.size(); ++i)
+    p.push_back({a.tensors[i].data.data(), b.tensors[i].data.data(), static_cast<uint64_t>(a.tensors[i].size())});
+  return p;
 }
 
 std::vector<float> flatten(const TensorSet& p) {
@@ -94,7 +107,7 @@ ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
   sp.cfg = config_of(dim(c, "preset"));
   sp.level = static_cast<int>(dim(c, "level"));
-  sp.steps = sp.level == 3 ? dim(c, "steps") : 1;
+  sp.steps = dim(c, "steps");
   sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
   sp.seed = c.data_seed;
   sp.subs = submodules(sp.cfg);
@@ -116,13 +129,18 @@ ReplaySpec replay_spec(const Case& c) {
                                " out " + std::to_string(st.output) + " digest.";
       for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + part);
     }
-    for (const Tensor& t : sp.shapes.tensors) {
-      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"}) sp.names.push_back("L2 grad " + t.name + " " + part);
+    for (const Submodule& s : sp.subs)  // l1_metrics_at()
+      for (const char* metric : {"mismatch_frequency", "mismatch_severity"}) add_metric(sp, 1, s.name, metric, false);
+    for (const Tensor& t : sp.shapes.tensors) {  // l2_at()
+      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"})
+        sp.names.push_back("L2 grad " + t.name + " " + part);
       for (const char* metric : {"mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
         add_metric(sp, 2, "grad " + t.name, metric, false);
     }
+    add_metric(sp, 2, "grad model", "grad_diff_ratio", false);  // model_ratio_at()
     for (const Tensor& t : sp.shapes.tensors) {
-      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"}) sp.names.push_back("L2 param " + t.name + " " + part);
+      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"})
+        sp.names.push_back("L2 param " + t.name + " " + part);
       for (const char* metric : {"mismatch_frequency", "mismatch_severity"})
         add_metric(sp, 2, "param " + t.name, metric, false);
     }
@@ -222,14 +240,21 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   void reference_tile(uint64_t, float* out) const override {
     const Reference& r = reference();
     if (level_ == 12) {
-      for (size_t k = 0; k < r.digests.size(); ++k) put_digest(r.digests[k], out + DIGEST_SLOTS * k);
-      float* o = out + DIGEST_SLOTS * r.digests.size();
-      for (size_t i = 0; i < r.grads.tensors.size(); ++i, o += 6) {
-        put_digest(span_digest(i, r.grads.tensors[i].data), o);
+      const size_t n = sites_.size();
+      for (size_t k = 0; k < n; ++k) {
+        uint64_t d = 0;
+        for (int64_t s = 0; s < steps_; ++s) d += r.digests[static_cast<size_t>(s) * n + k];
+        put_digest(d, out + DIGEST_SLOTS * k);
+      }
+      std::fill(out + sp_.l1_metrics_at(), out + sp_.l2_at(), 0.0f);
+      float* o = out + sp_.l2_at();
+      for (size_t i = 0; i < shapes_.tensors.size(); ++i, o += ReplaySpec::L2_GRAD_SLOTS) {
+        put_digest(steps_digest(r.grads, 0, steps_, i), o);
         o[3] = o[4] = o[5] = 0;
       }
-      for (size_t i = 0; i < r.params.tensors.size(); ++i, o += 5) {
-        put_digest(span_digest(i, r.params.tensors[i].data), o);
+      *o++ = 0;  // the model's gradient ratio
+      for (size_t i = 0; i < shapes_.tensors.size(); ++i, o += ReplaySpec::L2_PARAM_SLOTS) {
+        put_digest(steps_digest(r.params, 1, steps_, i), o);
         o[3] = o[4] = 0;
       }
       return;
@@ -248,7 +273,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   double tile_flops() const override {
     double params = 0;
     for (const Tensor& t : shapes_.tensors) params += static_cast<double>(t.size());
-    const double steps = level_ == 12 ? 3.0 : 2.0 * static_cast<double>(steps_);
+    const double steps = (level_ == 12 ? 3.0 : 2.0) * static_cast<double>(steps_);
     return 6.0 * params * static_cast<double>(cfg_.batch * cfg_.seq) * steps;
   }
 
@@ -283,19 +308,26 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
         Reference& r_;
       } record(*r);
       if (flip) inj = std::make_unique<BitFlipInjector>(*flip, &record);
-      r->params = init_params(cfg_, seed_);
+      TensorSet params = init_params(cfg_, seed_);
       OptState opt = init_opt_state(cfg_);
-      train_step(cfg_, r->params, opt, 0, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &record);
-      r->grads = std::move(opt.grads);
-      if (r->outputs.size() != sites_.size()) throw std::logic_error("train_step_f32: the L1 layout is not the step's");
+      for (int64_t s = 0; s < steps_; ++s) {  // train(), keeping the state each step starts from
+        r->params.push_back(params);
+        r->m.push_back(opt.m);
+        r->v.push_back(opt.v);
+        train_step(cfg_, params, opt, s, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &record);
+        r->grads.push_back(opt.grads);
+      }
+      r->params.push_back(std::move(params));
+      if (r->outputs.size() != sites_.size() * static_cast<size_t>(steps_))
+        throw std::logic_error("train_step_f32: the L1 layout is not the step's");
     } else {
       if (flip) inj = std::make_unique<BitFlipInjector>(*flip);
-      r->params = init_params(cfg_, seed_);
+      TensorSet params = init_params(cfg_, seed_);
       OptState opt = init_opt_state(cfg_);
       for (int64_t s = 0; s < steps_; ++s) {  // train(), keeping each step's parameter digest
-        r->losses.push_back(train_step(cfg_, r->params, opt, s, seed_, optimizer_, inj.get()));
-        r->param_digests.push_back(params_digest(r->params));
-        r->trajectory.push_back(flatten(r->params));
+        r->losses.push_back(train_step(cfg_, params, opt, s, seed_, optimizer_, inj.get()));
+        r->param_digests.push_back(params_digest(params));
+        r->trajectory.push_back(flatten(params));
       }
     }
     fired = inj && inj->fired();
@@ -329,17 +361,25 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
     return size.size;
   }
 
-  // L1's observer: digests every output into its slots and puts the reference in place of a mismatch.
+  // L1's observer over the steps: adds every output's digest to its site's, and where it is not the
+  // reference's, adds the comparison to its submodule's metrics and puts the reference in its place.
   class Sync final : public Observer {
    public:
-    Sync(const TrainStepProblem& p, const Reference& r, float* out) : p_(p), r_(r), out_(out) {}
+    Sync(const TrainStepProblem& p, const Reference& r, std::vector<uint64_t>& digests, std::vector<MetricSum>& sums)
+        : p_(p), r_(r), digests_(digests), sums_(sums) {}
+    void begin_step() { k_ = 0; }
     void output(const Submodule& s, const train_step_f32::Site& at, std::span<float> out) override {
-      if (k_ >= p_.sites_.size() || p_.sites_[k_].sub != s.index || p_.sites_[k_].microbatch != at.microbatch ||
-          p_.sites_[k_].output != at.output || r_.outputs[k_].size() != out.size())
+      const size_t n = p_.sites_.size(), at_ref = static_cast<size_t>(at.step) * n + k_;
+      if (k_ >= n || p_.sites_[k_].sub != s.index || p_.sites_[k_].microbatch != at.microbatch ||
+          p_.sites_[k_].output != at.output || at.step >= p_.steps_ || r_.outputs[at_ref].size() != out.size())
         throw std::logic_error("train_step_f32: the L1 layout is not the step's at " + s.name);
-      const uint64_t d = span_digest(k_, out);
-      put_digest(d, out_ + DIGEST_SLOTS * k_);
-      if (d != r_.digests[k_]) std::copy(r_.outputs[k_].begin(), r_.outputs[k_].end(), out.begin());
+      const uint64_t d = span_digest(at_ref, out);
+      digests_[k_] += d;
+      if (d != r_.digests[at_ref]) {
+        const std::vector<float>& ref = r_.outputs[at_ref];
+        sums_[static_cast<size_t>(s.index)].add(compare(out.data(), ref.data(), ref.size()));
+        std::copy(ref.begin(), ref.end(), out.begin());
+      }
       ++k_;
     }
     size_t seen() const { return k_; }
@@ -347,7 +387,8 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
    private:
     const TrainStepProblem& p_;
     const Reference& r_;
-    float* out_;
+    std::vector<uint64_t>& digests_;
+    std::vector<MetricSum>& sums_;
     size_t k_ = 0;
   };
 
@@ -358,33 +399,60 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
     options.path = path;
     bool fired = false;
     if (level_ == 12) {
-      {  // L1: computation sync
-        Sync sync(*this, ref, out);
+      const size_t n = sites_.size(), nt = shapes_.tensors.size();
+      std::vector<uint64_t> digests(n);
+      std::vector<MetricSum> sums(subs_.size());
+      {  // L1: computation sync, every step
+        Sync sync(*this, ref, digests, sums);
         std::unique_ptr<BitFlipInjector> inj = flip ? std::make_unique<BitFlipInjector>(*flip, &sync) : nullptr;
         TensorSet params = init_params(cfg_, seed_);
         OptState opt = init_opt_state(cfg_);
-        train_step(cfg_, params, opt, 0, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &sync, options);
-        if (sync.seen() != sites_.size())
-          throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
+        for (int64_t s = 0; s < steps_; ++s) {
+          sync.begin_step();
+          train_step(cfg_, params, opt, s, seed_, optimizer_, inj ? static_cast<Observer*>(inj.get()) : &sync, options);
+          if (sync.seen() != n) throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
+        }
         fired = inj && inj->fired();
       }
-      // L2: parameter sync, free-running from the initial parameters.
+      for (size_t k = 0; k < n; ++k) put_digest(digests[k], out + DIGEST_SLOTS * k);
+      const std::vector<uint64_t> elements = l1_elements(sp_, ref);
+      for (size_t i = 0; i < subs_.size(); ++i) {
+        const Metrics m = sums[i].metrics(elements[i] * static_cast<uint64_t>(steps_));
+        out[sp_.l1_metrics_at() + 2 * i] = m.frequency;
+        out[sp_.l1_metrics_at() + 2 * i + 1] = m.severity;
+      }
+      // L2: parameter sync, each step free-running from the reference's state before it.
       std::unique_ptr<BitFlipInjector> inj = flip ? std::make_unique<BitFlipInjector>(*flip) : nullptr;
-      TensorSet params = init_params(cfg_, seed_);
-      OptState opt = init_opt_state(cfg_);
-      train_step(cfg_, params, opt, 0, seed_, optimizer_, inj.get(), options);
+      std::vector<uint64_t> grad_digests(nt), param_digests(nt);
+      std::vector<MetricSum> grad_sums(nt), param_sums(nt);
+      MetricSum model;
+      for (int64_t s = 0; s < steps_; ++s) {
+        const auto at = static_cast<size_t>(s);
+        TensorSet params = ref.params[at];
+        OptState opt{ref.m[at], ref.v[at], parameter_shapes(cfg_)};
+        train_step(cfg_, params, opt, s, seed_, optimizer_, inj.get(), options);
+        for (size_t i = 0; i < nt; ++i) {
+          const uint64_t key = i + at * nt;
+          grad_digests[i] += span_digest(key, opt.grads.tensors[i].data);
+          param_digests[i] += span_digest(key, params.tensors[i].data);
+        }
+        const std::vector<TensorPair> g = pairs(opt.grads, ref.grads[at]), p = pairs(params, ref.params[at + 1]);
+        compare_step(g.data(), static_cast<int>(nt), grad_sums.data(), &model);
+        compare_step(p.data(), static_cast<int>(nt), param_sums.data(), nullptr);
+      }
       fired = fired || (inj && inj->fired());
-      float* o = out + DIGEST_SLOTS * sites_.size();
-      for (size_t i = 0; i < opt.grads.tensors.size(); ++i, o += 6) {
-        put_digest(span_digest(i, opt.grads.tensors[i].data), o);
-        const Metrics m = metrics(opt.grads.tensors[i].data, ref.grads.tensors[i].data);
+      float* o = out + sp_.l2_at();
+      for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_GRAD_SLOTS) {
+        put_digest(grad_digests[i], o);
+        const Metrics m = grad_sums[i].metrics(static_cast<uint64_t>(shapes_.tensors[i].size() * steps_));
         o[3] = m.frequency;
         o[4] = m.severity;
         o[5] = m.ratio;
       }
-      for (size_t i = 0; i < params.tensors.size(); ++i, o += 5) {
-        put_digest(span_digest(i, params.tensors[i].data), o);
-        const Metrics m = metrics(params.tensors[i].data, ref.params.tensors[i].data);
+      *o++ = model.ratio;
+      for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_PARAM_SLOTS) {
+        put_digest(param_digests[i], o);
+        const Metrics m = param_sums[i].metrics(static_cast<uint64_t>(shapes_.tensors[i].size() * steps_));
         o[3] = m.frequency;
         o[4] = m.severity;
       }
@@ -434,13 +502,12 @@ std::string validate(const Case& c) {
     return "level 12 keeps every submodule output of a step in memory: the standard preset needs gigabytes, "
            "use tiny or small";
   if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
-  if (level == 3) {                       // the reference keeps every step's parameters
-    const auto params = static_cast<uint64_t>(parameter_count(config_of(preset)));
-    if (static_cast<uint64_t>(steps) * params * 4 > MAX_TRAJECTORY_BYTES)
-      return "level 3 keeps the reference's parameters after every step: " + std::to_string(steps) +
-             " steps of this preset take " + std::to_string(static_cast<uint64_t>(steps) * params * 4 >> 20) +
-             " MiB, over the 1024 MiB limit; use fewer steps";
-  }
+  if (const uint64_t bytes = reference_bytes(config_of(preset), static_cast<int>(level), steps);
+      bytes > MAX_REFERENCE_BYTES)
+    return std::string("level ") + (level == 3 ? "3 keeps the reference's parameters after every step" :
+                                                 "12 keeps every step's submodule outputs, gradients and state") +
+           ": " + std::to_string(steps) + " steps of this preset take " + std::to_string(bytes >> 20) +
+           " MiB, over the 1024 MiB limit; use fewer steps";
   if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
   if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
   return "";
@@ -458,6 +525,29 @@ uint64_t params_digest(const TensorSet& p) {
   uint64_t d = 0;
   for (size_t i = 0; i < p.tensors.size(); ++i) d += tensor_digest(i, p.tensors[i].data.data(), p.tensors[i].size());
   return d;
+}
+
+// Per micro-batch (T tokens): the forward's outputs are (4 + 27 L) T x d activations with the backward's (both
+// ends' two, 12 a layer forward and 15 backward), 6 L T x F (gate, up, SwiGLU and their gradients), the logits and
+// their gradient (2 T x V), the T token losses and their sum, and every parameter's gradient once (P); then the
+// accumulation of the later micro-batches (P each), the step's loss, and the optimizer's parameters and moments.
+int64_t l1_floats_per_step(const Config& c) {
+  const int64_t t = c.tokens(), p = parameter_count(c);
+  const int64_t microbatch =
+      (4 + 27 * c.layers) * t * c.dim + 6 * c.layers * t * c.ffn + 2 * t * c.vocab + t + 1 + p;
+  return c.micro_batches() * microbatch + (c.micro_batches() - 1) * p + 1 + 3 * p;
+}
+
+uint64_t reference_bytes(const Config& c, int level, int64_t steps) {
+  const auto p = static_cast<uint64_t>(parameter_count(c)), s = static_cast<uint64_t>(steps);
+  if (level == 3) return s * p * 4;
+  return (s * (static_cast<uint64_t>(l1_floats_per_step(c)) + 4 * p) + p) * 4;
+}
+
+std::vector<uint64_t> l1_elements(const ReplaySpec& sp, const Reference& r) {
+  std::vector<uint64_t> e(sp.subs.size());
+  for (size_t k = 0; k < sp.sites.size(); ++k) e[static_cast<size_t>(sp.sites[k].sub)] += r.outputs[k].size();
+  return e;
 }
 
 const Reference& problem_reference(const Problem& p) {

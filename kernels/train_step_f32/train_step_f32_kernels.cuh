@@ -272,10 +272,17 @@ __global__ void digest_add_kernel(const float* x, uint64_t n, uint64_t key, uint
 
 __global__ void zero_u64_kernel(uint64_t* acc) { *acc = 0; }
 
-// L1: the digest into its slots; differs from the reference's: flag, and the reference's output goes in.
-__global__ void sync_check_kernel(const uint64_t* acc, uint64_t ref, float* slots, int* differs) {
-  put_digest(*acc, slots);
+// L1: the step's digest of an output added to its site's; differs from the reference's: flag, and (the kernels
+// below) the comparison goes to the submodule's metrics and the reference's output in its place.
+__global__ void sync_check_kernel(const uint64_t* acc, uint64_t ref, uint64_t* site, int* differs) {
+  *site += *acc;
   *differs = *acc != ref;
+}
+
+// L1's comparison of a differing output with the reference's, added to its submodule's sums (one thread, the
+// host's order).
+__global__ void l1_compare_kernel(const int* differs, const float* x, const float* ref, uint64_t n, MetricSum* sum) {
+  if (*differs) sum->add(compare(x, ref, n));
 }
 
 __global__ void substitute_kernel(const int* differs, const float* ref, uint64_t n, float* x) {
@@ -284,6 +291,15 @@ __global__ void substitute_kernel(const int* differs, const float* ref, uint64_t
 }
 
 __global__ void put_digest_kernel(const uint64_t* acc, float* slots) { put_digest(*acc, slots); }
+
+// n digests into their slot triples.
+__global__ void put_digests_kernel(const uint64_t* acc, uint64_t n, float* slots) {
+  SDC_FOR_EACH(i, n) put_digest(acc[i], slots + DIGEST_SLOTS * i);
+}
+
+__global__ void zero_u64s_kernel(uint64_t* x, uint64_t n) { SDC_FOR_EACH(i, n) x[i] = 0; }
+
+__global__ void zero_sums_kernel(MetricSum* x, uint64_t n) { SDC_FOR_EACH(i, n) x[i] = MetricSum{}; }
 
 // Mismatched elements of a against b, added to *count (many threads: an integer count is order-free).
 __global__ void count_mismatch_kernel(const float* a, const float* b, uint64_t n, unsigned* count) {
@@ -294,20 +310,32 @@ __global__ void count_mismatch_kernel(const float* a, const float* b, uint64_t n
 
 __global__ void zero_count_kernel(unsigned* count) { *count = 0; }
 
-// The metrics in the host's order by one thread, only where count_mismatch_kernel found a mismatch (a
-// healthy GPU's are 0 without reading the tensor again, as the host's are).
-__global__ void metrics_kernel(const float* a, const float* b, uint64_t n, bool ratio, const unsigned* count,
-                               float* slots) {
-  if (*count == 0) {
-    slots[0] = slots[1] = 0;
-    if (ratio) slots[2] = 0;
-    return;
-  }
-  const Metrics m = tensor_metrics(a, b, n);
+// Level 2's comparisons of one step (compare_step, one thread in the host's order), only where
+// count_mismatch_kernel found a mismatch: a healthy GPU's add nothing without reading the tensors again, as
+// the host's add nothing.
+__global__ void compare_step_kernel(const TensorPair* t, int tensors, const unsigned* count, MetricSum* sums,
+                                    MetricSum* model) {
+  if (*count) compare_step(t, tensors, sums, model);
+}
+
+// A MetricSum's metrics over `elements` into slots (frequency, severity, and the ratio when asked).
+__global__ void metric_slots_kernel(const MetricSum* sum, uint64_t elements, bool ratio, float* slots) {
+  const Metrics m = sum->metrics(elements);
   slots[0] = m.frequency;
   slots[1] = m.severity;
   if (ratio) slots[2] = m.ratio;
 }
+
+// L1's per-submodule metrics: frequency and severity of submodule i into slots 2i, 2i + 1.
+__global__ void l1_metric_slots_kernel(const MetricSum* sums, const uint64_t* elements, uint64_t n, float* slots) {
+  SDC_FOR_EACH(i, n) {
+    const Metrics m = sums[i].metrics(elements[i]);
+    slots[2 * i] = m.frequency;
+    slots[2 * i + 1] = m.severity;
+  }
+}
+
+__global__ void model_ratio_kernel(const MetricSum* model, float* slot) { *slot = model->ratio; }
 
 // L3: the step's loss into its slot; a spike sets the flag (train_step_f32_family.cpp's test, in double).
 __global__ void loss_slot_kernel(const float* loss, double ref, float* slot, int* spike) {
@@ -315,12 +343,6 @@ __global__ void loss_slot_kernel(const float* loss, double ref, float* slot, int
   *slot = l;
   if (!(l <= ref * SPIKE && l >= ref / SPIKE)) *spike = 1;
 }
-
-struct TensorPair {
-  const float* a;
-  const float* b;
-  uint64_t n;
-};
 
 // The relative distance of all parameters from the reference's, elements in the host's order; 0 when `count`
 // (of the elements whose bits differ) is 0, as the host's relative_distance(0, ref2) is.

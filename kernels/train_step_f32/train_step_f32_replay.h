@@ -22,11 +22,13 @@ constexpr double SPIKE = 1.5;
 constexpr int64_t L3_STEP_SLOTS = 5;
 constexpr int64_t L3_LOSS = 0, L3_DIGEST = 1, L3_DISTANCE = 4;  // offsets within a step's slots
 
-// Level 3's trajectory keeps the reference's parameters after every step (the per-step distance needs them):
-// steps x parameters x 4 bytes, at most this much (the small preset's 20 steps take 305 MB).
-constexpr uint64_t MAX_TRAJECTORY_BYTES = uint64_t{1} << 30;
+// The reference a case keeps, at most this much: level 3 the parameters after every step (the per-step distance
+// needs them: steps x parameters x 4 bytes; the small preset's 20 steps take 305 MB); level 12 every step's L1
+// outputs (computation sync) and the state each step starts from and its gradients (parameter sync).
+constexpr uint64_t MAX_REFERENCE_BYTES = uint64_t{1} << 30;
 
-// Level 12's L1 part: one slot triple per submodule output of step 0, in execution order.
+// Level 12's L1 part: one slot triple per submodule output of a step (each micro-batch and output, in execution
+// order), the digests of every step's output added (the key of step s's output at site k: s * sites + k).
 struct L1Site {
   int sub = 0;  // index into submodules(cfg)
   int microbatch = 0;
@@ -45,18 +47,36 @@ struct ReplaySpec {
   std::vector<L1Site> sites;       // level 12
   std::vector<std::string> names;  // one per tile slot
   std::vector<ReplayMetricSlot> metrics;  // the slots that hold metrics (the others are digests)
+  // Level 12's slots after L1's digests: per submodule (in subs' order) its L1 frequency and severity; per
+  // tensor its gradient's digest and metrics (L2_GRAD_SLOTS), the whole model's gradient ratio, per tensor its
+  // parameters' digest and metrics (L2_PARAM_SLOTS).
+  uint64_t l1_metrics_at() const { return DIGEST_SLOTS * sites.size(); }
+  uint64_t l2_at() const { return l1_metrics_at() + 2 * subs.size(); }
+  uint64_t model_ratio_at() const { return l2_at() + L2_GRAD_SLOTS * shapes.tensors.size(); }
+  uint64_t l2_params_at() const { return model_ratio_at() + 1; }
+  static constexpr uint64_t L2_GRAD_SLOTS = 6, L2_PARAM_SLOTS = 5;
 };
 // The replay of a validated case.
 ReplaySpec replay_spec(const Case& c);
 
+// Level 12's reference over its steps (parameter sync: step s of L2 starts from params[s], m[s], v[s]); level 3's
+// free-running trajectory.
 struct Reference {
-  std::vector<std::vector<float>> outputs;     // level 12: per L1 site, the step-0 output
-  std::vector<uint64_t> digests;               // level 12: their digests
-  TensorSet grads, params;                     // level 12: after step 0; level 3: params after the last step
-  std::vector<float> losses;                   // level 3: per step
+  std::vector<std::vector<float>> outputs;  // level 12: every step's L1 outputs, step s's site k at s * sites + k
+  std::vector<uint64_t> digests;            // level 12: their digests, each keyed by its index
+  std::vector<TensorSet> params;            // level 12: params[s] step s starts from, params[steps] after the last
+  std::vector<TensorSet> m, v, grads;       // level 12, per step: the moments it starts from, its gradients
+  std::vector<float> losses;                // level 3: per step
   std::vector<std::vector<float>> trajectory;  // level 3: per step, every parameter after it, in tensor order
   std::vector<uint64_t> param_digests;         // level 3: per step, of the parameters after it
 };
+
+// The floats of one step's L1 outputs (every site's output once), and the bytes of a level's reference.
+int64_t l1_floats_per_step(const Config& cfg);
+uint64_t reference_bytes(const Config& cfg, int level, int64_t steps);
+
+// Elements of each submodule's L1 outputs over one step (by submodule index), from the reference's step 0.
+std::vector<uint64_t> l1_elements(const ReplaySpec& sp, const Reference& r);
 
 // The digest of one tensor (its key the tensor's number) and of a parameter set (the sum of its tensors').
 uint64_t tensor_digest(uint64_t key, const float* v, uint64_t n);

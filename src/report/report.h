@@ -23,7 +23,7 @@ namespace sdc {
 // 64 bits, int32 without fields, its distance the difference: diff= in the string), and an injection's target
 // memory (the memory test's region) with its pass; 19: replay_failure_modes of tests (level 3's trajectory
 // classified), level 3's per-step param_distance among the replay metrics
-constexpr int REPORT_SCHEMA_VERSION = 19;
+constexpr int REPORT_SCHEMA_VERSION = 20;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad

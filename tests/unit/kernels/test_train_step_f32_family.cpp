@@ -136,7 +136,9 @@ TEST_CASE(
     for (const auto& n : d)
       if (n.rfind("L1 ", 0) == 0) l1.push_back(n);
     REQUIRE_FALSE(l1.empty());
-    for (const auto& n : l1) CHECK(n.rfind("L1 layer0.mlp.down.backward mb 1 out 0 digest.", 0) == 0);
+    for (const auto& n : l1)  // its site's digest and its submodule's metrics
+      CHECK((n.rfind("L1 layer0.mlp.down.backward mb 1 out 0 digest.", 0) == 0 ||
+             n.rfind("L1 layer0.mlp.down.backward mismatch_", 0) == 0));
     CHECK(any_starts(d, "L2 grad layer0.mlp.up "));
     CHECK(any_starts(d, "L2 grad layer0.attn.wq "));
     CHECK(any_starts(d, "L2 grad embed "));
