@@ -113,6 +113,7 @@ class DeviceDev {
   Sync* sync = nullptr;
   const BitFlip* flip = nullptr;
   bool flipped = false;
+  FlipTally tally;  // this run's (a DeviceDev is one run: L1, L2 or level 3's steps)
 
   Buf alloc(int64_t n) { return Buf(arena_, static_cast<uint64_t>(n)); }
   static float* ptr(Buf& b) { return b.get(); }
@@ -122,7 +123,7 @@ class DeviceDev {
   void emit(const Submodule& sub, const Site& at, float* data, int64_t n) {
     if (!run_) return;
     const auto count = static_cast<uint64_t>(n);
-    if (flip && !flipped && flip->hits(sub.name, at, n)) {
+    if (flip && flip->hits(sub.name, at, n, tally)) {
       ticker_.launch("train_step_f32 flip_kernel", flip_kernel, 1, 1, s_, data, n, flip->element, flip->count,
                      flip->stride, flip->mask);
       flipped = true;

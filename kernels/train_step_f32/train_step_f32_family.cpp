@@ -44,6 +44,7 @@ BitFlip replay_flip(const Injection& inj) {
   f.mask = inj.mask;
   f.count = inj.count;
   f.stride = inj.stride;
+  f.rate = inj.rate;
   return f;
 }
 namespace {
@@ -196,7 +197,15 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
     if (inj.output >= static_cast<int>(s->outputs.size()))
       return s->name + " has " + std::to_string(s->outputs.size()) + " output(s)";
     const int nmb = static_cast<int>(cfg_.micro_batches());
-    if (s->pass == Pass::loss || s->pass == Pass::optimizer) {
+    const bool once_a_step = s->pass == Pass::loss || s->pass == Pass::optimizer;
+    if (inj.rate > 0) {  // every rate-th execution of the output in a run: it must run that often
+      const int64_t runs = steps_ * (once_a_step ? 1 : s->pass == Pass::accumulate ? nmb - 1 : nmb);
+      if (inj.rate > runs)
+        return "rate=" + std::to_string(inj.rate) + ": " + s->name + " output " + std::to_string(inj.output) +
+               " is computed " + std::to_string(runs) + " time" + (runs == 1 ? "" : "s") +
+               " in a replay of this case (" + std::to_string(steps_) + " step" + (steps_ == 1 ? "" : "s") +
+               "); rate= must be in 1.." + std::to_string(runs);
+    } else if (once_a_step) {
       if (inj.microbatch_given) return s->name + " runs once per step: give no microbatch=";
       inj.microbatch = -1;
     } else if (inj.microbatch >= nmb || (s->pass == Pass::accumulate && inj.microbatch == 0)) {

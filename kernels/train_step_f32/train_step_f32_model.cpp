@@ -160,13 +160,11 @@ std::vector<Submodule> submodules(const Config& c) {
 
 void BitFlipInjector::output(const Submodule& s, const Site& at, std::span<float> out) {
   const auto n = static_cast<int64_t>(out.size());
-  if (!fired_ && flip_.hits(s.name, at, n)) {
+  if (flip_.hits(s.name, at, n, tally_))
     for (int64_t i = 0, e = flip_.element; i < flip_.count && e < n; ++i, e += flip_.stride) {
       float& x = out[static_cast<size_t>(e)];
       x = bits_float(float_bits(x) ^ flip_.mask);
     }
-    fired_ = true;
-  }
   if (next_) next_->output(s, at, out);
 }
 

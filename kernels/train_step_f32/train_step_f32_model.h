@@ -78,9 +78,17 @@ class Observer {
   virtual void output(const Submodule& s, const Site& at, std::span<float> out) = 0;
 };
 
-// A drill's fault in one output of one submodule at one step and micro-batch: `mask` (one bit, or several: a
-// multi-bit flip) XORed into `count` words `stride` apart from `element` (count=32 from a multiple of 32: a
-// warp-aligned cluster); words past the output's end are left alone.
+// What one run of the step has seen of a BitFlip's output: a replay's L1 run, its L2 run, level 3's steps and a
+// reference each keep their own, from zero.
+struct FlipTally {
+  int64_t executions = 0;  // of the flip's submodule output so far, in execution order (micro-batches, steps)
+  int64_t flips = 0;       // of those, the ones the flip hit
+};
+
+// A drill's fault in one output of one submodule: `mask` (one bit, or several: a multi-bit flip) XORed into
+// `count` words `stride` apart from `element` (count=32 from a multiple of 32: a warp-aligned cluster); words
+// past the output's end are left alone. Once (rate 0) at one step and micro-batch; at a rate K, as a datapath
+// that is broken, at the 1st, (K+1)th, (2K+1)th ... execution of that output in a run (K 1: every one).
 struct BitFlip {
   std::string submodule;
   int output = 0;
@@ -89,11 +97,17 @@ struct BitFlip {
   int64_t element = 0;
   uint32_t mask = 1;
   int64_t count = 1, stride = 1;
+  int64_t rate = 0;
 
-  // Whether this output (n words) is the one the fault hits.
-  bool hits(std::string_view name, const Site& at, int64_t n) const {
-    return name == submodule && at.output == output && at.step == step && at.microbatch == microbatch &&
-           element >= 0 && element < n;
+  // Whether this output (n words), the run's next, is one the fault hits; counts it in the run's tally. The
+  // CPU's injector and the device's replay both decide here, so they hit the same executions.
+  bool hits(std::string_view name, const Site& at, int64_t n, FlipTally& run) const {
+    if (name != submodule || at.output != output) return false;
+    const int64_t j = run.executions++;
+    const bool hit =
+        element >= 0 && element < n && (rate > 0 ? j % rate == 0 : at.step == step && at.microbatch == microbatch);
+    run.flips += hit;
+    return hit;
   }
 };
 
@@ -107,12 +121,13 @@ class BitFlipInjector final : public Observer {
  public:
   explicit BitFlipInjector(BitFlip flip, Observer* next = nullptr) : flip_(std::move(flip)), next_(next) {}
   void output(const Submodule& s, const Site& at, std::span<float> out) override;
-  bool fired() const { return fired_; }
+  bool fired() const { return tally_.flips > 0; }
+  int64_t flips() const { return tally_.flips; }  // how many outputs it hit
 
  private:
   BitFlip flip_;
   Observer* next_;
-  bool fired_ = false;
+  FlipTally tally_;
 };
 
 // Which path each submodule runs: `path`, unless `per_submodule` names it.

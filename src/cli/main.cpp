@@ -158,9 +158,10 @@ int main(int argc, char** argv) {
       "training-step replay (" +
           replay_family_ids() +
           ") also takes submodule=NAME[,step=S][,microbatch=M][,output=K]: the flip (bit or mask, count, stride) "
-          "of element N of that submodule's output, inside the replay, on the unit; the memory test (memtest_u32) "
-          "takes target=memory[,pass=NAME]: word N of its region takes the fault between the write and the read of that "
-          "pass (default walking_ones); the run is marked as injected in every output");
+          "of element N of that submodule's output, inside the replay, on the unit (rate=K instead of step= and "
+          "microbatch=: every K-th time the output is computed, from the first, a broken datapath); the memory "
+          "test (memtest_u32) takes target=memory[,pass=NAME]: word N of its region takes the fault between the "
+          "write and the read of that pass (default walking_ones); the run is marked as injected in every output");
   run->add_option("--throughput-floor", ra.throughput_floor,
                   "a unit whose throughput is below R times the median of its peers' is flagged slow (in every "
                   "output; the exit code changes only with --fail-slow). Throughput is measured after the battery "

@@ -119,25 +119,33 @@ std::string parse_injection(const std::string& text, Injection& inj) {
     } else if (key == "output") {
       if (!parse_uint(value, 64, v)) return fmt::format("output '{}' is not an integer in 0..64", value);
       inj.output = static_cast<int>(v);
+    } else if (key == "rate") {
+      if (!parse_uint(value, MAX_REPLAY_RATE, v) || v == 0)
+        return fmt::format("rate '{}' is not an integer in 1..{}", value, MAX_REPLAY_RATE);
+      inj.rate = static_cast<int64_t>(v);
     } else {
       return fmt::format(
           "unknown key '{}' (case, target, tensor, element, bit, mask, stuck, count, stride, unit, device, iteration, "
           "persist; "
-          "submodule, step, microbatch, output for a training-step replay; pass for target=memory)",
+          "submodule, step, microbatch, output, rate for a training-step replay; pass for target=memory)",
           key);
     }
   }
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang || inj.crash) {
     if (has_bit || inj.input || inj.memory || seen.count("pass") || seen.count("element") || seen.count("persist") ||
-        seen.count("stuck") || seen.count("count") || seen.count("stride"))
+        seen.count("stuck") || seen.count("count") || seen.count("stride") || seen.count("rate"))
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }
   if (inj.persist_every > 0 && inj.unit < 0)
     return "persist= other than once needs unit=N: a fault that repeats lives in one unit";
-  if (inj.submodule.empty() && (seen.count("step") || seen.count("microbatch") || seen.count("output")))
-    return "step=, microbatch= and output= apply to submodule= only";
+  if (inj.submodule.empty() &&
+      (seen.count("step") || seen.count("microbatch") || seen.count("output") || seen.count("rate")))
+    return "step=, microbatch=, output= and rate= apply to submodule= only";
+  if (seen.count("rate") && (seen.count("step") || seen.count("microbatch")))
+    return "rate= hits every K-th execution of the submodule's output, over all steps and micro-batches: not with "
+           "step= or microbatch=";
   if (!inj.submodule.empty() && inj.input) return "submodule= flips a submodule's output: not with target=input";
   if (!inj.submodule.empty() && seen.count("stuck"))
     return "submodule= flips bits of a submodule's output (bit=, mask=, count=, stride=): not with stuck=";

@@ -34,7 +34,11 @@
 // step computes it, so everything after it computes on the corrupted value (as on a faulty unit):
 //   submodule=NAME     <module>.<pass> of the replay, e.g. layer0.mlp.down.backward (docs/families.md)
 //   step=S             the training step (default 0); microbatch=M (default 0); output=K (default 0)
-//   element=N, bit=N   the element of that output tensor and the bit to flip
+//   element=N, bit=N   the element of that output tensor and the bit to flip (or mask=, count=, stride=)
+//   rate=K             a permanently faulty datapath instead of one flip: the 1st, (K+1)th, (2K+1)th ...
+//                      execution of that output in each run of the replay (its L1 run, its L2 run, level 3's
+//                      steps, each counted from zero; micro-batches and steps in execution order; K=1 every
+//                      one); not with step= or microbatch=
 // In the memory test's region (target=memory, memtest_u32 cases, CPUs and GPUs; on a GPU device=, not unit=): the
 // fault hits words of the region between the sweep that writes what a pass reads and that pass's read, as a
 // faulty memory cell would:
@@ -51,6 +55,8 @@
 #include "src/spec/fault.h"
 
 namespace sdc {
+
+constexpr uint64_t MAX_REPLAY_RATE = 1000000;  // rate=K's bound (a replay checks K against its own executions)
 
 struct Injection {
   std::string spec;  // as given on the command line
@@ -74,6 +80,7 @@ struct Injection {
   int microbatch = 0;
   bool microbatch_given = false;
   int output = 0;
+  int64_t rate = 0;    // rate=: 0 once (at step, microbatch); K every K-th execution of the output
   bool hang = false;   // hidden drill for the watchdog (action=hang): the unit never finishes
   bool crash = false;  // hidden drill for crash supervision (action=crash, CPUs): the unit takes a SIGSEGV
   // persist=: 0 once; 1 always; K >= 2 every K-th computation. input_only: not on fresh seeds (persist=input).

@@ -402,14 +402,18 @@ def level12_steps_drill(F):
 
 def replay():
     """The training-step replay on an emulated GPU (its battery cases pass in `battery`): a bit flipped inside a
-    submodule's output (--inject ...,submodule=) fails replica 0 alone, the report names that submodule at
-    level 1 and its gradient at level 2, with the same slots, values and metrics the CPU replay reports for the
-    same drill; at level 3 the trajectory matches up to the drilled step and diverges from it."""
+    submodule's output (--inject ...,submodule=), once or at a rate, fails replica 0 alone, the report names that
+    submodule at level 1 (at a rate, the micro-batches it hit) and its gradient at level 2, with the same slots,
+    values and metrics the CPU replay reports for the same drill; at level 3 the trajectory matches up to the drilled step and diverges from it."""
     F = Failures("e2e_emu_replay")
     l12, l3 = "train_step_f32.l12_tiny", "train_step_f32.l3_tiny_20"
     spec = f"case={l12},submodule=layer1.mlp.down.backward,output=1,element=7,bit=20"
+    # The GPU and CPU pair below drill it at a rate (rate=2: micro-batches 0 and 2, in L1 and in L2): the device's
+    # replay decides which executions to flip by the host's code, so its slots are the CPU's; the screens after it
+    # drill one flip.
+    rated = f"{spec},rate=2"
     code, report, err = run_json("--backend", "emulated:2", "--profile", "boot", "--enable", l12, "--inject",
-                                 f"{spec},device=1")
+                                 f"{rated},device=1")
     t = by_device(report, l12)
     F.check(code == 1, f"L12 drill: exit {code}, want 1: {err[-300:]}")
     F.check(t.get("cuda:0", {}).get("result") == "pass", f"L12 drill: GPU 0 {t.get('cuda:0', {}).get('result')}")
@@ -417,11 +421,12 @@ def replay():
     F.check(gpu.get("result") == "fail" and gpu.get("failed_tiles") == 1,
             f"L12 drill: GPU 1 {gpu.get('result')} with {gpu.get('failed_tiles')} failed tiles, want replica 0 alone")
     names = [m.get("element_name", "") for m in gpu.get("miscompares", [])]
-    F.check(any("L1 layer1.mlp.down.backward mb 0 out 1" in n for n in names)
+    l1 = {n.split(": ", 1)[-1].split(" digest.")[0] for n in names if ": L1 " in n}
+    F.check(l1 == {"L1 layer1.mlp.down.backward mb 0 out 1", "L1 layer1.mlp.down.backward mb 2 out 1"}
             and any("L2 grad layer1.mlp.down" in n for n in names), f"L12 drill: slots {names}")
     F.check(report and all(i.get("fired") for i in report.get("injections", [])), "L12 drill: did not fire")
     # The same drill on one CPU: replica 0's slots, values and metrics are the GPU's bit for bit.
-    code, cpu_report, err = run_json("--cpuset", "0", "--profile", "boot", "--enable", l12, "--inject", spec)
+    code, cpu_report, err = run_json("--cpuset", "0", "--profile", "boot", "--enable", l12, "--inject", rated)
     cpu_t = by_device(cpu_report, l12).get("cpu", {})
     on_cpu = {(m["element"], m["actual"]) for m in cpu_t.get("miscompares", []) if m.get("tile") == 0}
     on_gpu = {(m["element"], m["actual"]) for m in gpu.get("miscompares", [])}

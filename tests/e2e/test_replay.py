@@ -9,6 +9,8 @@
 (c) Level 3's failure modes: one drill for each (MODE_DRILLS) gives that mode in the JSON report, with the per-step
     series (loss beside the reference's, parameter distance 0 before the drilled step and positive from it on), and
     the mode the documented rules give for those series (recomputed here); the report validates against the schema.
+    The gradual-drift drill at a rate (rate=4: a datapath broken at micro-batch 0 of every step) departs from step 0
+    and ends farther from the reference than the one flip.
 Under a sanitizer (SDC_SANITIZED set) the counts are scaled down (coverage, not volume): the replays run several
 times slower there.
 """
@@ -231,7 +233,7 @@ def main():
 
     # ---- (c) level 3's failure modes, one drill each (under a sanitizer the one whose loss is NaN) -------------
     steps = common.CASES[L3]["shape"]["steps"] if L3 in common.CASES else 0
-    modes_seen = []
+    modes_seen, drilled = [], {}
     for n, (mode, (drill, step)) in enumerate(MODE_DRILLS.items()):
         if SANITIZED and mode != "spike_and_degrade":
             continue
@@ -255,7 +257,35 @@ def main():
         errors = common.schema_errors(rep) if rep else ["no report"]
         fails.check(not errors, f"mode drill {spec}: the report does not validate: {errors}")
         modes_seen.append(mode)
+        drilled[mode] = (unit, loss, distance, final, t.get("replay_failure_modes", []))
     print(f"failure modes: {modes_seen} each from its drill")
+
+    # ---- (c2) a broken datapath: gradual_drift's flip at a rate (rate=4: micro-batch 0 of every step) ------------
+    # departs from step 0, not from the drilled step, and ends farther from the reference than the one flip. One
+    # screen; not under a sanitizer, where gradual_drift's drill does not run.
+    if "gradual_drift" in drilled:
+        unit, _, once, once_final, _ = drilled["gradual_drift"]
+        drill, step = MODE_DRILLS["gradual_drift"]
+        spec = f"case={L3},{drill.replace(f'step={step},microbatch=0,', '')},rate=4,unit={unit}"
+        rc, rep, err = common.run_json("--profile", "standard", "--time-budget", "0.2s", "--enable", L3, "--cpuset",
+                                       cpuset, "--inject", spec)
+        t = rep["tests"][0] if rep and rep.get("tests") else {}
+        inj = (rep or {}).get("injections") or [{}]
+        loss, ref, distance, final = series(t, unit)
+        modes = [f["failure_mode"] for f in t.get("replay_failure_modes", [])]
+        fails.check(rc == 1 and t.get("units_failed") == [unit] and inj[0].get("fired") is True and
+                    inj[0].get("spec", "").endswith(f"rate=4,unit={unit}"),
+                    f"rate drill {spec}: exit {rc}, units failed {t.get('units_failed')}, {inj} ({err.strip()[-300:]})")
+        departures = lambda d: sum(x > 0 for x in d)
+        fails.check(len(distance) == steps and all(d > 0 for d in distance) and departures(once) == steps - step,
+                    f"rate drill {spec}: distances {distance}, want every step's positive (one flip: {once})")
+        fails.check(final and once_final and final[0] > once_final[0],
+                    f"rate drill {spec}: final distance {final}, not above the one flip's {once_final}")
+        fails.check(len(modes) == 1 and failure_mode(loss, ref, distance) == modes[0],
+                    f"rate drill {spec}: failure modes {modes}, the documented rules give "
+                    f"{failure_mode(loss, ref, distance)}")
+        print(f"rate drill: {departures(distance)} of {steps} steps depart (one flip: {departures(once)}), final "
+              f"distance {final} (one flip: {once_final}), {modes}")
 
     # ---- (d) the reference: a unit that computes it wrong fails, and no healthy unit is blamed ------------
     # A fault that repeats (persist=always) corrupts whatever its CPU computes of the case, the reference too
@@ -359,7 +389,9 @@ def main():
                       (f"case={L12},submodule=layer0.mlp.down.backward,step=1,element=0,bit=3", "step 1"),
                       ("case=softmax_f32.special_128x1000,submodule=embed.forward,element=0,bit=3", "train_step_f32"),
                       (f"case={L12},step=1,element=0,bit=3", "submodule= only"),
-                      (f"case={L12},submodule=layer0.mlp.down.backward,element=0,bit=3,stuck=1", "not with stuck=")):
+                      (f"case={L12},submodule=layer0.mlp.down.backward,element=0,bit=3,stuck=1", "not with stuck="),
+                      (f"case={L12},submodule=layer0.mlp.down.backward,rate=2,step=0,element=0,bit=3", "not with step="),
+                      (f"case={L12},submodule=loss.step,rate=2,element=0,bit=3", "rate= must be in 1..1")):
         p = common.run("run", "--enable", L12, "--cpuset", cpuset, "--inject", spec, "-q")
         fails.check(p.returncode == 64 and why in p.stderr, f"--inject {spec}: exit {p.returncode}, {p.stderr.strip()[:300]}")
     fails.finish()

@@ -60,6 +60,23 @@ TEST_CASE("injection specs", "[parsers]") {
         "case=x,element=1,bit=1,target=input", "case=x,element=1,bit=1,tensor=a", "case=x,element=1,bit=1,colour=red",
         "case=x,element=1,bit=1,case=y", "case=x,element=1,bit=1,unit=abc", "case=x,element=1,bit=1,"})
     REQUIRE_FALSE(parse_injection(bad, inj).empty());
+  // A replay drill at a rate (every K-th execution of the submodule's output): not with step= or microbatch=,
+  // which name one execution.
+  REQUIRE(parse_injection("case=x,submodule=layer0.mlp.down.forward,element=1,bit=1,rate=3,output=0", inj).empty());
+  REQUIRE(inj.rate == 3);
+  REQUIRE(parse_injection("case=x,submodule=layer0.mlp.down.forward,element=1,bit=1", inj).empty());
+  REQUIRE(inj.rate == 0);
+  const std::string sub = "case=x,submodule=layer0.mlp.down.forward,element=1,bit=1,";
+  REQUIRE(parse_injection(sub + "rate=2,step=1", inj) ==
+          "rate= hits every K-th execution of the submodule's output, over all steps and micro-batches: not with "
+          "step= or microbatch=");
+  REQUIRE(parse_injection(sub + "microbatch=0,rate=2", inj).find("not with step= or microbatch=") != std::string::npos);
+  REQUIRE(parse_injection("case=x,element=1,bit=1,rate=2", inj) ==
+          "step=, microbatch=, output= and rate= apply to submodule= only");
+  REQUIRE(parse_injection(sub + "rate=0", inj) == "rate '0' is not an integer in 1..1000000");
+  for (const char* bad : {"rate=-1", "rate=1000001", "rate=2x", "rate=", "rate=1/2"})
+    REQUIRE(parse_injection(sub + bad, inj).rfind("rate '", 0) == 0);
+  REQUIRE_FALSE(parse_injection("case=x,action=hang,rate=2", inj).empty());
 }
 
 TEST_CASE("a drill's persistence: when it fires, in the run and in retests", "[parsers]") {

@@ -1,6 +1,7 @@
 // Training-step replay's core (kernels/train_step_f32): the fast path of every op equals the plain
 // specification bit for bit, micro-batch accumulation has a fixed order that matters, training lowers the
-// loss reproducibly, the observer sees and can replace every submodule output, and the own sine and cosine
+// loss reproducibly, the observer sees and can replace every submodule output, a drill's flip hits the
+// executions it names (once, or every K-th: a rate), and the own sine and cosine
 // are accurate over the rotary angles. The backward's derivatives: test_train_step_f32_grad.cpp; the
 // family's tiles: test_train_step_f32_family.cpp.
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/catch.h"
@@ -371,6 +374,55 @@ TEST_CASE("train_step_f32: submodules are unique, reported in execution order, a
       CHECK(same_bits(g.data, clean_grads[g.name].data) == before);
     }
   }
+}
+
+TEST_CASE("train_step_f32: a flip at a rate hits every K-th execution of its output, over micro-batches and steps",
+          "[replay]") {
+  const Config c = tiny_config();  // 4 micro-batches a step
+  REQUIRE(c.micro_batches() == 4);
+  const Optimizer o;
+  using Where = std::tuple<int64_t, std::string, int, int>;  // step, submodule, micro-batch, output
+  struct Golden final : Observer {
+    std::map<Where, Vec> outputs;
+    void output(const Submodule& s, const Site& at, std::span<float> out) override {
+      outputs[{at.step, s.name, at.microbatch, at.output}] = Vec(out.begin(), out.end());
+    }
+  } golden;
+  train(c, 2, 3, o, &golden);
+  // Computation sync over both steps: every output that differs from the healthy run's is listed and replaced by
+  // it, so the run stays the healthy one and the list holds exactly the outputs the flip hit.
+  struct StepSync final : Observer {
+    const Golden& golden;
+    std::vector<std::pair<int64_t, int>> hit;  // (step, micro-batch)
+    explicit StepSync(const Golden& g) : golden(g) {}
+    void output(const Submodule& s, const Site& at, std::span<float> out) override {
+      const Vec& want = golden.outputs.at({at.step, s.name, at.microbatch, at.output});
+      if (std::memcmp(want.data(), out.data(), want.size() * sizeof(float)) == 0) return;
+      hit.emplace_back(at.step, at.microbatch);
+      std::copy(want.begin(), want.end(), out.begin());
+    }
+  };
+  auto hits = [&](const std::string& sub, int output, int64_t rate, int64_t step = 0, int mb = 0) {
+    StepSync sync(golden);
+    BitFlipInjector inject({sub, output, step, mb, 17, 1u << 20, 1, 1, rate}, &sync);
+    train(c, 2, 3, o, &inject);
+    CHECK(inject.flips() == static_cast<int64_t>(sync.hit.size()));
+    CHECK(inject.fired() == !sync.hit.empty());
+    return sync.hit;
+  };
+  using Hits = std::vector<std::pair<int64_t, int>>;
+  // Without a rate: the one execution named.
+  CHECK(hits("layer1.attn.wo.forward", 0, 0, 1, 2) == Hits{{1, 2}});
+  // rate=2: executions 0, 2, 4, 6 of the output's 8 (4 micro-batches of 2 steps); 3: 0, 3, 6; 1: every one.
+  CHECK(hits("layer1.attn.wo.forward", 0, 2) == Hits{{0, 0}, {0, 2}, {1, 0}, {1, 2}});
+  CHECK(hits("layer1.attn.wo.forward", 0, 3) == Hits{{0, 0}, {0, 3}, {1, 2}});
+  CHECK(hits("layer1.attn.wo.forward", 0, 1) == Hits{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 3}});
+  CHECK(hits("layer1.attn.wo.forward", 0, 8) == Hits{{0, 0}});
+  // Only the named output counts: lm_head.backward's dw (output 1), not its dx.
+  CHECK(hits("lm_head.backward", 1, 2) == Hits{{0, 0}, {0, 2}, {1, 0}, {1, 2}});
+  // Accumulation runs from micro-batch 1 on (3 a step); the optimizer once a step.
+  CHECK(hits("layer0.mlp.down.accumulate", 0, 2) == Hits{{0, 1}, {0, 3}, {1, 2}});
+  CHECK(hits("embed.optimizer", 2, 1) == Hits{{0, -1}, {1, -1}});
 }
 
 TEST_CASE("train_step_f32: own sine and cosine are within a few ulps over the rotary angles", "[replay]") {

@@ -156,6 +156,28 @@ TEST_CASE(
     CHECK_FALSE(p->replay()->check_fault(late).empty());
     Injection outside = replay_fault("loss.step", 0, 0, 0, 1, 3);
     CHECK_FALSE(p->replay()->check_fault(outside).empty());
+
+    // At a rate: rate=2 hits micro-batches 0 and 2 of the step, in L1 (named there) as in L2.
+    Injection rated = replay_fault("layer0.mlp.down.backward", 0, 0, 0, 5 * 192 + 100, 20);
+    rated.rate = 2;
+    REQUIRE(p->replay()->check_fault(rated).empty());
+    std::set<std::string> l1_rated;
+    for (const auto& n : differing(*p, replay_tile(*p, &rated), clean))
+      if (n.rfind("L1 ", 0) == 0) l1_rated.insert(n.substr(0, n.find(" digest.")));
+    CHECK(l1_rated ==
+          std::set<std::string>{"L1 layer0.mlp.down.backward mb 0 out 0", "L1 layer0.mlp.down.backward mb 2 out 0"});
+    // rate= is checked against how often the output is computed in a replay (one step of 4 micro-batches here).
+    for (const auto& [sub, rate, ok] : {std::tuple{"layer0.mlp.down.backward", 4, true},
+                                        {"layer0.mlp.down.backward", 5, false},
+                                        {"embed.accumulate", 3, true},
+                                        {"embed.accumulate", 4, false},
+                                        {"loss.step", 1, true},
+                                        {"loss.step", 2, false}}) {
+      Injection r = replay_fault(sub, 0, 0, 0, 0, 3);
+      r.rate = rate;
+      INFO(sub << " rate " << rate << ": " << p->replay()->check_fault(r));
+      CHECK(p->replay()->check_fault(r).empty() == ok);
+    }
   }
   {
     const auto p = f.prepare(replay_case(3, 4));
@@ -174,6 +196,15 @@ TEST_CASE(
     for (int64_t st = 0; st < 4; ++st) CHECK((faulty[L3_STEP_SLOTS * st + L3_DISTANCE] > 0.0f) == (st >= 2));
     CHECK(faulty[L3_STEP_SLOTS * 4] == faulty[L3_STEP_SLOTS * 3 + L3_DISTANCE]);
     CHECK(p->replay()->failure_mode(clean.data(), faulty.data()) == "gradual_drift");
+    // The same flip at a rate (micro-batch 0 of every step: rate=4 of 4) departs from step 0 on.
+    Injection rated = replay_fault("layer0.mlp.down.backward", 0, 0, 0, 100, 20);
+    rated.rate = 4;
+    REQUIRE(p->replay()->check_fault(rated).empty());
+    const Vec broken = replay_tile(*p, &rated);
+    for (int64_t st = 0; st < 4; ++st) CHECK(broken[L3_STEP_SLOTS * st + L3_DISTANCE] > 0.0f);
+    Injection too_rare = rated;
+    too_rare.rate = 17;  // 16 executions in 4 steps
+    CHECK(p->replay()->check_fault(too_rare).find("rate= must be in 1..16") != std::string::npos);
   }
 }
 
