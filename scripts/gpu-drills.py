@@ -41,10 +41,11 @@ import tempfile
 DRILLED_MODES = {"exact", "exact-integer"}
 
 
-# The replay (train_step_f32) is drilled apart: its tiles are whole replays by the whole GPU, so no SM is
-# named either; its drills flip a submodule's output inside the step.
-REPLAY = "train_step_f32"
-REPLAY_CASE = "train_step_f32.l12_tiny"
+# The replays (train_step_f32, and train_step_bf16 in mixed precision) are drilled apart: their tiles are whole
+# replays by the whole GPU, so no SM is named either; their drills flip a submodule's output inside the step,
+# taking the two boot cases in turn.
+REPLAY_PREFIX = "train_step_"
+REPLAY_CASES = ["train_step_f32.l12_tiny", "train_step_bf16.l12_tiny"]
 # Submodules every preset has (layer 0 exists in every model), with the output drilled: forward and backward,
 # matmuls, norms, attention, the loss, the embedding's scatter-add.
 REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.attn.wq.forward", 0),
@@ -62,7 +63,7 @@ MEMTEST_PASSES = ["walking_ones", "walking_zeros", "inversions_00_up", "inversio
 def drilled(family):
     # The emulated device (tests) runs the project's kernels in any build, which lists no "cuda" without CUDA.
     on_gpu = "cuda" in family["backends"] or (BACKEND != "cuda" and family["device_side"] == "kernel")
-    return on_gpu and not family["id"].endswith("_cublaslt") and family["id"] != REPLAY
+    return on_gpu and not family["id"].endswith("_cublaslt") and not family["id"].startswith(REPLAY_PREFIX)
 
 
 def listing(binary, patterns):
@@ -233,12 +234,14 @@ def main():
             why.append("no report")
         settle(results, bad, spec, why, family=c["family"], by_sm=by_sm, cluster=cluster)
     replay = []
-    if a.replay_drills and any(c["id"] == REPLAY_CASE for c in listed["cases"]):
+    replay_cases = [r for r in REPLAY_CASES if any(c["id"] == r for c in listed["cases"])]
+    if a.replay_drills and replay_cases:
         for i in range(a.replay_drills):
             sub, out = REPLAY_SITES[i % len(REPLAY_SITES)]
+            case = replay_cases[i % len(replay_cases)]
             element, bit = rnd.randrange(32), rnd.randrange(18, 23)  # every output has 32 elements or more
-            spec = f"case={REPLAY_CASE},submodule={sub},output={out},element={element},bit={bit},device={a.device}"
-            code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", REPLAY_CASE, "--inject", spec])
+            spec = f"case={case},submodule={sub},output={out},element={element},bit={bit},device={a.device}"
+            code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", case, "--inject", spec])
             why = []
             if code != 1:
                 why.append(f"exit {code} ({err.strip()[:200]})")

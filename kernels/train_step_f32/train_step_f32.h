@@ -100,6 +100,14 @@
 //   backward: du = dz * silu;  dsilu = sg * fmaf(g, 1 - sg, 1);  dg = (dz * u) * dsilu
 //   (d silu / dg = sg + g sg (1 - sg); for g < -88.7, e = inf, sg = +0 and everything stays finite)
 //
+// MIXED PRECISION (the family train_step_bf16, Config::bf16): as training in bf16 with fp32 master weights
+// does, every matmul above (the linear layers' Y = X W, dX = dY W^T and dW = X^T dY, lm_head's included; not
+// attention's products, which stay fp32) reads its two operands rounded to bf16, bf16_rn below (round to
+// nearest even; a NaN stays a NaN), each micro-batch anew from the fp32 tensors; the chain is the fp32 chain
+// over the rounded operands. A product of two bf16 values is exact in fp32, so each chain is an fp32 sum of
+// exact products in the stated order. Everything else (norms, attention, SwiGLU, the loss, the accumulation,
+// the optimizer and its state, the parameters) stays fp32.
+//
 // Micro-batch accumulation: G = g_0, then G = G + g_m for m = 1, 2, ... in order (left fold; the first
 // micro-batch's gradient is the initial value, never +0 + g_0). Since the loss scaling 2^-log2(B*S) is in
 // every micro-batch's dlogits, G is the gradient of the step's mean loss.
@@ -141,6 +149,7 @@ struct Config {
   int64_t batch;   // B sequences per step
   int64_t micro;   // mb sequences per micro-batch
   int64_t ffn;     // F
+  bool bf16 = false;  // the matmuls read bf16-rounded operands (MIXED PRECISION above)
 
   SDC_HD int64_t head_dim() const { return dim / heads; }
   SDC_HD int64_t micro_batches() const { return batch / micro; }
@@ -164,6 +173,16 @@ SDC_HD int init_scale_exponent(int64_t fan_in) {
   int c = 0;
   while ((int64_t{1} << (2 * c)) < fan_in) ++c;
   return c;
+}
+
+// ---- bf16 ----------------------------------------------------------------------------------------------
+// x rounded to bf16 (8 significant bits), returned as the fp32 value it is: round to nearest, ties to even
+// (the upper half of the bits after adding 0x7fff and the kept half's lowest bit); an overflow rounds to an
+// infinity, a NaN stays a NaN of its sign (its quiet bit set, so that no payload rounds into an infinity).
+SDC_HD float bf16_rn(float x) {
+  const uint32_t u = float_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bits_float((u | 0x00400000u) & 0xffff0000u);
+  return bits_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
 }
 
 // ---- own sine and cosine -------------------------------------------------------------------------------

@@ -223,6 +223,9 @@ class DeviceDev {
   }
   void sum(const std::string&, const float* x, int64_t n, float* out) { go("sum_kernel", sum_kernel, 1, x, n, out); }
   void scale(const std::string&, float* x, float factor) { go("scale_kernel", scale_kernel, 1, x, factor); }
+  void to_bf16(const std::string&, const float* x, int64_t n, float* y) {
+    go("bf16_kernel", bf16_kernel, n, x, static_cast<uint64_t>(n), y);
+  }
   void adamw(const std::string&, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
     go("adamw_kernel", adamw_kernel, n, w, g, m, v, n, s);
   }

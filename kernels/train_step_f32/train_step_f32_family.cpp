@@ -107,6 +107,7 @@ void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* 
 ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
   sp.cfg = config_of(dim(c, "preset"));
+  sp.cfg.bf16 = c.family == BF16_FAMILY;
   sp.level = static_cast<int>(dim(c, "level"));
   sp.steps = dim(c, "steps");
   sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
@@ -565,17 +566,27 @@ const Reference& problem_reference(const Problem& p) {
   return r->reference();
 }
 
-Family family() {
-  Family f{"train_step_f32",
-           "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, one "
-           "step with parameter sync, free-running steps",
-           {Mode::exact},
-           {"cpu", "cuda"},
-           {"preset", "level", "steps", "optimizer", "replicas"},
-           validate,
-           prepare};
+namespace {
+
+Family make_family(const char* id, const char* description) {
+  Family f{id, description, {Mode::exact}, {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
+           validate,   prepare};
   f.replay = true;
   return f;
+}
+
+}  // namespace
+
+Family family() {
+  return make_family("train_step_f32",
+                     "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, "
+                     "steps with parameter sync, free-running steps");
+}
+
+Family bf16_family() {
+  return make_family(BF16_FAMILY,
+                     "the training-step replay in bf16 mixed precision (bf16 matmul operands, fp32 chains, master "
+                     "weights and optimizer): per submodule, steps with parameter sync, free-running steps");
 }
 
 }  // namespace sdc::train_step_f32

@@ -166,6 +166,8 @@ __global__ void swiglu_back_kernel(const float* g, const float* u, const float* 
   }
 }
 
+__global__ void bf16_kernel(const float* x, uint64_t n, float* y) { SDC_FOR_EACH(i, n) y[i] = bf16_rn(x[i]); }
+
 __global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) {
   SDC_FOR_EACH(i, static_cast<uint64_t>(n)) y[i] = a[i] + b[i];
 }

@@ -257,6 +257,9 @@ class CpuDev {
   }
   void sum(const std::string& name, const float* x, int64_t n, float* out) { *out = ops::sum(path(name), x, n, ws_); }
   void scale(const std::string&, float* x, float factor) { *x = *x * factor; }
+  void to_bf16(const std::string&, const float* x, int64_t n, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = bf16_rn(x[i]);
+  }
   void adamw(const std::string& name, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
     ops::adamw(path(name), w, g, m, v, n, s, ws_);
   }

@@ -22,6 +22,11 @@ constexpr double SPIKE = 1.5;
 constexpr int64_t L3_STEP_SLOTS = 5;
 constexpr int64_t L3_LOSS = 0, L3_DIGEST = 1, L3_DISTANCE = 4;  // offsets within a step's slots
 
+// The replay in bf16 mixed precision (train_step_f32.h, MIXED PRECISION) is a family of its own, which this
+// family's code runs with Config::bf16 set (kernels/train_step_bf16).
+constexpr const char* BF16_FAMILY = "train_step_bf16";
+Family bf16_family();
+
 // The reference a case keeps, at most this much: level 3 the parameters after every step (the per-step distance
 // needs them: steps x parameters x 4 bytes; the small preset's 20 steps take 305 MB); level 12 every step's L1
 // outputs (computation sync) and the state each step starts from and its gradients (parameter sync).

@@ -9,7 +9,8 @@
 //   the operations of train_step_f32_ops.h, each with the submodule's name first and without Path and
 //   Workspace (matmul, matmul_dx, matmul_dw, rmsnorm, rmsnorm_back, rope, rope_back, attention,
 //   attention_back, swiglu, swiglu_back, cross_entropy, cross_entropy_back, embedding, embedding_back,
-//   add, adamw, lamb), sum(name, x, n, out) writing the sum to out[0], and scale(name, x, factor): x[0] *= factor
+//   add, adamw, lamb), sum(name, x, n, out) writing the sum to out[0], scale(name, x, factor): x[0] *= factor,
+//   and to_bf16(name, x, n, y): y[i] = bf16_rn(x[i]) (the matmuls' operands in mixed precision, Config::bf16)
 //   emit(const Submodule&, const Site&, float* data, int64_t n)   an output, which the Dev may read and
 //                                                                  overwrite before the step goes on
 #pragma once
@@ -77,19 +78,32 @@ class StepRunner {
   }
   void emit(const std::string& name, int mb, int out, Buf& b, int64_t n) { emit(name, mb, out, d_.ptr(b), n); }
 
+  // A matmul's operand as the matmul reads it: x itself, or in mixed precision its bf16 rounding in `copy`.
+  const float* operand(const std::string& name, const float* x, int64_t n, std::vector<Buf>& copies) {
+    if (!c_.bf16) return x;
+    copies.push_back(d_.alloc(n));
+    d_.to_bf16(name, x, n, d_.ptr(copies.back()));
+    return d_.ptr(copies.back());
+  }
   // Linear backward: dx then dw, both reported.
   void linear_back(const std::string& m, int mb, Buf& x, Buf& dy, int64_t k, int64_t n, Buf& dx) {
     const std::string name = m + ".backward";
     const int64_t t = c_.tokens();
-    d_.matmul_dx(name, d_.ptr(dy), w_[tensor(m)], t, k, n, d_.ptr(dx));
+    std::vector<Buf> copies;
+    copies.reserve(3);
+    const float* dy_in = operand(name, d_.ptr(dy), t * n, copies);
+    d_.matmul_dx(name, dy_in, operand(name, w_[tensor(m)], k * n, copies), t, k, n, d_.ptr(dx));
     emit(name, mb, 0, dx, t * k);
     float* dw = g_[tensor(m)];
-    d_.matmul_dw(name, d_.ptr(x), d_.ptr(dy), t, k, n, dw);
+    d_.matmul_dw(name, operand(name, d_.ptr(x), t * k, copies), dy_in, t, k, n, dw);
     emit(name, mb, 1, dw, k * n);
   }
   void linear(const std::string& m, int mb, Buf& x, int64_t k, int64_t n, Buf& y) {
     const std::string name = m + ".forward";
-    d_.matmul(name, d_.ptr(x), w_[tensor(m)], c_.tokens(), k, n, d_.ptr(y));
+    std::vector<Buf> copies;
+    copies.reserve(2);
+    const float* x_in = operand(name, d_.ptr(x), c_.tokens() * k, copies);
+    d_.matmul(name, x_in, operand(name, w_[tensor(m)], k * n, copies), c_.tokens(), k, n, d_.ptr(y));
     emit(name, mb, 0, y, c_.tokens() * n);
   }
   const float* w(const std::string& name) const { return w_[tensor(name)]; }

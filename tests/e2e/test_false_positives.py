@@ -151,7 +151,7 @@ def main():
     # Under a sanitizer the training-step replays of the small model (seconds per replay, tens of seconds per
     # run in the release build) would add many minutes: their code is the tiny replays' code, which runs here
     # and in test_replay.py under the sanitizer too.
-    big = [c for c in others if cases[c]["family"] == "train_step_f32" and cases[c]["shape"].get("preset", 0) > 0]
+    big = [c for c in others if cases[c]["family"].startswith("train_step_") and cases[c]["shape"].get("preset", 0) > 0]
     if sanitized:
         others = [c for c in others if c not in big]
         # A sanitizer run needs coverage, not volume: the bigger shapes run the same code as the boot cases with

@@ -30,7 +30,7 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
   std::map<std::string, std::pair<double, std::string>> cheapest;  // family -> (tile flops, case id)
   if (sanitized)
     for (const Case& c : ps.battery.cases) {
-      if (!has_cpu_golden(c.mode) || (c.family == "train_step_f32" && c.shape.dims.at("preset") != 0)) continue;
+      if (!has_cpu_golden(c.mode) || (find_family(c.family)->replay && c.shape.dims.at("preset") != 0)) continue;
       const double flops = find_family(c.family)->prepare(c)->tile_flops();
       auto [it, fresh] = cheapest.try_emplace(c.family, flops, c.id);
       if (!fresh && flops < it->second.first) it->second = {flops, c.id};
@@ -41,7 +41,7 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     // A training-step replay's tiles are identical whole replays; the plain path of a small-preset replay takes
     // minutes, so its goldens are left to `golden`'s two computations, and the tiny presets' one tile here
     // stands for them (test_train_step_f32.cpp checks the paths agree).
-    const bool replay = c.family == "train_step_f32";
+    const bool replay = find_family(c.family)->replay;
     if (replay && c.shape.dims.at("preset") != 0) continue;
     ++with_golden;
     replays += replay;
@@ -74,7 +74,7 @@ TEST_CASE("the small training-step replays' goldens recompute with the plain pat
   const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
   size_t checked = 0;
   for (const Case& c : ps.battery.cases) {
-    if (c.family != "train_step_f32" || c.shape.dims.at("preset") == 0) continue;
+    if (!find_family(c.family)->replay || c.shape.dims.at("preset") == 0) continue;
     const auto p = find_family(c.family)->prepare(c);
     std::vector<float> unused(1);
     const float* ptrs[] = {unused.data()};
