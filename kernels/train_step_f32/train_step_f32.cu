@@ -90,8 +90,14 @@ class DeviceReplay final : public cuda::DeviceProblem {
            "not one block's stores";
   }
   cuda::Engine engine() const override {
-    return {cuda::OWN_KERNELS,
-            "train_step replay: simt fp32, one thread per output, the specification's chains and trees (exact)"};
+    if (sp_.tensor_cores)
+      return {cuda::OWN_KERNELS,
+              "train_step replay: bf16 matmul operands on mma.sync m16n8k16 (f32 accumulators, a warp per 16x8 "
+              "fragment, k ascending in steps of 16), the rest simt fp32 (recorded)"};
+    return {cuda::OWN_KERNELS, sp_.cfg.bf16 ? "train_step replay: simt, bf16 matmul operands, fp32 chains and trees, "
+                                              "one thread per output, the specification's order (exact)"
+                                            : "train_step replay: simt fp32, one thread per output, the "
+                                              "specification's chains and trees (exact)"};
   }
   uint64_t scratch_bytes() const override { return fixed_ + l1_bytes_ + arena_; }
   void generate(size_t, void* dst, cudaStream_t stream) const override {
@@ -122,7 +128,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
   }
 
   void compute(const void* const*, float* out, uint32_t*, void* scratch, cudaStream_t stream) const override {
-    if (!ref_) throw std::logic_error("train_step_f32: the device replay has no reference");
+    if (!ref_ && !sp_.tensor_cores) throw std::logic_error("train_step_f32: the device replay has no reference");
     char* const base = static_cast<char*>(scratch);
     State st = state(base);
     upload(st, stream);
@@ -296,6 +302,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     {  // L1: computation sync
       Arena arena(st.arena, arena_);
       DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
+      dev.tensor_cores = sp_.tensor_cores;
       Sync sync{ref_, &st.ref_outputs, &sp_.sites, st.site_digests, st.l1_sums, st.acc, st.differs, 0};
       dev.sync = &sync;
       dev.flip = flip;
@@ -318,6 +325,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     zero(st.grad_sums, 2 * nt + 1, s);
     Arena arena(st.arena, arena_);
     DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
+    dev.tensor_cores = sp_.tensor_cores;
     dev.flip = flip;
     for (int64_t k = 0; k < sp_.steps; ++k) {
       upload_l2(st, k, s);
@@ -362,19 +370,23 @@ class DeviceReplay final : public cuda::DeviceProblem {
     const auto& tensors = sp_.shapes.tensors;
     Arena arena(st.arena, arena_);
     DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
+    dev.tensor_cores = sp_.tensor_cores;
     dev.flip = flip;
     init(st, s);
     ticker_.launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
     for (int64_t k = 0; k < sp_.steps; ++k) {
       step(st, k, dev, s);
-      float* o = out + L3_STEP_SLOTS * k;
+      float* o = out + (sp_.tensor_cores ? L3_TC_STEP_SLOTS : L3_STEP_SLOTS) * k;
+      // The loss; with a host reference, its spike test too (on the tensor cores: the loss alone).
+      const double ref_loss = ref_ ? static_cast<double>(ref_->losses[static_cast<size_t>(k)]) : 0.0;
       ticker_.launch("train_step_f32 loss_slot_kernel", loss_slot_kernel, 1, 1, s, static_cast<const float*>(st.loss),
-                     static_cast<double>(ref_->losses[static_cast<size_t>(k)]), o + L3_LOSS, st.spike);
+                     ref_loss, o + L3_LOSS, st.spike);
       ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
       for (size_t i = 0; i < tensors.size(); ++i)
         dev.digest(st.t.params[i], static_cast<uint64_t>(tensors[i].size()), i, st.acc);
       ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
                      static_cast<const uint64_t*>(st.acc), o + L3_DIGEST);
+      if (sp_.tensor_cores) continue;  // no host reference to measure the distance from
       // The step's distance from the reference's parameters after the same step (the last one's stays for
       // the final slots).
       upload_step(st, k, s);
@@ -385,6 +397,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
                      static_cast<const TensorPair*>(st.pairs), static_cast<int>(tensors.size()),
                      static_cast<const unsigned*>(st.mismatches), o + L3_DISTANCE);
     }
+    if (sp_.tensor_cores) return dev.flipped;
     ticker_.launch("train_step_f32 distance_kernel", distance_kernel, 1, 1, s, static_cast<const TensorPair*>(st.pairs),
                    static_cast<int>(tensors.size()), static_cast<const unsigned*>(st.mismatches),
                    static_cast<const int*>(st.spike), out + L3_STEP_SLOTS * sp_.steps);

@@ -114,6 +114,7 @@ class DeviceDev {
   const BitFlip* flip = nullptr;
   bool flipped = false;
   FlipTally tally;  // this run's (a DeviceDev is one run: L1, L2 or level 3's steps)
+  bool tensor_cores = false;  // the matmuls on mma.sync (train_step_bf16 in mode recorded)
 
   Buf alloc(int64_t n) { return Buf(arena_, static_cast<uint64_t>(n)); }
   static float* ptr(Buf& b) { return b.get(); }
@@ -154,15 +155,15 @@ class DeviceDev {
 
   // Y (T x N) = X (T x K) W (K x N): chains over k
   void matmul(const std::string&, const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
-    go("chain_kernel (matmul)", chain_kernel, t * n, x, w, Chain{t, n, k, k, 1, n, 1}, y);
+    chain("chain_kernel (matmul)", "mma_chain_kernel (matmul)", x, w, Chain{t, n, k, k, 1, n, 1}, y);
   }
   // dX (T x K) = dY W^T: chains over j
   void matmul_dx(const std::string&, const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
-    go("chain_kernel (matmul_dx)", chain_kernel, t * k, dy, w, Chain{t, k, n, n, 1, 1, n}, dx);
+    chain("chain_kernel (matmul_dx)", "mma_chain_kernel (matmul_dx)", dy, w, Chain{t, k, n, n, 1, 1, n}, dx);
   }
   // dW (K x N) = X^T dY: chains over tokens
   void matmul_dw(const std::string&, const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
-    go("chain_kernel (matmul_dw)", chain_kernel, k * n, x, dy, Chain{k, n, t, 1, k, n, 1}, dw);
+    chain("chain_kernel (matmul_dw)", "mma_chain_kernel (matmul_dw)", x, dy, Chain{k, n, t, 1, k, n, 1}, dw);
   }
   void rmsnorm(const std::string&, const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
     go("rmsnorm_kernel", rmsnorm_kernel, rows, x, w, rows, cols, y, inv);
@@ -246,6 +247,15 @@ class DeviceDev {
     const auto n = static_cast<uint64_t>(items);
     ticker_.launch(what, kernel, grid_for(n, THREADS), n < THREADS ? static_cast<unsigned>(n ? n : 1) : THREADS, s_,
                    std::forward<A>(args)...);
+  }
+
+  // A matmul: the specification's chains (SIMT, one thread per output), or on the tensor cores (the recorded
+  // mode's engine, tensor_cores).
+  void chain(const char* simt, const char* mma, const float* a, const float* b, const Chain& m, float* out) {
+    if (tensor_cores)
+      go(mma, mma_chain_kernel, static_cast<int64_t>(tensor_core_threads(m.rows, m.cols)), a, b, m, out);
+    else
+      go(simt, chain_kernel, m.rows * m.cols, a, b, m, out);
   }
 
   const Config& c_;

@@ -108,6 +108,7 @@ ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
   sp.cfg = config_of(dim(c, "preset"));
   sp.cfg.bf16 = c.family == BF16_FAMILY;
+  sp.tensor_cores = c.mode == Mode::recorded;
   sp.level = static_cast<int>(dim(c, "level"));
   sp.steps = dim(c, "steps");
   sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
@@ -145,6 +146,12 @@ ReplaySpec replay_spec(const Case& c) {
         sp.names.push_back("L2 param " + t.name + " " + part);
       for (const char* metric : {"mismatch_frequency", "mismatch_severity"})
         add_metric(sp, 2, "param " + t.name, metric, false);
+    }
+  } else if (sp.tensor_cores) {
+    for (int64_t s = 0; s < sp.steps; ++s) {  // L3_TC_STEP_SLOTS
+      const std::string step = "step " + std::to_string(s);
+      add_metric(sp, 3, step, "loss", true);
+      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back("L3 " + step + " params digest." + part);
     }
   } else {
     for (int64_t s = 0; s < sp.steps; ++s) {  // L3_STEP_SLOTS: the trajectory, listed whole for a failing tile
@@ -232,7 +239,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   const ReplayProblem* replay() const override { return this; }
   const std::vector<ReplayMetricSlot>& metric_slots() const override { return sp_.metrics; }
   std::string failure_mode(const float* expected, const float* actual) const override {
-    if (level_ != 3) return "";
+    if (level_ != 3 || sp_.tensor_cores) return "";
     return failure_mode_name(classify_tile(expected, actual, steps_));
   }
   bool compute_reference(const Injection* fault) const override {
@@ -292,6 +299,7 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   // time it is needed (the injection checks, and `golden`, whose every tile is computed twice).
  public:
   const Reference& reference() const {
+    no_cpu_tiles();
     std::lock_guard<std::mutex> lock(ref_mutex_);
     if (!ref_) {
       bool fired = false;
@@ -345,8 +353,8 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   }
 
   uint64_t output_size(const Submodule& s, int output) const {
-    const Reference& r = reference();
     if (level_ == 12) {
+      const Reference& r = reference();
       for (size_t i = 0; i < sites_.size(); ++i)
         if (subs_[static_cast<size_t>(sites_[i].sub)].name == s.name && sites_[i].output == output)
           return r.outputs[i].size();
@@ -402,8 +410,15 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
     size_t k_ = 0;
   };
 
+  // Mode recorded: tensor cores compute the tiles, whose accumulation no CPU reproduces.
+  void no_cpu_tiles() const {
+    if (sp_.tensor_cores)
+      throw std::logic_error("train_step_bf16 in mode recorded computes on tensor cores: no CPU computes its tiles");
+  }
+
   // One replay into out; returns whether the flip (if any) was applied.
   bool replay(float* out, Path path, const BitFlip* flip) const {
+    no_cpu_tiles();
     const Reference& ref = reference();
     Options options;
     options.path = path;
@@ -518,6 +533,9 @@ std::string validate(const Case& c) {
                                                  "12 keeps every step's submodule outputs, gradients and state") +
            ": " + std::to_string(steps) + " steps of this preset take " + std::to_string(bytes >> 20) +
            " MiB, over the 1024 MiB limit; use fewer steps";
+  if (c.mode == Mode::recorded && level != 3)
+    return "mode recorded (the matmuls on tensor cores) runs level 3 only: levels 1 and 2 compare every step with "
+           "the host's reference, which no CPU computes for tensor cores";
   if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
   if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
   return "";
@@ -568,9 +586,9 @@ const Reference& problem_reference(const Problem& p) {
 
 namespace {
 
-Family make_family(const char* id, const char* description) {
-  Family f{id, description, {Mode::exact}, {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
-           validate,   prepare};
+Family make_family(const char* id, const char* description, std::vector<Mode> modes) {
+  Family f{id,       description, std::move(modes), {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
+           validate, prepare};
   f.replay = true;
   return f;
 }
@@ -580,13 +598,16 @@ Family make_family(const char* id, const char* description) {
 Family family() {
   return make_family("train_step_f32",
                      "fp32 training-step replay of a small Llama-shaped model: per submodule with computation sync, "
-                     "steps with parameter sync, free-running steps");
+                     "steps with parameter sync, free-running steps",
+                     {Mode::exact});
 }
 
 Family bf16_family() {
   return make_family(BF16_FAMILY,
                      "the training-step replay in bf16 mixed precision (bf16 matmul operands, fp32 chains, master "
-                     "weights and optimizer): per submodule, steps with parameter sync, free-running steps");
+                     "weights and optimizer): per submodule, steps with parameter sync, free-running steps; "
+                     "mode recorded: the matmuls on tensor cores, free-running steps",
+                     {Mode::exact, Mode::recorded});
 }
 
 }  // namespace sdc::train_step_f32

@@ -15,6 +15,7 @@
 
 #include "src/backends/cuda/device_util.cuh"
 #include "src/spec/digest.h"
+#include "kernels/exactint/mma_ops.cuh"
 #include "kernels/train_step_f32/train_step_f32_replay.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
@@ -43,6 +44,49 @@ __global__ void chain_kernel(const float* a, const float* b, Chain m, float* out
     float acc = +0.0f;
     for (int64_t q = 0; q < m.len; ++q) acc = fmaf(a[r * m.ar + q * m.aq], b[q * m.bq + c * m.bc], acc);
     out[o] = acc;
+  }
+}
+
+// ---- matmuls on the tensor cores (train_step_bf16 in mode recorded) --------------------------------------
+// The Chain's product by one warp per 16 x 8 output fragment: one mma.sync m16n8k16 bf16 per 16 q, f32
+// accumulators from +0, q ascending from instruction to instruction (inside one the order and rounding are the
+// hardware's: the reason the mode is recorded). The operands are bf16 values (to_bf16 rounded them), so the
+// upper half of each fp32 is the bf16 exactly; rows, columns and q past the edges read 0. Fragment maps as
+// kernels/exactint/exactint_mma.cuh states them (a register's two bf16: the lower q in the low half).
+// Launched with tensor_core_threads(rows, cols) threads, in blocks of whole warps.
+SDC_HD uint64_t tensor_core_threads(int64_t rows, int64_t cols) {
+  return static_cast<uint64_t>((rows + 15) / 16) * static_cast<uint64_t>((cols + 7) / 8) * 32;
+}
+
+__global__ void mma_chain_kernel(const float* a, const float* b, Chain m, float* out) {
+  const uint64_t thread = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const int64_t tiles_n = (m.cols + 7) / 8;
+  const auto warp = static_cast<int64_t>(thread / 32);
+  if (thread >= tensor_core_threads(m.rows, m.cols)) return;  // whole warps leave together
+  const int64_t r0 = warp / tiles_n * 16, c0 = warp % tiles_n * 8;
+  const auto g = static_cast<int64_t>(threadIdx.x % 32 / 4), t = static_cast<int64_t>(threadIdx.x % 4);
+  auto av = [&](int64_t r, int64_t q) -> uint32_t {
+    return r < m.rows && q < m.len ? float_bits(a[r * m.ar + q * m.aq]) >> 16 : 0u;
+  };
+  auto bv = [&](int64_t q, int64_t c) -> uint32_t {
+    return c < m.cols && q < m.len ? float_bits(b[q * m.bq + c * m.bc]) >> 16 : 0u;
+  };
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t q0 = 0; q0 < m.len; q0 += 16) {
+    uint32_t fa[4], fb[2];
+    for (int r = 0; r < 4; ++r) {
+      const int64_t row = r0 + g + 8 * (r & 1), q = q0 + 2 * ((r >> 1) * 4 + t);
+      fa[r] = av(row, q) | av(row, q + 1) << 16;
+    }
+    for (int r = 0; r < 2; ++r) {
+      const int64_t q = q0 + 2 * (r * 4 + t);
+      fb[r] = bv(q, c0 + g) | bv(q + 1, c0 + g) << 16;
+    }
+    exactint::mma_bf16(d, fa, fb);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const int64_t row = r0 + g + 8 * (c >> 1), col = c0 + 2 * t + (c & 1);
+    if (row < m.rows && col < m.cols) out[row * m.cols + col] = d[c];
   }
 }
 

@@ -21,6 +21,9 @@ constexpr double SPIKE = 1.5;
 // (the last step's again) and the loss-spike flag.
 constexpr int64_t L3_STEP_SLOTS = 5;
 constexpr int64_t L3_LOSS = 0, L3_DIGEST = 1, L3_DISTANCE = 4;  // offsets within a step's slots
+// On the tensor cores (mode recorded) a step has the loss and the digest alone: the distance and the spike flag are
+// measured against the host's reference, which a CPU cannot compute for tensor cores.
+constexpr int64_t L3_TC_STEP_SLOTS = 4;
 
 // The replay in bf16 mixed precision (train_step_f32.h, MIXED PRECISION) is a family of its own, which this
 // family's code runs with Config::bf16 set (kernels/train_step_bf16).
@@ -43,6 +46,7 @@ struct L1Site {
 struct ReplaySpec {
   Config cfg;
   int level = 12;  // 12 (L1 and L2) or 3
+  bool tensor_cores = false;  // mode recorded: the matmuls on mma.sync, level 3 without a host reference
   int64_t steps = 1;
   uint64_t replicas = 1;
   uint64_t seed = 0;

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 
+import common
 from common import CASES, LISTING, Failures, SDCSCREEN, run_json, schema_errors, report_validator, with_lock
 
 EXACT_MODES = ("exact", "exact-integer")
@@ -401,6 +402,39 @@ def level12_steps_drill(F):
             f"{metrics(cpu_t)[:4]}")
 
 
+def tensor_core_replay(F):
+    """train_step_bf16 in mode recorded, its matmuls on the tensor cores (mma.sync, the emulator's rounding): three
+    emulated GPUs agree and a drill on one makes it the node's dissenter; its losses follow the exact-mode
+    trajectory of the same seed (the CPU's) within 1e-3 without equalling it from step 1 on, which the fragment
+    maps of the mma kernel must get right for."""
+    tc, exact = "train_step_bf16.l3_tiny_8_tc", "train_step_bf16.l3_tiny_20"
+    seeds = {c["id"]: c["seed"] for c in common.battery()["cases"] if c["id"] in (tc, exact)}
+    F.check(seeds[tc] == seeds[exact], f"the tensor-core case and the exact one differ in seed: {seeds}")
+    spec = f"case={tc},submodule=layer0.mlp.down.forward,step=3,element=5,bit=22"
+    code, report, err = run_json("--backend", "emulated:3", "--profile", "standard", "--time-budget", "1s",
+                                 "--enable-any", tc, "--inject", f"{spec},device=2", timeout=1800)
+    t = by_device(report, tc)
+    results = {d: (x.get("result"), x.get("judged_by")) for d, x in t.items()}
+    F.check(code == 1 and results == {"cuda:0": ("pass", "consensus"), "cuda:1": ("pass", "consensus"),
+                                      "cuda:2": ("fail", "consensus")}
+            and any("this GPU is the suspect" in n for n in t.get("cuda:2", {}).get("notes", []))
+            and any("the tensor cores' rounding is the emulator's" in n for n in t.get("cuda:0", {}).get("notes", [])),
+            f"tensor cores: exit {code}, results {results}: {err[-300:]}")
+    # One GPU, two runs, the second drilled at the last step: the first run's healthy trajectory is the reference
+    # its failing tile lists; the exact case's reference (a drill on a CPU) is the CPU's trajectory.
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "8s",
+                                 "--enable-any", tc, "--inject", f"case={tc},submodule=loss.forward,element=0,bit=22,"
+                                 "step=7,iteration=1", timeout=1800)
+    losses = lambda x: [m["reference"] for m in x.get("replay_metrics", []) if m["metric"] == "loss"]
+    on_tc = losses(by_device(report, tc).get("cuda:0", {}))
+    code_cpu, cpu_report, err = run_json("--cpuset", "0", "--time-budget", "1h", "--enable-any", exact, "--inject",
+                                         f"case={exact},submodule=loss.forward,element=0,bit=22,step=19")
+    on_cpu = losses(by_device(cpu_report, exact).get("cpu", {}))[:8]
+    rel = [abs(a - b) / b for a, b in zip(on_tc, on_cpu)]
+    F.check(code == 1 and code_cpu == 1 and len(on_tc) == 8 and len(on_cpu) == 8 and max(rel) < 1e-3
+            and all(r > 0 for r in rel[1:]), f"tensor cores: losses {on_tc} against the exact {on_cpu}")
+
+
 def replay():
     """The training-step replay on an emulated GPU (its battery cases pass in `battery`): a bit flipped inside a
     submodule's output (--inject ...,submodule=), once or at a rate, fails replica 0 alone, the report names that
@@ -458,6 +492,7 @@ def replay():
     if not SANITIZED:
         level3_drill(F, l3)
         level12_steps_drill(F)
+        tensor_core_replay(F)
     # Refused: a replay's kernels span the GPU, so a replay drill cannot name an SM.
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--enable", l12, "--inject",
                                                f"{spec},unit=3", "-q"])], capture_output=True, text=True, timeout=600)

@@ -80,7 +80,7 @@ class DeviceRuntime {
   // share); negative on a GPU, which the probe times by wall time.
   virtual double stream_cpu_seconds(cudaStream_t) { return -1; }
   // A note for a test's report that says what ran on this device in a way a GPU would not, or "".
-  virtual std::string test_note(const Family&) const { return ""; }
+  virtual std::string test_note(const Family&, Mode) const { return ""; }
 };
 
 // The runtime of a GPU that choose_gpus selected (DeviceInfo::runtime says which kind): the CUDA device of

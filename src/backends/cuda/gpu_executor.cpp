@@ -68,7 +68,9 @@ bool prepare_case(const Shared& sh, Gpu& g, const Case& c, DeviceCase& dc, uint6
     r.reason = fmt::format("not applicable on {} ({}): {}", unit_text(UnitName::of_gpu(g.info.index)), g.info.architecture(), why);
     return true;
   }
-  if (dc.problem->replay()) use_checked_reference(sh, c, dc, fresh_seed);
+  // A replay in mode recorded (the tensor cores) has no host reference: its runs are judged by recordings and
+  // consensus alone (train_step_f32_replay.h, ReplaySpec::tensor_cores).
+  if (dc.problem->replay() && has_cpu_golden(c.mode)) use_checked_reference(sh, c, dc, fresh_seed);
   const uint64_t tiles = dc.problem->tile_count(), te = dc.problem->tile_elements();
   const auto tensors = dc.problem->inputs();
   uint64_t need = tiles * te * 4 + tiles * (4 + 8);
@@ -275,7 +277,7 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
   if (r.not_applicable) return std::nullopt;
   // Once per test: a profile that fills its budget prepares the case again every round (the device's note is its
   // first round's: a later round's buffers may lie elsewhere).
-  if (const std::string note = g_.rt->test_note(*find_family(c.family));
+  if (const std::string note = g_.rt->test_note(*find_family(c.family), c.mode);
       !note.empty() && std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end())
     r.notes.push_back(note);
   if (const std::string note = dc_->device->note(dc_->scratch.get()); !note.empty() && r.iterations_done == 0)

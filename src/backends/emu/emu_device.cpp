@@ -139,9 +139,8 @@ class EmuRuntime final : public cuda::DeviceRuntime {
   bool samples_blocks() const override { return d_.spec.sample_blocks != 0; }
   // About 0.3 GFLOP/s on one core, against the watchdog's 1 TFLOP/s: 10000 leaves room for a loaded machine.
   double slowness() const override { return 1e4; }
-  std::string test_note(const Family& f) const override {
-    for (Mode m : f.modes)
-      if (m == Mode::exact || m == Mode::exact_integer) return "";
+  std::string test_note(const Family& f, Mode mode) const override {
+    if (has_cpu_golden(mode)) return "";
     return fmt::format("emulated device: {}, not a GPU's; judged only against emulated runs",
                        f.emulated_arithmetic
                            ? f.emulated_arithmetic
