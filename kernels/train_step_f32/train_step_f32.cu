@@ -339,23 +339,19 @@ class DeviceReplay final : public cuda::DeviceProblem {
       compare_tensors(st, st.t.params, st.ref_params, st.pairs, st.param_sums, nullptr, s);
     }
     fired = fired || dev.flipped;
-    float* o = out + sp_.l2_at();
-    for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_GRAD_SLOTS) {
-      const auto elements = static_cast<uint64_t>(tensors[i].size() * sp_.steps);
-      ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
-                     static_cast<const uint64_t*>(st.grad_digests + i), o);
-      ticker_.launch("train_step_f32 metric_slots_kernel", metric_slots_kernel, 1, 1, s,
-                     static_cast<const MetricSum*>(st.grad_sums + i), elements, true, o + 3);
-    }
+    // Per tensor its digest and metrics (the gradients' with the ratio), the model's ratio between the two blocks.
+    auto tensor_slots = [&](const uint64_t* digests, const MetricSum* sums, bool ratio, uint64_t stride, float* o) {
+      for (size_t i = 0; i < nt; ++i, o += stride) {
+        const auto elements = static_cast<uint64_t>(tensors[i].size() * sp_.steps);
+        ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s, digests + i, o);
+        ticker_.launch("train_step_f32 metric_slots_kernel", metric_slots_kernel, 1, 1, s, sums + i, elements, ratio,
+                       o + 3);
+      }
+    };
+    tensor_slots(st.grad_digests, st.grad_sums, true, ReplaySpec::L2_GRAD_SLOTS, out + sp_.l2_at());
     ticker_.launch("train_step_f32 model_ratio_kernel", model_ratio_kernel, 1, 1, s,
-                   static_cast<const MetricSum*>(st.model), o++);
-    for (size_t i = 0; i < nt; ++i, o += ReplaySpec::L2_PARAM_SLOTS) {
-      const auto elements = static_cast<uint64_t>(tensors[i].size() * sp_.steps);
-      ticker_.launch("train_step_f32 put_digest_kernel", put_digest_kernel, 1, 1, s,
-                     static_cast<const uint64_t*>(st.param_digests + i), o);
-      ticker_.launch("train_step_f32 metric_slots_kernel", metric_slots_kernel, 1, 1, s,
-                     static_cast<const MetricSum*>(st.param_sums + i), elements, false, o + 3);
-    }
+                   static_cast<const MetricSum*>(st.model), out + sp_.model_ratio_at());
+    tensor_slots(st.param_digests, st.param_sums, false, ReplaySpec::L2_PARAM_SLOTS, out + sp_.l2_params_at());
     return fired;
   }
   template <class Kernel, class... Args>

@@ -4,9 +4,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/train_step_f32/train_step_f32_model.h"
+#include "src/core/family.h"
+#include "src/core/inject.h"
+#include "tests/unit/catch.h"
 
 namespace train_step_test {
 
@@ -29,6 +33,45 @@ inline bool same_bits(const sdc::train_step_f32::TensorSet& a, const sdc::train_
   for (size_t i = 0; i < a.tensors.size(); ++i)
     if (a.tensors[i].name != b.tensors[i].name || !same_bits(a.tensors[i].data, b.tensors[i].data)) return false;
   return true;
+}
+
+// A train_step_f32 case of the tiny preset unless `preset` says otherwise.
+inline sdc::Case replay_case(int level, int steps, int optimizer = 0, uint64_t seed = 7, int64_t replicas = 2,
+                             int64_t preset = 0) {
+  sdc::Case c;
+  c.id = "train_step_f32.test";
+  c.family = "train_step_f32";
+  c.data_seed = seed;
+  c.shape.dims = {
+      {"preset", preset}, {"level", level}, {"steps", steps}, {"optimizer", optimizer}, {"replicas", replicas}};
+  return c;
+}
+
+// Tile 0 of a replay case, with a drill's fault inside the replay when inj is given (which must fire).
+inline Vec replay_tile(const sdc::Problem& p, const sdc::Injection* inj = nullptr) {
+  Vec out(p.tile_elements());
+  sdc::Workspace ws;
+  const float* in = nullptr;
+  if (inj) {
+    REQUIRE(p.replay());
+    REQUIRE(p.replay()->compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
+  } else {
+    p.compute_tile(&in, 0, out.data(), ws);
+  }
+  return out;
+}
+
+// A drill's flip of one bit of one element of a submodule's output at (step, micro-batch, output).
+inline sdc::Injection replay_fault(const std::string& sub, int64_t step, int mb, int output, uint64_t element,
+                                   int bit) {
+  sdc::Injection inj;
+  inj.submodule = sub;
+  inj.step = step;
+  inj.microbatch = mb;
+  inj.output = output;
+  inj.element = element;
+  inj.mask = 1u << bit;
+  return inj;
 }
 
 }  // namespace train_step_test

@@ -26,28 +26,6 @@ Family family();
 
 namespace {
 
-Case replay_case(int level, int steps, int optimizer = 0) {
-  Case c;
-  c.id = "train_step_f32.test";
-  c.family = "train_step_f32";
-  c.data_seed = 7;
-  c.shape.dims = {{"preset", 0}, {"level", level}, {"steps", steps}, {"optimizer", optimizer}, {"replicas", 2}};
-  return c;
-}
-
-Vec replay_tile(const Problem& p, const Injection* inj = nullptr) {
-  Vec out(p.tile_elements());
-  sdc::Workspace ws;
-  const float* in = nullptr;
-  if (inj) {
-    REQUIRE(p.replay());
-    REQUIRE(p.replay()->compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
-  } else {
-    p.compute_tile(&in, 0, out.data(), ws);
-  }
-  return out;
-}
-
 // The slot names (without the replica) whose bits differ.
 std::vector<std::string> differing(const Problem& p, const Vec& a, const Vec& b) {
   std::vector<std::string> names;
@@ -59,17 +37,6 @@ std::vector<std::string> differing(const Problem& p, const Vec& a, const Vec& b)
 
 bool any_starts(const std::vector<std::string>& names, const std::string& prefix) {
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
-}
-
-Injection replay_fault(const std::string& sub, int64_t step, int mb, int output, uint64_t element, int bit) {
-  Injection inj;
-  inj.submodule = sub;
-  inj.step = step;
-  inj.microbatch = mb;
-  inj.output = output;
-  inj.element = element;
-  inj.mask = 1u << bit;
-  return inj;
 }
 
 }  // namespace

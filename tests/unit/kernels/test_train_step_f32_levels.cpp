@@ -25,36 +25,7 @@ Family family();
 
 namespace {
 
-Case l12_case(int steps, int preset = 0) {
-  Case c;
-  c.id = "train_step_f32.levels";
-  c.family = "train_step_f32";
-  c.data_seed = 11;
-  c.shape.dims = {{"preset", preset}, {"level", 12}, {"steps", steps}, {"optimizer", 0}, {"replicas", 1}};
-  return c;
-}
-
-Injection flip_at(const std::string& sub, int64_t step, int mb, int output, uint64_t element, int bit) {
-  Injection inj;
-  inj.submodule = sub;
-  inj.step = step;
-  inj.microbatch = mb;
-  inj.output = output;
-  inj.element = element;
-  inj.mask = 1u << bit;
-  return inj;
-}
-
-Vec tile(const Problem& p, const Injection* inj) {
-  Vec out(p.tile_elements());
-  sdc::Workspace ws;
-  const float* in = nullptr;
-  if (inj)
-    REQUIRE(p.replay()->compute_tile_with_fault(&in, 0, out.data(), ws, *inj));
-  else
-    p.compute_tile(&in, 0, out.data(), ws);
-  return out;
-}
+Case l12_case(int steps, int preset = 0) { return replay_case(12, steps, 0, 11, 1, preset); }
 
 // The slot of a tile named `name` (without the replica).
 float slot(const Problem& p, const Vec& t, const std::string& name) {
@@ -104,13 +75,13 @@ TEST_CASE("train_step_f32 level 12 over steps: L1 names the submodule and its st
   const int steps = 3;
   const auto p = f.prepare(l12_case(steps));
   const Reference& r = problem_reference(*p);
-  const Vec clean = tile(*p, nullptr);
+  const Vec clean = replay_tile(*p);
   // A flip at step 2 (the optimizer is past its first step there) of layer0.mlp.up.forward, micro-batch 1.
   const std::string sub = "layer0.mlp.up.forward";
   const uint64_t element = 7 * 192 + 5;
-  Injection inj = flip_at(sub, 2, 1, 0, element, 22);
+  Injection inj = replay_fault(sub, 2, 1, 0, element, 22);
   REQUIRE(p->replay()->check_fault(inj).empty());
-  const Vec faulty = tile(*p, &inj);
+  const Vec faulty = replay_tile(*p, &inj);
 
   // L1: the one flipped element, over its submodule's outputs of every step and micro-batch.
   const ReplaySpec sp = replay_spec(l12_case(steps));
