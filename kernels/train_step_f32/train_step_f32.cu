@@ -111,6 +111,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
     if (ref_->outputs.size() != sp_.sites.size() * static_cast<size_t>(sp_.steps))
       throw std::logic_error("train_step_f32: the L1 layout is not the step's");
     for (size_t k = 0; k < sp_.sites.size(); ++k) l1_bytes_ += aligned(ref_->outputs[k].size() * 4);
+    for (size_t k = sp_.sites.size(); k < ref_->outputs.size(); ++k)  // every step's fits step 0's copies
+      if (ref_->outputs[k].size() != ref_->outputs[k % sp_.sites.size()].size())
+        throw std::logic_error("train_step_f32: a step's L1 outputs are not step 0's sizes");
     l1_elements_table_ = l1_elements(sp_, *ref_);
     for (uint64_t& e : l1_elements_table_) e *= static_cast<uint64_t>(sp_.steps);
   }
@@ -132,6 +135,10 @@ class DeviceReplay final : public cuda::DeviceProblem {
     char* const base = static_cast<char*>(scratch);
     State st = state(base);
     upload(st, stream);
+    if (sp_.level == 12 && sp_.steps == 1) {  // one step: every replica compares with the same copies
+      upload_l1(st, 0, stream);
+      upload_refs(st, 0, stream);
+    }
     const uint32_t te = static_cast<uint32_t>(sp_.names.size());
     fired_ = false;
     ticker_.queued = 0;
@@ -227,11 +234,21 @@ class DeviceReplay final : public cuda::DeviceProblem {
     const size_t n = sp_.sites.size();
     for (size_t i = 0; i < n; ++i) put(st.ref_outputs[i], ref_->outputs[static_cast<size_t>(k) * n + i], s);
   }
+  // Step 0 starts from the initial state, which the device generates (init); a later step from the reference's.
   void upload_l2(const State& st, int64_t k, cudaStream_t s) const {
     const auto at = static_cast<size_t>(k);
-    put(st.t.params, ref_->params[at], s);
-    put(st.t.m, ref_->m[at], s);
-    put(st.t.v, ref_->v[at], s);
+    if (k == 0) {
+      init(st, s);
+    } else {
+      put(st.t.params, ref_->params[at], s);
+      put(st.t.m, ref_->m[at], s);
+      put(st.t.v, ref_->v[at], s);
+    }
+    if (sp_.steps > 1) upload_refs(st, k, s);  // one step: uploaded once per computation (compute)
+  }
+  // The reference's gradients of step k and its parameters after it, which L2 compares with.
+  void upload_refs(const State& st, int64_t k, cudaStream_t s) const {
+    const auto at = static_cast<size_t>(k);
     put(st.ref_grads, ref_->grads[at], s);
     put(st.ref_params, ref_->params[at + 1], s);
   }
@@ -308,7 +325,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
       dev.flip = flip;
       init(st, s);
       for (int64_t k = 0; k < sp_.steps; ++k) {
-        upload_l1(st, k, s);
+        if (sp_.steps > 1) upload_l1(st, k, s);  // one step: uploaded once per computation (compute)
         sync.k = 0;
         step(st, k, dev, s);
         if (sync.k != n) throw std::logic_error("train_step_f32: L1 saw fewer outputs than its layout");
@@ -374,9 +391,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
       step(st, k, dev, s);
       float* o = out + (sp_.tensor_cores ? L3_TC_STEP_SLOTS : L3_STEP_SLOTS) * k;
       // The loss; with a host reference, its spike test too (on the tensor cores: the loss alone).
-      const double ref_loss = ref_ ? static_cast<double>(ref_->losses[static_cast<size_t>(k)]) : 0.0;
+      const double ref_loss = sp_.tensor_cores ? 0.0 : static_cast<double>(ref_->losses[static_cast<size_t>(k)]);
       ticker_.launch("train_step_f32 loss_slot_kernel", loss_slot_kernel, 1, 1, s, static_cast<const float*>(st.loss),
-                     ref_loss, o + L3_LOSS, st.spike);
+                     ref_loss, o + L3_LOSS, sp_.tensor_cores ? nullptr : st.spike);
       ticker_.launch("train_step_f32 zero_u64_kernel", zero_u64_kernel, 1, 1, s, st.acc);
       for (size_t i = 0; i < tensors.size(); ++i)
         dev.digest(st.t.params[i], static_cast<uint64_t>(tensors[i].size()), i, st.acc);

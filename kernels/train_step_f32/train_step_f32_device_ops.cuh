@@ -252,6 +252,8 @@ class DeviceDev {
   // A matmul: the specification's chains (SIMT, one thread per output), or on the tensor cores (the recorded
   // mode's engine, tensor_cores).
   void chain(const char* simt, const char* mma, const float* a, const float* b, const Chain& m, float* out) {
+    if (tensor_cores && !c_.bf16)  // mma_chain_kernel reads the upper half of each operand: bf16 values only
+      throw std::logic_error("train_step_f32: the tensor-core matmuls need bf16 operands (Config::bf16)");
     if (tensor_cores)
       go(mma, mma_chain_kernel, static_cast<int64_t>(tensor_core_threads(m.rows, m.cols)), a, b, m, out);
     else

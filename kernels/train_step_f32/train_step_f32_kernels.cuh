@@ -58,13 +58,9 @@ SDC_HD uint64_t tensor_core_threads(int64_t rows, int64_t cols) {
   return static_cast<uint64_t>((rows + 15) / 16) * static_cast<uint64_t>((cols + 7) / 8) * 32;
 }
 
-__global__ void mma_chain_kernel(const float* a, const float* b, Chain m, float* out) {
-  const uint64_t thread = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  const int64_t tiles_n = (m.cols + 7) / 8;
-  const auto warp = static_cast<int64_t>(thread / 32);
-  if (thread >= tensor_core_threads(m.rows, m.cols)) return;  // whole warps leave together
-  const int64_t r0 = warp / tiles_n * 16, c0 = warp % tiles_n * 8;
-  const auto g = static_cast<int64_t>(threadIdx.x % 32 / 4), t = static_cast<int64_t>(threadIdx.x % 4);
+// One 16 x 8 fragment of the product at (r0, c0) by one warp (lane: group g, thread t in the group).
+__device__ void mma_fragment(const float* a, const float* b, const Chain& m, float* out, int64_t r0, int64_t c0,
+                             int64_t g, int64_t t) {
   auto av = [&](int64_t r, int64_t q) -> uint32_t {
     return r < m.rows && q < m.len ? float_bits(a[r * m.ar + q * m.aq]) >> 16 : 0u;
   };
@@ -88,6 +84,17 @@ __global__ void mma_chain_kernel(const float* a, const float* b, Chain m, float*
     const int64_t row = r0 + g + 8 * (c >> 1), col = c0 + 2 * t + (c & 1);
     if (row < m.rows && col < m.cols) out[row * m.cols + col] = d[c];
   }
+}
+
+__global__ void mma_chain_kernel(const float* a, const float* b, Chain m, float* out) {
+  const int64_t tiles_n = (m.cols + 7) / 8, tiles = static_cast<int64_t>(tensor_core_threads(m.rows, m.cols) / 32);
+  const auto g = static_cast<int64_t>(threadIdx.x % 32 / 4), t = static_cast<int64_t>(threadIdx.x % 4);
+  const auto warps = static_cast<int64_t>(static_cast<uint64_t>(gridDim.x) * blockDim.x / 32);
+  // Whole warps stride over the fragments (blockDim is a multiple of 32), so a grid that grid_for capped
+  // still covers every one.
+  for (auto warp = static_cast<int64_t>((blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x) / 32);
+       warp < tiles; warp += warps)
+    mma_fragment(a, b, m, out, warp / tiles_n * 16, warp % tiles_n * 8, g, t);
 }
 
 // ---- RMSNorm: a row per thread (its tree), the weight gradient a column per thread -----------------------
@@ -387,7 +394,7 @@ __global__ void model_ratio_kernel(const MetricSum* model, float* slot) { *slot 
 __global__ void loss_slot_kernel(const float* loss, double ref, float* slot, int* spike) {
   const float l = *loss;
   *slot = l;
-  if (!(l <= ref * SPIKE && l >= ref / SPIKE)) *spike = 1;
+  if (spike && !(l <= ref * SPIKE && l >= ref / SPIKE)) *spike = 1;  // null: no reference (tensor cores)
 }
 
 // The relative distance of all parameters from the reference's, elements in the host's order; 0 when `count`

@@ -65,8 +65,9 @@ struct TileGrid {
 // reports, which list a failing unit's by name and value, never capped (the digest slots' listing is).
 struct ReplayMetricSlot {
   uint32_t offset = 0;  // in the tile
-  int level = 0;        // 2 or 3
-  std::string site;     // "grad layer0.attn.wq", "param embed", "step 5", "final"
+  int level = 0;        // 1, 2 or 3
+  std::string site;     // "layer0.mlp.up.forward" (level 1), "grad layer0.attn.wq", "grad model", "param embed",
+                        // "step 5", "final"
   std::string metric;   // "mismatch_frequency", "mismatch_severity", "grad_diff_ratio", "loss", ...
   bool always = false;  // listed for a failing tile even at the reference's value (level 3's final summary)
 };

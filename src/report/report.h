@@ -22,7 +22,8 @@ namespace sdc {
 // 17: int32 miscompares; 18: signatures in the format of the family's values (bit_flips.format: fp32, binary64 over
 // 64 bits, int32 without fields, its distance the difference: diff= in the string), and an injection's target
 // memory (the memory test's region) with its pass; 19: replay_failure_modes of tests (level 3's trajectory
-// classified), level 3's per-step param_distance among the replay metrics
+// classified), level 3's per-step param_distance among the replay metrics; 20: level 1's replay metrics (per
+// submodule) and level 2's whole-model ratio (site "grad model"), level 12 over its case's steps
 constexpr int REPORT_SCHEMA_VERSION = 20;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:

@@ -111,3 +111,36 @@ TEST_CASE("train_step_bf16: the model trains in mixed precision, on a trajectory
   CHECK(std::fabs(mixed.back() - fp32.back()) < 0.05f * fp32.back());  // close to fp32's, not equal
   CHECK(std::string(BF16_FAMILY) == "train_step_bf16");
 }
+
+TEST_CASE("train_step_bf16: a backward matmul rounds dy once for dX and dW, and w and x, to bf16", "[replay][bf16]") {
+  Config c = tiny_config();
+  c.bf16 = true;
+  const TensorSet initial = init_params(c, 5);
+  TensorSet params = initial;
+  OptState opt = init_opt_state(c);
+  Keep keep;
+  train_step(c, params, opt, 0, 5, Optimizer{}, &keep);
+  // layer1.mlp.down: y = z down (z T x F, down F x d). Its backward: dz = bf16(dy) bf16(down)^T, ddown = bf16(z)^T
+  // bf16(dy), where dy is the gradient of the layer's output: final_norm.backward's dx of micro-batch 0.
+  const Vec& z = keep.kept.at({"layer1.mlp.swiglu.forward", 0});
+  const Vec& dy = keep.kept.at({"final_norm.backward", 0});
+  const Vec& dz = keep.kept.at({"layer1.mlp.down.backward", 0});
+  const Vec& ddown = keep.kept.at({"layer1.mlp.down.backward", 1});
+  const Tensor& down = initial["layer1.mlp.down"];
+  const int64_t t = c.tokens(), f = c.ffn, d = c.dim;
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t k = 0; k < f; k += 7) {  // a sample of dX's outputs: chains over j
+      float acc = 0;
+      for (int64_t j = 0; j < d; ++j)
+        acc = std::fmaf(bf16_rn(dy[static_cast<size_t>(r * d + j)]), bf16_rn(down.data[static_cast<size_t>(k * d + j)]),
+                        acc);
+      REQUIRE(to_bits(dz[static_cast<size_t>(r * f + k)]) == to_bits(acc));
+    }
+  for (int64_t k = 0; k < f; k += 5)
+    for (int64_t j = 0; j < d; ++j) {  // a sample of dW's outputs: chains over tokens
+      float acc = 0;
+      for (int64_t r = 0; r < t; ++r)
+        acc = std::fmaf(bf16_rn(z[static_cast<size_t>(r * f + k)]), bf16_rn(dy[static_cast<size_t>(r * d + j)]), acc);
+      REQUIRE(to_bits(ddown[static_cast<size_t>(k * d + j)]) == to_bits(acc));
+    }
+}

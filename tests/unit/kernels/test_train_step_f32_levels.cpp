@@ -2,6 +2,7 @@
 // L1's per-submodule metrics over every step with computation sync, L2's parameter sync (each step from the
 // reference's state before it) with metrics summed over the steps and the worst step's ratio, and the size of
 // the reference each case keeps. Every expected number is recomputed here from the reference's public state.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -139,4 +140,58 @@ TEST_CASE("train_step_f32 level 12 over steps: L1 names the submodule and its st
     CHECK(slot(*p, faulty, "L2 param " + w.name + " mismatch_severity") == m.severity);
   }
   CHECK(slot(*p, faulty, "L2 param layer0.mlp.up mismatch_frequency") > 0.0f);
+}
+
+TEST_CASE("train_step_f32 level 12: a fault at every step sums L2's metrics over the steps, the ratio the worst step's",
+          "[replay]") {
+  const Family f = family();
+  const int steps = 3;
+  const auto p = f.prepare(l12_case(steps));
+  const Reference& r = problem_reference(*p);
+  // A broken datapath: element 40 of layer1.attn.wv.forward's output, every micro-batch of every step.
+  Injection inj = replay_fault("layer1.attn.wv.forward", 0, 0, 0, 40, 21);
+  inj.rate = 1;
+  REQUIRE(p->replay()->check_fault(inj).empty());
+  const Vec faulty = replay_tile(*p, &inj);
+  // Each step recomputed from the reference's state before it (parameter sync), the fault in every micro-batch.
+  const size_t nt = r.grads[0].tensors.size();
+  std::vector<uint64_t> mismatched(nt);
+  std::vector<double> severity(nt);
+  std::vector<float> worst(nt);
+  float model_worst = 0;
+  int steps_departing = 0;
+  for (int s = 0; s < steps; ++s) {
+    TensorSet params = r.params[static_cast<size_t>(s)];
+    OptState opt{r.m[static_cast<size_t>(s)], r.v[static_cast<size_t>(s)], parameter_shapes(tiny_config())};
+    BitFlipInjector flip(replay_flip(inj));
+    train_step(tiny_config(), params, opt, s, 11, Optimizer{}, &flip);
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < nt; ++i) {
+      const std::vector<float>& g = opt.grads.tensors[i].data;
+      const Comparison c = compare(g.data(), r.grads[static_cast<size_t>(s)].tensors[i].data.data(), g.size());
+      mismatched[i] += c.mismatched;
+      severity[i] += c.severity;
+      if (c.mismatched) worst[i] = std::max(worst[i], relative_distance(c.diff2, c.ref2));
+      diff2 += c.diff2;
+      ref2 += c.ref2;
+    }
+    const float model = relative_distance(diff2, ref2);
+    steps_departing += model > 0;
+    model_worst = std::max(model_worst, model);
+  }
+  CHECK(steps_departing == steps);
+  bool any = false;
+  for (size_t i = 0; i < nt; ++i) {
+    const std::string name = "L2 grad " + r.grads[0].tensors[i].name + " ";
+    const auto elements = static_cast<double>(r.grads[0].tensors[i].data.size() * steps);
+    INFO(name);
+    CHECK(slot(*p, faulty, name + "mismatch_frequency") == static_cast<float>(static_cast<double>(mismatched[i]) / elements));
+    CHECK(slot(*p, faulty, name + "mismatch_severity") ==
+          (mismatched[i] ? static_cast<float>(severity[i] / static_cast<double>(mismatched[i])) : 0.0f));
+    CHECK(slot(*p, faulty, name + "grad_diff_ratio") == worst[i]);
+    any = any || mismatched[i] > 0;
+  }
+  CHECK(any);
+  CHECK(slot(*p, faulty, "L2 grad model grad_diff_ratio") == model_worst);
+  CHECK(model_worst > 0.0f);
 }
