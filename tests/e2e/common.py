@@ -205,9 +205,20 @@ GPU_ONLY_FAMILIES = [f["id"] for f in LISTING["families"] if "cpu" not in f["bac
 CPU_FAMILIES = [f for f in FAMILIES if f not in GPU_ONLY_FAMILIES]
 
 
+# The modes a CPU has goldens for; a case in another mode (recorded) runs on GPUs only, whatever its family.
+CPU_GOLDEN_MODES = ("exact", "exact-integer")
+
+
+def gpu_only_case(case_id):
+    """A case a CPU cannot judge: its family has no CPU side, or its mode has no CPU golden (a replay on tensor
+    cores, train_step_bf16 in mode recorded)."""
+    c = CASES.get(case_id, {})
+    return c.get("family") in GPU_ONLY_FAMILIES or c.get("mode") not in CPU_GOLDEN_MODES
+
+
 def gpu_only_skip(test):
-    """A test of a GPU-only family, not applicable on a CPU run (its own result, not a skip), as it must be."""
-    return (test.get("family") in GPU_ONLY_FAMILIES and test.get("result") == "not_applicable"
+    """A test of a GPU-only case, not applicable on a CPU run (its own result, not a skip), as it must be."""
+    return (gpu_only_case(test.get("id")) and test.get("result") == "not_applicable"
             and "runs on GPUs only" in test.get("reason", ""))
 
 

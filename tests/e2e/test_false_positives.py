@@ -80,7 +80,7 @@ def main():
         fails.check(sorted(t.get("id") for t in tests) == sorted(expect_ids),
                     f"{where}: ran {[t.get('id') for t in tests]}, expected {expect_ids}")
         summary = rep.get("summary", {})
-        gpu_only = [t for t in tests if t.get("family") in common.GPU_ONLY_FAMILIES]
+        gpu_only = [t for t in tests if common.gpu_only_case(t.get("id"))]
         for t in gpu_only:  # not applicable on a CPU (not a skip), never passed
             fails.check(t.get("result") == "not_applicable" and t.get("iterations") == 0 and "GPUs only" in t.get("reason", ""),
                         f"{where}: GPU-only {t.get('id')} on the CPU backend: {t}")
@@ -146,7 +146,7 @@ def main():
     # boot cases above run on every selection.
     # Alone, a GPU-only case leaves nothing to run on CPUs (exit 2, as it must): those are not enabled alone.
     others = [c for c, v in cases.items()
-              if "boot" not in v.get("iterations", {}) and v["family"] not in common.GPU_ONLY_FAMILIES]
+              if "boot" not in v.get("iterations", {}) and not common.gpu_only_case(c)]
     fails.check(len(others) > 0, "the battery has no case outside the boot profile")
     # Under a sanitizer the training-step replays of the small model (seconds per replay, tens of seconds per
     # run in the release build) would add many minutes: their code is the tiny replays' code, which runs here
@@ -191,7 +191,7 @@ def main():
     left_out = [c for c, v in cases.items() if "standard" in v.get("iterations", {}) and c not in boot_members]
     if sanitized:  # the three least costly boot cases, as the boot runs measured them: the rounds' logic is the
         # same for every case (the first three of the battery, two GEMMs among them, took about 30 s a round)
-        measured = [c for c in boot_members if cases[c]["family"] not in common.GPU_ONLY_FAMILIES
+        measured = [c for c in boot_members if not common.gpu_only_case(c)
                     and c in per_iteration and "standard" in cases[c]["iterations"]]
         kept = sorted(measured, key=lambda c: (per_iteration[c], c))[:3]
         fails.check(len(kept) == 3, f"standard profile: fewer than three measured boot cases ({kept})")
@@ -201,7 +201,7 @@ def main():
     # the first iteration's set-up counted in each): two rounds and a margin, and at least 15 s (10 s under a
     # sanitizer, whose three cases are the least costly: a round of them took under a second there).
     members = [c for c, v in cases.items() if "standard" in v.get("iterations", {}) and c not in left_out
-               and v["family"] not in common.GPU_ONLY_FAMILIES]
+               and not common.gpu_only_case(c)]
     round_s = sum(per_iteration.get(c, 0.0) * expected_iterations(cases[c], "standard") for c in members)
     fails.check(all(c in per_iteration for c in members),
                 f"standard profile: no boot measurement of {[c for c in members if c not in per_iteration]}")
