@@ -1,13 +1,15 @@
 // train_step_f32 as a family of the screen (its device side: train_step_f32.cu): every tile is one complete
 // training-step replay by the unit that computes it, so all tiles of a case hold the same values, and a unit that
 // computes wrong shows as its tiles miscomparing. A tile is a vector of slots, each of which means one thing
-// (element_name says which), at the seed paper's levels:
-//   level 12  L1: every submodule output of step 0 (each micro-batch and output, in execution order) as its
-//             digest, with computation sync: an output whose digest is not the reference's is replaced by
-//             the reference tensor, so what follows runs on golden values and every faulty submodule shows;
-//             L2: the same step again, free-running: per gradient and per updated parameter its digest and
-//             the paper's metrics against the reference (mismatch frequency, mismatch severity, and for
-//             gradients the gradient-difference ratio). On a healthy unit the metrics are exactly 0.
+// (element_name says which; the layout is train_step_f32_layout.cpp's replay_spec), at the seed paper's levels:
+//   level 12  L1: every submodule output of each step (each micro-batch and output, in execution order) as its
+//             digest, the steps' added, with computation sync: an output whose digest is not the reference's is
+//             compared into its submodule's metrics and replaced by the reference tensor, so what follows runs on
+//             golden values and every faulty submodule shows;
+//             L2: the steps again with parameter sync, each free-running from the reference's state before it:
+//             per gradient and per updated parameter its digest and the paper's metrics against the reference
+//             (mismatch frequency, mismatch severity, and for gradients the worst step's gradient-difference
+//             ratio), and the whole model's ratio. On a healthy unit the metrics are exactly 0.
 //   level 3   `steps` free-running steps: per step the loss, a digest of the parameters and their relative
 //             distance from the reference trajectory's after the same step (train_step_f32_replay.h,
 //             L3_STEP_SLOTS), then the final distance and a loss-spike flag; the losses and distances of a
@@ -15,7 +17,7 @@
 // A 64-bit digest takes three slots of 22, 21 and 21 bits, each an integer held exactly by a float: the
 // golden generator refuses NaN outputs, and a digest's raw halves would often be NaN bit patterns.
 //
-// The reference (one replay of the fast path, every step-0 submodule output kept for level 12) is computed
+// The reference (one replay of the fast path, every step's submodule outputs and state kept for level 12) is computed
 // once per prepared case, at the first tile or the first check of a replay injection: `list` and the
 // injection checks prepare every case, and must stay cheap.
 #include <algorithm>
@@ -39,22 +41,7 @@
 
 namespace sdc::train_step_f32 {
 
-BitFlip replay_flip(const Injection& inj) {
-  BitFlip f{inj.submodule, inj.output, inj.step, inj.microbatch, static_cast<int64_t>(inj.element)};
-  f.mask = inj.mask;
-  f.count = inj.count;
-  f.stride = inj.stride;
-  f.rate = inj.rate;
-  return f;
-}
 namespace {
-
-constexpr int64_t MAX_STEPS = 1000;
-constexpr int64_t MAX_REPLICAS = 4096;
-
-Config config_of(int64_t preset) {
-  return preset == 0 ? tiny_config() : preset == 1 ? small_config() : standard_config();
-}
 
 uint64_t span_digest(uint64_t key, std::span<const float> v) { return tensor_digest(key, v.data(), v.size()); }
 
@@ -94,77 +81,7 @@ std::vector<float> flatten(const TensorSet& p) {
   return v;
 }
 
-// A metric's slot, named "L<level> <site> <metric>" as element_name says.
-void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* metric, bool always) {
-  sp.metrics.push_back({static_cast<uint32_t>(sp.names.size()), level, site, metric, always});
-  std::string name = "L";  // appended: GCC 12 warns of a false bound on `"L" + std::to_string(level) + ...`
-  name.append(std::to_string(level)).append(" ").append(site).append(" ").append(metric);
-  sp.names.push_back(std::move(name));
-}
-
 }  // namespace
-
-ReplaySpec replay_spec(const Case& c) {
-  ReplaySpec sp;
-  sp.cfg = config_of(dim(c, "preset"));
-  sp.cfg.bf16 = c.family == BF16_FAMILY;
-  sp.tensor_cores = c.mode == Mode::recorded;
-  sp.level = static_cast<int>(dim(c, "level"));
-  sp.steps = dim(c, "steps");
-  sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
-  sp.seed = c.data_seed;
-  sp.subs = submodules(sp.cfg);
-  sp.shapes = parameter_shapes(sp.cfg);
-  sp.optimizer.kind = dim(c, "optimizer") == 1 ? OptimizerKind::lamb : OptimizerKind::adamw;
-  if (sp.level == 12) {
-    const int nmb = static_cast<int>(sp.cfg.micro_batches());
-    for (int mb = 0; mb < nmb; ++mb) {
-      for (const Submodule& s : sp.subs)
-        if ((s.pass == Pass::forward || s.pass == Pass::backward) || (s.pass == Pass::accumulate && mb > 0))
-          for (size_t k = 0; k < s.outputs.size(); ++k) sp.sites.push_back({s.index, mb, static_cast<int>(k)});
-    }
-    for (const Submodule& s : sp.subs)
-      if (s.pass == Pass::loss || s.pass == Pass::optimizer)
-        for (size_t k = 0; k < s.outputs.size(); ++k) sp.sites.push_back({s.index, -1, static_cast<int>(k)});
-    for (const L1Site& st : sp.sites) {
-      const Submodule& s = sp.subs[static_cast<size_t>(st.sub)];
-      const std::string base = "L1 " + s.name + (st.microbatch >= 0 ? " mb " + std::to_string(st.microbatch) : "") +
-                               " out " + std::to_string(st.output) + " digest.";
-      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back(base + part);
-    }
-    for (const Submodule& s : sp.subs)  // l1_metrics_at()
-      for (const char* metric : {"mismatch_frequency", "mismatch_severity"}) add_metric(sp, 1, s.name, metric, false);
-    for (const Tensor& t : sp.shapes.tensors) {  // l2_at()
-      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"})
-        sp.names.push_back("L2 grad " + t.name + " " + part);
-      for (const char* metric : {"mismatch_frequency", "mismatch_severity", "grad_diff_ratio"})
-        add_metric(sp, 2, "grad " + t.name, metric, false);
-    }
-    add_metric(sp, 2, "grad model", "grad_diff_ratio", false);  // model_ratio_at()
-    for (const Tensor& t : sp.shapes.tensors) {
-      for (const char* part : {"digest.lo", "digest.mid", "digest.hi"})
-        sp.names.push_back("L2 param " + t.name + " " + part);
-      for (const char* metric : {"mismatch_frequency", "mismatch_severity"})
-        add_metric(sp, 2, "param " + t.name, metric, false);
-    }
-  } else if (sp.tensor_cores) {
-    for (int64_t s = 0; s < sp.steps; ++s) {  // L3_TC_STEP_SLOTS
-      const std::string step = "step " + std::to_string(s);
-      add_metric(sp, 3, step, "loss", true);
-      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back("L3 " + step + " params digest." + part);
-    }
-  } else {
-    for (int64_t s = 0; s < sp.steps; ++s) {  // L3_STEP_SLOTS: the trajectory, listed whole for a failing tile
-      const std::string step = "step " + std::to_string(s);
-      add_metric(sp, 3, step, "loss", true);
-      for (const char* part : {"lo", "mid", "hi"}) sp.names.push_back("L3 " + step + " params digest." + part);
-      add_metric(sp, 3, step, "param_distance", true);
-    }
-    add_metric(sp, 3, "final", "param_distance", true);
-    add_metric(sp, 3, "final", "loss_spike", true);
-  }
-  return sp;
-}
 
 namespace {
 
@@ -418,7 +335,6 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
 
   // One replay into out; returns whether the flip (if any) was applied.
   bool replay(float* out, Path path, const BitFlip* flip) const {
-    no_cpu_tiles();
     const Reference& ref = reference();
     Options options;
     options.path = path;
@@ -517,66 +433,9 @@ class TrainStepProblem final : public Problem, public ReplayProblem {
   mutable std::unique_ptr<Reference> ref_;
 };
 
-std::string validate(const Case& c) {
-  for (const char* k : {"preset", "level", "steps", "optimizer", "replicas"})
-    if (!c.shape.dims.count(k)) return std::string("shape needs ") + k;
-  const int64_t preset = dim(c, "preset"), level = dim(c, "level"), steps = dim(c, "steps");
-  if (preset < 0 || preset > 2) return "preset must be 0 (tiny), 1 (small) or 2 (standard)";
-  if (level != 12 && level != 3) return "level must be 12 (submodules and one step) or 3 (free-running steps)";
-  if (level == 12 && preset == 2)
-    return "level 12 keeps every submodule output of a step in memory: the standard preset needs gigabytes, "
-           "use tiny or small";
-  if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
-  if (const uint64_t bytes = reference_bytes(config_of(preset), static_cast<int>(level), steps);
-      bytes > MAX_REFERENCE_BYTES)
-    return std::string("level ") + (level == 3 ? "3 keeps the reference's parameters after every step" :
-                                                 "12 keeps every step's submodule outputs, gradients and state") +
-           ": " + std::to_string(steps) + " steps of this preset take " + std::to_string(bytes >> 20) +
-           " MiB, over the 1024 MiB limit; use fewer steps";
-  if (c.mode == Mode::recorded && level != 3)
-    return "mode recorded (the matmuls on tensor cores) runs level 3 only: levels 1 and 2 compare every step with "
-           "the host's reference, which no CPU computes for tensor cores";
-  if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
-  if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
-  return "";
-}
-
 std::unique_ptr<Problem> prepare(const Case& c) { return std::make_unique<TrainStepProblem>(c); }
 
 }  // namespace
-
-uint64_t tensor_digest(uint64_t key, const float* v, uint64_t n) {
-  return tile_digest(key, v, static_cast<uint32_t>(n));
-}
-
-uint64_t params_digest(const TensorSet& p) {
-  uint64_t d = 0;
-  for (size_t i = 0; i < p.tensors.size(); ++i) d += tensor_digest(i, p.tensors[i].data.data(), p.tensors[i].size());
-  return d;
-}
-
-// Per micro-batch (T tokens): the forward's outputs are (4 + 27 L) T x d activations with the backward's (both
-// ends' two, 12 a layer forward and 15 backward), 6 L T x F (gate, up, SwiGLU and their gradients), the logits and
-// their gradient (2 T x V), the T token losses and their sum, and every parameter's gradient once (P); then the
-// accumulation of the later micro-batches (P each), the step's loss, and the optimizer's parameters and moments.
-int64_t l1_floats_per_step(const Config& c) {
-  const int64_t t = c.tokens(), p = parameter_count(c);
-  const int64_t microbatch =
-      (4 + 27 * c.layers) * t * c.dim + 6 * c.layers * t * c.ffn + 2 * t * c.vocab + t + 1 + p;
-  return c.micro_batches() * microbatch + (c.micro_batches() - 1) * p + 1 + 3 * p;
-}
-
-uint64_t reference_bytes(const Config& c, int level, int64_t steps) {
-  const auto p = static_cast<uint64_t>(parameter_count(c)), s = static_cast<uint64_t>(steps);
-  if (level == 3) return s * p * 4;
-  return (s * (static_cast<uint64_t>(l1_floats_per_step(c)) + 4 * p) + p) * 4;
-}
-
-std::vector<uint64_t> l1_elements(const ReplaySpec& sp, const Reference& r) {
-  std::vector<uint64_t> e(sp.subs.size());
-  for (size_t k = 0; k < sp.sites.size(); ++k) e[static_cast<size_t>(sp.sites[k].sub)] += r.outputs[k].size();
-  return e;
-}
 
 const Reference& problem_reference(const Problem& p) {
   const auto* r = dynamic_cast<const TrainStepProblem*>(&p);
@@ -587,8 +446,8 @@ const Reference& problem_reference(const Problem& p) {
 namespace {
 
 Family make_family(const char* id, const char* description, std::vector<Mode> modes) {
-  Family f{id,       description, std::move(modes), {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
-           validate, prepare};
+  Family f{id, description, std::move(modes), {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
+           validate_case, prepare};
   f.replay = true;
   return f;
 }

@@ -67,6 +67,8 @@ struct ReplaySpec {
 };
 // The replay of a validated case.
 ReplaySpec replay_spec(const Case& c);
+// "" when the case's shape and mode are a replay this family runs, else what is wrong (Family::validate).
+std::string validate_case(const Case& c);
 
 // Level 12's reference over its steps (parameter sync: step s of L2 starts from params[s], m[s], v[s]); level 3's
 // free-running trajectory.
