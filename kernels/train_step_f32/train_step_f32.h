@@ -108,6 +108,24 @@
 // exact products in the stated order. Everything else (norms, attention, SwiGLU, the loss, the accumulation,
 // the optimizer and its state, the parameters) stays fp32.
 //
+// TENSOR PARALLELISM (Config::tp = R ranks, R = 1, 2 or 4 dividing H and F; R = 1 is the step above): the model
+// split R ways as Megatron-LM splits it. Rank r holds heads r H/R .. (r+1) H/R - 1 (the columns c_r = r d/R ..
+// (r+1) d/R - 1 of wq, wk, wv and the same rows of wo) and the MLP's slice f_r = r F/R .. (r+1) F/R - 1 (columns
+// of gate and up, rows of down). A column-parallel layer (wq, wk, wv, gate, up) computes its output columns
+// whole, each element's chain unchanged; attention runs per head and SwiGLU per element, unchanged. The
+// row-parallel layers (wo, down) and the column-parallel layers' dX sum over a dimension the ranks split, so
+// each rank computes a partial, a chain over its slice ascending from +0, and the all-reduce sums the partials
+// in rank order, ((P_0 + P_1) + P_2) + P_3 (the project's own fixed-order reduction, one binary32 add each):
+//   [attn.wo.rank<r>]    O_r = a[:, c_r] wo[c_r, :]          [attn.wo]    o = sum of O_r in rank order
+//   [mlp.down.rank<r>]   Y_r = z[:, f_r] down[f_r, :]        [mlp.down]   y = sum of Y_r
+//   backward of W in {wq, wk, wv} (slices c_r) and {gate, up} (slices f_r):
+//   [<W>.rank<r>]        dX_r[t][k] = chain_{j in slice r} dY[t][j] * W[k][j]      [<W>] dX = sum of dX_r
+// Every other output (the row-parallel layers' dX, every dW, norms, embedding, lm_head, loss, optimizer, each
+// replicated or computed per element) is the step above's. In mixed precision a rank's operands are the slices of
+// the rounded operands (rounding is per element). Each partial is an output of its own, the submodule
+// "<module>.rank<r>.<pass>" (layer0.attn.wo.rank1.forward), so that computation sync checks every rank's
+// contribution and a fault is attributed to the rank (a GPU of a tensor-parallel group) and submodule.
+//
 // Micro-batch accumulation: G = g_0, then G = G + g_m for m = 1, 2, ... in order (left fold; the first
 // micro-batch's gradient is the initial value, never +0 + g_0). Since the loss scaling 2^-log2(B*S) is in
 // every micro-batch's dlogits, G is the gradient of the step's mean loss.
@@ -150,6 +168,7 @@ struct Config {
   int64_t micro;   // mb sequences per micro-batch
   int64_t ffn;     // F
   bool bf16 = false;  // the matmuls read bf16-rounded operands (MIXED PRECISION above)
+  int64_t tp = 1;     // tensor-parallel ranks R (TENSOR PARALLELISM above)
 
   SDC_HD int64_t head_dim() const { return dim / heads; }
   SDC_HD int64_t micro_batches() const { return batch / micro; }

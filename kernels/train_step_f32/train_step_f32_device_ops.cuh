@@ -227,6 +227,9 @@ class DeviceDev {
   void to_bf16(const std::string&, const float* x, int64_t n, float* y) {
     go("bf16_kernel", bf16_kernel, n, x, static_cast<uint64_t>(n), y);
   }
+  void cols(const std::string&, const float* x, int64_t rows, int64_t cols, int64_t c0, int64_t width, float* y) {
+    go("cols_kernel", cols_kernel, rows * width, x, rows, cols, c0, width, y);
+  }
   void adamw(const std::string&, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
     go("adamw_kernel", adamw_kernel, n, w, g, m, v, n, s);
   }

@@ -223,6 +223,14 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) 
   SDC_FOR_EACH(i, static_cast<uint64_t>(n)) y[i] = a[i] + b[i];
 }
 
+// y (rows x width) = the columns c0 .. c0 + width - 1 of x (rows x cols): a tensor-parallel rank's slice.
+__global__ void cols_kernel(const float* x, int64_t rows, int64_t cols, int64_t c0, int64_t width, float* y) {
+  SDC_FOR_EACH(i, static_cast<uint64_t>(rows * width)) {
+    const auto w = static_cast<uint64_t>(width);
+    y[i] = x[(i / w) * static_cast<uint64_t>(cols) + static_cast<uint64_t>(c0) + i % w];
+  }
+}
+
 __global__ void fill_kernel(float* x, uint64_t n, float v) { SDC_FOR_EACH(i, n) x[i] = v; }
 
 // ---- loss ------------------------------------------------------------------------------------------------

@@ -33,6 +33,20 @@ Config config_of(int64_t preset) {
   return preset == 0 ? tiny_config() : preset == 1 ? small_config() : standard_config();
 }
 
+// The case's model: its preset, with the optional shape keys `heads` (the preset's unless given) and `tp`
+// (tensor-parallel ranks, 1 unless given).
+int64_t optional_dim(const Case& c, const char* key, int64_t otherwise) {
+  const auto it = c.shape.dims.find(key);
+  return it == c.shape.dims.end() ? otherwise : it->second;
+}
+Config config_of(const Case& c) {
+  Config cfg = config_of(dim(c, "preset"));
+  cfg.heads = optional_dim(c, "heads", cfg.heads);
+  cfg.tp = optional_dim(c, "tp", 1);
+  cfg.bf16 = c.family == BF16_FAMILY;
+  return cfg;
+}
+
 // A metric's slot, named "L<level> <site> <metric>" as element_name says.
 void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* metric, bool always) {
   sp.metrics.push_back({static_cast<uint32_t>(sp.names.size()), level, site, metric, always});
@@ -45,8 +59,7 @@ void add_metric(ReplaySpec& sp, int level, const std::string& site, const char* 
 
 ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
-  sp.cfg = config_of(dim(c, "preset"));
-  sp.cfg.bf16 = c.family == BF16_FAMILY;
+  sp.cfg = config_of(c);
   sp.tensor_cores = c.mode == Mode::recorded;
   sp.level = static_cast<int>(dim(c, "level"));
   sp.steps = dim(c, "steps");
@@ -115,7 +128,18 @@ std::string validate_case(const Case& c) {
     return "level 12 keeps every submodule output of a step in memory: the standard preset needs gigabytes, "
            "use tiny or small";
   if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
-  if (const uint64_t bytes = reference_bytes(config_of(preset), static_cast<int>(level), steps);
+  for (const auto& [key, value] : c.shape.dims)
+    if (key != "preset" && key != "level" && key != "steps" && key != "optimizer" && key != "replicas" &&
+        key != "heads" && key != "tp")
+      return "unknown shape key " + key + " (preset, level, steps, optimizer, replicas, and optionally heads, tp)";
+  const Config cfg = config_of(c);
+  if (cfg.heads < 1 || cfg.dim % cfg.heads != 0 || cfg.head_dim() % 2 != 0)
+    return "heads must divide the preset's dimension " + std::to_string(cfg.dim) + " into heads of an even size";
+  if (cfg.tp != 1 && cfg.tp != 2 && cfg.tp != 4) return "tp (tensor-parallel ranks) must be 1, 2 or 4";
+  if (cfg.heads % cfg.tp != 0 || cfg.ffn % cfg.tp != 0)
+    return "tp " + std::to_string(cfg.tp) + " must divide the heads (" + std::to_string(cfg.heads) +
+           ") and the MLP's width (" + std::to_string(cfg.ffn) + ")";
+  if (const uint64_t bytes = reference_bytes(cfg, static_cast<int>(level), steps);
       bytes > MAX_REFERENCE_BYTES)
     return std::string("level ") + (level == 3 ? "3 keeps the reference's parameters after every step" :
                                                  "12 keeps every step's submodule outputs, gradients and state") +
@@ -141,12 +165,13 @@ uint64_t params_digest(const TensorSet& p) {
 
 // Per micro-batch (T tokens): the forward's outputs are (4 + 27 L) T x d activations with the backward's (both
 // ends' two, 12 a layer forward and 15 backward), 6 L T x F (gate, up, SwiGLU and their gradients), the logits and
-// their gradient (2 T x V), the T token losses and their sum, and every parameter's gradient once (P); then the
-// accumulation of the later micro-batches (P each), the step's loss, and the optimizer's parameters and moments.
+// their gradient (2 T x V), the T token losses and their sum, and every parameter's gradient once (P), with R > 1
+// tensor-parallel ranks each rank's T x d partial of the 7 split passes of a layer; then the accumulation of the
+// later micro-batches (P each), the step's loss, and the optimizer's parameters and moments.
 int64_t l1_floats_per_step(const Config& c) {
-  const int64_t t = c.tokens(), p = parameter_count(c);
+  const int64_t t = c.tokens(), p = parameter_count(c), partials = c.tp > 1 ? 7 * c.tp * c.layers * t * c.dim : 0;
   const int64_t microbatch =
-      (4 + 27 * c.layers) * t * c.dim + 6 * c.layers * t * c.ffn + 2 * t * c.vocab + t + 1 + p;
+      (4 + 27 * c.layers) * t * c.dim + 6 * c.layers * t * c.ffn + 2 * t * c.vocab + t + 1 + p + partials;
   return c.micro_batches() * microbatch + (c.micro_batches() - 1) * p + 1 + 3 * p;
 }
 

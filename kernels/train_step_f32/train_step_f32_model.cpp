@@ -29,7 +29,8 @@ const Tensor* TensorSet::find(std::string_view name) const {
 void check_config(const Config& c) {
   const bool ok = c.vocab > 0 && c.dim > 0 && c.heads > 0 && c.layers > 0 && c.ffn > 0 && is_pow2(c.seq) &&
                   is_pow2(c.batch) && is_pow2(c.micro) && c.micro <= c.batch && c.dim % c.heads == 0 &&
-                  c.head_dim() % 2 == 0 && c.seq <= 8192 && c.vocab <= (int64_t{1} << 24);
+                  c.head_dim() % 2 == 0 && c.seq <= 8192 && c.vocab <= (int64_t{1} << 24) &&
+                  (c.tp == 1 || c.tp == 2 || c.tp == 4) && c.heads % c.tp == 0 && c.ffn % c.tp == 0;
   if (!ok) throw std::invalid_argument("train_step_f32: sizes violate the specification's requirements");
 }
 
@@ -108,6 +109,15 @@ Batch step_data(const Config& c, uint64_t seed, int64_t step) {
   return b;
 }
 
+bool is_split(std::string_view module, Pass pass) {
+  const size_t dot = module.find('.');
+  if (dot == std::string_view::npos || module.rfind("layer", 0) != 0) return false;
+  const std::string_view layer = module.substr(dot + 1);
+  if (pass == Pass::forward) return layer == "attn.wo" || layer == "mlp.down";
+  return pass == Pass::backward &&
+         (layer == "attn.wq" || layer == "attn.wk" || layer == "attn.wv" || layer == "mlp.gate" || layer == "mlp.up");
+}
+
 std::vector<Submodule> submodules(const Config& c) {
   std::vector<Submodule> s;
   auto add = [&s](std::string name, Pass pass, int layer, std::vector<std::string> outputs) {
@@ -115,16 +125,25 @@ std::vector<Submodule> submodules(const Config& c) {
   };
   const int layers = static_cast<int>(c.layers);
   auto lp = [](int l) { return "layer" + std::to_string(l) + "."; };
+  // A split layer's partials (TENSOR PARALLELISM), each rank's a submodule before the one that sums them.
+  auto ranks = [&add, &c](const std::string& module, const char* pass, Pass ps, int l, const char* out) {
+    if (c.tp > 1 && is_split(module, ps))
+      for (int64_t r = 0; r < c.tp; ++r) add(module + ".rank" + std::to_string(r) + pass, ps, l, {out});
+  };
   add("embed.forward", Pass::forward, -1, {"y"});
   for (int l = 0; l < layers; ++l) {
     const std::string p = lp(l);
     add(p + "attn_norm.forward", Pass::forward, l, {"y"});
     for (const char* w :
-         {"attn.wq", "attn.wk", "attn.wv", "attn.rope_q", "attn.rope_k", "attn.core", "attn.wo", "attn.residual"})
+         {"attn.wq", "attn.wk", "attn.wv", "attn.rope_q", "attn.rope_k", "attn.core", "attn.wo", "attn.residual"}) {
+      ranks(p + w, ".forward", Pass::forward, l, "y");
       add(p + w + ".forward", Pass::forward, l, {"y"});
+    }
     add(p + "mlp_norm.forward", Pass::forward, l, {"y"});
-    for (const char* w : {"mlp.gate", "mlp.up", "mlp.swiglu", "mlp.down", "mlp.residual"})
+    for (const char* w : {"mlp.gate", "mlp.up", "mlp.swiglu", "mlp.down", "mlp.residual"}) {
+      ranks(p + w, ".forward", Pass::forward, l, "y");
       add(p + w + ".forward", Pass::forward, l, {"y"});
+    }
   }
   add("final_norm.forward", Pass::forward, -1, {"y"});
   add("lm_head.forward", Pass::forward, -1, {"y"});
@@ -136,15 +155,20 @@ std::vector<Submodule> submodules(const Config& c) {
     const std::string p = lp(l);
     add(p + "mlp.down.backward", Pass::backward, l, {"dx", "dw"});
     add(p + "mlp.swiglu.backward", Pass::backward, l, {"dgate", "dup"});
-    add(p + "mlp.up.backward", Pass::backward, l, {"dx", "dw"});
-    add(p + "mlp.gate.backward", Pass::backward, l, {"dx", "dw"});
+    for (const char* w : {"mlp.up", "mlp.gate"}) {
+      ranks(p + w, ".backward", Pass::backward, l, "dx");
+      add(p + w + ".backward", Pass::backward, l, {"dx", "dw"});
+    }
     add(p + "mlp_norm.backward", Pass::backward, l, {"dx", "dw"});
     add(p + "mlp.residual.backward", Pass::backward, l, {"dx"});
     add(p + "attn.wo.backward", Pass::backward, l, {"dx", "dw"});
     add(p + "attn.core.backward", Pass::backward, l, {"dq", "dk", "dv"});
     add(p + "attn.rope_q.backward", Pass::backward, l, {"dx"});
     add(p + "attn.rope_k.backward", Pass::backward, l, {"dx"});
-    for (const char* w : {"attn.wv", "attn.wk", "attn.wq"}) add(p + w + ".backward", Pass::backward, l, {"dx", "dw"});
+    for (const char* w : {"attn.wv", "attn.wk", "attn.wq"}) {
+      ranks(p + w, ".backward", Pass::backward, l, "dx");
+      add(p + w + ".backward", Pass::backward, l, {"dx", "dw"});
+    }
     add(p + "attn_norm.backward", Pass::backward, l, {"dx", "dw"});
     add(p + "attn.residual.backward", Pass::backward, l, {"dx"});
   }
@@ -259,6 +283,10 @@ class CpuDev {
   void scale(const std::string&, float* x, float factor) { *x = *x * factor; }
   void to_bf16(const std::string&, const float* x, int64_t n, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] = bf16_rn(x[i]);
+  }
+  void cols(const std::string&, const float* x, int64_t rows, int64_t cols, int64_t c0, int64_t width, float* y) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j) y[r * width + j] = x[r * cols + c0 + j];
   }
   void adamw(const std::string& name, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
     ops::adamw(path(name), w, g, m, v, n, s, ws_);

@@ -60,6 +60,11 @@ struct Submodule {
   std::vector<std::string> outputs;
 };
 
+// Whether a layer's pass sums over a dimension the tensor-parallel ranks split (train_step_f32.h, TENSOR
+// PARALLELISM): the row-parallel forwards (attn.wo, mlp.down) and the column-parallel backwards' dX (attn.wq, wk, wv,
+// mlp.gate, up). `module` is the layer's name without the pass ("layer0.attn.wo").
+bool is_split(std::string_view module, Pass pass);
+
 // All submodules in execution order: one micro-batch's forward and backward, the accumulation (run from
 // micro-batch 1 on), the step's loss, then the optimizer of every parameter.
 std::vector<Submodule> submodules(const Config& cfg);

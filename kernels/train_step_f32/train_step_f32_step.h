@@ -10,7 +10,9 @@
 //   Workspace (matmul, matmul_dx, matmul_dw, rmsnorm, rmsnorm_back, rope, rope_back, attention,
 //   attention_back, swiglu, swiglu_back, cross_entropy, cross_entropy_back, embedding, embedding_back,
 //   add, adamw, lamb), sum(name, x, n, out) writing the sum to out[0], scale(name, x, factor): x[0] *= factor,
-//   and to_bf16(name, x, n, y): y[i] = bf16_rn(x[i]) (the matmuls' operands in mixed precision, Config::bf16)
+//   to_bf16(name, x, n, y): y[i] = bf16_rn(x[i]) (the matmuls' operands in mixed precision, Config::bf16), and
+//   cols(name, x, rows, cols, c0, width, y): y (rows x width) = the columns c0 .. c0 + width - 1 of x (rows x cols),
+//   a rank's slice of a tensor-parallel layer's operand (Config::tp)
 //   emit(const Submodule&, const Site&, float* data, int64_t n)   an output, which the Dev may read and
 //                                                                  overwrite before the step goes on
 #pragma once
@@ -85,26 +87,75 @@ class StepRunner {
     d_.to_bf16(name, x, n, d_.ptr(copies.back()));
     return d_.ptr(copies.back());
   }
-  // Linear backward: dx then dw, both reported.
+  // Whether module's pass is split over the tensor-parallel ranks (is_split), and a rank's submodule.
+  bool split(const std::string& module, Pass pass) const { return c_.tp > 1 && is_split(module, pass); }
+  static std::string rank_name(const std::string& module, int64_t r, const char* pass) {
+    return module + ".rank" + std::to_string(r) + pass;
+  }
+  // A split layer's sum over the ranks (TENSOR PARALLELISM): rank r's partial of n elements, computed by
+  // part(r, out) and emitted as its rank's submodule, then the partials summed in rank order into y.
+  template <class Part>
+  void ranks(const std::string& module, const char* pass, int mb, int64_t n, float* y, Part&& part) {
+    std::vector<Buf> parts;
+    parts.reserve(static_cast<size_t>(c_.tp));
+    for (int64_t r = 0; r < c_.tp; ++r) {
+      parts.push_back(d_.alloc(n));
+      part(r, d_.ptr(parts.back()));
+      emit(rank_name(module, r, pass), mb, 0, parts.back(), n);
+    }
+    const std::string name = module + pass;
+    d_.add(name, d_.ptr(parts[0]), d_.ptr(parts[1]), n, y);
+    for (size_t r = 2; r < parts.size(); ++r) d_.add(name, y, d_.ptr(parts[r]), n, y);
+  }
+  // Linear backward: dx then dw, both reported; a column-parallel layer's dx summed over the ranks' columns.
   void linear_back(const std::string& m, int mb, Buf& x, Buf& dy, int64_t k, int64_t n, Buf& dx) {
     const std::string name = m + ".backward";
     const int64_t t = c_.tokens();
     std::vector<Buf> copies;
-    copies.reserve(3);
+    copies.reserve(5);
     const float* dy_in = operand(name, d_.ptr(dy), t * n, copies);
-    d_.matmul_dx(name, dy_in, operand(name, w_[tensor(m)], k * n, copies), t, k, n, d_.ptr(dx));
+    const float* w_in = operand(name, w_[tensor(m)], k * n, copies);
+    if (split(m, Pass::backward)) {
+      const int64_t nr = n / c_.tp;
+      copies.push_back(d_.alloc(t * nr));
+      float* dy_r = d_.ptr(copies.back());
+      copies.push_back(d_.alloc(k * nr));
+      float* w_r = d_.ptr(copies.back());
+      ranks(m, ".backward", mb, t * k, d_.ptr(dx), [&](int64_t r, float* part) {
+        const std::string rn = rank_name(m, r, ".backward");
+        d_.cols(rn, dy_in, t, n, r * nr, nr, dy_r);
+        d_.cols(rn, w_in, k, n, r * nr, nr, w_r);
+        d_.matmul_dx(rn, dy_r, w_r, t, k, nr, part);
+      });
+    } else {
+      d_.matmul_dx(name, dy_in, w_in, t, k, n, d_.ptr(dx));
+    }
     emit(name, mb, 0, dx, t * k);
     float* dw = g_[tensor(m)];
     d_.matmul_dw(name, operand(name, d_.ptr(x), t * k, copies), dy_in, t, k, n, dw);
     emit(name, mb, 1, dw, k * n);
   }
+  // Linear forward; a row-parallel layer's output summed over the ranks' rows of W.
   void linear(const std::string& m, int mb, Buf& x, int64_t k, int64_t n, Buf& y) {
     const std::string name = m + ".forward";
+    const int64_t t = c_.tokens();
     std::vector<Buf> copies;
-    copies.reserve(2);
-    const float* x_in = operand(name, d_.ptr(x), c_.tokens() * k, copies);
-    d_.matmul(name, x_in, operand(name, w_[tensor(m)], k * n, copies), c_.tokens(), k, n, d_.ptr(y));
-    emit(name, mb, 0, y, c_.tokens() * n);
+    copies.reserve(3);
+    const float* x_in = operand(name, d_.ptr(x), t * k, copies);
+    const float* w_in = operand(name, w_[tensor(m)], k * n, copies);
+    if (split(m, Pass::forward)) {
+      const int64_t kr = k / c_.tp;
+      copies.push_back(d_.alloc(t * kr));
+      float* x_r = d_.ptr(copies.back());
+      ranks(m, ".forward", mb, t * n, d_.ptr(y), [&](int64_t r, float* part) {
+        const std::string rn = rank_name(m, r, ".forward");
+        d_.cols(rn, x_in, t, k, r * kr, kr, x_r);
+        d_.matmul(rn, x_r, w_in + r * kr * n, t, kr, n, part);
+      });
+    } else {
+      d_.matmul(name, x_in, w_in, t, k, n, d_.ptr(y));
+    }
+    emit(name, mb, 0, y, t * n);
   }
   const float* w(const std::string& name) const { return w_[tensor(name)]; }
 

@@ -192,7 +192,8 @@ void print_json(const Battery& b, const std::string& profile) {
                              {"modes", modes},
                              {"backends", f.backends},
                              {"device_side", f.device_side},
-                             {"shape_keys", f.shape_keys}});
+                             {"shape_keys", f.shape_keys},
+                             {"optional_shape_keys", f.optional_shape_keys}});
   }
   j["modes"] = nlohmann::json::array();
   for (Mode m : MODES) {

@@ -182,6 +182,8 @@ struct Family {
   // otherwise than tensor cores (each exact sum rounded once): what it computes instead, for the emulated run's
   // note (sfu_f32: the host C library's functions in place of the SFU's approximations).
   const char* emulated_arithmetic = nullptr;
+  // Keys a case may add to its shape (a default applies without them): the training-step replay's heads and tp.
+  std::vector<std::string> optional_shape_keys = {};
 };
 
 // The registry: every family in one explicit list, stable order.
