@@ -125,6 +125,12 @@ class DeviceReplay final : public cuda::DeviceProblem {
     return true;
   }
   bool replay_fault_fired() const override { return fired_; }
+  // Level 12's L1 runs over a tensor-parallel group when the GPU executor links one: this GPU computes its rank's
+  // partials and receives its peers' (synced by them, so a fault stays on the GPU that made it). L2 and level 3 run
+  // free, and a free-running group would carry one GPU's fault into every peer's result: this GPU computes every
+  // rank there, so that its verdict is its own.
+  int tp_ranks() const override { return sp_.level == 12 ? static_cast<int>(sp_.cfg.tp) : 1; }
+  void set_tp_link(cuda::TpLink* link) override { link_ = link; }
   void set_pacer(Pace pace, void* context) override {
     ticker_.pace = pace;
     ticker_.context = context;
@@ -141,6 +147,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     }
     const uint32_t te = static_cast<uint32_t>(sp_.names.size());
     fired_ = false;
+    if (link_) link_->staged.clear();  // the previous computation's host copies: it is done
     ticker_.queued = 0;
     ticker_.stopped = false;
     for (uint64_t r = 0; r < sp_.replicas; ++r)
@@ -323,6 +330,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
       Sync sync{ref_, &st.ref_outputs, &sp_.sites, st.site_digests, st.l1_sums, st.acc, st.differs, 0};
       dev.sync = &sync;
       dev.flip = flip;
+      dev.link = link_;
       init(st, s);
       for (int64_t k = 0; k < sp_.steps; ++k) {
         if (sp_.steps > 1) upload_l1(st, k, s);  // one step: uploaded once per computation (compute)
@@ -426,6 +434,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
   const Reference* ref_ = nullptr;
   std::unique_ptr<BitFlip> fault_;
   mutable bool fired_ = false;
+  cuda::TpLink* link_ = nullptr;
   mutable Ticker ticker_;
   mutable std::vector<TensorPair> pair_table_, grad_pair_table_;  // the host side of the tables (upload)
   std::vector<uint64_t> l1_elements_table_;  // per submodule, its L1 outputs' elements over the steps

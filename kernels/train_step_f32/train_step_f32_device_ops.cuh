@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "kernels/train_step_f32/train_step_f32_kernels.cuh"
+#include "src/backends/cuda/device_problem.h"
+#include "src/backends/cuda/tp_exchange.h"
 #include "kernels/train_step_f32/train_step_f32_step.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
@@ -34,6 +36,22 @@ struct Ticker {
     if (++queued < CHUNK) return;
     queued = 0;
     if (pace && !pace(context)) stopped = true;
+  }
+  // Waits for everything launched so far (two pacer calls: the second waits for the first's event), until the
+  // pacer's deadline; false when it passed (launching stops).
+  bool drain(cudaStream_t s) {
+    if (stopped) return false;
+    if (!pace) {
+      SDC_CUDA_CHECK(cudaStreamSynchronize(s));
+      return true;
+    }
+    queued = 0;
+    for (int i = 0; i < 2; ++i)
+      if (!pace(context)) {
+        stopped = true;
+        return false;
+      }
+    return true;
   }
 };
 
@@ -115,6 +133,10 @@ class DeviceDev {
   bool flipped = false;
   FlipTally tally;  // this run's (a DeviceDev is one run: L1, L2 or level 3's steps)
   bool tensor_cores = false;  // the matmuls on mma.sync (train_step_bf16 in mode recorded)
+
+  // Tensor parallelism across GPUs (StepRunner::ranks): this GPU's place in its group, null where it computes
+  // every rank's partial itself.
+  cuda::TpLink* link = nullptr;
 
   Buf alloc(int64_t n) { return Buf(arena_, static_cast<uint64_t>(n)); }
   static float* ptr(Buf& b) { return b.get(); }
@@ -229,6 +251,33 @@ class DeviceDev {
   }
   void cols(const std::string&, const float* x, int64_t rows, int64_t cols, int64_t c0, int64_t width, float* y) {
     go("cols_kernel", cols_kernel, rows * width, x, rows, cols, c0, width, y);
+  }
+  // This GPU's rank in its group, or -1: it computes every rank.
+  int rank() const { return link ? link->rank : -1; }
+  // This rank's partial to its peers, once the stream has computed (and synced) it: the stream drained within the
+  // watchdog's deadline (else nothing is sent: the GPU executor ends this rank, and its peers stop waiting), the
+  // partial copied to the host, the message left in the exchange.
+  void send(const std::string&, const float* x, int64_t n) {
+    if (!run_ || !ticker_.drain(s_)) return;
+    std::vector<float> host(static_cast<size_t>(n));
+    SDC_CUDA_CHECK(cudaMemcpyAsync(host.data(), x, host.size() * 4, cudaMemcpyDeviceToHost, s_));
+    SDC_CUDA_CHECK(cudaStreamSynchronize(s_));  // the stream is idle but for this copy
+    link->exchange->send(link->rank, link->seq, host.data(), host.size());
+  }
+  // Rank src's partial from its GPU into y (throws cuda::TpError when it does not come). A copy from pageable memory
+  // may wait for the stream's earlier work, so the stream is drained first (within the watchdog's deadline); the
+  // host copy is kept in the link until the computation is done.
+  void receive(const std::string&, int src, float* y, int64_t n) {
+    if (!run_ || ticker_.stopped) return;
+    link->staged.emplace_back(static_cast<size_t>(n));
+    std::vector<float>& host = link->staged.back();
+    link->exchange->receive(link->rank, src, link->seq, host.data(), host.size(), link->deadline);
+    if (!ticker_.drain(s_)) return;
+    SDC_CUDA_CHECK(cudaMemcpyAsync(y, host.data(), host.size() * 4, cudaMemcpyHostToDevice, s_));
+  }
+  // The split layer's exchange is over: the next has the next number.
+  void exchanged() {
+    if (link) ++link->seq;
   }
   void adamw(const std::string&, float* w, const float* g, float* m, float* v, int64_t n, const OptScalars& s) {
     go("adamw_kernel", adamw_kernel, n, w, g, m, v, n, s);

@@ -284,6 +284,14 @@ class CpuDev {
   void to_bf16(const std::string&, const float* x, int64_t n, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] = bf16_rn(x[i]);
   }
+  // The CPU computes every rank's partial (a GPU of a tensor-parallel group exchanges them: DeviceDev).
+  static int rank() { return -1; }
+  [[noreturn]] static void send(const std::string& name, const float*, int64_t) { no_exchange(name); }
+  [[noreturn]] static void receive(const std::string& name, int, float*, int64_t) { no_exchange(name); }
+  static void exchanged() {}
+  [[noreturn]] static void no_exchange(const std::string& name) {
+    throw std::logic_error("train_step_f32: the CPU has no tensor-parallel peers (" + name + ")");
+  }
   void cols(const std::string&, const float* x, int64_t rows, int64_t cols, int64_t c0, int64_t width, float* y) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < width; ++j) y[r * width + j] = x[r * cols + c0 + j];

@@ -12,7 +12,9 @@
 //   add, adamw, lamb), sum(name, x, n, out) writing the sum to out[0], scale(name, x, factor): x[0] *= factor,
 //   to_bf16(name, x, n, y): y[i] = bf16_rn(x[i]) (the matmuls' operands in mixed precision, Config::bf16), and
 //   cols(name, x, rows, cols, c0, width, y): y (rows x width) = the columns c0 .. c0 + width - 1 of x (rows x cols),
-//   a rank's slice of a tensor-parallel layer's operand (Config::tp)
+//   a rank's slice of a tensor-parallel layer's operand (Config::tp); and for a GPU that is one rank of a group
+//   (tp_exchange.h): rank() (-1: this Dev computes every rank), send(name, x, n) its partial to its peers,
+//   receive(name, src, y, n) rank src's, exchanged() after each split layer
 //   emit(const Submodule&, const Site&, float* data, int64_t n)   an output, which the Dev may read and
 //                                                                  overwrite before the step goes on
 #pragma once
@@ -93,16 +95,27 @@ class StepRunner {
     return module + ".rank" + std::to_string(r) + pass;
   }
   // A split layer's sum over the ranks (TENSOR PARALLELISM): rank r's partial of n elements, computed by
-  // part(r, out) and emitted as its rank's submodule, then the partials summed in rank order into y.
+  // part(r, out) and emitted as its rank's submodule, then the partials summed in rank order into y. A Dev that is
+  // one rank of a group computes its own partial and receives the others': those of lower ranks before it emits its
+  // own (whose computation sync, at level 12, happens before it sends it), those of higher ranks after.
   template <class Part>
   void ranks(const std::string& module, const char* pass, int mb, int64_t n, float* y, Part&& part) {
     std::vector<Buf> parts;
     parts.reserve(static_cast<size_t>(c_.tp));
+    for (int64_t r = 0; r < c_.tp; ++r) parts.push_back(d_.alloc(n));
+    const int own = d_.rank();
+    if (own >= 0) part(own, d_.ptr(parts[static_cast<size_t>(own)]));
     for (int64_t r = 0; r < c_.tp; ++r) {
-      parts.push_back(d_.alloc(n));
-      part(r, d_.ptr(parts.back()));
-      emit(rank_name(module, r, pass), mb, 0, parts.back(), n);
+      const std::string rn = rank_name(module, r, pass);
+      float* at = d_.ptr(parts[static_cast<size_t>(r)]);
+      if (own < 0)
+        part(r, at);
+      else if (r != own)
+        d_.receive(rn, static_cast<int>(r), at, n);
+      emit(rn, mb, 0, parts[static_cast<size_t>(r)], n);
+      if (r == own) d_.send(rn, at, n);
     }
+    d_.exchanged();
     const std::string name = module + pass;
     d_.add(name, d_.ptr(parts[0]), d_.ptr(parts[1]), n, y);
     for (size_t r = 2; r < parts.size(); ++r) d_.add(name, y, d_.ptr(parts[r]), n, y);

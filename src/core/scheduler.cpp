@@ -146,7 +146,7 @@ void DeviceLoop::run() {
       TestResult& r = test(ci);
       if (round > 0) {
         if (over()) break;
-        if (r.verdict == Verdict::pass || (r.verdict == Verdict::fail && ex.repeats_failed())) {
+        if ((r.verdict == Verdict::pass || (r.verdict == Verdict::fail && ex.repeats_failed())) && ex.repeats(c)) {
           run_case(c, sel.iterations[ci], ci, false, r);
           settle(ci, r);
         }
@@ -180,6 +180,7 @@ void DeviceLoop::run() {
     }
     if (!ctx.opt.fill_budget || over()) break;
   }
+  ex.close();
 }
 
 }  // namespace

@@ -162,6 +162,11 @@ class Executor {
   }
   // Done with the prepared case (kept alive when a job may still use it).
   virtual void release_case() = 0;
+  // Whether a later round (a profile that fills its budget) may run c again after its first round: not a case
+  // whose runs meet other devices' (a tensor-parallel group of GPUs), whose rounds are not aligned.
+  virtual bool repeats(const Case&) const { return true; }
+  // Called on the executor's own thread after its last case (a GPU leaves its tensor-parallel groups).
+  virtual void close() {}
   // The reason of a test that ended with an exception (and whether the device survives it).
   virtual std::string error_reason(const std::exception& e);
   // The result of such a test: error (it could not run), or crash when the exception says the unit's work

@@ -12,6 +12,10 @@
 #include "src/core/inject.h"
 #include "tests/unit/catch.h"
 
+namespace sdc::train_step_f32 {
+Family family();  // the family's entry point (train_step_f32_family.cpp)
+}
+
 namespace train_step_test {
 
 using Vec = std::vector<float>;
@@ -59,6 +63,14 @@ inline Vec replay_tile(const sdc::Problem& p, const sdc::Injection* inj = nullpt
     p.compute_tile(&in, 0, out.data(), ws);
   }
   return out;
+}
+
+// The slot of replica 0's tile named `name` (element_name without "replica 0: ").
+inline float replay_slot(const sdc::Problem& p, const Vec& tile, const std::string& name) {
+  for (uint32_t e = 0; e < p.tile_elements(); ++e)
+    if (p.element_name(e) == "replica 0: " + name) return tile[e];
+  FAIL("no slot " << name);
+  return 0;
 }
 
 // A drill's flip of one bit of one element of a submodule's output at (step, micro-batch, output).

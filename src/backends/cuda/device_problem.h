@@ -4,9 +4,11 @@
 // it in every build, and a family's .cu implements it for each target (the GPU, the emulated device).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/spec/fault.h"
 #include "src/spec/hd.h"
@@ -23,6 +25,20 @@ struct Injection;  // src/core/inject.h
 }  // namespace sdc
 
 namespace sdc::cuda {
+
+class TpExchange;  // tp_exchange.h
+
+// A GPU's place in a tensor-parallel group for the next compute() (DeviceProblem::set_tp_link): the group's
+// exchange, this GPU's rank, the number of the next message (counted over the case's computations, the same on
+// every rank) and the deadline of the exchange's waits (the iteration's watchdog). `staged` keeps the host copies
+// a computation sent to the device until it is done.
+struct TpLink {
+  TpExchange* exchange = nullptr;
+  int rank = 0;
+  uint64_t seq = 0;
+  std::chrono::steady_clock::time_point deadline;
+  std::vector<std::vector<float>> staged;
+};
 
 // Where a case's output lies in the GPU executor's output buffer. By default tile t's Problem::tile_elements()
 // elements are contiguous at out + t * tile_elements, in the CPU path's offsets. A library that writes a
@@ -99,6 +115,10 @@ class DeviceProblem {
   // test's region) that the next compute() applies, or null for none; false when the problem takes no such
   // fault. replay_fault_fired: whether the last compute() applied it; replay_fault_tile: the tile it hit.
   virtual bool set_replay_fault(const Injection* /*fault*/) { return false; }
+  // Tensor parallelism across GPUs (the training-step replay's level-12 tp cases): the ranks of the case's split
+  // (1: none), and the group link the next compute() exchanges through (null: this GPU computes every rank).
+  virtual int tp_ranks() const { return 1; }
+  virtual void set_tp_link(TpLink* /*link*/) {}
   virtual bool replay_fault_fired() const { return false; }
   virtual uint64_t replay_fault_tile() const { return 0; }
   // Operations of one compute() for the watchdog's deadline (at 1e12 per second, deadline_after) and the test's

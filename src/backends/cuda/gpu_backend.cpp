@@ -35,6 +35,7 @@ class GpuBackend final : public Backend {
   // `error`.
   std::vector<Executor*> make_executors(const RunOptions&, RunResult& result) override {
     result.devices = gpus_;
+    for (const DeviceInfo& d : gpus_) sh_.gpu_names.push_back(unit_text(UnitName::of_gpu(d.index)));
     std::vector<Executor*> executors;
     for (size_t i = 0; i < gpus_.size(); ++i) {
       int sm_ids = gpus_[i].sm_count;

@@ -270,11 +270,17 @@ bool GpuExecutor::applicable(const Case& c, TestResult& r) const {
 std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
   dc_ = std::make_unique<DeviceCase>();
   expected_cache_.clear();
+  case_id_ = c.id;
+  not_prepared_ = "it could not prepare the case";  // until it has (an exception leaves it so)
   if (!prepare_case(sh_, g_, c, *dc_, sh_.run->opt.max_memory_bytes, r)) {
     g_.stuck = true;
+    not_prepared_ = "its watchdog gave up while it prepared the case";
     return std::nullopt;
   }
-  if (r.not_applicable) return std::nullopt;
+  if (r.not_applicable) {
+    not_prepared_ = r.reason;
+    return std::nullopt;
+  }
   // Once per test: a profile that fills its budget prepares the case again every round (the device's note is its
   // first round's: a later round's buffers may lie elsewhere).
   if (const std::string note = g_.rt->test_note(*find_family(c.family), c.mode);
@@ -303,13 +309,32 @@ std::optional<PreparedCase> GpuExecutor::prepare(const Case& c, TestResult& r) {
   work_ = tile_ops * static_cast<double>(tiles) * 1e-12;
   // Every tile runs on the SMs the GPU chose: one iteration covers the device.
   const int minimum = ref_.kind == Reference::repeats && ref_.first->digests.empty() ? 2 : 1;
+  link_group(c, r);
+  not_prepared_.clear();
   return PreparedCase{tiles, tile_ops, dc_->problem->tile_grid(), 1, minimum};
 }
 
 bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
   faults_ = faults_for(sh_, g_, c, *dc_, it);
+  if (tp_ && !join_group(it, r)) return false;
   const auto it_start = Clock::now();
-  if (run_device_iteration(g_, *dc_, faults_, deadline_after(work_, g_.rt->slowness()))) return true;
+  const Clock::time_point deadline = deadline_after(work_, g_.rt->slowness());
+  bool done = false;
+  if (tp_) {
+    tp_link_.deadline = deadline;
+    dc_->device->set_tp_link(&tp_link_);
+  }
+  try {
+    done = run_device_iteration(g_, *dc_, faults_, deadline);
+  } catch (const std::exception& e) {
+    if (tp_) {
+      dc_->device->set_tp_link(nullptr);
+      tp_->end(tp_rank_, e.what());
+    }
+    throw;
+  }
+  if (tp_) dc_->device->set_tp_link(nullptr);
+  if (done) return true;
   r.verdict = Verdict::error;
   r.reason = fmt::format("watchdog: iteration {} on {} did not finish in {:.1f} s", it, g_.info.label(),
                          seconds_since(it_start));
@@ -323,6 +348,15 @@ bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
 }
 
 void GpuExecutor::release_case() {
+  if (tp_) {
+    tp_->end(tp_rank_, g_.stuck           ? "its watchdog gave up on a kernel"
+                       : !g_.dead.empty() ? g_.dead
+                                          : "its iterations ran");
+    tp_.reset();
+  } else if (!not_prepared_.empty()) {  // a tensor-parallel group of this case must not wait for this GPU
+    sh_.tp.abandon(case_id_, g_.slot, not_prepared_);
+  }
+  not_prepared_.clear();
   if (dc_ && (g_.stuck || !g_.dead.empty())) {
     dc_->leak();  // a kernel may still be running on them, or the context cannot free them
     (void)dc_.release();
@@ -338,6 +372,12 @@ Verdict GpuExecutor::error_verdict(const std::exception& e) const {
 }
 
 std::string GpuExecutor::error_reason(const std::exception& e) {
+  std::string why = error_text(e);
+  if (!not_prepared_.empty()) not_prepared_ = why;  // release_case tells the case's tensor-parallel group
+  return why;
+}
+
+std::string GpuExecutor::error_text(const std::exception& e) {
   if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
     if (ce->sticky()) {
       g_.dead = ce->what();

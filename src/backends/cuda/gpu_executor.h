@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ class GpuExecutor final : public Executor {
   // --retest-on-failure N on a GPU (gpu_retest.cpp).
   void retest(const Case& c, TestResult& r) override;
   void release_case() override;
+  bool repeats(const Case& c) const override { return !tp_cases_.count(c.id); }
+  void close() override { sh_.tp.close(g_.slot); }
   // A lost context (a kernel fault, an uncorrectable ECC error, a contained error) ends this GPU's run and is
   // this GPU's failure: what the unit computed made the device unusable, as a crash does a CPU's.
   Verdict error_verdict(const std::exception& e) const override;
@@ -85,6 +88,11 @@ class GpuExecutor final : public Executor {
   void abandon() override;
 
  private:
+  // A case split over tensor-parallel ranks: this GPU's group, when the node has one for it (else it computes
+  // every rank), and its note; run_iteration's part (every rank starts each iteration together).
+  void link_group(const Case& c, TestResult& r);
+  std::string error_text(const std::exception& e);  // error_reason's text
+  bool join_group(int it, TestResult& r);
   // One retest run of dc (the case's own buffers, or a fresh seed's) with the faults a retest fires; false
   // when the watchdog gave up (the GPU is then stuck).
   bool retest_run(const Case& c, DeviceCase& dc, bool fresh);
@@ -99,6 +107,14 @@ class GpuExecutor final : public Executor {
   Workspace ws_;
   double work_ = 0;
   std::unique_ptr<DeviceCase> probe_case_;  // the throughput probe's case, prepared when it first runs
+  // The prepared case's tensor-parallel group (null: none), this GPU's rank, the iterations it started, the link
+  // its computations exchange through; the cases linked to a group (run in the first round only).
+  std::shared_ptr<TpExchange> tp_;
+  int tp_rank_ = 0;
+  uint64_t tp_started_ = 0;
+  TpLink tp_link_;
+  std::set<std::string> tp_cases_;
+  std::string case_id_, not_prepared_;  // the prepared case, and why it could not be prepared ("" when it was)
 };
 
 }  // namespace sdc::cuda

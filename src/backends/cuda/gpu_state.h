@@ -14,6 +14,7 @@
 #include "src/core/scheduler.h"
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_runtime.h"
+#include "src/backends/cuda/tp_exchange.h"
 #include "src/backends/cuda/watchdog.h"
 
 namespace sdc::cuda {
@@ -41,6 +42,8 @@ inline bool wait_until(DeviceRuntime& rt, cudaEvent_t ev, Clock::time_point dead
 struct Shared {
   const PatternSet& patterns;
   RunContext* run = nullptr;
+  std::vector<std::string> gpu_names;  // per GPU slot, as messages name it ("GPU 1")
+  TpGroups tp;                         // the tensor-parallel groups of the run's tp cases
 };
 
 // One GPU's run.

@@ -20,10 +20,6 @@ using namespace sdc;
 using namespace sdc::train_step_f32;
 using namespace train_step_test;
 
-namespace sdc::train_step_f32 {
-Family family();
-}
-
 namespace {
 
 // The slot names (without the replica) whose bits differ.

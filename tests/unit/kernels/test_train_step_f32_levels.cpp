@@ -20,21 +20,12 @@ using namespace sdc;
 using namespace sdc::train_step_f32;
 using namespace train_step_test;
 
-namespace sdc::train_step_f32 {
-Family family();
-}
-
 namespace {
 
 Case l12_case(int steps, int preset = 0) { return replay_case(12, steps, 0, 11, 1, preset); }
 
 // The slot of a tile named `name` (without the replica).
-float slot(const Problem& p, const Vec& t, const std::string& name) {
-  for (uint32_t e = 0; e < p.tile_elements(); ++e)
-    if (p.element_name(e) == "replica 0: " + name) return t[e];
-  FAIL("no slot " << name);
-  return 0;
-}
+float slot(const Problem& p, const Vec& t, const std::string& name) { return replay_slot(p, t, name); }
 
 class Sizes final : public Observer {
  public:

@@ -18,10 +18,6 @@ using namespace sdc;
 using namespace sdc::train_step_f32;
 using namespace train_step_test;
 
-namespace sdc::train_step_f32 {
-Family family();
-}
-
 namespace {
 
 // Every output of micro-batch 0 of step 0, by submodule name and output index.
@@ -167,12 +163,7 @@ TEST_CASE("train_step_f32 tensor parallel level 12: a fault in one rank's partia
           return n;
         }());
   const Vec clean = replay_tile(*p);
-  auto slot = [&](const Vec& tile, const std::string& name) {
-    for (uint32_t e = 0; e < p->tile_elements(); ++e)
-      if (p->element_name(e) == "replica 0: " + name) return tile[e];
-    FAIL("no slot " << name);
-    return 0.0f;
-  };
+  auto slot = [&p](const Vec& tile, const std::string& name) { return replay_slot(*p, tile, name); };
   for (const int64_t rank : {0, 2, 3}) {
     INFO("rank " << rank);
     const std::string sub = rank_sub("layer1.mlp.down", rank, ".forward");
@@ -210,4 +201,22 @@ TEST_CASE("train_step_f32 tensor parallel: what a case may ask for", "[replay][t
   Config two = tiny_config();
   two.tp = 2;
   CHECK(l1_floats_per_step(two) - l1_floats_per_step(tiny_config()) == 4 * 7 * 2 * 2 * 32 * 64);
+}
+
+TEST_CASE("train_step_f32 tensor parallel level 3: a flip in one rank's partial moves the trajectory from its step",
+          "[replay][tp]") {
+  const Family f = family();
+  Case c = replay_case(3, 5, 0, 11, 1);
+  c.shape.dims["tp"] = 2;
+  REQUIRE(f.validate(c).empty());
+  const auto p = f.prepare(c);
+  auto slot = [&p](const Vec& tile, const std::string& name) { return replay_slot(*p, tile, name); };
+  const Vec clean = replay_tile(*p);
+  CHECK(slot(clean, "L3 final param_distance") == 0);
+  Injection inj = replay_fault("layer1.attn.wo.rank1.forward", 2, 3, 0, 40, 22);
+  REQUIRE(p->replay()->check_fault(inj).empty());
+  const Vec faulty = replay_tile(*p, &inj);
+  for (int s = 0; s < 2; ++s) CHECK(slot(faulty, "L3 step " + std::to_string(s) + " param_distance") == 0);
+  CHECK(slot(faulty, "L3 step 2 param_distance") > 0);
+  CHECK(slot(faulty, "L3 final param_distance") > 0);
 }
