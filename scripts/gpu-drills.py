@@ -15,7 +15,8 @@ be a property of a correct screen.
 Replay drills (--replay-drills N): a bit flipped inside one submodule's output of the training-step replay
 (--inject ...,submodule=NAME,device=D): the run must fail, replica 0 alone, and the first failing slot must be
 that submodule's level-1 digest (the computation sync puts the reference's output in its place, so nothing
-before it may fail).
+before it may fail). The cases take turns: the fp32 replay, the bf16 one, and the tensor-parallel one, whose drills
+hit one rank's partial (one GPU computes every rank).
 
 Memory drills (--memory-drills N): a word of the memory test's region flipped between a pass's write and its
 read (--inject ...,target=memory,element=W,bit=B,pass=P): the run must fail, and the failing slice's reading
@@ -45,13 +46,16 @@ DRILLED_MODES = {"exact", "exact-integer"}
 # replays by the whole GPU, so no SM is named either; their drills flip a submodule's output inside the step,
 # taking the two boot cases in turn.
 REPLAY_PREFIX = "train_step_"
-REPLAY_CASES = ["train_step_f32.l12_tiny", "train_step_bf16.l12_tiny"]
+REPLAY_CASES = ["train_step_f32.l12_tiny", "train_step_bf16.l12_tiny", "train_step_f32.l12_tiny_tp2"]
 # Submodules every preset has (layer 0 exists in every model), with the output drilled: forward and backward,
 # matmuls, norms, attention, the loss, the embedding's scatter-add.
 REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.attn.wq.forward", 0),
                 ("layer0.attn.rope_k.forward", 0), ("layer0.attn.core.forward", 0), ("layer0.mlp.swiglu.forward", 0),
                 ("final_norm.forward", 0), ("loss.forward", 0), ("lm_head.backward", 1), ("layer0.mlp.down.backward", 0),
                 ("layer0.attn.core.backward", 2), ("layer0.attn_norm.backward", 1), ("embed.backward", 0)]
+# A tensor-parallel case's drills hit one rank's partial (on one GPU, which computes every rank: the report names the
+# rank's submodule); its own sites, a forward and a backward split.
+TP_SITES = [("layer0.attn.wo.rank1.forward", 0), ("layer0.mlp.gate.rank0.backward", 0), ("layer0.mlp.down.rank1.forward", 0)]
 
 
 # The memory test's boot case and the passes its drills pick from (kernels/memtest_u32/memtest_u32.h, pass_name).
@@ -237,11 +241,13 @@ def main():
     replay_cases = [r for r in REPLAY_CASES if any(c["id"] == r for c in listed["cases"])]
     if a.replay_drills and replay_cases:
         for i in range(a.replay_drills):
-            sub, out = REPLAY_SITES[i % len(REPLAY_SITES)]
             case = replay_cases[i % len(replay_cases)]
+            sites = TP_SITES if "_tp" in case else REPLAY_SITES
+            sub, out = sites[i % len(sites)]
             element, bit = rnd.randrange(32), rnd.randrange(18, 23)  # every output has 32 elements or more
             spec = f"case={case},submodule={sub},output={out},element={element},bit={bit},device={a.device}"
-            code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable", case, "--inject", spec])
+            # --enable-any: the tensor-parallel case is not in the boot profile (its standard iterations run).
+            code, rep, err = run(a.sdcscreen, ["--devices", str(a.device), "--enable-any", case, "--inject", spec])
             why = []
             if code != 1:
                 why.append(f"exit {code} ({err.strip()[:200]})")

@@ -134,7 +134,8 @@ std::string parse_injection(const std::string& text, Injection& inj) {
   if (inj.case_id.empty()) return "case=ID is required";
   if (inj.hang || inj.crash) {
     if (has_bit || inj.input || inj.memory || seen.count("pass") || seen.count("element") || seen.count("persist") ||
-        seen.count("stuck") || seen.count("count") || seen.count("stride") || seen.count("rate"))
+        seen.count("stuck") || seen.count("count") || seen.count("stride") || seen.count("rate") ||
+        seen.count("submodule") || seen.count("step") || seen.count("microbatch") || seen.count("output"))
       return fmt::format("action={} takes case, unit, device and iteration only", inj.hang ? "hang" : "crash");
     return "";
   }

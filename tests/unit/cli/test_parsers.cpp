@@ -77,6 +77,13 @@ TEST_CASE("injection specs", "[parsers]") {
   for (const char* bad : {"rate=-1", "rate=1000001", "rate=2x", "rate=", "rate=1/2"})
     REQUIRE(parse_injection(sub + bad, inj).rfind("rate '", 0) == 0);
   REQUIRE_FALSE(parse_injection("case=x,action=hang,rate=2", inj).empty());
+  // A hang or crash drill is the whole unit's: a replay's site keys are refused, not ignored.
+  for (const char* site : {"submodule=layer0.attn.wo.forward", "step=1", "microbatch=0", "output=1"})
+    for (const char* action : {"hang", "crash"}) {
+      INFO(action << " " << site);
+      CHECK(parse_injection(std::string("case=x,action=") + action + "," + site, inj) ==
+            std::string("action=") + action + " takes case, unit, device and iteration only");
+    }
 }
 
 TEST_CASE("a drill's persistence: when it fires, in the run and in retests", "[parsers]") {
