@@ -3,14 +3,16 @@ replay's level-12 cases split 2 and 4 ways (train_step_f32.h, TENSOR PARALLELISM
 each GPU one rank (docs/gpu.md, "Tensor parallelism across GPUs").
 
   healthy     3 GPUs, tp 2: GPUs 0 and 1 form a group, GPU 2 computes every rank alone; all pass the CPU's golden
-              (not under a sanitizer: the drills' run has two healthy GPUs in its group, and the exchange's code is
-              the same)
   drills      4 GPUs, tp 4: a flip in rank 2's partial on GPU 2 (the GPU that computes it) and the same flip in the
               copy GPU 0 received: GPUs 2 and 0 fail, each at the rank-2 submodule alone at level 1, GPUs 1 and 3
               pass; GPU 2's slots are the CPU's for the same drill bit for bit
   lost peer   2 GPUs, GPU 1 loses its context during level 1: GPU 1's test is a crash, GPU 0's an error that names
               GPU 1 (never a pass, never a hang); GPU 1 without the memory the case needs: its error, and GPU 0's test
               not run with GPU 1's reason (it does not wait for a GPU that will never come)
+
+Under a sanitizer only the lost peers run (seconds): the first exchanges many partials before GPU 1's launch faults,
+so the exchange's host code runs instrumented on its normal and its error paths; the healthy and drill runs (about
+45 s there, four GPUs emulated on two cores) add the same code with other data.
 """
 import os
 
@@ -37,15 +39,14 @@ def tp_note(test):
 
 def main():
     F = Failures("e2e_emu_tp")
-    healthy(F)
-    drills(F)
+    if not SANITIZED:
+        healthy(F)
+        drills(F)
     lost_peer(F)
     F.finish()
 
 
 def healthy(F):
-    if SANITIZED:
-        return
     code, report, err = run_json("--backend", "emulated:3", "--profile", "boot", "--enable-any", TP2)
     t = tests_by_device(report, TP2)
     F.check(code == 0 and [t.get(f"cuda:{i}", {}).get("result") for i in range(3)] == ["pass"] * 3,
