@@ -128,7 +128,7 @@ std::vector<Submodule> submodules(const Config& c) {
   // A split layer's partials (TENSOR PARALLELISM), each rank's a submodule before the one that sums them.
   auto ranks = [&add, &c](const std::string& module, const char* pass, Pass ps, int l, const char* out) {
     if (c.tp > 1 && is_split(module, ps))
-      for (int64_t r = 0; r < c.tp; ++r) add(module + ".rank" + std::to_string(r) + pass, ps, l, {out});
+      for (int64_t r = 0; r < c.tp; ++r) add(rank_submodule(module, r, pass), ps, l, {out});
   };
   add("embed.forward", Pass::forward, -1, {"y"});
   for (int l = 0; l < layers; ++l) {

@@ -89,11 +89,8 @@ class StepRunner {
     d_.to_bf16(name, x, n, d_.ptr(copies.back()));
     return d_.ptr(copies.back());
   }
-  // Whether module's pass is split over the tensor-parallel ranks (is_split), and a rank's submodule.
+  // Whether module's pass is split over the tensor-parallel ranks (is_split).
   bool split(const std::string& module, Pass pass) const { return c_.tp > 1 && is_split(module, pass); }
-  static std::string rank_name(const std::string& module, int64_t r, const char* pass) {
-    return module + ".rank" + std::to_string(r) + pass;
-  }
   // A split layer's sum over the ranks (TENSOR PARALLELISM): rank r's partial of n elements, computed by
   // part(r, out) and emitted as its rank's submodule, then the partials summed in rank order into y. A Dev that is
   // one rank of a group computes its own partial and receives the others': those of lower ranks before it emits its
@@ -106,7 +103,7 @@ class StepRunner {
     const int own = d_.rank();
     if (own >= 0) part(own, d_.ptr(parts[static_cast<size_t>(own)]));
     for (int64_t r = 0; r < c_.tp; ++r) {
-      const std::string rn = rank_name(module, r, pass);
+      const std::string rn = rank_submodule(module, r, pass);
       float* at = d_.ptr(parts[static_cast<size_t>(r)]);
       if (own < 0)
         part(r, at);
@@ -135,7 +132,7 @@ class StepRunner {
       copies.push_back(d_.alloc(k * nr));
       float* w_r = d_.ptr(copies.back());
       ranks(m, ".backward", mb, t * k, d_.ptr(dx), [&](int64_t r, float* part) {
-        const std::string rn = rank_name(m, r, ".backward");
+        const std::string rn = rank_submodule(m, r, ".backward");
         d_.cols(rn, dy_in, t, n, r * nr, nr, dy_r);
         d_.cols(rn, w_in, k, n, r * nr, nr, w_r);
         d_.matmul_dx(rn, dy_r, w_r, t, k, nr, part);
@@ -161,7 +158,7 @@ class StepRunner {
       copies.push_back(d_.alloc(t * kr));
       float* x_r = d_.ptr(copies.back());
       ranks(m, ".forward", mb, t * n, d_.ptr(y), [&](int64_t r, float* part) {
-        const std::string rn = rank_name(m, r, ".forward");
+        const std::string rn = rank_submodule(m, r, ".forward");
         d_.cols(rn, x_in, t, k, r * kr, kr, x_r);
         d_.matmul(rn, x_r, w_in + r * kr * n, t, kr, n, part);
       });

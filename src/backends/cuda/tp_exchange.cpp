@@ -88,35 +88,29 @@ std::shared_ptr<TpExchange> TpGroups::get(const std::string& case_id, int group,
   auto& ex = groups_[{case_id, group}];
   if (!ex) {
     ex = std::make_shared<TpExchange>(names);
-    const auto ranks = names.size();
     for (const auto& [key, why] : abandoned_)  // first: a rank's first end is the one it keeps
-      if (key.first == case_id && key.second / ranks == static_cast<size_t>(group))
-        ex->end(static_cast<int>(key.second % ranks), why);
-    for (size_t slot : closed_)
-      if (slot / ranks == static_cast<size_t>(group))
-        ex->end(static_cast<int>(slot % ranks), "its run ended before it reached the case");
+      if (key.first == case_id) end_slot(*ex, group, key.second, why);
+    for (size_t slot : closed_) end_slot(*ex, group, slot, "its run ended before it reached the case");
   }
   return ex;
+}
+
+void TpGroups::end_slot(TpExchange& ex, int group, size_t slot, const std::string& why) {
+  const auto ranks = static_cast<size_t>(ex.ranks());
+  if (slot / ranks == static_cast<size_t>(group)) ex.end(static_cast<int>(slot % ranks), why);
 }
 
 void TpGroups::abandon(const std::string& case_id, size_t slot, const std::string& why) {
   std::lock_guard<std::mutex> lock(m_);
   abandoned_.emplace(std::make_pair(case_id, slot), why);
-  for (auto& [key, ex] : groups_) {
-    const auto ranks = static_cast<size_t>(ex->ranks());
-    if (key.first == case_id && slot / ranks == static_cast<size_t>(key.second))
-      ex->end(static_cast<int>(slot % ranks), why);
-  }
+  for (auto& [key, ex] : groups_)
+    if (key.first == case_id) end_slot(*ex, key.second, slot, why);
 }
 
 void TpGroups::close(size_t slot) {
   std::lock_guard<std::mutex> lock(m_);
   closed_.insert(slot);
-  for (auto& [key, ex] : groups_) {
-    const auto ranks = static_cast<size_t>(ex->ranks());
-    if (slot / ranks == static_cast<size_t>(key.second))
-      ex->end(static_cast<int>(slot % ranks), "its run ended before it reached the case");
-  }
+  for (auto& [key, ex] : groups_) end_slot(*ex, key.second, slot, "its run ended before it reached the case");
 }
 
 }  // namespace sdc::cuda

@@ -87,6 +87,8 @@ class TpGroups {
   std::map<std::pair<std::string, int>, std::shared_ptr<TpExchange>> groups_;
   std::set<size_t> closed_;
   std::map<std::pair<std::string, size_t>, std::string> abandoned_;  // (case, slot) -> why
+  // Ends slot's rank in ex, the exchange of group `group`, when the slot is one of its ranks.
+  static void end_slot(TpExchange& ex, int group, size_t slot, const std::string& why);
 };
 
 }  // namespace sdc::cuda
