@@ -118,6 +118,10 @@ bool is_split(std::string_view module, Pass pass) {
          (layer == "attn.wq" || layer == "attn.wk" || layer == "attn.wv" || layer == "mlp.gate" || layer == "mlp.up");
 }
 
+std::string rank_submodule(const std::string& module, int64_t rank, const char* pass) {
+  return module + ".rank" + std::to_string(rank) + pass;
+}
+
 std::vector<Submodule> submodules(const Config& c) {
   std::vector<Submodule> s;
   auto add = [&s](std::string name, Pass pass, int layer, std::vector<std::string> outputs) {

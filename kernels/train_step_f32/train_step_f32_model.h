@@ -65,9 +65,7 @@ struct Submodule {
 // mlp.gate, up). `module` is the layer's name without the pass ("layer0.attn.wo").
 bool is_split(std::string_view module, Pass pass);
 // The submodule of rank r's partial of a split layer: "<module>.rank<r><pass>" (pass ".forward" or ".backward").
-inline std::string rank_submodule(const std::string& module, int64_t rank, const char* pass) {
-  return module + ".rank" + std::to_string(rank) + pass;
-}
+std::string rank_submodule(const std::string& module, int64_t rank, const char* pass);
 
 // All submodules in execution order: one micro-batch's forward and backward, the accumulation (run from
 // micro-batch 1 on), the step's loss, then the optimizer of every parameter.
