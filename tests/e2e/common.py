@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from failures import Failures  # noqa: E402,F401  (the tests use common.Failures)
@@ -87,8 +88,14 @@ def start_until(args, marker, stdout=subprocess.DEVNULL):
 
 
 def run(*args, timeout=600):
-    """Runs sdcscreen with args; returns the CompletedProcess (text mode)."""
-    return subprocess.run([SDCSCREEN, *with_lock(args)], capture_output=True, text=True, timeout=timeout)
+    """Runs sdcscreen with args; returns the CompletedProcess (text mode). With SDC_TEST_TRACE=1 in the environment
+    each run's seconds and arguments go to stderr (where a test's time goes)."""
+    t0 = time.time()
+    p = subprocess.run([SDCSCREEN, *with_lock(args)], capture_output=True, text=True, timeout=timeout)
+    if os.environ.get("SDC_TEST_TRACE") == "1":
+        print(f"[trace] {time.time() - t0:7.2f} s  exit {p.returncode}  {' '.join(map(str, args))}", file=sys.stderr,
+              flush=True)
+    return p
 
 
 def run_json(*args, timeout=600):

@@ -168,7 +168,7 @@ def main():
         print(f"  sanitizer build: {len(cheapest)} of {len(others)} cases outside the boot profile, the least costly "
               f"of each family ({', '.join(sorted(cheapest.values()))})", flush=True)
         others = sorted(cheapest.values())
-    # A case of one iteration (a training-step replay of the small model) runs once on each CPU instead.
+    # A case of one iteration and one tile runs once on each CPU instead.
     t0 = time.time()
     if sanitized:  # the same cases in three screens instead of one or two each: the sanitizer's start-up is slow
         several = [c for c in others if expected_iterations(cases[c], "boot") >= 2]
@@ -176,8 +176,13 @@ def main():
         for j, (cpuset, ids) in enumerate((("0-1", several), ("0", once), ("1", once))):
             if ids:
                 clean_run("boot", cpuset, 1000 + j, enable_any=ids, budget="1200s")
+    # A training-step replay's tiles are replicas of one replay: with two of them or more, one iteration on both CPUs
+    # gives each CPU a whole replay (half the work of a run on each CPU alone).
+    def both_cpus_once(cid):
+        replicas = cases[cid]["shape"].get("replicas", 0) if cases[cid]["family"].startswith("train_step_") else 0
+        return expected_iterations(cases[cid], "boot") >= 2 or replicas >= 2
     for i, cid in enumerate(others if not sanitized else []):
-        selections = ["0-1"] if expected_iterations(cases[cid], "boot") >= 2 else ["0", "1"]
+        selections = ["0-1"] if both_cpus_once(cid) else ["0", "1"]
         for j, cpuset in enumerate(selections):
             clean_run("boot", cpuset, 1000 + 10 * i + j, enable_any=[cid], budget="600s")
     print(f"  {len(others)} non-boot cases, every tile on each CPU: {time.time() - t0:.1f} s", flush=True)

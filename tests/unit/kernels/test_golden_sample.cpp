@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -22,7 +23,6 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
   std::mt19937_64 rng(seed);
   size_t checked = 0;
   size_t with_golden = 0;
-  size_t replays = 0;  // one tile each
   const bool sanitized = std::getenv("SDC_SANITIZED") != nullptr;
   // Under a sanitizer (SDC_SANITIZED, the suite's environment) one case per family, its least costly tile: what a
   // sanitizer looks for is in the code, which every case of a family shares; the release suite checks every
@@ -44,7 +44,6 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     const bool replay = find_family(c.family)->replay;
     if (replay && c.shape.dims.at("preset") != 0) continue;
     ++with_golden;
-    replays += replay;
     const test::CaseInputs k = test::prepare_inputs(c);
     const Problem* p = k.p.get();
     const GoldenCase& g = ps.golden.at(c.id);
@@ -54,7 +53,9 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     // and what a sanitizer looks for is the same on every tile.
     const uint64_t n = p->tile_count();
     const uint64_t random_tile = rng() % n;
-    for (uint64_t t : {uint64_t{0}, n - 1, random_tile}) {
+    // Each distinct tile once: a case of one or two tiles (a long-K product's single tile is seconds of scalar work)
+    // does not recompute the same one again.
+    for (uint64_t t : std::set<uint64_t>{0, n - 1, random_tile}) {
       if (replay && t != 0) continue;
       if (sanitized && !replay && t != random_tile) continue;
       INFO(c.id << " tile " << t);
@@ -64,7 +65,7 @@ TEST_CASE("a random sample of golden tiles recomputes to the checked-in digests"
     }
   }
   REQUIRE(with_golden >= 1);
-  REQUIRE(checked >= (sanitized ? with_golden : 3 * with_golden - 2 * replays));
+  REQUIRE(checked >= with_golden);
 }
 
 // The small-preset replays' goldens against the plain path: minutes of single-threaded work, so hidden from the
