@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <bit>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -71,16 +72,21 @@ class DeviceReplay final : public cuda::DeviceProblem {
       l2_sums_ = l.take((2 * tensors.size() + 1) * sizeof(MetricSum));
     }
     for (const Tensor& t : tensors) ref_params_.push_back(l.take(static_cast<uint64_t>(t.size()) * 4));
+    if (sp_.cublaslt) lt_workspace_ = l.take(LT_WORKSPACE_BYTES);
     fixed_ = l.size();
     // The arena's peak: one step measured with no memory.
     Arena measure(nullptr, 0);
     Ticker none_ticker;
     DeviceDev dev(sp_.cfg, measure, none_ticker, nullptr, false, nullptr, nullptr);
+    std::set<MatmulShape> lt_shapes;  // cuBLASLt: the shapes to plan (the packed operands are the arena's)
+    dev.tensor_cores = sp_.tensor_cores;
+    if (sp_.cublaslt) dev.lt_shapes = &lt_shapes;
     std::vector<float*> none(tensors.size(), nullptr);
     std::vector<float> unused(static_cast<size_t>(sp_.cfg.micro_batches()) + 1);
     run_train_step(dev, sp_.cfg, sp_.shapes, sp_.subs, 0, StepTensors{none, none, none, none}, none, unused.data(),
                    unused.data() + sp_.cfg.micro_batches(), sp_.optimizer);
     arena_ = measure.peak();
+    if (sp_.cublaslt) lt_ = std::make_unique<LtMatmuls>(lt_shapes);
   }
 
   uint64_t input_bytes(size_t) const override { return 4; }
@@ -89,7 +95,9 @@ class DeviceReplay final : public cuda::DeviceProblem {
     return "a replayed step's output (its metrics and parameters) is the end of thousands of launches over every SM, "
            "not one block's stores";
   }
+  std::string unsupported(int, int) const override { return lt_ ? lt_->refusal() : ""; }
   cuda::Engine engine() const override {
+    if (lt_) return lt_->engine();
     if (sp_.tensor_cores)
       return {cuda::OWN_KERNELS,
               "train_step replay: bf16 matmul operands on mma.sync m16n8k16 (f32 accumulators, a warp per 16x8 "
@@ -161,6 +169,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     float *partials, *loss;
     int32_t *tokens, *targets;
     uint64_t* acc;
+    void* lt_workspace;
     int *differs, *spike;
     unsigned* mismatches;
     TensorPair *pairs, *grad_pairs;
@@ -184,6 +193,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     st.tokens = reinterpret_cast<int32_t*>(base + tokens_);
     st.targets = reinterpret_cast<int32_t*>(base + targets_);
     st.acc = reinterpret_cast<uint64_t*>(base + acc_);
+    st.lt_workspace = sp_.cublaslt ? base + lt_workspace_ : nullptr;
     st.differs = reinterpret_cast<int*>(base + differs_);
     st.spike = reinterpret_cast<int*>(base + spike_);
     st.mismatches = reinterpret_cast<unsigned*>(base + mismatches_);
@@ -286,6 +296,13 @@ class DeviceReplay final : public cuda::DeviceProblem {
     }
   }
 
+  // The matmuls' engine: the specification's chains, or in mode recorded mma.sync or cuBLASLt (engine 1).
+  void engines(DeviceDev& dev, const State& st) const {
+    dev.tensor_cores = sp_.tensor_cores;
+    dev.lt = lt_.get();
+    dev.lt_workspace = st.lt_workspace;
+  }
+
   void step(const State& st, int64_t index, DeviceDev& dev, cudaStream_t s) const {
     ticker_.launch("train_step_f32 step_data_kernel", step_data_kernel, 1, 32, s,
                    tensor_key(sp_.seed, DATA_TENSOR + static_cast<uint32_t>(index)), sp_.cfg.batch, sp_.cfg.seq,
@@ -326,7 +343,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     {  // L1: computation sync
       Arena arena(st.arena, arena_);
       DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
-      dev.tensor_cores = sp_.tensor_cores;
+      engines(dev, st);
       Sync sync{ref_, &st.ref_outputs, &sp_.sites, st.site_digests, st.l1_sums, st.acc, st.differs, 0};
       dev.sync = &sync;
       dev.flip = flip;
@@ -350,7 +367,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     zero(st.grad_sums, 2 * nt + 1, s);
     Arena arena(st.arena, arena_);
     DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
-    dev.tensor_cores = sp_.tensor_cores;
+    engines(dev, st);
     dev.flip = flip;
     for (int64_t k = 0; k < sp_.steps; ++k) {
       upload_l2(st, k, s);
@@ -391,7 +408,7 @@ class DeviceReplay final : public cuda::DeviceProblem {
     const auto& tensors = sp_.shapes.tensors;
     Arena arena(st.arena, arena_);
     DeviceDev dev(sp_.cfg, arena, ticker_, s, true, st.tokens, st.targets);
-    dev.tensor_cores = sp_.tensor_cores;
+    engines(dev, st);
     dev.flip = flip;
     init(st, s);
     ticker_.launch("train_step_f32 zero_int_kernel", zero_int_kernel, 1, 1, s, st.spike);
@@ -429,10 +446,11 @@ class DeviceReplay final : public cuda::DeviceProblem {
   std::vector<uint64_t> params_, grads_, m_, v_, sgrads_, ref_grads_, ref_params_;
   uint64_t partials_ = 0, loss_ = 0, tokens_ = 0, targets_ = 0, acc_ = 0, differs_ = 0, mismatches_ = 0, spike_ = 0,
            pairs_ = 0, grad_pairs_ = 0, site_digests_ = 0, l1_sums_ = 0, l1_elements_ = 0, l2_digests_ = 0,
-           l2_sums_ = 0;
+           l2_sums_ = 0, lt_workspace_ = 0;
   uint64_t fixed_ = 0, l1_bytes_ = 0, arena_ = 0;
   const Reference* ref_ = nullptr;
   std::unique_ptr<BitFlip> fault_;
+  std::unique_ptr<LtMatmuls> lt_;  // engine 1: the plans of the step's matmuls on cuBLASLt
   mutable bool fired_ = false;
   cuda::TpLink* link_ = nullptr;
   mutable Ticker ticker_;

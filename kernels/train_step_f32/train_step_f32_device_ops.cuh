@@ -8,11 +8,13 @@
 #pragma once
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/train_step_f32/train_step_f32_kernels.cuh"
+#include "kernels/train_step_f32/train_step_f32_lt.h"
 #include "src/backends/cuda/device_problem.h"
 #include "src/backends/cuda/tp_exchange.h"
 #include "kernels/train_step_f32/train_step_f32_step.h"
@@ -33,6 +35,10 @@ struct Ticker {
   void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
     if (stopped) return;
     cuda::launch(what, kernel, grid, block, s, std::forward<A>(args)...);
+    queue();
+  }
+  // Counts one launch made elsewhere (a library's), and paces as launch() does.
+  void queue() {
     if (++queued < CHUNK) return;
     queued = 0;
     if (pace && !pace(context)) stopped = true;
@@ -133,6 +139,11 @@ class DeviceDev {
   bool flipped = false;
   FlipTally tally;  // this run's (a DeviceDev is one run: L1, L2 or level 3's steps)
   bool tensor_cores = false;  // the matmuls on mma.sync (train_step_bf16 in mode recorded)
+  // The matmuls on cuBLASLt instead (mode recorded, engine 1): its plans and workspace; while only measuring, the
+  // shapes it needs plans for go to lt_shapes.
+  const LtMatmuls* lt = nullptr;
+  void* lt_workspace = nullptr;
+  std::set<MatmulShape>* lt_shapes = nullptr;
 
   // Tensor parallelism across GPUs (StepRunner::ranks): this GPU's place in its group, null where it computes
   // every rank's partial itself.
@@ -177,15 +188,15 @@ class DeviceDev {
 
   // Y (T x N) = X (T x K) W (K x N): chains over k
   void matmul(const std::string&, const float* x, const float* w, int64_t t, int64_t k, int64_t n, float* y) {
-    chain("chain_kernel (matmul)", "mma_chain_kernel (matmul)", x, w, Chain{t, n, k, k, 1, n, 1}, y);
+    chain("chain_kernel (matmul)", "mma_chain_kernel (matmul)", x, w, matmul_chain(t, k, n), y);
   }
   // dX (T x K) = dY W^T: chains over j
   void matmul_dx(const std::string&, const float* dy, const float* w, int64_t t, int64_t k, int64_t n, float* dx) {
-    chain("chain_kernel (matmul_dx)", "mma_chain_kernel (matmul_dx)", dy, w, Chain{t, k, n, n, 1, 1, n}, dx);
+    chain("chain_kernel (matmul_dx)", "mma_chain_kernel (matmul_dx)", dy, w, matmul_dx_chain(t, k, n), dx);
   }
   // dW (K x N) = X^T dY: chains over tokens
   void matmul_dw(const std::string&, const float* x, const float* dy, int64_t t, int64_t k, int64_t n, float* dw) {
-    chain("chain_kernel (matmul_dw)", "mma_chain_kernel (matmul_dw)", x, dy, Chain{k, n, t, 1, k, n, 1}, dw);
+    chain("chain_kernel (matmul_dw)", "mma_chain_kernel (matmul_dw)", x, dy, matmul_dw_chain(t, k, n), dw);
   }
   void rmsnorm(const std::string&, const float* x, const float* w, int64_t rows, int64_t cols, float* y, float* inv) {
     go("rmsnorm_kernel", rmsnorm_kernel, rows, x, w, rows, cols, y, inv);
@@ -302,14 +313,30 @@ class DeviceDev {
   }
 
   // A matmul: the specification's chains (SIMT, one thread per output), or on the tensor cores (the recorded
-  // mode's engine, tensor_cores).
+  // mode's engines: mma.sync, or cuBLASLt).
   void chain(const char* simt, const char* mma, const float* a, const float* b, const Chain& m, float* out) {
-    if (tensor_cores && !c_.bf16)  // mma_chain_kernel reads the upper half of each operand: bf16 values only
+    if (tensor_cores && !c_.bf16)  // both engines read the upper half of each operand: bf16 values only
       throw std::logic_error("train_step_f32: the tensor-core matmuls need bf16 operands (Config::bf16)");
-    if (tensor_cores)
+    if (tensor_cores && (lt || lt_shapes))
+      lt_chain(a, b, m, out);
+    else if (tensor_cores)
       go(mma, mma_chain_kernel, static_cast<int64_t>(tensor_core_threads(m.rows, m.cols)), a, b, m, out);
     else
       go(simt, chain_kernel, m.rows * m.cols, a, b, m, out);
+  }
+  // cuBLASLt's product of the two operands, each packed first into a buffer of bf16 rows (its TN layout).
+  void lt_chain(const float* a, const float* b, const Chain& m, float* out) {
+    const MatmulShape shape{m.rows, m.cols, m.len};
+    if (lt_shapes) lt_shapes->insert(shape);
+    Buf pa = alloc((m.rows * m.len + 1) / 2), pb = alloc((m.cols * m.len + 1) / 2);  // two bf16 a float
+    if (!run_) return;
+    auto* ya = reinterpret_cast<uint16_t*>(ptr(pa));
+    auto* yb = reinterpret_cast<uint16_t*>(ptr(pb));
+    go("pack_bf16_kernel (A)", pack_bf16_kernel, m.rows * m.len, a, m, false, ya);
+    go("pack_bf16_kernel (B)", pack_bf16_kernel, m.cols * m.len, b, m, true, yb);
+    if (ticker_.stopped) return;
+    lt->run(shape, ya, yb, out, lt_workspace, s_);
+    ticker_.queue();
   }
 
   const Config& c_;

@@ -448,7 +448,7 @@ namespace {
 Family make_family(const char* id, const char* description, std::vector<Mode> modes) {
   Family f{id, description, std::move(modes), {"cpu", "cuda"}, {"preset", "level", "steps", "optimizer", "replicas"},
            validate_case, prepare};
-  f.optional_shape_keys = {"heads", "tp"};
+  f.optional_shape_keys = {"heads", "tp", "engine"};
   f.replay = true;
   return f;
 }

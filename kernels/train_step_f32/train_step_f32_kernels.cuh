@@ -16,6 +16,7 @@
 #include "src/backends/cuda/device_util.cuh"
 #include "src/spec/digest.h"
 #include "kernels/exactint/mma_ops.cuh"
+#include "kernels/train_step_f32/train_step_f32_chain.h"
 #include "kernels/train_step_f32/train_step_f32_replay.h"
 
 namespace sdc::train_step_f32::SDC_TARGET {
@@ -30,13 +31,7 @@ constexpr unsigned THREADS = 256;
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
 
-// ---- matmuls: one chain per output ---------------------------------------------------------------------
-// out[r][c] (rows x cols) = chain_{q=0..len-1} A[r * ar + q * aq] * B[q * bq + c * bc], q ascending: Y = X W,
-// dX = dY W^T and dW = X^T dY are this with their strides (train_step_f32.h's chains, operands in its order).
-struct Chain {
-  int64_t rows, cols, len;
-  int64_t ar, aq, bq, bc;
-};
+// ---- matmuls: one chain per output (Chain: train_step_f32_chain.h) ---------------------------------------
 
 __global__ void chain_kernel(const float* a, const float* b, Chain m, float* out) {
   SDC_FOR_EACH(o, static_cast<uint64_t>(m.rows * m.cols)) {
@@ -95,6 +90,19 @@ __global__ void mma_chain_kernel(const float* a, const float* b, Chain m, float*
   for (auto warp = static_cast<int64_t>((blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x) / 32);
        warp < tiles; warp += warps)
     mma_fragment(a, b, m, out, warp / tiles_n * 16, warp % tiles_n * 8, g, t);
+}
+
+// ---- matmuls through cuBLASLt (train_step_bf16 in mode recorded, engine 1) --------------------------------
+// One operand of a chain as cuBLASLt's TN product reads it (src/backends/cuda/cublaslt.h: C = A B^T, A rows x len
+// and B cols x len, each row-major in bf16): the chain's A (b false) or B (b true) as y[r * len + q] =
+// x[packed_source(m, b, r, q)], the upper half of an fp32 that holds a bf16 value (the mixed-precision step's matmul
+// operands are rounded to bf16: the half is the value exactly).
+__global__ void pack_bf16_kernel(const float* x, Chain m, bool b, uint16_t* y) {
+  const int64_t rows = b ? m.cols : m.rows;
+  SDC_FOR_EACH(o, static_cast<uint64_t>(rows * m.len)) {
+    const int64_t r = static_cast<int64_t>(o) / m.len, q = static_cast<int64_t>(o) % m.len;
+    y[o] = static_cast<uint16_t>(float_bits(x[packed_source(m, b, r, q)]) >> 16);
+  }
 }
 
 // ---- RMSNorm: a row per thread (its tree), the weight gradient a column per thread -----------------------

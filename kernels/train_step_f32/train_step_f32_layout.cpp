@@ -61,6 +61,7 @@ ReplaySpec replay_spec(const Case& c) {
   ReplaySpec sp;
   sp.cfg = config_of(c);
   sp.tensor_cores = c.mode == Mode::recorded;
+  sp.cublaslt = optional_dim(c, "engine", 0) == 1;
   sp.level = static_cast<int>(dim(c, "level"));
   sp.steps = dim(c, "steps");
   sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
@@ -130,8 +131,9 @@ std::string validate_case(const Case& c) {
   if (steps < 1 || steps > MAX_STEPS) return "steps must be in 1..1000";
   for (const auto& [key, value] : c.shape.dims)
     if (key != "preset" && key != "level" && key != "steps" && key != "optimizer" && key != "replicas" &&
-        key != "heads" && key != "tp")
-      return "unknown shape key " + key + " (preset, level, steps, optimizer, replicas, and optionally heads, tp)";
+        key != "heads" && key != "tp" && key != "engine")
+      return "unknown shape key " + key +
+             " (preset, level, steps, optimizer, replicas, and optionally heads, tp, engine)";
   const Config cfg = config_of(c);
   if (cfg.heads < 1 || cfg.dim % cfg.heads != 0 || cfg.head_dim() % 2 != 0)
     return "heads must divide the preset's dimension " + std::to_string(cfg.dim) + " into heads of an even size";
@@ -148,6 +150,10 @@ std::string validate_case(const Case& c) {
   if (c.mode == Mode::recorded && level != 3)
     return "mode recorded (the matmuls on tensor cores) runs level 3 only: levels 1 and 2 compare every step with "
            "the host's reference, which no CPU computes for tensor cores";
+  if (const int64_t engine = optional_dim(c, "engine", 0); engine != 0 && engine != 1)
+    return "engine must be 0 (the tensor cores through mma.sync) or 1 (cuBLASLt)";
+  if (c.shape.dims.count("engine") && c.mode != Mode::recorded)
+    return "engine (mma.sync or cuBLASLt) applies to mode recorded, whose matmuls run on tensor cores";
   if (dim(c, "optimizer") != 0 && dim(c, "optimizer") != 1) return "optimizer must be 0 (AdamW) or 1 (LAMB)";
   if (dim(c, "replicas") < 1 || dim(c, "replicas") > MAX_REPLICAS) return "replicas must be in 1..4096";
   return "";

@@ -46,7 +46,8 @@ struct L1Site {
 struct ReplaySpec {
   Config cfg;
   int level = 12;  // 12 (L1 and L2) or 3
-  bool tensor_cores = false;  // mode recorded: the matmuls on mma.sync, level 3 without a host reference
+  bool tensor_cores = false;  // mode recorded: the matmuls on tensor cores, level 3 without a host reference
+  bool cublaslt = false;      // mode recorded, engine 1: those matmuls through cuBLASLt (else mma.sync)
   int64_t steps = 1;
   uint64_t replicas = 1;
   uint64_t seed = 0;

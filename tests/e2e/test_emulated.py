@@ -73,9 +73,9 @@ def battery():
         seen[t["id"]] = t
     # The others one run each, with few iterations (the standard profile fills its budget with rounds: 0.1 s, not
     # seconds of them; the first iteration always runs) and a smaller block sample: they are the standard and burn-in
-    # profiles' large shapes. Not under a sanitizer (coverage, not volume): the boot run above already runs every family's kernels there, sampled as these are,
-    # and the large shapes are the same code with larger bounds; they are taken as passed by the release suite
-    # and left out of the checks below.
+    # profiles' large shapes. Not under a sanitizer (coverage, not volume): the boot run above already runs every
+    # family's kernels there, sampled as these are, and the large shapes are the same code with larger bounds; they
+    # are taken as passed by the release suite and left out of the checks below.
     others = sorted(set(exact) - set(boot))
     if SANITIZED:
         print(f"sanitizer build: the {len(others)} large cases are the release suite's", flush=True)
@@ -438,6 +438,17 @@ def tensor_core_replay(F):
     rel = [abs(a - b) / b for a, b in zip(on_tc, on_cpu)]
     F.check(code == 1 and code_cpu == 1 and len(on_tc) == 8 and len(on_cpu) == 8 and max(rel) < 1e-3
             and all(r > 0 for r in rel[1:]), f"tensor cores: losses {on_tc} against the exact {on_cpu}")
+    # The same replay on cuBLASLt (engine 1): a real GPU's alone. The emulated device says so and runs nothing (exit
+    # 2), as it does for the cuBLASLt GEMM families; a CPU refuses it as any recorded case.
+    lt = "train_step_bf16.l3_tiny_8_lt"
+    lt_case = next((c for c in common.battery()["cases"] if c["id"] == lt), {})
+    F.check(lt_case.get("shape", {}).get("engine") == 1 and lt_case.get("seed") == seeds[tc],
+            f"{lt}: not the tensor-core case's replay on engine 1: {lt_case}")
+    code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",
+                                 "--enable-any", lt)
+    t = by_device(report, lt).get("cuda:0", {})
+    F.check(code == 2 and t.get("result") == "not_applicable" and "cuBLASLt engine runs only on a real GPU" in
+            t.get("reason", ""), f"{lt} on the emulated device: exit {code}, {t.get('result')} ({t.get('reason')})")
 
 
 def replay():

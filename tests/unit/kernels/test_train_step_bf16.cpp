@@ -1,6 +1,7 @@
 // The training-step replay in bf16 mixed precision (train_step_bf16; kernels/train_step_f32/train_step_f32.h,
 // MIXED PRECISION): bf16_rn's rounding, a matmul's output recomputed here from its operands rounded to bf16,
 // and a model that still trains, on a trajectory of its own.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -143,4 +144,28 @@ TEST_CASE("train_step_bf16: a backward matmul rounds dy once for dX and dW, and 
         acc = std::fmaf(bf16_rn(z[static_cast<size_t>(r * f + k)]), bf16_rn(dy[static_cast<size_t>(r * d + j)]), acc);
       REQUIRE(to_bits(ddown[static_cast<size_t>(k * d + j)]) == to_bits(acc));
     }
+}
+
+TEST_CASE("train_step_bf16: the tensor-core engine (mma.sync or cuBLASLt) is a key of mode recorded only",
+          "[replay][bf16]") {
+  const Family f = bf16_family();
+  auto with = [](Mode mode, int level, std::map<std::string, int64_t> extra) {
+    Case c = replay_case(level, 2);
+    c.family = BF16_FAMILY;
+    c.mode = mode;
+    for (const auto& [k, v] : extra) c.shape.dims[k] = v;
+    return c;
+  };
+  CHECK(f.validate(with(Mode::recorded, 3, {})).empty());
+  CHECK(f.validate(with(Mode::recorded, 3, {{"engine", 0}})).empty());
+  CHECK(f.validate(with(Mode::recorded, 3, {{"engine", 1}})).empty());
+  CHECK(f.validate(with(Mode::recorded, 3, {{"engine", 2}})).find("engine must be 0") != std::string::npos);
+  CHECK(f.validate(with(Mode::exact, 3, {{"engine", 1}})).find("applies to mode recorded") != std::string::npos);
+  CHECK(f.validate(with(Mode::exact, 12, {{"engine", 0}})).find("applies to mode recorded") != std::string::npos);
+  CHECK(!replay_spec(with(Mode::recorded, 3, {})).cublaslt);
+  CHECK(!replay_spec(with(Mode::recorded, 3, {{"engine", 0}})).cublaslt);
+  const ReplaySpec lt = replay_spec(with(Mode::recorded, 3, {{"engine", 1}}));
+  CHECK((lt.cublaslt && lt.tensor_cores && lt.cfg.bf16));
+  // Listed among the family's optional shape keys (list --format json).
+  CHECK(std::find(f.optional_shape_keys.begin(), f.optional_shape_keys.end(), "engine") != f.optional_shape_keys.end());
 }
