@@ -127,11 +127,13 @@ def main():
 
     # ---- (a) clean ------------------------------------------------------------------------------------
     t0 = time.time()
-    rc, rep, err = common.run_json("--enable-any", "train_step_f32.*tiny*", "--cpuset", cpuset)
+    # Under a sanitizer the three cases the drills below take: the others (over four steps, split over ranks) run the
+    # same code there in this test's views and in the unit tests.
+    clean = [x for c in TINY for x in ("--enable-any", c)] if SANITIZED else ["--enable-any", "train_step_f32.*tiny*"]
+    rc, rep, err = common.run_json(*clean, "--cpuset", cpuset)
     tests = rep["tests"] if rep else []
     fails.check(rc == 0 and tests and all(t["result"] == "pass" for t in tests),
-                f"run --enable-any 'train_step_f32.*tiny*': exit {rc}, {[(t['id'], t['result']) for t in tests]} "
-                f"({err.strip()[-500:]})")
+                f"run {' '.join(clean)}: exit {rc}, {[(t['id'], t['result']) for t in tests]} ({err.strip()[-500:]})")
     # The boot run's replays count: every tiny case's iterations (one, two and five) on eight replicas. Under a
     # sanitizer they are enough; the release suite adds standard-profile runs that fill their budget with rounds.
     replays = sum(t["iterations"] * replicas.get(t["id"], 0) for t in tests) if rc == 0 else 0
@@ -377,8 +379,12 @@ def main():
             else:
                 fails.check(not modes and not figures and not prom_modes and "failure mode" not in p.stdout,
                             f"view {spec}: a level-12 replay with a failure mode: {modes} {figures} {prom_modes}")
-            p = common.run("run", *sel, *inj, "--npd")
-            fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]", f"view {spec}: npd '{p.stdout.strip()}'")
+            # The NPD line: under a sanitizer from the level-12 replays of one step only (the same output code; the
+            # longer replays' second screen is seconds of instrumented work that adds nothing there).
+            if not SANITIZED or case == L12:
+                p = common.run("run", *sel, *inj, "--npd")
+                fails.check(p.stdout.strip() == f"SDC: cpu {bad} replay {site} [drill]",
+                            f"view {spec}: npd '{p.stdout.strip()}'")
         p = common.healthcheck_dry_run(f"--enable {L12} --cpuset {good},{bad} --inject "
                                        f"case={L12},submodule=layer1.mlp.down.forward,element=3,bit=20,unit={bad}")
         fails.check(f"reason=SDC: cpu {bad} replay L1 layer1.mlp.down.forward drill" in p.stderr,
