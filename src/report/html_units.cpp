@@ -178,7 +178,7 @@ std::string sm_warps(const std::string& device, int64_t gpu, int64_t sm, const s
   for (const auto& [warp, w] : warps) {
     std::string lanes, strip, listed;
     for (const auto& [lane, n] : w.lanes) {
-      lanes += (lanes.empty() ? "" : " ") + std::to_string(lane);
+      lanes.append(lanes.empty() ? "" : " ").append(std::to_string(lane));  // appended: GCC 12 warns of a false bound
       listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", lane, n);
     }
     for (int64_t l = 0; l < LANES; ++l)

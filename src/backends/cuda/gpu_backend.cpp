@@ -20,7 +20,7 @@ namespace {
 class GpuBackend final : public Backend {
  public:
   GpuBackend(const PatternSet& patterns, const std::vector<DeviceInfo>& gpus, std::vector<FirstRun>* first_runs)
-      : sh_{patterns, nullptr}, gpus_(gpus), first_runs_(first_runs) {}
+      : sh_{patterns, nullptr, {}, {}}, gpus_(gpus), first_runs_(first_runs) {}
 
   // A kernel the watchdog gave up on may still run (a real hang, which nothing releases): no executor is
   // destroyed, on any GPU. Their destructors would free device memory, and cudaFree waits for the device,
