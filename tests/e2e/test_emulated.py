@@ -413,7 +413,9 @@ def tensor_core_replay(F):
     trajectory of the same seed (the CPU's) within 1e-3 without equalling it from step 1 on, which the fragment
     maps of the mma kernel must get right for."""
     tc, exact = "train_step_bf16.l3_tiny_8_tc", "train_step_bf16.l3_tiny_20"
-    seeds = {c["id"]: c["seed"] for c in common.battery()["cases"] if c["id"] in (tc, exact)}
+    lt = "train_step_bf16.l3_tiny_8_lt"  # the same replay on cuBLASLt (below)
+    cases = {c["id"]: c for c in common.battery()["cases"] if c["id"] in (tc, exact, lt)}
+    seeds = {cid: c["seed"] for cid, c in cases.items() if cid in (tc, exact)}
     F.check(seeds[tc] == seeds[exact], f"the tensor-core case and the exact one differ in seed: {seeds}")
     spec = f"case={tc},submodule=layer0.mlp.down.forward,step=3,element=5,bit=22"
     code, report, err = run_json("--backend", "emulated:3", "--profile", "standard", "--time-budget", "1s",
@@ -440,8 +442,7 @@ def tensor_core_replay(F):
             and all(r > 0 for r in rel[1:]), f"tensor cores: losses {on_tc} against the exact {on_cpu}")
     # The same replay on cuBLASLt (engine 1): a real GPU's alone. The emulated device says so and runs nothing (exit
     # 2), as it does for the cuBLASLt GEMM families; a CPU refuses it as any recorded case.
-    lt = "train_step_bf16.l3_tiny_8_lt"
-    lt_case = next((c for c in common.battery()["cases"] if c["id"] == lt), {})
+    lt_case = cases.get(lt, {})
     F.check(lt_case.get("shape", {}).get("engine") == 1 and lt_case.get("seed") == seeds[tc],
             f"{lt}: not the tensor-core case's replay on engine 1: {lt_case}")
     code, report, err = run_json("--backend", "emulated:1", "--profile", "standard", "--time-budget", "1s",

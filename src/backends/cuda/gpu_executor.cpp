@@ -329,7 +329,7 @@ bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
   } catch (const std::exception& e) {
     if (tp_) {
       dc_->device->set_tp_link(nullptr);
-      tp_->end(tp_rank_, e.what());
+      tp_->end(tp_link_.rank, e.what());
     }
     throw;
   }
@@ -349,9 +349,9 @@ bool GpuExecutor::run_iteration(const Case& c, int it, TestResult& r) {
 
 void GpuExecutor::release_case() {
   if (tp_) {
-    tp_->end(tp_rank_, g_.stuck           ? "its watchdog gave up on a kernel"
-                       : !g_.dead.empty() ? g_.dead
-                                          : "its iterations ran");
+    tp_->end(tp_link_.rank, g_.stuck           ? "its watchdog gave up on a kernel"
+                            : !g_.dead.empty() ? g_.dead
+                                               : "its iterations ran");
     tp_.reset();
   } else if (!not_prepared_.empty()) {  // a tensor-parallel group of this case must not wait for this GPU
     sh_.tp.abandon(case_id_, g_.slot, not_prepared_);

@@ -107,10 +107,9 @@ class GpuExecutor final : public Executor {
   Workspace ws_;
   double work_ = 0;
   std::unique_ptr<DeviceCase> probe_case_;  // the throughput probe's case, prepared when it first runs
-  // The prepared case's tensor-parallel group (null: none), this GPU's rank, the iterations it started, the link
-  // its computations exchange through; the cases linked to a group (run in the first round only).
+  // The prepared case's tensor-parallel group (null: none), the iterations it started, the link its computations
+  // exchange through (with this GPU's rank); the cases linked to a group (run in the first round only).
   std::shared_ptr<TpExchange> tp_;
-  int tp_rank_ = 0;
   uint64_t tp_started_ = 0;
   TpLink tp_link_;
   std::set<std::string> tp_cases_;

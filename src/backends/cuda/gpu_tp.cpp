@@ -27,16 +27,15 @@ void GpuExecutor::link_group(const Case& c, TestResult& r) {
     const auto first = sh_.gpu_names.begin() + static_cast<std::ptrdiff_t>(group * ranks);
     const std::vector<std::string> names(first, first + static_cast<std::ptrdiff_t>(ranks));
     tp_ = sh_.tp.get(c.id, static_cast<int>(group), names);
-    tp_rank_ = static_cast<int>(g_.slot % ranks);
     tp_link_.exchange = tp_.get();
-    tp_link_.rank = tp_rank_;
+    tp_link_.rank = static_cast<int>(g_.slot % ranks);
     tp_link_.seq = 0;
     tp_cases_.insert(c.id);
     note = fmt::format("tensor parallelism: rank {} of the group {}: at level 1 this GPU computes its rank's partials "
                        "and receives its peers' through host memory (each GPU syncs its own before it sends it, so a "
                        "fault is the GPU's that made it); at level 2 it computes every rank, as a free-running group "
                        "would carry one GPU's fault into its peers; run in the first round only",
-                       tp_rank_, fmt::join(names, ", "));
+                       tp_link_.rank, fmt::join(names, ", "));
   }
   if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
 }
@@ -46,7 +45,7 @@ bool GpuExecutor::join_group(int it, TestResult& r) {
   // a peer that ends the case (or its run) first, and a bound against a bug past the time budget.
   const auto limit = std::max(sh_.run->deadline, Clock::now()) + std::chrono::minutes(10);
   std::string why;
-  if (tp_->join(tp_rank_, tp_started_, limit, [this] { return sh_.run->stopping(); }, why)) {
+  if (tp_->join(tp_link_.rank, tp_started_, limit, [this] { return sh_.run->stopping(); }, why)) {
     ++tp_started_;
     return true;
   }
