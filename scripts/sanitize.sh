@@ -2,6 +2,7 @@
 # Builds and runs the test suite under sanitizers, in its own build directory:
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer (CI runs this)
 #   scripts/sanitize.sh tsan   ThreadSanitizer (the CPU backend's worker threads)
+# A second argument --build-only builds without running the suite; any other arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -20,6 +21,7 @@ esac
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=$type -DBUILD_TESTING=ON -DSDC_SANITIZE="$flags" -DSDC_WITH_CUDA=OFF \
   "-DCMAKE_CXX_FLAGS_${type^^}=$opt" > /dev/null
 cmake --build "$dir" -j "$(nproc)"
+if [ "${2:-}" = --build-only ]; then exit 0; fi
 export SDC_SANITIZED=$kind
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -67,7 +67,7 @@ ReplaySpec replay_spec(const Case& c) {
   sp.replicas = static_cast<uint64_t>(dim(c, "replicas"));
   sp.seed = c.data_seed;
   sp.subs = submodules(sp.cfg);
-  sp.shapes = parameter_shapes(sp.cfg);
+  sp.shapes = parameter_layout(sp.cfg);
   sp.optimizer.kind = dim(c, "optimizer") == 1 ? OptimizerKind::lamb : OptimizerKind::adamw;
   if (sp.level == 12) {
     const int nmb = static_cast<int>(sp.cfg.micro_batches());

@@ -55,11 +55,17 @@ void for_each_parameter(const Config& c, Add&& add) {
 
 }  // namespace
 
-TensorSet parameter_shapes(const Config& c) {
+TensorSet parameter_layout(const Config& c) {
   TensorSet s;
   for_each_parameter(c, [&s](std::string name, int64_t rows, int64_t cols, bool decay) {
-    s.tensors.push_back({std::move(name), rows, cols, decay, std::vector<float>(static_cast<size_t>(rows * cols))});
+    s.tensors.push_back({std::move(name), rows, cols, decay, {}});
   });
+  return s;
+}
+
+TensorSet parameter_shapes(const Config& c) {
+  TensorSet s = parameter_layout(c);
+  for (Tensor& t : s.tensors) t.data.resize(static_cast<size_t>(t.size()));
   return s;
 }
 
@@ -177,7 +183,7 @@ std::vector<Submodule> submodules(const Config& c) {
     add(p + "attn.residual.backward", Pass::backward, l, {"dx"});
   }
   add("embed.backward", Pass::backward, -1, {"dw"});
-  const TensorSet shapes = parameter_shapes(c);
+  const TensorSet shapes = parameter_layout(c);
   auto layer_of = [](const std::string& n) { return n.rfind("layer", 0) == 0 ? std::stoi(n.substr(5)) : -1; };
   for (const Tensor& t : shapes.tensors) add(t.name + ".accumulate", Pass::accumulate, layer_of(t.name), {"grad"});
   add("loss.step", Pass::loss, -1, {"loss"});
@@ -329,7 +335,7 @@ std::vector<float*> pointers(TensorSet& s) {
 float train_step(const Config& cfg, TensorSet& params, OptState& opt, int64_t step, uint64_t seed,
                  const Optimizer& optimizer, Observer* observer, const Options& options) {
   CpuDev dev(cfg, step, seed, observer, options);
-  const TensorSet shapes = parameter_shapes(cfg);
+  const TensorSet shapes = parameter_layout(cfg);
   const std::vector<Submodule> subs = submodules(cfg);
   TensorSet g = parameter_shapes(cfg);
   std::vector<float> partials(static_cast<size_t>(cfg.micro_batches()));
@@ -355,7 +361,7 @@ float microbatch_gradients(const Config& cfg, const TensorSet& params, int64_t s
                            TensorSet& grads, Observer* observer, const Options& options) {
   if (grads.tensors.empty()) grads = parameter_shapes(cfg);
   CpuDev dev(cfg, step, seed, observer, options);
-  const TensorSet shapes = parameter_shapes(cfg);
+  const TensorSet shapes = parameter_layout(cfg);
   const std::vector<Submodule> subs = submodules(cfg);
   StepRunner<CpuDev> r(dev, cfg, shapes, subs, step);
   std::vector<float*> w;

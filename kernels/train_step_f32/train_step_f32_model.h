@@ -40,6 +40,9 @@ struct TensorSet {
 
 // Parameters in their fixed order with zero data (the shape of every parameter, gradient and moment set).
 TensorSet parameter_shapes(const Config& cfg);
+// The same names, shapes and decay flags without data: for code that reads only the layout (a replay's
+// specification, the submodule table), which would otherwise zero-fill a whole model's worth of memory.
+TensorSet parameter_layout(const Config& cfg);
 // How many parameters the model has (parameter_shapes' elements, counted without allocating them).
 int64_t parameter_count(const Config& cfg);
 // Initial parameters (train_step_f32.h: uniform times 2^-ceil(log4(fan_in)), norm weights 1).

@@ -53,7 +53,7 @@ struct ReplaySpec {
   uint64_t seed = 0;
   Optimizer optimizer;
   std::vector<Submodule> subs;
-  TensorSet shapes;
+  TensorSet shapes;                // the parameters' layout (parameter_layout: no data)
   std::vector<L1Site> sites;       // level 12
   std::vector<std::string> names;  // one per tile slot
   std::vector<ReplayMetricSlot> metrics;  // the slots that hold metrics (the others are digests)

@@ -21,12 +21,12 @@ namespace {
 const std::vector<std::string> CASES{"softmax_f32.special_128x1000", "rmsnorm_f32.mantissa_walk_64x1023",
                                      "cross_entropy_f32.mantissa_walk_64x1000"};
 
-struct Fixture {
+struct InterruptFixture {
   PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
   Selection sel;
   RunOptions opt;
   std::atomic<int> stop{0};
-  Fixture() {
+  InterruptFixture() {
     REQUIRE(select_cases(ps.battery, "boot", CASES, {}, sel).empty());
     REQUIRE(sel.cases.size() == CASES.size());
     for (int n : sel.iterations) REQUIRE(n >= 2);  // a stop after the first iteration leaves a partial test
@@ -58,7 +58,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("a CPU screen of the selection passes when nothing stops it", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   RunResult r;
   run_screen(*cpu::make_backend(f.ps), f.sel, f.opt, r);
   REQUIRE(r.interrupted_by == 0);
@@ -72,7 +72,7 @@ TEST_CASE("a CPU screen of the selection passes when nothing stops it", "[interr
 }
 
 TEST_CASE("a stop between tests skips the tests not started, with the interruption as reason", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   f.opt.on_test_done = [&f](const TestResult&, size_t index, size_t) {
     if (index == 0) f.stop.store(SIGTERM);
   };
@@ -95,7 +95,7 @@ TEST_CASE("a stop between tests skips the tests not started, with the interrupti
 }
 
 TEST_CASE("a stop inside a test keeps its complete iterations and says the rest did not run", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   // The second test's second iteration is about to start: stop now, as a signal would.
   f.opt.on_progress = [&f](const Case&, size_t index, size_t, int iteration, int) {
     if (index == 1 && iteration == 1) f.stop.store(SIGINT);
@@ -114,7 +114,7 @@ TEST_CASE("a stop inside a test keeps its complete iterations and says the rest 
 // A GPU-only case on a CPU is not applicable whether or not there was time or a stop: it must never become
 // a row of a test that did not start (on a CPU node they would bury the ones that did not run).
 TEST_CASE("a stop or a spent budget leaves GPU-only cases not applicable, not unstarted", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   const std::string gpu_only = "gemm_bf16.uniform_1024x1024x1024";
   REQUIRE(select_cases(f.ps.battery, "boot", {CASES[0], CASES[1], gpu_only}, {}, f.sel).empty());
   REQUIRE(f.sel.cases.size() == 3);
@@ -159,7 +159,7 @@ TEST_CASE("a stop or a spent budget leaves GPU-only cases not applicable, not un
 // stopped it, and the run is never a pass (2), nor an interruption by a signal; a miscompare found before it
 // stands (1).
 TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, never a pass", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   const bool injected = GENERATE(false, true);
   if (injected) {
     Injection inj;
@@ -184,7 +184,7 @@ TEST_CASE("a deadline stop is inconclusive, or a failure after a miscompare, nev
 // The progress counter counts the steps of this device's screen: a GPU-only case on a CPU is not one (a CPU
 // node's counter used to stop at [90/92]), and no per-test line is said for it.
 TEST_CASE("progress counts only the cases that apply to the device", "[interrupt]") {
-  Fixture f;
+  InterruptFixture f;
   const std::string gpu_only = "gemm_bf16.uniform_1024x1024x1024";
   REQUIRE(select_cases(f.ps.battery, "boot", {CASES[0], gpu_only, CASES[1]}, {}, f.sel).empty());
   REQUIRE(f.sel.cases.size() == 3);
