@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers of pattern files and option values with libFuzzer (fuzz/, built with clang into
 # build-fuzz/). Installs nothing: needs clang and its runtime libraries (Debian/Ubuntu: clang,
-# libclang-rt-dev or libclang-rt-NN-dev), plus the project's usual libraries (fmt, nlohmann-json, xxhash).
+# libclang-rt-dev or libclang-rt-NN-dev; `scripts/setup.sh --fuzz` installs them), plus the project's usual
+# libraries (fmt, nlohmann-json, xxhash).
 #
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]   each harness (default: all) for SECONDS (default 600), one
 #                                            after another; exits 1 if any of them found something
@@ -27,7 +28,7 @@ cxx=${FUZZ_CXX:-clang++}
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 
 if ! command -v "$cxx" >/dev/null 2>&1 || ! command -v "$cc" >/dev/null 2>&1; then
-  die "clang is not installed ('$cxx' not found); install clang and libclang-rt-dev (or set FUZZ_CC/FUZZ_CXX)"
+  die "clang is not installed ('$cxx' not found); install clang and libclang-rt-dev (scripts/setup.sh --fuzz) or set FUZZ_CC/FUZZ_CXX"
 fi
 command -v cmake >/dev/null 2>&1 || die "cmake is not installed"
 
