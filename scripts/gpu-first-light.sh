@@ -27,7 +27,8 @@
 #   7 drills     8 output drills (2 of them warp-aligned multi-bit clusters), 3 replay drills (the fp32, bf16 and
 #                tensor-parallel replays) and 2 memory drills (scripts/gpu-drills.py): detected and localized (on
 #                the emulated device 4, 1 and 1).
-#   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32,
+#   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32, gemm_f64
+#                against cuBLAS DGEMM and, on sm_90, its kernel's m16n8k8 form and whether its bits agree,
 #                verified bf16 against bare cuBLASLt, the digest's share), at most 60 s.
 #
 # summary.txt: '#' lines (the run's start, its end and exit code) and one line per step:
@@ -431,8 +432,13 @@ d = json.load(open(sys.argv[1]))
 out = []
 for r in d.get("gemm_vs_cublas", []):
     out.append(f"gemm_f32 {r['shape']} {r['ratio']:.3f}x cuBLAS SGEMM (target {r['target']})")
+form_tiles = sum(c["sm90_form"].get("mismatched_tiles", 0) for c in d.get("cases", []) if "sm90_form" in c)
 for r in d.get("dgemm_vs_cublas", []):
     out.append(f"gemm_f64 {r['shape']} {r['ratio']:.3f}x cuBLAS DGEMM (target {r['target']})")
+    f = r.get("sm90_form", {})
+    if "ratio_vs_cublas" in f:  # the kernel's sm_90 form (bench_dmma16.cpp): not the family's until its bits agree
+        out.append(f"its m16n8k8 form {f['ratio_vs_cublas']:.3f}x, {f['values_differing_from_m8n8k4']} values and "
+                   f"{form_tiles} battery tiles differ")
 for r in d.get("digest_overhead", []):
     out.append(f"digest share {r['share'] * 100:.2f}%")
 for r in d.get("cublaslt", []):

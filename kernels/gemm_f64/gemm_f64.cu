@@ -5,15 +5,22 @@
 // output is written in the tile layout the CPU path uses: 64 x 64 tile t = (i / 64) * (N / 64) + j / 64
 // holds C[i][j] as the double at out + t * TILE_WORDS words + 2 ((i % 64) * 64 + j % 64) words.
 //
-// How the work is split: one block of 4 warps per 64 x 64 tile of C, warp w owning the 32 x 32 quarter at rows
-// 32 (w / 2), columns 32 (w % 2): 4 x 4 blocks of 8 x 8, each the D of mma.sync.m8n8k4.f64 (DMMA), two
-// accumulators per lane (lane l: row l / 4, columns 2 (l % 4) + {0, 1} of each block). K is walked in slabs of
-// BK = 16: while a slab is multiplied out of one shared-memory buffer, the next one is fetched from global memory
-// into registers (coalesced: half a row of the A slab, an eighth of a row of the B slab per thread) and then
-// stored into the other buffer; one barrier per slab. Each 4-k step loads, per lane, one A element of each of
-// the warp's 4 row blocks and one B element of each of its 4 column blocks (the ISA's fragment layout: A (g, t),
-// B (t, g), g = lane / 4, t = lane % 4; rows padded to 20 and 68 doubles so that no two lanes of a half-warp
-// share a bank) and issues the 16 DMMAs. Thread 0 records the SM.
+// How the work is split: one block per BM x BM block of C, its warps 64 x 32 parts of it: BM = 128 (2 x 2 tiles,
+// 8 warps as 2 rows of 4) where that still gives every SM a block, else BM = 64 (one tile, 2 warps), so that small
+// products spread over the GPU (block_rows; fixed when the case is prepared). At the right and bottom edges, when
+// M or N is not a multiple of BM, the missing rows and columns read as zeros, are computed and never stored. Warp
+// w's part is at rows 64 (w / W), columns 32 (w % W) of its block (W = BM / 32 warps per row): tile row w / W,
+// tile column (w % W) / 2, so each tile is two warps' work and its SM is recorded by the first of them. A part is
+// 8 x 4 blocks of 8 x 8, each the D of the fp64 tensor-core instruction, two accumulators per lane (lane l: row
+// l / 4, columns 2 (l % 4) + {0, 1} of each block). K is walked in slabs of BK = 8: while a slab is multiplied out
+// of one shared-memory buffer, the next one is fetched from global memory into registers (consecutive doubles of
+// one A row and of one B row per thread) and then stored into the other buffer; one barrier per slab. Per 4 k a
+// lane loads one A element of each of its warp's 8 row blocks and one B element of each of its 4 column blocks
+// (the ISA's fragment layout: A (g, t), B (t, g), g = lane / 4, t = lane % 4; rows padded to 12 and BM + 4
+// doubles so that no two lanes of a half-warp share a bank) and issues 32 DMMAs. The first kernel of this family,
+// one 4-warp block per 64 x 64 tile with 32 x 32 warp parts, reached 0.325x cuBLAS DGEMM on an H100 at 4096^3;
+// 128 x 128 blocks halve the L2 traffic per flop, and 64 x 32 parts load 12 fragments from shared memory per 32
+// DMMAs instead of 8 per 16.
 //
 // Why the bits equal the specification: mma.sync.m8n8k4.f64 computes each D element as one fma chain in
 // increasing k from C, rounded at every step: fma(a3, b3, fma(a2, b2, fma(a1, b1, fma(a0, b0, c)))). The ISA
@@ -24,9 +31,14 @@
 // specification. The last 1 to 3 k values when K is not a multiple of 4 are plain fma steps on the same
 // accumulators, from the shared-memory slab (no zero-padded DMMA step: the sign of a zero result must not
 // depend on one). No split-K, no atomic, no reduction across threads.
+//
+// The sm_90 form (gemm_f64_device.h): the same kernel with mma.sync.m16n8k8.f64, one instruction per 16 x 8 block
+// and slab (the shapes sm_90 added for fp64). Its order is not measured yet, so the family never runs it: the
+// benchmark times it and counts the words where it differs from this kernel's result.
 #include <memory>
 
 #include "kernels/gemm_f64/gemm_f64.h"
+#include "kernels/gemm_f64/gemm_f64_device.h"
 #include "src/backends/cuda/device_util.cuh"
 #include "src/backends/cuda/plain_gemm_device.h"
 #include "src/core/family.h"
@@ -35,12 +47,23 @@
 namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
-constexpr int BK = 16;                      // k per shared-memory slab
-constexpr int THREADS = 128;                // 4 warps, 2 x 2 over the tile
-constexpr int A_LD = BK + 4;                // row pitch of the A slab (m-major, k contiguous), in doubles
-constexpr int B_LD = TILE + 4;              // row pitch of the B slab (k-major, n contiguous), in doubles
-constexpr int LOADS = TILE * BK / THREADS;  // doubles of A (and of B) each thread fetches per slab
-static_assert(LOADS == 8 && TILE == 64, "a thread fetches half an A row and an eighth of a B row of the slab");
+constexpr int BK = 8;            // k per shared-memory slab
+constexpr int WM = 64, WN = 32;  // a warp's part of its block
+constexpr int A_LD = BK + 4;     // row pitch of the A slab (m-major, k contiguous), in doubles
+static_assert(TILE == 64 && WM == TILE, "a warp's rows are one tile's");
+
+// A block of BM x BM outputs (BM = 64: one tile, 2 warps; BM = 128: 2 x 2 tiles, 8 warps), its warps WM x WN each.
+template <int BM>
+struct Geometry {
+  static constexpr int WARPS_N = BM / WN, THREADS = (BM / WM) * WARPS_N * 32;
+  static constexpr int B_LD = BM + 4;                // row pitch of the B slab (k-major, n contiguous), in doubles
+  static constexpr int LOADS = BM * BK / THREADS;    // doubles of A (and of B) each thread fetches per slab
+  static constexpr int A_TPR = BK / LOADS, B_TPR = BM / LOADS;  // threads per row of the A slab, of the B slab
+  static_assert(BM * BK % THREADS == 0 && BK % LOADS == 0, "the slab divides evenly among the threads");
+  static_assert(2 * (BM * A_LD + BK * B_LD) * 8 <= 48 * 1024, "the two slab buffers fit static shared memory");
+};
+
+using Acc = double[8][4][2];  // a lane's accumulators: [8-row block][8-column block][column 2t + c]
 
 // D = A B + D on the fp64 tensor cores: one warp's 8 x 8 x 4 step (lane l: a = A(l / 4, l % 4),
 // b = B(l % 4, l / 4), d = D(l / 4, 2 (l % 4) + {0, 1})).
@@ -54,48 +77,97 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
 #endif
 }
 
-// Fetches slab k0 .. k0+BK-1 of A (rows m0..m0+63) and B (columns n0..n0+63) into registers; k at or beyond K
-// reads as 0 (never used).
+// D = A B + D, one warp's 16 x 8 x 8 step (sm_90): lane l holds a[i] = A(g + 8 (i % 2), t + 4 (i / 2)),
+// b[i] = B(t + 4 i, g), d0 = D(g, 2t + {0, 1}), d1 = D(g + 8, 2t + {0, 1}).
+__device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const double (&a)[4], const double (&b)[2]) {
+#if defined(SDC_EMU)
+  double d[4] = {d0[0], d0[1], d1[0], d1[1]};
+  ::sdc::emu::mma_f64_m16n8k8(d, a, b);
+  d0[0] = d[0], d0[1] = d[1], d1[0] = d[2], d1[1] = d[3];
+#elif __CUDA_ARCH__ >= 900
+  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+  __trap();  // launch_gemm refuses this form below sm_90
+#endif
+}
+
+// Fetches slab k0 .. k0+BK-1 of A (rows m0..m0+BM-1) and B (columns n0..n0+BM-1) into registers, LOADS
+// consecutive doubles of one row each; a k at or beyond K, a row at or beyond M and a column at or beyond N read
+// as 0 (never stored).
+template <int BM, int LOADS = Geometry<BM>::LOADS>
 __device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
-                                      int k0, int K, int N, double (&ra)[LOADS], double (&rb)[LOADS]) {
+                                      int k0, int M, int N, int K, double (&ra)[LOADS], double (&rb)[LOADS]) {
+  using G = Geometry<BM>;
   const int tid = static_cast<int>(threadIdx.x);
-  const int ar = tid / 2, ak = k0 + (tid % 2) * LOADS;       // A: half of one row's 16 k
-  const int bk = k0 + tid / 8, bc = n0 + (tid % 8) * LOADS;  // B: an eighth of one k row's 64 columns
+  const int ar = m0 + tid / G::A_TPR, ak = k0 + (tid % G::A_TPR) * LOADS;
+  const int bk = k0 + tid / G::B_TPR, bc = n0 + (tid % G::B_TPR) * LOADS;
+  const bool a_row = ar < M, b_ok = bk < K && bc < N;  // N is a multiple of 64: bc + LOADS - 1 < N too
 #pragma unroll
   for (int l = 0; l < LOADS; ++l) {
-    ra[l] = ak + l < K ? A[static_cast<int64_t>(m0 + ar) * K + ak + l] : 0.0;
-    rb[l] = bk < K ? B[static_cast<int64_t>(bk) * N + bc + l] : 0.0;
+    ra[l] = a_row && ak + l < K ? A[static_cast<int64_t>(ar) * K + ak + l] : 0.0;
+    rb[l] = b_ok ? B[static_cast<int64_t>(bk) * N + bc + l] : 0.0;
   }
 }
 
+template <int BM, int LOADS = Geometry<BM>::LOADS>
 __device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[LOADS], const double (&rb)[LOADS]) {
+  using G = Geometry<BM>;
   const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int l = 0; l < LOADS; ++l) {
-    as[(tid / 2) * A_LD + (tid % 2) * LOADS + l] = ra[l];
-    bs[(tid / 8) * B_LD + (tid % 8) * LOADS + l] = rb[l];
+    as[(tid / G::A_TPR) * A_LD + (tid % G::A_TPR) * LOADS + l] = ra[l];
+    bs[(tid / G::B_TPR) * G::B_LD + (tid % G::B_TPR) * LOADS + l] = rb[l];
   }
 }
 
-// The warp's 16 DMMAs of the 4 k values kk..kk+3 of the slab. as/bs: the slab; r0, c0: the warp's quarter.
-__device__ __forceinline__ void dmma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
-                                          double (&acc)[4][4][2]) {
-  double a[4], b[4];
+// The warp's 32 m8n8k4 DMMAs of the 4 k values kk..kk+3 of the slab. as/bs: the slab; r0, c0: the warp's part.
+template <int B_LD>
+__device__ __forceinline__ void quad(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
+                                     Acc& acc) {
+  double a[8], b[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) a[i] = as[(r0 + 8 * i + g) * A_LD + kk + t];
+  for (int i = 0; i < 8; ++i) a[i] = as[(r0 + 8 * i + g) * A_LD + kk + t];
 #pragma unroll
   for (int j = 0; j < 4; ++j) b[j] = bs[(kk + t) * B_LD + c0 + 8 * j + g];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) dmma(acc[i][j], a[i], b[j]);
 }
 
-// One k value of the slab as plain fma steps on the lane's accumulators (the K tail).
-__device__ __forceinline__ void fma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
-                                         double (&acc)[4][4][2]) {
+// A whole slab (BK = 8 k values): two quads, or with the sm_90 form 16 m16n8k8 DMMAs whose 16-row blocks are the
+// accumulator blocks 2i and 2i + 1.
+template <Dmma I, int B_LD>
+__device__ __forceinline__ void slab(const double* as, const double* bs, int r0, int c0, int g, int t, Acc& acc) {
+  if constexpr (I == Dmma::m8n8k4) {
+    quad<B_LD>(as, bs, 0, r0, c0, g, t, acc);
+    quad<B_LD>(as, bs, 4, r0, c0, g, t, acc);
+  } else {
+    double a[4][4], b[4][2];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) a[i][v] = as[(r0 + 16 * i + 8 * (v % 2) + g) * A_LD + t + 4 * (v / 2)];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int v = 0; v < 2; ++v) b[j][v] = bs[(t + 4 * v) * B_LD + c0 + 8 * j + g];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dmma16(acc[2 * i][j], acc[2 * i + 1][j], a[i], b[j]);
+  }
+}
+
+// One k value of the slab as plain fma steps on the lane's accumulators (the K tail).
+template <int B_LD>
+__device__ __forceinline__ void fma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
+                                         Acc& acc) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
     const double a = as[(r0 + 8 * i + g) * A_LD + kk];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -104,65 +176,113 @@ __device__ __forceinline__ void fma_step(const double* as, const double* bs, int
   }
 }
 
-__global__ void __launch_bounds__(THREADS)
+template <Dmma I, int BM>
+__global__ void __launch_bounds__(Geometry<BM>::THREADS)
     gemm_kernel(const double* __restrict__ A, const double* __restrict__ B, float* __restrict__ out,
-                uint32_t* __restrict__ tile_sm, int N, int K) {
-  __shared__ __align__(16) double as[2][TILE * A_LD];
+                uint32_t* __restrict__ tile_sm, int M, int N, int K) {
+  using G = Geometry<BM>;
+  constexpr int LOADS = G::LOADS, B_LD = G::B_LD, TILES = BM / TILE;  // TILES x TILES tiles per block
+  __shared__ __align__(16) double as[2][BM * A_LD];
   __shared__ __align__(16) double bs[2][BK * B_LD];
 
-  const int tiles_n = N / TILE;
-  const int t_id = static_cast<int>(blockIdx.x);
-  const int m0 = (t_id / tiles_n) * TILE, n0 = (t_id % tiles_n) * TILE;
+  const int blocks_n = (N + BM - 1) / BM;
+  const int bm = static_cast<int>(blockIdx.x) / blocks_n, bn = static_cast<int>(blockIdx.x) % blocks_n;
+  const int m0 = bm * BM, n0 = bn * BM;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
-  const int r0 = 32 * (warp / 2), c0 = 32 * (warp % 2);  // the warp's quarter of the tile
+  const int r0 = WM * (warp / G::WARPS_N), c0 = WN * (warp % G::WARPS_N);  // the warp's part of the block
   const int g = lane / 4, t = lane % 4;
 
-  double acc[4][4][2];
+  Acc acc;
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;  // +0: the specification's start value
 
   double ra[LOADS], rb[LOADS];
-  fetch(A, B, m0, n0, 0, K, N, ra, rb);
-  stash(as[0], bs[0], ra, rb);
+  fetch<BM>(A, B, m0, n0, 0, M, N, K, ra, rb);
+  stash<BM>(as[0], bs[0], ra, rb);
   __syncthreads();
 
   int cur = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     const bool more = k0 + BK < K;
-    if (more) fetch(A, B, m0, n0, k0 + BK, K, N, ra, rb);  // latency hidden behind this slab's arithmetic
+    if (more) fetch<BM>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
     if (K - k0 >= BK) {
-#pragma unroll
-      for (int kk = 0; kk < BK; kk += 4) dmma_step(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      slab<I, B_LD>(as[cur], bs[cur], r0, c0, g, t, acc);
     } else {
       const int real = K - k0, whole = real / 4 * 4;  // real k values only: DMMAs, then 1..3 fma steps
-      for (int kk = 0; kk < whole; kk += 4) dmma_step(as[cur], bs[cur], kk, r0, c0, g, t, acc);
-      for (int kk = whole; kk < real; ++kk) fma_step(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      for (int kk = 0; kk < whole; kk += 4) quad<B_LD>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      for (int kk = whole; kk < real; ++kk) fma_step<B_LD>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
     }
     if (more) {
       // The other buffer was last read before the previous barrier: one barrier per slab suffices.
-      stash(as[cur ^ 1], bs[cur ^ 1], ra, rb);
+      stash<BM>(as[cur ^ 1], bs[cur ^ 1], ra, rb);
       __syncthreads();
       cur ^= 1;
     }
   }
 
-  double* tile = reinterpret_cast<double*>(out + static_cast<int64_t>(t_id) * TILE_WORDS);
+  const int tiles_n = N / TILE;
+  const int ti = TILES * bm + warp / G::WARPS_N, tj = TILES * bn + (warp % G::WARPS_N) / 2;  // the warp's tile
+  if (ti >= M / TILE || tj >= tiles_n) return;                     // beyond the bottom or right edge
+  const int64_t t_id = static_cast<int64_t>(ti) * tiles_n + tj;
+  const int cw = WN * (warp % 2);  // the warp's first column in the tile
+  double* tile = reinterpret_cast<double*>(out + t_id * TILE_WORDS);
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      *reinterpret_cast<double2*>(tile + (r0 + 8 * i + g) * TILE + c0 + 8 * j + 2 * t) =
+      *reinterpret_cast<double2*>(tile + (8 * i + g) * TILE + cw + 8 * j + 2 * t) =
           make_double2(acc[i][j][0], acc[i][j][1]);
-  if (tid == 0) tile_sm[t_id] = cuda::sm_id();
+  if (warp % 2 == 0 && lane == 0) tile_sm[t_id] = cuda::sm_id();
 }
+
+}  // namespace
+
+namespace {
+
+template <Dmma I, int BM>
+void launch_form(const char* what, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m,
+                 int64_t n, int64_t k, cudaStream_t s) {
+  const auto blocks = static_cast<unsigned>(((m + BM - 1) / BM) * ((n + BM - 1) / BM));
+  cuda::launch(what, gemm_kernel<I, BM>, blocks, Geometry<BM>::THREADS, s, a, b, out, tile_sm, static_cast<int>(m),
+               static_cast<int>(n), static_cast<int>(k));
+}
+
+}  // namespace
+
+int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n + 127) / 128) >= sms ? 128 : 64; }
+
+bool launch_gemm(Dmma instr, int bm, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m,
+                 int64_t n, int64_t k, cudaStream_t s) {
+  if (bm != 64 && bm != 128) return false;
+  if (instr == Dmma::m8n8k4) {
+    if (bm == 128) launch_form<Dmma::m8n8k4, 128>("gemm_f64 gemm_kernel (128 x 128)", a, b, out, tile_sm, m, n, k, s);
+    else launch_form<Dmma::m8n8k4, 64>("gemm_f64 gemm_kernel (64 x 64)", a, b, out, tile_sm, m, n, k, s);
+    return true;
+  }
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
+    return false;
+  if (bm == 128) launch_form<Dmma::m16n8k8, 128>("gemm_f64 gemm_kernel m16n8k8 (128 x 128)", a, b, out, tile_sm, m, n, k, s);
+  else launch_form<Dmma::m16n8k8, 64>("gemm_f64 gemm_kernel m16n8k8 (64 x 64)", a, b, out, tile_sm, m, n, k, s);
+  return true;
+}
+
+namespace {
 
 class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
  public:
+  // Prepared on the GPU that computes it (DeviceProblem::engine): its SM count fixes the block (block_rows).
   explicit GemmDevice(const Case& c)
-      : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)") {}
+      : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)") {
+    int device = 0, sms = 0;
+    SDC_CUDA_CHECK(cudaGetDevice(&device));
+    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    bm_ = block_rows(m_, n_, sms);
+  }
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
@@ -170,20 +290,25 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
                                            s);
   }
 
-  // gemm_kernel's store: warp w holds the 32 x 32 quarter at rows 32 (w / 2), columns 32 (w % 2), as 8 x 8
-  // DMMA blocks whose element (i, j) lane 4 i + j / 2 holds; two words per value.
-  bool thread_of(uint64_t, uint32_t offset, int& warp, int& lane) const override {
+  // gemm_kernel's store: tile (ti, tj) is the part (ti % b, tj % b) of its block of b x b tiles (b = bm_ / 64, whose
+  // warps are b rows of 2 b), computed by warps 2 b (ti % b) + 2 (tj % b) (its columns 0..31) and the next
+  // (32..63), as 8 x 8 DMMA blocks whose element (i, j) lane 4 i + j / 2 holds; two words per value.
+  bool thread_of(uint64_t tile, uint32_t offset, int& warp, int& lane) const override {
+    const auto tiles_n = static_cast<uint64_t>(n_ / TILE), b = static_cast<uint64_t>(bm_ / TILE);
+    const int ti = static_cast<int>(tile / tiles_n % b), tj = static_cast<int>(tile % tiles_n % b);
     const int v = static_cast<int>(offset / 2), r = v / TILE, c = v % TILE;
-    warp = (r / 32) * 2 + c / 32;
+    warp = 2 * static_cast<int>(b) * ti + 2 * tj + c / 32;
     lane = (r % 8) * 4 + (c % 8) / 2;
     return true;
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
-    const unsigned blocks = static_cast<unsigned>((m_ / TILE) * (n_ / TILE));
-    cuda::launch("gemm_f64 gemm_kernel", gemm_kernel, blocks, THREADS, s, static_cast<const double*>(in[0]),
-                 static_cast<const double*>(in[1]), out, tile_sm, static_cast<int>(n_), static_cast<int>(k_));
+    launch_gemm(Dmma::m8n8k4, bm_, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out, tile_sm,
+                m_, n_, k_, s);
   }
+
+ private:
+  int bm_ = 64;
 };
 
 }  // namespace

@@ -61,6 +61,9 @@ constexpr MmaType mma_type(std::string_view ptx) {
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 // One warp's mma.sync m8n8k4 f64 (mma.h: mma_sync_f64), called by every lane with its own registers: d = A B + d.
 void mma_f64(double (&d)[2], double a, double b);
+// One warp's mma.sync m16n8k8 f64 (mma.h: mma_sync_f64_m16n8k8), every lane with its own registers: d = A B + d,
+// d[0..1] the lane's elements of rows g and d[2..3] those of rows g + 8.
+void mma_f64_m16n8k8(double (&d)[4], const double (&a)[4], const double (&b)[2]);
 // One warp's mma.sync m16n8k32 s8.s8.s32 (mma.h: mma_sync_s8), called by every lane with its own registers.
 void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 void nanosleep(unsigned ns);

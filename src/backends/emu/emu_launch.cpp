@@ -199,6 +199,32 @@ void mma_f64(double (&d)[2], double a, double b) {
       &ctx);
 }
 
+void mma_f64_m16n8k8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+  struct Regs {
+    const double* a;
+    const double* b;
+    double* d;
+  };
+  Regs mine{a, b, d};
+  MmaSite ctx{t_launch_spec, here().sm};
+  warp_exchange(
+      0xffffffffu, &mine,
+      [](void* c, void* const* lanes) {
+        const MmaSite& x = *static_cast<const MmaSite*>(c);
+        double ra[32][4], rb[32][2], rc[32][4], rd[32][4];
+        for (int l = 0; l < 32; ++l) {
+          const Regs& r = *static_cast<const Regs*>(lanes[l]);
+          for (int i = 0; i < 4; ++i) ra[l][i] = r.a[i], rc[l][i] = r.d[i];
+          for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
+        }
+        mma_sync_f64_m16n8k8(ra, rb, rc, rd);
+        plant_mma_fault(x.spec, x.sm, rd);
+        for (int l = 0; l < 32; ++l)
+          for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
+      },
+      &ctx);
+}
+
 void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   struct Regs {
     const uint32_t* a;

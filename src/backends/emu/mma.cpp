@@ -170,6 +170,26 @@ void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double
   for (int l = 0; l < 32; ++l) d[l][0] = out[l][0], d[l][1] = out[l][1];
 }
 
+void mma_sync_f64_m16n8k8(const double (*a)[4], const double (*b)[2], const double (*c)[4], double (*d)[4]) {
+  double am[16][8], bm[8][8], out[32][4];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l % 4;
+    for (int i = 0; i < 4; ++i) am[g + 8 * (i % 2)][t + 4 * (i / 2)] = a[l][i];
+    for (int i = 0; i < 2; ++i) bm[t + 4 * i][g] = b[l][i];
+  }
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+      double acc = c[l][i];
+      for (int k = 0; k < 8; ++k) acc = std::fma(am[row][k], bm[k][col], acc);
+      out[l][i] = acc;
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i) d[l][i] = out[l][i];
+}
+
 void mma_sync_s8(const uint32_t (*a)[4], const uint32_t (*b)[2], const int32_t (*c)[4], int32_t (*d)[4]) {
   constexpr int kM = 16, kN = 8, kK = 32;
   // m16n8k32 .s8: A a0..a15 and B b0..b7 at the rows and columns of the .e4m3 table (the ISA gives one table,

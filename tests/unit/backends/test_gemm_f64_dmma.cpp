@@ -1,0 +1,102 @@
+// gemm_f64's kernel in both of its fp64 tensor-core forms (gemm_f64_device.h: m8n8k4, which the family runs, and
+// the sm_90 m16n8k8 form only the benchmark runs) and both block sizes on the emulated device, at shapes where M or
+// N is not a multiple of the 128-row block and K not a multiple of the 8-k slab or of 4, against the specification's chain
+// computed here with std::fma. The operands span 2^-60 to 2^60 with random signs and some signed zeros, so a wrong
+// fragment element, edge mask, stride or chain order changes bits. Also: every block runs race-free, and the
+// m16n8k8 form is refused on an sm_80 device. Compiled like test_racecheck.cpp (-DSDC_EMU).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "kernels/gemm_f64/gemm_f64.h"
+#include "kernels/gemm_f64/gemm_f64_device.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_runtime.h"
+#include "src/backends/emu/emu_device.h"
+#include "src/backends/emu/racecheck.h"
+#include "tests/unit/catch.h"
+
+using namespace sdc;
+using gemm_f64::TILE;
+using gemm_f64::emu::Dmma;
+
+namespace {
+
+std::vector<double> operand(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.5, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) {
+    const uint64_t r = rng();
+    x = r % 29 == 0 ? (r & 64 ? -0.0 : 0.0) : std::ldexp(r & 1 ? -u(rng) : u(rng), static_cast<int>(r >> 40) % 121 - 60);
+  }
+  return v;
+}
+
+std::unique_ptr<cuda::DeviceRuntime> device(int cc_major) {
+  emu::Spec spec;
+  spec.cc_major = cc_major;
+  spec.sample_blocks = 0;  // every block
+  static std::vector<std::vector<DeviceInfo>> keep;  // the devices live until the process ends
+  keep.push_back(emu::create_devices({spec}));
+  auto rt = cuda::open_emulated_runtime(keep.back()[0]);
+  rt->make_current();
+  return rt;
+}
+
+}  // namespace
+
+TEST_CASE("gemm_f64's kernel in both DMMA forms equals the fma chain at ragged shapes, race-free", "[racecheck][mma]") {
+  auto rt = device(9);
+  cuda::Stream s(*rt);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  std::mt19937_64 rng(20261127);
+  for (const Dims d : {Dims{64, 192, 13}, Dims{192, 128, 8}, Dims{128, 64, 1}, Dims{64, 64, 30}}) {
+    const std::vector<double> a = operand(static_cast<size_t>(d.m * d.k), rng),
+                              b = operand(static_cast<size_t>(d.k * d.n), rng);
+    std::vector<double> want(static_cast<size_t>(d.m * d.n));  // in the output's tile layout
+    const int64_t tiles_n = d.n / TILE;
+    for (int64_t i = 0; i < d.m; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double acc = 0.0;
+        for (int64_t q = 0; q < d.k; ++q) acc = std::fma(a[i * d.k + q], b[q * d.n + j], acc);
+        want[static_cast<size_t>(((i / TILE) * tiles_n + j / TILE) * TILE * TILE + (i % TILE) * TILE + j % TILE)] = acc;
+      }
+    cuda::DeviceBuffer da(*rt, a.size() * 8), db(*rt, b.size() * 8), dout(*rt, want.size() * 8),
+        dsm(*rt, want.size() / (TILE * TILE) * 4);
+    rt->copy(da.get(), a.data(), a.size() * 8, s.get());
+    rt->copy(db.get(), b.data(), b.size() * 8, s.get());
+    for (const auto& [form, bm] : {std::pair{Dmma::m8n8k4, 128}, std::pair{Dmma::m16n8k8, 128},
+                                   std::pair{Dmma::m8n8k4, 64}, std::pair{Dmma::m16n8k8, 64}}) {
+      INFO(d.m << "x" << d.n << "x" << d.k << (form == Dmma::m8n8k4 ? " m8n8k4" : " m16n8k8") << " blocks of " << bm);
+      std::vector<double> got(want.size(), 1.5);
+      rt->copy(dout.get(), got.data(), got.size() * 8, s.get());
+      emu::racecheck::reset();
+      REQUIRE(gemm_f64::emu::launch_gemm(form, bm, da.as<const double>(), db.as<const double>(), dout.as<float>(),
+                                         dsm.as<uint32_t>(), d.m, d.n, d.k, s.get()));
+      rt->copy(got.data(), dout.get(), got.size() * 8, s.get());
+      size_t differ = 0;
+      for (size_t e = 0; e < want.size(); ++e) differ += std::memcmp(&got[e], &want[e], 8) != 0;
+      CHECK(differ == 0);
+      for (const emu::racecheck::Race& r : emu::racecheck::races()) UNSCOPED_INFO(r.describe());
+      CHECK(emu::racecheck::race_count() == 0);
+    }
+  }
+}
+
+TEST_CASE("gemm_f64's m16n8k8 form is refused below sm_90, and a block size it has no kernel for", "[racecheck][mma]") {
+  auto rt = device(8);
+  cuda::Stream s(*rt);
+  cuda::DeviceBuffer da(*rt, 64 * 4 * 8), db(*rt, 4 * 64 * 8), dout(*rt, 64 * 64 * 8), dsm(*rt, 4);
+  CHECK_FALSE(gemm_f64::emu::launch_gemm(Dmma::m16n8k8, 64, da.as<const double>(), db.as<const double>(),
+                                         dout.as<float>(), dsm.as<uint32_t>(), 64, 64, 4, s.get()));
+  CHECK_FALSE(gemm_f64::emu::launch_gemm(Dmma::m8n8k4, 96, da.as<const double>(), db.as<const double>(),
+                                         dout.as<float>(), dsm.as<uint32_t>(), 64, 64, 4, s.get()));  // no such block
+  CHECK(gemm_f64::emu::launch_gemm(Dmma::m8n8k4, 64, da.as<const double>(), db.as<const double>(), dout.as<float>(),
+                                   dsm.as<uint32_t>(), 64, 64, 4, s.get()));
+}
