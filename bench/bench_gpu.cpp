@@ -2,9 +2,9 @@
 //  1. the exact fp32 GEMM (gemm_f32) against cuBLAS SGEMM without TF32 on the same shapes and inputs:
 //     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
 //  1b. the exact fp64 GEMM (gemm_f64) against cuBLAS DGEMM (its default math: fp64 tensor cores where the
-//     GPU has them) on the same shapes and inputs, as 1 (target: at least 0.8); on sm_90 also the kernel's
-//     m16n8k8 form, its time and how many values differ from the family's m8n8k4 form (bench_dmma16.cpp), and in
-//     4 the tiles where it differs from each gemm_f64 case's golden;
+//     GPU has them) on the same shapes and inputs, as 1 (target: at least 0.8); then each form of its kernel
+//     (both blocks, and on sm_90 the m16n8k8 instruction: bench_dmma.cpp), its ratio and how many values differ
+//     from the family's, and in 4 the tiles where the m16n8k8 form differs from each gemm_f64 case's golden;
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
 //     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
 //  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cpp): bare matmul against
@@ -264,7 +264,7 @@ bool bench_dgemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Js
   const double max_diff = max_abs_diff<double>(dc, c_blas, sh, sdc::gemm_f64::TILE, s);
   const bool close = max_diff <= 1e-13 * static_cast<double>(sh.k);
   report_against_cublas(sh, median(t_ours), {{"cublas", median(t_blas)}}, kDgemmTarget, max_diff, close, rows);
-  rows.back()["sm90_form"] = bench_dmma16(dc, gemm_case(sh, "gemm_f64"), reps, median(t_blas), s);
+  rows.back()["forms"] = bench_dmma_forms(dc, gemm_case(sh, "gemm_f64"), reps, median(t_blas), s);
   return close;
 }
 

@@ -1,4 +1,4 @@
-// What the GPU benchmark's sections share (bench_gpu.cpp, bench_lt.cpp, bench_dmma16.cpp): timing by CUDA events, medians,
+// What the GPU benchmark's sections share (bench_gpu.cpp, bench_lt.cpp, bench_dmma.cpp): timing by CUDA events, medians,
 // and one case prepared on the device the way the GPU executor prepares it.
 #pragma once
 
@@ -119,12 +119,12 @@ struct DeviceCase {
 // sets `failed` when a dtype could not be measured (CUDA error, cuBLASLt absent or without an algorithm).
 bool bench_cublaslt(int reps, cudaStream_t s, Json& rows, bool& failed);
 
-// gemm_f64's sm_90 form (bench_dmma16.cpp) on dc, a gemm_f64 case prepared from c whose family result is in dc.out:
-// its time against the family's m8n8k4 form and cuBLAS DGEMM's blas_ms, and how many of its values differ from the
-// family's. A row with "skipped" below compute capability 9.0.
-Json bench_dmma16(DeviceCase& dc, const Case& c, int reps, double blas_ms, cudaStream_t s);
-// The sm_90 form on a battery case's inputs: how many tiles differ from the golden digests `want` (dc.out holds the
-// family's result again afterwards).
+// gemm_f64's kernel in each form (bench_dmma.cpp: blocks of 64 and 128, instructions m8n8k4 and, on sm_90, m16n8k8)
+// on dc, a gemm_f64 case prepared from c: per form its time against cuBLAS DGEMM's blas_ms and how many of its values
+// differ from the family's result. One row per form, "skipped" where the device lacks the instruction.
+Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, cudaStream_t s);
+// The m16n8k8 form, with the family's block, on a battery case's inputs: how many tiles differ from the golden
+// digests `want` (dc.out holds the family's result again afterwards).
 Json dmma16_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& want, cudaStream_t s);
 
 }  // namespace sdc::bench

@@ -28,7 +28,7 @@
 #                tensor-parallel replays) and 2 memory drills (scripts/gpu-drills.py): detected and localized (on
 #                the emulated device 4, 1 and 1).
 #   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32, gemm_f64
-#                against cuBLAS DGEMM and, on sm_90, its kernel's m16n8k8 form and whether its bits agree,
+#                against cuBLAS DGEMM and each form of its kernel (blocks, and on sm_90 m16n8k8) with its bits,
 #                verified bf16 against bare cuBLASLt, the digest's share), at most 60 s.
 #
 # summary.txt: '#' lines (the run's start, its end and exit code) and one line per step:
@@ -435,10 +435,12 @@ for r in d.get("gemm_vs_cublas", []):
 form_tiles = sum(c["sm90_form"].get("mismatched_tiles", 0) for c in d.get("cases", []) if "sm90_form" in c)
 for r in d.get("dgemm_vs_cublas", []):
     out.append(f"gemm_f64 {r['shape']} {r['ratio']:.3f}x cuBLAS DGEMM (target {r['target']})")
-    f = r.get("sm90_form", {})
-    if "ratio_vs_cublas" in f:  # the kernel's sm_90 form (bench_dmma16.cpp): not the family's until its bits agree
-        out.append(f"its m16n8k8 form {f['ratio_vs_cublas']:.3f}x, {f['values_differing_from_m8n8k4']} values and "
-                   f"{form_tiles} battery tiles differ")
+    forms = [f for f in r.get("forms", []) if "ratio_vs_cublas" in f]  # bench_dmma.cpp: instruction x block
+    if forms:
+        out.append("forms " + ", ".join(f"{f['instruction'].split('.')[2]}/{f['block']} {f['ratio_vs_cublas']:.3f}x"
+                                        for f in forms)
+                   + f" ({sum(f['values_differing_from_family'] for f in forms)} values and {form_tiles} battery "
+                   "tiles differ)")
 for r in d.get("digest_overhead", []):
     out.append(f"digest share {r['share'] * 100:.2f}%")
 for r in d.get("cublaslt", []):
