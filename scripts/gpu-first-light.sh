@@ -362,14 +362,14 @@ step5() {
     bad "cuobjdump -sass -arch $arch: exit $rc, no $arch code in sdcscreen (the driver compiles its PTX: no SASS to read here)"
     step_end; return
   fi
-  # Per kernel of the exact-integer families (mma_kernel over a format's traits, the mma attention): each
-  # tensor-core instruction and its count.
+  # Per kernel of the exact-integer families (mma_kernel over a format's traits, the mma attention) and of
+  # gemm_f64 (its forms, gemm_kernel<Dmma, block>): each tensor-core instruction and its count.
   awk '/Function :/ { f = $3 }
        f ~ /mma|exactint/ && match($0, /[A-Z]*MMA[.A-Z0-9]*/) { n[f "  " substr($0, RSTART, RLENGTH)]++ }
        END { for (k in n) print n[k] "  " k }' "$CUR_DIR/sass-$arch.txt" | sort -k2 >"$CUR_DIR/sass-summary.txt"
   if [ -s "$CUR_DIR/sass-summary.txt" ]; then
-    ok "$arch: $(awk '{ t = $2; if (match(t, /[a-z]+_[a-z0-9]+_exactint|attention_[a-z0-9_]*mma/)) t = substr(t, RSTART, RLENGTH); else t = substr(t, 1, 40)
-                         s[t] = s[t] (s[t] ? "," : "") $3 } END { for (k in s) printf "%s: %s; ", k, s[k] }' \
+    ok "$arch: $(awk '{ t = $2; if (match(t, /[a-z]+_[a-z0-9]+_exactint|attention_[a-z0-9_]*mma|gemm_f64/)) t = substr(t, RSTART, RLENGTH); else t = substr(t, 1, 40)
+                         if (!seen[t, $3]++) s[t] = s[t] (s[t] ? "," : "") $3 } END { for (k in s) printf "%s: %s; ", k, s[k] }' \
                  "$CUR_DIR/sass-summary.txt" | sed 's/; $//')"
     gzip -f "$CUR_DIR/sass-$arch.txt"
   else

@@ -132,6 +132,10 @@ TOOLS = {
     "cuobjdump": '#!/bin/sh\necho "	code for sm_90"\n'
                  'echo "		Function : _ZN3sdc8exactint10mma_kernelINS0_12DeviceTraitsINS_18gemm_bf16_exactint10Bf16FormatEEEEEvv"\n'
                  'echo "        /*0100*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;"\n'
+                 'echo "		Function : _ZN3sdc8gemm_f643gpu11gemm_kernelILNS1_4DmmaE0ELi128EEEvv"\n'
+                 'echo "        /*0100*/                   DMMA.884 R4, R8, R12, R4 ;"\n'
+                 'echo "		Function : _ZN3sdc8gemm_f643gpu11gemm_kernelILNS1_4DmmaE0ELi64EEEvv"\n'
+                 'echo "        /*0100*/                   DMMA.884 R4, R8, R12, R4 ;"\n'
                  'echo "		Function : _ZN3sdc8gemm_f3211gemm_kernelEv"\n'
                  'echo "        /*0100*/                   FFMA R4, R8, R12, R4 ;"\n',
     "compute-sanitizer": '#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; [ "$1" = "${1#-}" ] && shift; done\n'
@@ -232,6 +236,7 @@ def stubs_mode():
         F.check("glibc" in st.get(0, ("", ""))[1] and "cuBLASLt: cublasLt 13.0.2" in st.get(0, ("", ""))[1],
                 f"passing run: step 0 says {st.get(0)}")
         F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
+        F.check("gemm_f64: DMMA.884;" in st.get(5, ("", ""))[1] + ";", f"passing run: step 5 says {st.get(5)}")
         F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); gemm_f64 "
                 "4096x4096x4096 0.451x cuBLAS DGEMM (target 0.8); forms m8n8k4/64 0.351x, m16n8k8/128 0.623x (2 values "
                 "and 3 battery tiles differ); digest share "
