@@ -34,7 +34,7 @@
 //
 // The sm_90 form (gemm_f64_device.h): the same kernel with mma.sync.m16n8k8.f64, one instruction per 16 x 8 block
 // and slab (the shapes sm_90 added for fp64). Its order is not measured yet, so the family never runs it: the
-// benchmark times it and counts the words where it differs from this kernel's result.
+// benchmark times it and counts the values where it differs from the m8n8k4 result.
 #include <memory>
 
 #include "kernels/gemm_f64/gemm_f64.h"
