@@ -15,8 +15,10 @@ be a property of a correct screen.
 Replay drills (--replay-drills N): a bit flipped inside one submodule's output of the training-step replay
 (--inject ...,submodule=NAME,device=D): the run must fail, replica 0 alone, and the first failing slot must be
 that submodule's level-1 digest (the computation sync puts the reference's output in its place, so nothing
-before it may fail). The cases take turns: the fp32 replay, the bf16 one, and the tensor-parallel one, whose drills
-hit one rank's partial (one GPU computes every rank).
+before it may fail). The cases take turns: the fp32 replay, the bf16 one, the tensor-parallel one, whose drills
+hit one rank's partial (one GPU computes every rank), and the recorded one on the tensor cores (level 3: its
+first failing slot must be step 0's loss or parameter digest; with no recording yet it is judged by its repeats,
+so this drill is what shows a recorded replay's repeats disagreeing on a GPU).
 
 Memory drills (--memory-drills N): a word of the memory test's region flipped between a pass's write and its
 read (--inject ...,target=memory,element=W,bit=B,pass=P): the run must fail, and the failing slice's reading
@@ -46,7 +48,8 @@ DRILLED_MODES = {"exact", "exact-integer"}
 # replays by the whole GPU, so no SM is named either; their drills flip a submodule's output inside the step,
 # taking the two boot cases in turn.
 REPLAY_PREFIX = "train_step_"
-REPLAY_CASES = ["train_step_f32.l12_tiny", "train_step_bf16.l12_tiny", "train_step_f32.l12_tiny_tp2"]
+REPLAY_CASES = ["train_step_f32.l12_tiny", "train_step_bf16.l12_tiny", "train_step_f32.l12_tiny_tp2",
+                "train_step_bf16.l3_tiny_8_tc"]
 # Submodules every preset has (layer 0 exists in every model), with the output drilled: forward and backward,
 # matmuls, norms, attention, the loss, the embedding's scatter-add.
 REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.attn.wq.forward", 0),
@@ -56,6 +59,10 @@ REPLAY_SITES = [("embed.forward", 0), ("layer0.attn_norm.forward", 0), ("layer0.
 # A tensor-parallel case's drills hit one rank's partial (on one GPU, which computes every rank: the report names the
 # rank's submodule); its own sites, a forward and a backward split.
 TP_SITES = [("layer0.attn.wo.rank1.forward", 0), ("layer0.mlp.gate.rank0.backward", 0), ("layer0.mlp.down.rank1.forward", 0)]
+# The recorded tensor-core replay (mode recorded: judged by its recording, or until there is one by its own repeats
+# agreeing) compares level 3 only, each step's loss and parameter digest: its drills must fail step 0. Its sites are
+# ones no mask can hide (a flip in a query of the first token changes nothing: that token attends to itself alone).
+L3_SITES = [("embed.forward", 0), ("final_norm.forward", 0), ("layer0.mlp.down.backward", 0)]
 
 
 # The memory test's boot case and the passes its drills pick from (kernels/memtest_u32/memtest_u32.h, pass_name).
@@ -242,7 +249,8 @@ def main():
     if a.replay_drills and replay_cases:
         for i in range(a.replay_drills):
             case = replay_cases[i % len(replay_cases)]
-            sites = TP_SITES if "_tp" in case else REPLAY_SITES
+            level3 = ".l3_" in case
+            sites = TP_SITES if "_tp" in case else L3_SITES if level3 else REPLAY_SITES
             sub, out = sites[i % len(sites)]
             element, bit = rnd.randrange(32), rnd.randrange(18, 23)  # every output has 32 elements or more
             spec = f"case={case},submodule={sub},output={out},element={element},bit={bit},device={a.device}"
@@ -258,7 +266,7 @@ def main():
                     why.append("did not fire")
                 if t["failed_tiles"] != 1:
                     why.append(f"{t['failed_tiles']} failed tiles, want replica 0 alone")
-                want = f"replica 0: L1 {sub} mb 0 out {out} digest."
+                want = "replica 0: L3 step 0 " if level3 else f"replica 0: L1 {sub} mb 0 out {out} digest."
                 if not ms or not ms[0]["element_name"].startswith(want):
                     why.append(f"first failing slot {ms[0]['element_name'] if ms else None}, want {want}*")
             else:

@@ -24,9 +24,9 @@
 #                architecture.
 #   6 sanitizer  compute-sanitizer memcheck and racecheck over eight small boot cases of the project's kernels;
 #                skipped when under 90 s remain; the device refused to it is recorded, not fatal.
-#   7 drills     8 output drills (2 of them warp-aligned multi-bit clusters), 3 replay drills (the fp32, bf16 and
-#                tensor-parallel replays) and 2 memory drills (scripts/gpu-drills.py): detected and localized (on
-#                the emulated device 4, 1 and 1).
+#   7 drills     8 output drills (2 of them warp-aligned multi-bit clusters), 4 replay drills (the fp32, bf16,
+#                tensor-parallel and recorded tensor-core replays) and 2 memory drills (scripts/gpu-drills.py):
+#                detected and localized (on the emulated device 4, 1 and 1).
 #   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32, gemm_f64
 #                against cuBLAS DGEMM and each form of its kernel (blocks, and on sm_90 m16n8k8) with its bits,
 #                verified bf16 against bare cuBLASLt, the digest's share), at most 60 s.
@@ -412,7 +412,7 @@ step6() {
 # ---- 7. drills ----------------------------------------------------------------------------------------------
 step7() {
   step_begin 7
-  local rc args=(--count 8 --replay-drills 3 --memory-drills 2)
+  local rc args=(--count 8 --replay-drills 4 --memory-drills 2)
   # The emulated device (the script's own test) runs half as many: each drill is a screen emulated on the CPU,
   # and what that test checks is the step's plumbing, not the drills' number.
   [ -n "$EMULATED" ] && args=(--count 4 --replay-drills 1 --memory-drills 1 --backend "$BACKEND")

@@ -522,7 +522,7 @@ def replay():
     if SANITIZED:
         F.finish()
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu-drills.py")
-    count, replays, memory = 2, 3, 2
+    count, replays, memory = 2, 4, 2  # the four replay cases: fp32, bf16, tensor-parallel, recorded on tensor cores
     p = subprocess.run([sys.executable, script, "--sdcscreen", SDCSCREEN, "--backend", "emulated:sm_90x8", "--count",
                         str(count), "--replay-drills", str(replays), "--memory-drills", str(memory)],
                        capture_output=True, text=True, timeout=1800)
