@@ -1,8 +1,8 @@
-// gemm_f64's kernel in each of its forms (kernels/gemm_f64/gemm_f64_device.h): both blocks (64 x 64, 2 warps;
-// 128 x 128, 8 warps) with the instruction the family runs (mma.sync m8n8k4, whose order was measured) and, on sm_90,
-// with mma.sync m16n8k8: the speed of each against cuBLAS DGEMM, and whether its bits equal the family's. The
-// family can take the m16n8k8 form only once a GPU shows both: faster, and equal bits on every battery case and on
-// the benchmark shapes (docs/gpu.md). A difference is reported, not turned into the benchmark's exit status: it
+// gemm_f64's kernel in each of its forms (kernels/gemm_f64/gemm_f64_device.h, kForms: blocks of 64 and 128, slabs
+// of 8 and 16 k, the instruction the family runs, mma.sync m8n8k4, whose order was measured, and on sm_90 m16n8k8
+// and m16n8k16): the speed of each against cuBLAS DGEMM, and whether its bits equal the family's. The family can
+// take an sm_90 instruction only once a GPU shows both: faster, and equal bits on every battery case and on the
+// benchmark shapes (docs/gpu.md). A difference is reported, not turned into the benchmark's exit status: it
 // says how the instruction rounds, not that this GPU is faulty.
 #include <cstdio>
 #include <cstring>
@@ -24,12 +24,13 @@ int sm_count() {
   return sms;
 }
 
+using gemm_f64::gpu::Form;
+
 // Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device lacks the instruction.
-bool run_form(Dmma instr, int bm, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm,
+bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm,
               cudaStream_t s) {
-  return gemm_f64::gpu::launch_gemm(instr, bm, static_cast<const double*>(dc.ptrs[0]),
-                                    static_cast<const double*>(dc.ptrs[1]), out.as<float>(), tile_sm.as<uint32_t>(),
-                                    dim(c, "m"), dim(c, "n"), dim(c, "k"), s);
+  return gemm_f64::gpu::launch_gemm(f, static_cast<const double*>(dc.ptrs[0]), static_cast<const double*>(dc.ptrs[1]),
+                                    out.as<float>(), tile_sm.as<uint32_t>(), dim(c, "m"), dim(c, "n"), dim(c, "k"), s);
 }
 
 std::vector<double> host_doubles(const DeviceBuffer& b, uint64_t count, cudaStream_t s) {
@@ -39,7 +40,9 @@ std::vector<double> host_doubles(const DeviceBuffer& b, uint64_t count, cudaStre
   return h;
 }
 
-const char* name(Dmma instr) { return instr == Dmma::m8n8k4 ? "m8n8k4" : "m16n8k8"; }
+const char* name(Dmma instr) {
+  return instr == Dmma::m8n8k4 ? "m8n8k4" : instr == Dmma::m16n8k8 ? "m16n8k8" : "m16n8k16";
+}
 
 }  // namespace
 
@@ -51,46 +54,57 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
   DeviceBuffer out(gpu(), values * sizeof(double)), tile_sm(gpu(), dc.tiles * sizeof(uint32_t));
   const double flops = dc.flops();
   Json rows = Json::array();
-  for (const Dmma instr : {Dmma::m8n8k4, Dmma::m16n8k8})
-    for (const int bm : {64, 128}) {
-      Json row = {{"instruction", std::string("mma.sync.") + name(instr) + ".f64"}, {"block", bm},
-                  {"family_form", instr == Dmma::m8n8k4 && bm == family_bm}};
-      if (!run_form(instr, bm, dc, c, out, tile_sm, s)) {
-        std::printf("  form %-7s %3d x %-3d: not run (needs compute capability 9.0)\n", name(instr), bm, bm);
-        row["skipped"] = "below compute capability 9.0";
-        rows.push_back(row);
-        continue;
-      }
-      const std::vector<double> mine = host_doubles(out, values, s);
-      uint64_t differing = 0;
-      for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
-      const double ms = time_ms(s, reps, [&] { run_form(instr, bm, dc, c, out, tile_sm, s); });
-      std::printf("  form %-7s %3d x %-3d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values differ from "
-                  "the family's%s\n",
-                  name(instr), bm, bm, ms, flops / ms * 1e-9, blas_ms / ms, static_cast<unsigned long long>(differing),
-                  static_cast<unsigned long long>(values), row["family_form"].get<bool>() ? " (the family's form)" : "");
-      row["ms"] = ms;
-      row["tflops"] = flops / ms * 1e-9;
-      row["ratio_vs_cublas"] = blas_ms / ms;
-      row["values"] = values;
-      row["values_differing_from_family"] = differing;
+  for (const Form& f : gemm_f64::gpu::kForms) {
+    const bool family_form = f == Form{Dmma::m8n8k4, family_bm, 8};
+    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+                {"block", f.bm},
+                {"slab", f.bk},
+                {"family_form", family_form}};
+    if (!run_form(f, dc, c, out, tile_sm, s)) {
+      std::printf("  form %-8s %3d x %-3d k%-2d: not run (needs compute capability 9.0)\n", name(f.instr), f.bm, f.bm,
+                  f.bk);
+      row["skipped"] = "below compute capability 9.0";
       rows.push_back(row);
+      continue;
     }
+    const std::vector<double> mine = host_doubles(out, values, s);
+    uint64_t differing = 0;
+    for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
+    const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
+    std::printf("  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
+                "differ from the family's%s\n",
+                name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
+                static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
+                family_form ? " (the family's form)" : "");
+    row["ms"] = ms;
+    row["tflops"] = flops / ms * 1e-9;
+    row["ratio_vs_cublas"] = blas_ms / ms;
+    row["values"] = values;
+    row["values_differing_from_family"] = differing;
+    rows.push_back(row);
+  }
   return rows;
 }
 
-Json dmma16_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& want, cudaStream_t s) {
+Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& want, cudaStream_t s) {
   DeviceBuffer tile_sm(gpu(), dc.tiles * sizeof(uint32_t));
-  const int bm = gemm_f64::gpu::block_rows(dim(c, "m"), dim(c, "n"), sm_count());
-  if (!run_form(Dmma::m16n8k8, bm, dc, c, dc.out, tile_sm, s)) return {{"skipped", "below compute capability 9.0"}};
-  dc.digest(s);
-  const std::vector<uint64_t> got = dc.host_digests(s);
-  uint64_t bad = 0;
-  for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
+  Json rows = Json::array();
+  for (const Form& f : gemm_f64::gpu::kForms) {
+    if (f.instr == Dmma::m8n8k4 || f.bm != 128) continue;
+    if (!run_form(f, dc, c, dc.out, tile_sm, s)) return {{"skipped", "below compute capability 9.0"}};
+    dc.digest(s);
+    const std::vector<uint64_t> got = dc.host_digests(s);
+    uint64_t bad = 0;
+    for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
+    std::printf("%-44s form %s 128 x 128 k%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
+                name(f.instr), f.bk, static_cast<unsigned long long>(bad), static_cast<unsigned long long>(dc.tiles));
+    rows.push_back({{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+                    {"block", f.bm},
+                    {"slab", f.bk},
+                    {"mismatched_tiles", bad}});
+  }
   dc.compute(s);  // the family's result back in dc.out
-  std::printf("%-44s sm_90 form (m16n8k8): %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
-              static_cast<unsigned long long>(bad), static_cast<unsigned long long>(dc.tiles));
-  return {{"instruction", "mma.sync.m16n8k8.f64"}, {"mismatched_tiles", bad}};
+  return rows;
 }
 
 }  // namespace sdc::bench

@@ -3,8 +3,8 @@
 //     median time of interleaved runs, TFLOP/s of both and the ratio (target: at least 0.85);
 //  1b. the exact fp64 GEMM (gemm_f64) against cuBLAS DGEMM (its default math: fp64 tensor cores where the
 //     GPU has them) on the same shapes and inputs, as 1 (target: at least 0.8); then each form of its kernel
-//     (both blocks, and on sm_90 the m16n8k8 instruction: bench_dmma.cpp), its ratio and how many values differ
-//     from the family's, and in 4 the tiles where the m16n8k8 form differs from each gemm_f64 case's golden;
+//     (blocks, slabs, and on sm_90 the m16n8k8 and m16n8k16 instructions: bench_dmma.cpp), its ratio and how many
+//     values differ from the family's, and in 4 the tiles where the sm_90 forms differ from each gemm_f64 golden;
 //  2. the verification overhead: the generic digest pass, the copy of the digests to the host and the
 //     host comparison, as a share of the GEMM kernel's time on the same shape (target: at most 3%);
 //  3. cuBLASLt on exact-integer bf16 and fp16 inputs at large shapes (bench_lt.cpp): bare matmul against
@@ -434,7 +434,7 @@ int main(int argc, char** argv) {
         }
         mismatches += bad;
         if (c.family == "gemm_f64" && golden != ps.golden.end())
-          row["sm90_form"] = dmma16_golden(dc, c, golden->second.tile_digests, s);
+          row["sm90_forms"] = sm90_golden(dc, c, golden->second.tile_digests, s);
         row["tiles"] = dc.tiles;
         row["validated"] = golden != ps.golden.end();
         row["mismatched_tiles"] = bad;

@@ -28,7 +28,7 @@
 #                tensor-parallel and recorded tensor-core replays) and 2 memory drills (scripts/gpu-drills.py):
 #                detected and localized (on the emulated device 4, 1 and 1).
 #   8 bench      when 40 s remain: bench_gpu on one shape (gemm_f32 against cuBLAS SGEMM without TF32, gemm_f64
-#                against cuBLAS DGEMM and each form of its kernel (blocks, and on sm_90 m16n8k8) with its bits,
+#                against cuBLAS DGEMM and each form of its kernel (blocks, slabs, on sm_90 m16n8k8/k16) with its bits,
 #                verified bf16 against bare cuBLASLt, the digest's share), at most 60 s.
 #
 # summary.txt: '#' lines (the run's start, its end and exit code) and one line per step:
@@ -432,13 +432,14 @@ d = json.load(open(sys.argv[1]))
 out = []
 for r in d.get("gemm_vs_cublas", []):
     out.append(f"gemm_f32 {r['shape']} {r['ratio']:.3f}x cuBLAS SGEMM (target {r['target']})")
-form_tiles = sum(c["sm90_form"].get("mismatched_tiles", 0) for c in d.get("cases", []) if "sm90_form" in c)
+form_tiles = sum(f.get("mismatched_tiles", 0) for c in d.get("cases", []) for f in c.get("sm90_forms", [])
+                 if isinstance(f, dict))
 for r in d.get("dgemm_vs_cublas", []):
     out.append(f"gemm_f64 {r['shape']} {r['ratio']:.3f}x cuBLAS DGEMM (target {r['target']})")
     forms = [f for f in r.get("forms", []) if "ratio_vs_cublas" in f]  # bench_dmma.cpp: instruction x block
     if forms:
-        out.append("forms " + ", ".join(f"{f['instruction'].split('.')[2]}/{f['block']} {f['ratio_vs_cublas']:.3f}x"
-                                        for f in forms)
+        out.append("forms " + ", ".join(f"{f['instruction'].split('.')[2]}/{f['block']}/k{f['slab']} "
+                                        f"{f['ratio_vs_cublas']:.3f}x" for f in forms)
                    + f" ({sum(f['values_differing_from_family'] for f in forms)} values and {form_tiles} battery "
                    "tiles differ)")
 for r in d.get("digest_overhead", []):

@@ -35,6 +35,7 @@
 // The sm_90 form (gemm_f64_device.h): the same kernel with mma.sync.m16n8k8.f64, one instruction per 16 x 8 block
 // and slab (the shapes sm_90 added for fp64). Its order is not measured yet, so the family never runs it: the
 // benchmark times it and counts the values where it differs from the m8n8k4 result.
+#include <iterator>
 #include <memory>
 
 #include "kernels/gemm_f64/gemm_f64.h"
@@ -47,20 +48,22 @@
 namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
-constexpr int BK = 8;            // k per shared-memory slab
 constexpr int WM = 64, WN = 32;  // a warp's part of its block
-constexpr int A_LD = BK + 4;     // row pitch of the A slab (m-major, k contiguous), in doubles
 static_assert(TILE == 64 && WM == TILE, "a warp's rows are one tile's");
 
-// A block of BM x BM outputs (BM = 64: one tile, 2 warps; BM = 128: 2 x 2 tiles, 8 warps), its warps WM x WN each.
-template <int BM>
+// A block of BM x BM outputs (BM = 64: one tile, 2 warps; BM = 128: 2 x 2 tiles, 8 warps), its warps WM x WN each,
+// K in slabs of BK, two slab buffers in dynamic shared memory.
+template <int BM, int BK>
 struct Geometry {
   static constexpr int WARPS_N = BM / WN, THREADS = (BM / WM) * WARPS_N * 32;
-  static constexpr int B_LD = BM + 4;                // row pitch of the B slab (k-major, n contiguous), in doubles
-  static constexpr int LOADS = BM * BK / THREADS;    // doubles of A (and of B) each thread fetches per slab
+  static constexpr int A_LD = BK + 4;  // row pitch of the A slab (m-major, k contiguous), in doubles
+  static constexpr int B_LD = BM + 4;  // row pitch of the B slab (k-major, n contiguous), in doubles
+  static constexpr int A_SLAB = BM * A_LD, B_SLAB = BK * B_LD;  // doubles per buffer
+  static constexpr size_t SMEM = 2 * (A_SLAB + B_SLAB) * sizeof(double);
+  static constexpr int LOADS = BM * BK / THREADS;               // doubles of A (and of B) a thread fetches per slab
   static constexpr int A_TPR = BK / LOADS, B_TPR = BM / LOADS;  // threads per row of the A slab, of the B slab
-  static_assert(BM * BK % THREADS == 0 && BK % LOADS == 0, "the slab divides evenly among the threads");
-  static_assert(2 * (BM * A_LD + BK * B_LD) * 8 <= 48 * 1024, "the two slab buffers fit static shared memory");
+  static_assert(BM * BK % THREADS == 0 && BK % LOADS == 0 && LOADS % 2 == 0, "the slab divides among the threads");
+  static_assert(BK % 8 == 0, "a slab is whole steps of every instruction but m16n8k16's (BK % 16 there)");
 };
 
 using Acc = double[8][4][2];  // a lane's accumulators: [8-row block][8-column block][column 2t + c]
@@ -77,113 +80,133 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
 #endif
 }
 
-// D = A B + D, one warp's 16 x 8 x 8 step (sm_90): lane l holds a[i] = A(g + 8 (i % 2), t + 4 (i / 2)),
+// D = A B + D, one warp's 16 x 8 x K step (sm_90; K = 8 or 16): lane l holds a[i] = A(g + 8 (i % 2), t + 4 (i / 2)),
 // b[i] = B(t + 4 i, g), d0 = D(g, 2t + {0, 1}), d1 = D(g + 8, 2t + {0, 1}).
-__device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const double (&a)[4], const double (&b)[2]) {
+template <int K>
+__device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const double (&a)[K / 2],
+                                       const double (&b)[K / 4]) {
 #if defined(SDC_EMU)
   double d[4] = {d0[0], d0[1], d1[0], d1[1]};
-  ::sdc::emu::mma_f64_m16n8k8(d, a, b);
+  ::sdc::emu::mma_f64_m16n8(K, d, a, b);
   d0[0] = d[0], d0[1] = d[1], d1[0] = d[2], d1[1] = d[3];
 #elif __CUDA_ARCH__ >= 900
-  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
-      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+  if constexpr (K == 8)
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+        "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
+        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+          "d"(b[1]), "d"(b[2]), "d"(b[3]));
 #else
-  __trap();  // launch_gemm refuses this form below sm_90
+  __trap();  // launch_gemm refuses these forms below sm_90
 #endif
 }
 
 // Fetches slab k0 .. k0+BK-1 of A (rows m0..m0+BM-1) and B (columns n0..n0+BM-1) into registers, LOADS
 // consecutive doubles of one row each; a k at or beyond K, a row at or beyond M and a column at or beyond N read
 // as 0 (never stored).
-template <int BM, int LOADS = Geometry<BM>::LOADS>
+template <class G>
 __device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
-                                      int k0, int M, int N, int K, double (&ra)[LOADS], double (&rb)[LOADS]) {
-  using G = Geometry<BM>;
+                                      int k0, int M, int N, int K, double (&ra)[G::LOADS], double (&rb)[G::LOADS]) {
   const int tid = static_cast<int>(threadIdx.x);
-  const int ar = m0 + tid / G::A_TPR, ak = k0 + (tid % G::A_TPR) * LOADS;
-  const int bk = k0 + tid / G::B_TPR, bc = n0 + (tid % G::B_TPR) * LOADS;
+  const int ar = m0 + tid / G::A_TPR, ak = k0 + (tid % G::A_TPR) * G::LOADS;
+  const int bk = k0 + tid / G::B_TPR, bc = n0 + (tid % G::B_TPR) * G::LOADS;
   const bool a_row = ar < M, b_ok = bk < K && bc < N;  // N is a multiple of 64: bc + LOADS - 1 < N too
 #pragma unroll
-  for (int l = 0; l < LOADS; ++l) {
+  for (int l = 0; l < G::LOADS; ++l) {
     ra[l] = a_row && ak + l < K ? A[static_cast<int64_t>(ar) * K + ak + l] : 0.0;
     rb[l] = b_ok ? B[static_cast<int64_t>(bk) * N + bc + l] : 0.0;
   }
 }
 
-template <int BM, int LOADS = Geometry<BM>::LOADS>
-__device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[LOADS], const double (&rb)[LOADS]) {
-  using G = Geometry<BM>;
+template <class G>
+__device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[G::LOADS],
+                                      const double (&rb)[G::LOADS]) {
   const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
-  for (int l = 0; l < LOADS; ++l) {
-    as[(tid / G::A_TPR) * A_LD + (tid % G::A_TPR) * LOADS + l] = ra[l];
-    bs[(tid / G::B_TPR) * G::B_LD + (tid % G::B_TPR) * LOADS + l] = rb[l];
+  for (int l = 0; l < G::LOADS; ++l) {
+    as[(tid / G::A_TPR) * G::A_LD + (tid % G::A_TPR) * G::LOADS + l] = ra[l];
+    bs[(tid / G::B_TPR) * G::B_LD + (tid % G::B_TPR) * G::LOADS + l] = rb[l];
   }
 }
 
 // The warp's 32 m8n8k4 DMMAs of the 4 k values kk..kk+3 of the slab. as/bs: the slab; r0, c0: the warp's part.
-template <int B_LD>
+template <class G>
 __device__ __forceinline__ void quad(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
                                      Acc& acc) {
   double a[8], b[4];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = as[(r0 + 8 * i + g) * A_LD + kk + t];
+  for (int i = 0; i < 8; ++i) a[i] = as[(r0 + 8 * i + g) * G::A_LD + kk + t];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) b[j] = bs[(kk + t) * B_LD + c0 + 8 * j + g];
+  for (int j = 0; j < 4; ++j) b[j] = bs[(kk + t) * G::B_LD + c0 + 8 * j + g];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) dmma(acc[i][j], a[i], b[j]);
 }
 
-// A whole slab (BK = 8 k values): two quads, or with the sm_90 form 16 m16n8k8 DMMAs whose 16-row blocks are the
-// accumulator blocks 2i and 2i + 1.
-template <Dmma I, int B_LD>
+// The warp's 16 m16n8kK DMMAs of the K values kk..kk+K-1 of the slab: its 16-row blocks are the accumulator blocks
+// 2i and 2i + 1. B's fragments for the 4 column blocks first, then A's a row block at a time (registers: the
+// accumulators take 128 of a thread's 255).
+template <class G, int K>
+__device__ __forceinline__ void step16(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
+                                       Acc& acc) {
+  double b[4][K / 4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int v = 0; v < K / 4; ++v) b[j][v] = bs[(kk + t + 4 * v) * G::B_LD + c0 + 8 * j + g];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    double a[K / 2];
+#pragma unroll
+    for (int v = 0; v < K / 2; ++v) a[v] = as[(r0 + 16 * i + 8 * (v % 2) + g) * G::A_LD + kk + t + 4 * (v / 2)];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) dmma16<K>(acc[2 * i][j], acc[2 * i + 1][j], a, b[j]);
+  }
+}
+
+// A whole slab of BK k values, in the form's instruction.
+template <Dmma I, class G, int BK>
 __device__ __forceinline__ void slab(const double* as, const double* bs, int r0, int c0, int g, int t, Acc& acc) {
   if constexpr (I == Dmma::m8n8k4) {
-    quad<B_LD>(as, bs, 0, r0, c0, g, t, acc);
-    quad<B_LD>(as, bs, 4, r0, c0, g, t, acc);
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 4) quad<G>(as, bs, kk, r0, c0, g, t, acc);
   } else {
-    double a[4][4], b[4][2];
+    constexpr int K = I == Dmma::m16n8k8 ? 8 : 16;
+    static_assert(BK % K == 0, "a slab is whole steps of the instruction");
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int v = 0; v < 4; ++v) a[i][v] = as[(r0 + 16 * i + 8 * (v % 2) + g) * A_LD + t + 4 * (v / 2)];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int v = 0; v < 2; ++v) b[j][v] = bs[(t + 4 * v) * B_LD + c0 + 8 * j + g];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) dmma16(acc[2 * i][j], acc[2 * i + 1][j], a[i], b[j]);
+    for (int kk = 0; kk < BK; kk += K) step16<G, K>(as, bs, kk, r0, c0, g, t, acc);
   }
 }
 
 // One k value of the slab as plain fma steps on the lane's accumulators (the K tail).
-template <int B_LD>
+template <class G>
 __device__ __forceinline__ void fma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
                                          Acc& acc) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const double a = as[(r0 + 8 * i + g) * A_LD + kk];
+    const double a = as[(r0 + 8 * i + g) * G::A_LD + kk];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int c = 0; c < 2; ++c) acc[i][j][c] = fma(a, bs[kk * B_LD + c0 + 8 * j + 2 * t + c], acc[i][j][c]);
+      for (int c = 0; c < 2; ++c) acc[i][j][c] = fma(a, bs[kk * G::B_LD + c0 + 8 * j + 2 * t + c], acc[i][j][c]);
   }
 }
 
-template <Dmma I, int BM>
-__global__ void __launch_bounds__(Geometry<BM>::THREADS)
+template <Dmma I, int BM, int BK>
+__global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
     gemm_kernel(const double* __restrict__ A, const double* __restrict__ B, float* __restrict__ out,
                 uint32_t* __restrict__ tile_sm, int M, int N, int K) {
-  using G = Geometry<BM>;
-  constexpr int LOADS = G::LOADS, B_LD = G::B_LD, TILES = BM / TILE;  // TILES x TILES tiles per block
-  __shared__ __align__(16) double as[2][BM * A_LD];
-  __shared__ __align__(16) double bs[2][BK * B_LD];
+  using G = Geometry<BM, BK>;
+  constexpr int TILES = BM / TILE;  // TILES x TILES tiles per block
+  double* const smem = cuda::dynamic_shared<double>();
+  double* const as[2] = {smem, smem + G::A_SLAB};
+  double* const bs[2] = {smem + 2 * G::A_SLAB, smem + 2 * G::A_SLAB + G::B_SLAB};
 
   const int blocks_n = (N + BM - 1) / BM;
   const int bm = static_cast<int>(blockIdx.x) / blocks_n, bn = static_cast<int>(blockIdx.x) % blocks_n;
@@ -199,25 +222,25 @@ __global__ void __launch_bounds__(Geometry<BM>::THREADS)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;  // +0: the specification's start value
 
-  double ra[LOADS], rb[LOADS];
-  fetch<BM>(A, B, m0, n0, 0, M, N, K, ra, rb);
-  stash<BM>(as[0], bs[0], ra, rb);
+  double ra[G::LOADS], rb[G::LOADS];
+  fetch<G>(A, B, m0, n0, 0, M, N, K, ra, rb);
+  stash<G>(as[0], bs[0], ra, rb);
   __syncthreads();
 
   int cur = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     const bool more = k0 + BK < K;
-    if (more) fetch<BM>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
+    if (more) fetch<G>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
     if (K - k0 >= BK) {
-      slab<I, B_LD>(as[cur], bs[cur], r0, c0, g, t, acc);
+      slab<I, G, BK>(as[cur], bs[cur], r0, c0, g, t, acc);
     } else {
       const int real = K - k0, whole = real / 4 * 4;  // real k values only: DMMAs, then 1..3 fma steps
-      for (int kk = 0; kk < whole; kk += 4) quad<B_LD>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
-      for (int kk = whole; kk < real; ++kk) fma_step<B_LD>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      for (int kk = 0; kk < whole; kk += 4) quad<G>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      for (int kk = whole; kk < real; ++kk) fma_step<G>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
     }
     if (more) {
       // The other buffer was last read before the previous barrier: one barrier per slab suffices.
-      stash<BM>(as[cur ^ 1], bs[cur ^ 1], ra, rb);
+      stash<G>(as[cur ^ 1], bs[cur ^ 1], ra, rb);
       __syncthreads();
       cur ^= 1;
     }
@@ -225,7 +248,7 @@ __global__ void __launch_bounds__(Geometry<BM>::THREADS)
 
   const int tiles_n = N / TILE;
   const int ti = TILES * bm + warp / G::WARPS_N, tj = TILES * bn + (warp % G::WARPS_N) / 2;  // the warp's tile
-  if (ti >= M / TILE || tj >= tiles_n) return;                     // beyond the bottom or right edge
+  if (ti >= M / TILE || tj >= tiles_n) return;                                               // beyond an edge
   const int64_t t_id = static_cast<int64_t>(ti) * tiles_n + tj;
   const int cw = WN * (warp % 2);  // the warp's first column in the tile
   double* tile = reinterpret_cast<double*>(out + t_id * TILE_WORDS);
@@ -238,37 +261,36 @@ __global__ void __launch_bounds__(Geometry<BM>::THREADS)
   if (warp % 2 == 0 && lane == 0) tile_sm[t_id] = cuda::sm_id();
 }
 
-}  // namespace
-
-namespace {
-
-template <Dmma I, int BM>
-void launch_form(const char* what, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m,
-                 int64_t n, int64_t k, cudaStream_t s) {
-  const auto blocks = static_cast<unsigned>(((m + BM - 1) / BM) * ((n + BM - 1) / BM));
-  cuda::launch(what, gemm_kernel<I, BM>, blocks, Geometry<BM>::THREADS, s, a, b, out, tile_sm, static_cast<int>(m),
-               static_cast<int>(n), static_cast<int>(k));
+// The form kForms[N] if it is f, else the next one; false past the last.
+template <size_t N = 0>
+bool dispatch(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
+              int64_t k, cudaStream_t s) {
+  if constexpr (N == std::size(kForms)) {
+    return false;
+  } else {
+    constexpr Form g = kForms[N];
+    if (!(f == g)) return dispatch<N + 1>(f, a, b, out, tile_sm, m, n, k, s);
+    using G = Geometry<g.bm, g.bk>;
+    const auto blocks = static_cast<unsigned>(((m + g.bm - 1) / g.bm) * ((n + g.bm - 1) / g.bm));
+    cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk>, blocks, G::THREADS, G::SMEM, s, a,
+                        b, out, tile_sm, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+    return true;
+  }
 }
 
 }  // namespace
 
 int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n + 127) / 128) >= sms ? 128 : 64; }
 
-bool launch_gemm(Dmma instr, int bm, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m,
-                 int64_t n, int64_t k, cudaStream_t s) {
-  if (bm != 64 && bm != 128) return false;
-  if (instr == Dmma::m8n8k4) {
-    if (bm == 128) launch_form<Dmma::m8n8k4, 128>("gemm_f64 gemm_kernel (128 x 128)", a, b, out, tile_sm, m, n, k, s);
-    else launch_form<Dmma::m8n8k4, 64>("gemm_f64 gemm_kernel (64 x 64)", a, b, out, tile_sm, m, n, k, s);
-    return true;
+bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
+                 int64_t k, cudaStream_t s) {
+  if (f.instr != Dmma::m8n8k4) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
+      return false;
   }
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
-    return false;
-  if (bm == 128) launch_form<Dmma::m16n8k8, 128>("gemm_f64 gemm_kernel m16n8k8 (128 x 128)", a, b, out, tile_sm, m, n, k, s);
-  else launch_form<Dmma::m16n8k8, 64>("gemm_f64 gemm_kernel m16n8k8 (64 x 64)", a, b, out, tile_sm, m, n, k, s);
-  return true;
+  return dispatch(f, a, b, out, tile_sm, m, n, k, s);
 }
 
 namespace {
@@ -303,8 +325,8 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
-    launch_gemm(Dmma::m8n8k4, bm_, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out, tile_sm,
-                m_, n_, k_, s);
+    launch_gemm(Form{Dmma::m8n8k4, bm_, 8}, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out,
+                tile_sm, m_, n_, k_, s);
   }
 
  private:

@@ -8,23 +8,36 @@
 
 namespace sdc::gemm_f64::SDC_TARGET {
 
-// The fp64 tensor-core instruction the kernel issues per full slab of 8 k:
-//  m8n8k4:  mma.sync.m8n8k4.f64 (sm_80 and later), whose order was measured (one fma chain in increasing k from C)
-//           and which the family runs;
-//  m16n8k8: mma.sync.m16n8k8.f64 (sm_90 and later, one instruction per 16 x 8 block and slab), assumed to chain
-//           the same way; no GPU has confirmed it, so only the benchmark runs it, and counts where its result
-//           differs from the m8n8k4 kernel's.
-enum class Dmma { m8n8k4, m16n8k8 };
+// The fp64 tensor-core instruction the kernel issues per full slab:
+//  m8n8k4:   mma.sync.m8n8k4.f64 (sm_80 and later), whose order was measured (one fma chain in increasing k from C)
+//            and which the family runs;
+//  m16n8k8, m16n8k16: mma.sync.m16n8k8.f64 and .m16n8k16.f64 (sm_90 and later: one instruction per 16 x 8 block
+//            and 8 or 16 k), assumed to chain the same way; no GPU has confirmed it, so only the benchmark runs
+//            them, and counts where their results differ from the family's.
+enum class Dmma { m8n8k4, m16n8k8, m16n8k16 };
 
-// The block the kernel takes on a GPU of `sms` SMs: 128 (rows and columns: 2 x 2 tiles, 8 warps) when that
+// A form of the kernel: its instruction, its block of bm x bm outputs (64: one tile, 2 warps; 128: 2 x 2 tiles,
+// 8 warps) and its slab of bk k values. Only speed and which warp stores an element depend on the form, as long
+// as the instruction chains its products in k order.
+struct Form {
+  Dmma instr;
+  int bm, bk;
+  constexpr bool operator==(const Form&) const = default;
+};
+
+// The forms the kernel is compiled in: the family's two (m8n8k4, 64 or 128, slabs of 8) first, then those the
+// benchmark compares them with.
+inline constexpr Form kForms[] = {{Dmma::m8n8k4, 64, 8},    {Dmma::m8n8k4, 128, 8},   {Dmma::m8n8k4, 128, 16},
+                                  {Dmma::m16n8k8, 128, 8},  {Dmma::m16n8k8, 128, 16}, {Dmma::m16n8k16, 128, 16}};
+
+// The block the family takes on a GPU of `sms` SMs: 128 (rows and columns: 2 x 2 tiles, 8 warps) when that
 // still gives every SM a block, else 64 (one tile, 2 warps), so that small products spread over the whole GPU.
-// Only speed and which warp stores an element depend on it.
 int block_rows(int64_t m, int64_t n, int sms);
 
-// Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s with blocks of bm x bm outputs (64 or 128).
-// Returns false, launching nothing, for another bm or when the current device cannot run `instr` (m16n8k8
-// below compute capability 9.0); a launch error is thrown as the backend's launches are (device_util.cuh).
-bool launch_gemm(Dmma instr, int bm, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m,
-                 int64_t n, int64_t k, cudaStream_t s);
+// Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s in form f. Returns false, launching nothing,
+// for a form not in kForms or one the current device cannot run (m16n8k8 and m16n8k16 below compute capability
+// 9.0); a launch error is thrown as the backend's launches are (device_util.cuh).
+bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
+                 int64_t k, cudaStream_t s);
 
 }  // namespace sdc::gemm_f64::SDC_TARGET

@@ -30,28 +30,55 @@ inline unsigned grid_for(uint64_t n, unsigned block) {
 }
 
 namespace SDC_TARGET {
-// Enqueues `kernel` on stream s as a 1-D grid of `grid` blocks of `block` threads and checks the launch
-// (a bad configuration shows here, an asynchronous fault at the next synchronization). `what` names the
-// kernel in an error. The one place a kernel is launched: the triple-chevron syntax for the GPU, the
-// emulated device's queue for the emulation (the arguments are copied, as the GPU copies them).
+// Enqueues `kernel` on stream s as a 1-D grid of `grid` blocks of `block` threads, each with smem_bytes of dynamic
+// shared memory (dynamic_shared below), and checks the launch (a bad configuration shows here, an asynchronous
+// fault at the next synchronization). `what` names the kernel in an error. The one place a kernel is launched:
+// the triple-chevron syntax for the GPU, the emulated device's queue for the emulation (the arguments are copied,
+// as the GPU copies them). Above the 48 KiB of dynamic shared memory every GPU grants by default, the kernel is
+// first allowed that much (cudaFuncAttributeMaxDynamicSharedMemorySize); on the emulated device more than
+// emu::kDynamicSharedBytes is the launch's error.
 template <class... P, class... A>
-void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
+void launch_shared(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, size_t smem_bytes,
+                   cudaStream_t s, A&&... args) {
 #if defined(SDC_EMU)
-  ::sdc::emu::launch(what, grid, block, s,
-                     [kernel, params = std::tuple<P...>(std::forward<A>(args)...)]() { std::apply(kernel, params); });
-  check(cudaGetLastError(), what, __FILE__, __LINE__);
+  ::sdc::emu::launch(
+      what, grid, block, s,
+      [kernel, params = std::tuple<P...>(std::forward<A>(args)...)]() { std::apply(kernel, params); }, smem_bytes);
 #else
+  if (smem_bytes > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)),
+          what, __FILE__, __LINE__);
   // clang-format splits the closing chevrons in a .cuh file
   // clang-format off
-  kernel<<<grid, block, 0, s>>>(std::forward<A>(args)...);
+  kernel<<<grid, block, smem_bytes, s>>>(std::forward<A>(args)...);
   // clang-format on
+#endif
   check(cudaGetLastError(), what, __FILE__, __LINE__);
+}
+
+// launch_shared without dynamic shared memory.
+template <class... P, class... A>
+void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
+  launch_shared(what, kernel, grid, block, 0, s, std::forward<A>(args)...);
+}
+
+// The block's dynamic shared memory (the smem_bytes of launch_shared) as T*, 16-byte aligned.
+template <class T>
+__device__ __forceinline__ T* dynamic_shared() {
+#if defined(SDC_EMU)
+  return reinterpret_cast<T*>(::sdc::emu::dynamic_shared());
+#else
+  extern __shared__ __align__(16) unsigned char sdc_dynamic_shared[];
+  return reinterpret_cast<T*>(sdc_dynamic_shared);
 #endif
 }
 }  // namespace SDC_TARGET
 // In the target's namespace (cuda_target.h): kernels of the same signature launched by both targets would
 // otherwise instantiate one `launch` twice under one name, and the linker would keep one target's for both.
 using SDC_TARGET::launch;
+using SDC_TARGET::dynamic_shared;
+using SDC_TARGET::launch_shared;
+
 
 namespace SDC_TARGET {
 // dst[i] = pattern_value(d, w, key, i) for i < n: the host generator's bits, on the device.

@@ -52,7 +52,15 @@ std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs);
 // ---- called by kernel-side code (cuda_emu.h, device_util.cuh) ----
 // Enqueues a kernel launch on stream s: `grid` blocks of `block` threads, each thread running body().
 // A bad configuration is the launch's error (cudaGetLastError).
-void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body);
+// smem_bytes: the launch's dynamic shared memory (dynamic_shared()); more than kDynamicSharedBytes is the launch's
+// error, as more than a GPU's maximum is there.
+void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body,
+            size_t smem_bytes = 0);
+// A block's dynamic shared memory (device_util.cuh, dynamic_shared): one buffer per OS thread, 16-byte aligned, in
+// the program's static TLS block like every `__shared__` array of the emulation (cuda_emu.h), so the race checker
+// (racecheck.h) sees its accesses; a block's threads all run on one OS thread, one block at a time.
+constexpr size_t kDynamicSharedBytes = 100 * 1024;
+unsigned char* dynamic_shared();
 // The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").
 constexpr MmaType mma_type(std::string_view ptx) {
   return ptx == "bf16" ? MmaType::bf16 : ptx == "f16" ? MmaType::f16 : ptx == "tf32" ? MmaType::tf32 : MmaType::e4m3;
@@ -61,9 +69,9 @@ constexpr MmaType mma_type(std::string_view ptx) {
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 // One warp's mma.sync m8n8k4 f64 (mma.h: mma_sync_f64), called by every lane with its own registers: d = A B + d.
 void mma_f64(double (&d)[2], double a, double b);
-// One warp's mma.sync m16n8k8 f64 (mma.h: mma_sync_f64_m16n8k8), every lane with its own registers: d = A B + d,
-// d[0..1] the lane's elements of rows g and d[2..3] those of rows g + 8.
-void mma_f64_m16n8k8(double (&d)[4], const double (&a)[4], const double (&b)[2]);
+// One warp's mma.sync m16n8k{8,16} f64 (mma.h: mma_sync_f64_m16n8), every lane with its own registers (a: k / 2
+// values, b: k / 4): d = A B + d, d[0..1] the lane's elements of rows g and d[2..3] those of rows g + 8.
+void mma_f64_m16n8(int k, double (&d)[4], const double* a, const double* b);
 // One warp's mma.sync m16n8k32 s8.s8.s32 (mma.h: mma_sync_s8), called by every lane with its own registers.
 void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 void nanosleep(unsigned ns);

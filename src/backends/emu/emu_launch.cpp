@@ -101,10 +101,11 @@ namespace sdc::emu {
 
 using namespace detail;
 
-void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body) {
+void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body,
+            size_t smem_bytes) {
   t_last = cudaSuccess;
   Stream* st = stream_of(s);
-  if (!st || grid == 0 || block == 0 || block > 1024) {
+  if (!st || grid == 0 || block == 0 || block > 1024 || smem_bytes > kDynamicSharedBytes) {
     t_last = !st ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
     return;
   }
@@ -199,26 +200,31 @@ void mma_f64(double (&d)[2], double a, double b) {
       &ctx);
 }
 
-void mma_f64_m16n8k8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+void mma_f64_m16n8(int k, double (&d)[4], const double* a, const double* b) {
   struct Regs {
     const double* a;
     const double* b;
     double* d;
   };
+  struct Ctx {
+    MmaSite site;
+    int k;
+  };
   Regs mine{a, b, d};
-  MmaSite ctx{t_launch_spec, here().sm};
+  Ctx ctx{{t_launch_spec, here().sm}, k};
   warp_exchange(
       0xffffffffu, &mine,
       [](void* c, void* const* lanes) {
-        const MmaSite& x = *static_cast<const MmaSite*>(c);
-        double ra[32][4], rb[32][2], rc[32][4], rd[32][4];
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        double ra[32][8], rb[32][4], rc[32][4], rd[32][4];
         for (int l = 0; l < 32; ++l) {
           const Regs& r = *static_cast<const Regs*>(lanes[l]);
-          for (int i = 0; i < 4; ++i) ra[l][i] = r.a[i], rc[l][i] = r.d[i];
-          for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
+          for (int i = 0; i < x.k / 2; ++i) ra[l][i] = r.a[i];
+          for (int i = 0; i < x.k / 4; ++i) rb[l][i] = r.b[i];
+          for (int i = 0; i < 4; ++i) rc[l][i] = r.d[i];
         }
-        mma_sync_f64_m16n8k8(ra, rb, rc, rd);
-        plant_mma_fault(x.spec, x.sm, rd);
+        mma_sync_f64_m16n8(x.k, ra, rb, rc, rd);
+        plant_mma_fault(x.site.spec, x.site.sm, rd);
         for (int l = 0; l < 32; ++l)
           for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
       },
@@ -250,6 +256,11 @@ void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
           for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
       },
       &ctx);
+}
+
+unsigned char* dynamic_shared() {
+  alignas(16) static thread_local unsigned char buffer[kDynamicSharedBytes];
+  return buffer;
 }
 
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }

@@ -170,19 +170,19 @@ void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double
   for (int l = 0; l < 32; ++l) d[l][0] = out[l][0], d[l][1] = out[l][1];
 }
 
-void mma_sync_f64_m16n8k8(const double (*a)[4], const double (*b)[2], const double (*c)[4], double (*d)[4]) {
-  double am[16][8], bm[8][8], out[32][4];
+void mma_sync_f64_m16n8(int k, const double (*a)[8], const double (*b)[4], const double (*c)[4], double (*d)[4]) {
+  double am[16][16], bm[16][8], out[32][4];
   for (int l = 0; l < 32; ++l) {
     const int g = l >> 2, t = l % 4;
-    for (int i = 0; i < 4; ++i) am[g + 8 * (i % 2)][t + 4 * (i / 2)] = a[l][i];
-    for (int i = 0; i < 2; ++i) bm[t + 4 * i][g] = b[l][i];
+    for (int i = 0; i < k / 2; ++i) am[g + 8 * (i % 2)][t + 4 * (i / 2)] = a[l][i];
+    for (int i = 0; i < k / 4; ++i) bm[t + 4 * i][g] = b[l][i];
   }
   for (int l = 0; l < 32; ++l) {
     const int g = l >> 2, t = l % 4;
     for (int i = 0; i < 4; ++i) {
       const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
       double acc = c[l][i];
-      for (int k = 0; k < 8; ++k) acc = std::fma(am[row][k], bm[k][col], acc);
+      for (int q = 0; q < k; ++q) acc = std::fma(am[row][q], bm[q][col], acc);
       out[l][i] = acc;
     }
   }

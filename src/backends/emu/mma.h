@@ -92,15 +92,15 @@ void mma_sync(MmaType t, const uint32_t (*a)[4], const uint32_t (*b)[2], const f
 // (docs/gpu-validation/2026-11-26-h100-dmma-order.md).
 void mma_sync_f64(const double* a, const double* b, const double (*c)[2], double (*d)[2]);
 
-// One warp's mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 (sm_90 and later): lane l holds a[l][0..3], elements
-// (g + 8 (i % 2), t + 4 (i / 2)) of the 16 x 8 matrix A, b[l][0..1], elements (t + 4 i, g) of the 8 x 8 matrix B,
-// and c[l][0..3], elements (g + 8 (i / 2), 2 t + i % 2) of the 16 x 8 matrix C (g = l >> 2, t = l % 4: the PTX ISA's
-// "Matrix Fragments for mma.m16n8k8" for .f64, as CUTLASS's SM90_16x8x8_F64F64F64F64_TN traits give them); d[l]
-// receives D's elements at the positions of c[l]. d may alias c. Arithmetic: modelled as mma_sync_f64's, one
-// fma chain per output in increasing k from C, over the 8 k values: the same bits as two m8n8k4 steps. No GPU has
-// confirmed that order for this shape yet (bench_gpu compares its kernel's bits with the m8n8k4 kernel's), and
-// no family's result depends on it: gemm_f64 runs the m8n8k4 form.
-void mma_sync_f64_m16n8k8(const double (*a)[4], const double (*b)[2], const double (*c)[4], double (*d)[4]);
+// One warp's mma.sync.aligned.m16n8k{8,16}.row.col.f64.f64.f64.f64 (sm_90 and later; k = 8 or 16): lane l holds
+// a[l][0..k/2-1], elements (g + 8 (i % 2), t + 4 (i / 2)) of the 16 x k matrix A, b[l][0..k/4-1], elements
+// (t + 4 i, g) of the k x 8 matrix B, and c[l][0..3], elements (g + 8 (i / 2), 2 t + i % 2) of the 16 x 8 matrix C
+// (g = l >> 2, t = l % 4: the PTX ISA's fragments for .f64, as CUTLASS's SM90_16x8x8 and SM90_16x8x16 F64 traits
+// give them); d[l] receives D's elements at the positions of c[l]. d may alias c. Arithmetic: modelled as
+// mma_sync_f64's, one fma chain per output in increasing k from C: the same bits as k / 4 m8n8k4 steps. No GPU
+// has confirmed that order for these shapes yet (bench_gpu compares their kernels' bits with the m8n8k4
+// kernel's), and no family's result depends on it: gemm_f64 runs the m8n8k4 form.
+void mma_sync_f64_m16n8(int k, const double (*a)[8], const double (*b)[4], const double (*c)[4], double (*d)[4]);
 
 // One warp's mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (int8 tensor cores): a[l][0..3] and b[l][0..1]
 // pack 4 int8 elements per register, lower element in the lower byte, at the positions of the PTX ISA's

@@ -281,46 +281,49 @@ TEST_CASE("mma_sync_f64 is an fma chain in increasing k, in the ISA's fragment l
   }
 }
 
-// mma.sync m16n8k8 f64 (sm_90): the fragment layout of CUTLASS's SM90_16x8x8_F64F64F64F64_TN (A: (g + 8 (i % 2),
-// t + 4 (i / 2)), B: (t + 4 i, g), C: (g + 8 (i / 2), 2 t + i % 2)) and the same chain as m8n8k4 over 8 k: equal bits
-// to two m8n8k4 steps on the two 8-row halves, and to the chain written out from the layout.
-TEST_CASE("mma_sync_f64_m16n8k8 is the m8n8k4 chain over 8 k in its own fragment layout", "[emu][mma]") {
+// mma.sync m16n8k8 and m16n8k16 f64 (sm_90): the fragment layouts of CUTLASS's SM90_16x8x8 and SM90_16x8x16
+// F64F64F64F64_TN traits (A: (g + 8 (i % 2), t + 4 (i / 2)), B: (t + 4 i, g), C: (g + 8 (i / 2), 2 t + i % 2)) and the
+// same chain as m8n8k4 over k: equal bits to k / 4 m8n8k4 steps on the two 8-row halves, and to the chain written
+// out from the layout.
+TEST_CASE("mma_sync_f64_m16n8 is the m8n8k4 chain over 8 or 16 k in its own fragment layout", "[emu][mma]") {
   std::mt19937_64 rng(20261127);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (int rep = 0; rep < 50; ++rep) {
-    double A[16][8], B[8][8], C[16][8];
-    for (auto& r : A)
-      for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
-    for (auto& r : B)
-      for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
-    for (auto& r : C)
-      for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
-    double a[32][4], b[32][2], d[32][4];
-    for (int l = 0; l < 32; ++l) {
-      const int g = l / 4, t = l % 4;
-      for (int i = 0; i < 4; ++i) a[l][i] = A[g + 8 * (i % 2)][t + 4 * (i / 2)], d[l][i] = C[g + 8 * (i / 2)][2 * t + i % 2];
-      for (int i = 0; i < 2; ++i) b[l][i] = B[t + 4 * i][g];
-    }
-    mma_sync_f64_m16n8k8(a, b, d, d);  // d aliases c
-    // The same product as m8n8k4 steps: rows 0..7 and 8..15, k 0..3 then 4..7.
-    double half[2][32][2];
-    for (int h = 0; h < 2; ++h) {
+  for (const int kk : {8, 16})
+    for (int rep = 0; rep < 50; ++rep) {
+      double A[16][16], B[16][8], C[16][8];
+      for (auto& r : A)
+        for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
+      for (auto& r : B)
+        for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
+      for (auto& r : C)
+        for (double& x : r) x = std::ldexp(u(rng), static_cast<int>(rng() % 81) - 40);
+      double a[32][8], b[32][4], d[32][4];
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < kk / 2; ++i) a[l][i] = A[g + 8 * (i % 2)][t + 4 * (i / 2)];
+        for (int i = 0; i < kk / 4; ++i) b[l][i] = B[t + 4 * i][g];
+        for (int i = 0; i < 4; ++i) d[l][i] = C[g + 8 * (i / 2)][2 * t + i % 2];
+      }
+      mma_sync_f64_m16n8(kk, a, b, d, d);  // d aliases c
+      // The same product as m8n8k4 steps: rows 0..7 and 8..15, k 0..3, 4..7, ...
+      double half[2][32][2];
+      for (int h = 0; h < 2; ++h) {
+        for (int l = 0; l < 32; ++l)
+          for (int i = 0; i < 2; ++i) half[h][l][i] = C[8 * h + l / 4][2 * (l % 4) + i];
+        for (int k0 = 0; k0 < kk; k0 += 4) {
+          double a4[32], b4[32];
+          for (int l = 0; l < 32; ++l) a4[l] = A[8 * h + l / 4][k0 + l % 4], b4[l] = B[k0 + l % 4][l / 4];
+          mma_sync_f64(a4, b4, half[h], half[h]);
+        }
+      }
       for (int l = 0; l < 32; ++l)
-        for (int i = 0; i < 2; ++i) half[h][l][i] = C[8 * h + l / 4][2 * (l % 4) + i];
-      for (int k0 = 0; k0 < 8; k0 += 4) {
-        double a4[32], b4[32];
-        for (int l = 0; l < 32; ++l) a4[l] = A[8 * h + l / 4][k0 + l % 4], b4[l] = B[k0 + l % 4][l / 4];
-        mma_sync_f64(a4, b4, half[h], half[h]);
-      }
+        for (int i = 0; i < 4; ++i) {
+          const int row = l / 4 + 8 * (i / 2), col = 2 * (l % 4) + i % 2;
+          double want = C[row][col];
+          for (int k = 0; k < kk; ++k) want = std::fma(A[row][k], B[k][col], want);
+          INFO("k " << kk << " lane " << l << " element " << i);
+          CHECK(std::memcmp(&d[l][i], &want, sizeof want) == 0);
+          CHECK(std::memcmp(&d[l][i], &half[i / 2][l][i % 2], sizeof want) == 0);
+        }
     }
-    for (int l = 0; l < 32; ++l)
-      for (int i = 0; i < 4; ++i) {
-        const int row = l / 4 + 8 * (i / 2), col = 2 * (l % 4) + i % 2;
-        double want = C[row][col];
-        for (int k = 0; k < 8; ++k) want = std::fma(A[row][k], B[k][col], want);
-        INFO("lane " << l << " element " << i);
-        CHECK(std::memcmp(&d[l][i], &want, sizeof want) == 0);
-        CHECK(std::memcmp(&d[l][i], &half[i / 2][l][i % 2], sizeof want) == 0);
-      }
-  }
 }

@@ -1,15 +1,15 @@
-// gemm_f64's kernel in both of its fp64 tensor-core forms (gemm_f64_device.h: m8n8k4, which the family runs, and
-// the sm_90 m16n8k8 form only the benchmark runs) and both block sizes on the emulated device, at shapes where M or
-// N is not a multiple of the 128-row block and K not a multiple of the 8-k slab or of 4, against the specification's chain
+// gemm_f64's kernel in every form (gemm_f64_device.h, kForms: the family's m8n8k4 ones and those with the sm_90
+// instructions m16n8k8 and m16n8k16 only the benchmark runs, blocks of 64 and 128, slabs of 8 and 16) on the
+// emulated device, at shapes where M or N is not a multiple of the 128-row block and K not a multiple of a slab or
+// of 4, against the specification's chain
 // computed here with std::fma. The operands span 2^-60 to 2^60 with random signs and some signed zeros, so a wrong
 // fragment element, edge mask, stride or chain order changes bits. Also: every block runs race-free, and the
-// m16n8k8 form is refused on an sm_80 device. Compiled like test_racecheck.cpp (-DSDC_EMU).
+// sm_90 instructions are refused on an sm_80 device. Compiled like test_racecheck.cpp (-DSDC_EMU).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
-#include <utility>
 #include <vector>
 
 #include "kernels/gemm_f64/gemm_f64.h"
@@ -56,7 +56,7 @@ TEST_CASE("gemm_f64's kernel in both DMMA forms equals the fma chain at ragged s
     int64_t m, n, k;
   };
   std::mt19937_64 rng(20261127);
-  for (const Dims d : {Dims{64, 192, 13}, Dims{192, 128, 8}, Dims{128, 64, 1}, Dims{64, 64, 30}}) {
+  for (const Dims d : {Dims{64, 192, 13}, Dims{192, 128, 8}, Dims{128, 64, 1}, Dims{64, 64, 30}, Dims{128, 192, 37}}) {
     const std::vector<double> a = operand(static_cast<size_t>(d.m * d.k), rng),
                               b = operand(static_cast<size_t>(d.k * d.n), rng);
     std::vector<double> want(static_cast<size_t>(d.m * d.n));  // in the output's tile layout
@@ -71,13 +71,13 @@ TEST_CASE("gemm_f64's kernel in both DMMA forms equals the fma chain at ragged s
         dsm(*rt, want.size() / (TILE * TILE) * 4);
     rt->copy(da.get(), a.data(), a.size() * 8, s.get());
     rt->copy(db.get(), b.data(), b.size() * 8, s.get());
-    for (const auto& [form, bm] : {std::pair{Dmma::m8n8k4, 128}, std::pair{Dmma::m16n8k8, 128},
-                                   std::pair{Dmma::m8n8k4, 64}, std::pair{Dmma::m16n8k8, 64}}) {
-      INFO(d.m << "x" << d.n << "x" << d.k << (form == Dmma::m8n8k4 ? " m8n8k4" : " m16n8k8") << " blocks of " << bm);
+    for (const gemm_f64::emu::Form& form : gemm_f64::emu::kForms) {
+      INFO(d.m << "x" << d.n << "x" << d.k << " instruction " << static_cast<int>(form.instr) << " block " << form.bm
+               << " slab " << form.bk);
       std::vector<double> got(want.size(), 1.5);
       rt->copy(dout.get(), got.data(), got.size() * 8, s.get());
       emu::racecheck::reset();
-      REQUIRE(gemm_f64::emu::launch_gemm(form, bm, da.as<const double>(), db.as<const double>(), dout.as<float>(),
+      REQUIRE(gemm_f64::emu::launch_gemm(form, da.as<const double>(), db.as<const double>(), dout.as<float>(),
                                          dsm.as<uint32_t>(), d.m, d.n, d.k, s.get()));
       rt->copy(got.data(), dout.get(), got.size() * 8, s.get());
       size_t differ = 0;
@@ -89,14 +89,17 @@ TEST_CASE("gemm_f64's kernel in both DMMA forms equals the fma chain at ragged s
   }
 }
 
-TEST_CASE("gemm_f64's m16n8k8 form is refused below sm_90, and a block size it has no kernel for", "[racecheck][mma]") {
+TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not compiled in", "[racecheck][mma]") {
   auto rt = device(8);
   cuda::Stream s(*rt);
   cuda::DeviceBuffer da(*rt, 64 * 4 * 8), db(*rt, 4 * 64 * 8), dout(*rt, 64 * 64 * 8), dsm(*rt, 4);
-  CHECK_FALSE(gemm_f64::emu::launch_gemm(Dmma::m16n8k8, 64, da.as<const double>(), db.as<const double>(),
-                                         dout.as<float>(), dsm.as<uint32_t>(), 64, 64, 4, s.get()));
-  CHECK_FALSE(gemm_f64::emu::launch_gemm(Dmma::m8n8k4, 96, da.as<const double>(), db.as<const double>(),
-                                         dout.as<float>(), dsm.as<uint32_t>(), 64, 64, 4, s.get()));  // no such block
-  CHECK(gemm_f64::emu::launch_gemm(Dmma::m8n8k4, 64, da.as<const double>(), db.as<const double>(), dout.as<float>(),
-                                   dsm.as<uint32_t>(), 64, 64, 4, s.get()));
+  const auto run = [&](gemm_f64::emu::Form f) {
+    return gemm_f64::emu::launch_gemm(f, da.as<const double>(), db.as<const double>(), dout.as<float>(),
+                                      dsm.as<uint32_t>(), 64, 64, 4, s.get());
+  };
+  CHECK_FALSE(run({Dmma::m16n8k8, 128, 8}));
+  CHECK_FALSE(run({Dmma::m16n8k16, 128, 16}));
+  CHECK_FALSE(run({Dmma::m8n8k4, 96, 8}));   // no such block
+  CHECK_FALSE(run({Dmma::m8n8k4, 64, 16}));  // not compiled
+  CHECK(run({Dmma::m8n8k4, 64, 8}));
 }

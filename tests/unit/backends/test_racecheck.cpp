@@ -41,15 +41,30 @@ __global__ void with_barrier(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
 }
 
-// Runs `kernel` as 2 blocks of 128 threads on an emulated device and waits for it.
+// no_barrier and with_barrier in dynamic shared memory (launch_shared), past the 48 KiB a GPU grants by default.
+constexpr size_t kDynamicOffset = 60 * 1024;
+__global__ void dynamic_no_barrier(int* out) {
+  int* s = cuda::dynamic_shared<int>() + kDynamicOffset / sizeof(int);
+  s[threadIdx.x] = static_cast<int>(threadIdx.x);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
+}
+__global__ void dynamic_with_barrier(int* out) {
+  int* s = cuda::dynamic_shared<int>() + kDynamicOffset / sizeof(int);
+  s[threadIdx.x] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
+}
+
+// Runs `kernel` as 2 blocks of 128 threads on an emulated device, with smem bytes of dynamic shared memory, and
+// waits for it.
 template <class K>
-void run_planted(const char* name, K kernel) {
+void run_planted(const char* name, K kernel, size_t smem = 0) {
   static const std::vector<DeviceInfo> gpus = emu::create_devices({emu::Spec{}});
   auto rt = cuda::open_emulated_runtime(gpus[0]);
   rt->make_current();
   cuda::Stream s(*rt);
   cuda::DeviceBuffer out(*rt, 256 * sizeof(int));
-  cuda::launch(name, kernel, 2, 128, s.get(), out.as<int>());
+  cuda::launch_shared(name, kernel, 2, 128, smem, s.get(), out.as<int>());
   std::vector<int> host(256);
   rt->copy(host.data(), out.get(), host.size() * sizeof(int), s.get());
 }
@@ -91,6 +106,22 @@ TEST_CASE("a read before the writer's barrier is reported; with the barrier noth
   run_planted("with_barrier", with_barrier);
   CHECK(rc::race_count() == 0);
   CHECK(rc::shared_accesses() == 2 * 128 * 2);  // every write and read of s was seen
+}
+
+TEST_CASE("races in dynamic shared memory are seen; a launch asking for more than the emulation has is refused",
+          "[racecheck]") {
+  const size_t smem = kDynamicOffset + 128 * sizeof(int);
+  rc::reset();
+  run_planted("dynamic_no_barrier", dynamic_no_barrier, smem);
+  REQUIRE(rc::race_count() > 0);
+  CHECK(rc::races().front().kernel == "dynamic_no_barrier");
+  CHECK(rc::races().front().kind == "read-write");
+  rc::reset();
+  run_planted("dynamic_with_barrier", dynamic_with_barrier, smem);
+  CHECK(rc::race_count() == 0);
+  CHECK(rc::shared_accesses() == 2 * 128 * 2);
+  CHECK_THROWS_WITH(run_planted("dynamic_with_barrier", dynamic_with_barrier, emu::kDynamicSharedBytes + 1),
+                    Catch::Contains("dynamic_with_barrier"));
 }
 
 TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free", "[racecheck]") {
