@@ -12,15 +12,15 @@
 // w's part is at rows 64 (w / W), columns 32 (w % W) of its block (W = BM / 32 warps per row): tile row w / W,
 // tile column (w % W) / 2, so each tile is two warps' work and its SM is recorded by the first of them. A part is
 // 8 x 4 blocks of 8 x 8, each the D of the fp64 tensor-core instruction, two accumulators per lane (lane l: row
-// l / 4, columns 2 (l % 4) + {0, 1} of each block). K is walked in slabs of BK = 8: while a slab is multiplied out
-// of one shared-memory buffer, the next one is fetched from global memory into registers (consecutive doubles of
-// one A row and of one B row per thread) and then stored into the other buffer; one barrier per slab. Per 4 k a
-// lane loads one A element of each of its warp's 8 row blocks and one B element of each of its 4 column blocks
-// (the ISA's fragment layout: A (g, t), B (t, g), g = lane / 4, t = lane % 4; rows padded to 12 and BM + 4
-// doubles so that no two lanes of a half-warp share a bank) and issues 32 DMMAs. The first kernel of this family,
-// one 4-warp block per 64 x 64 tile with 32 x 32 warp parts, reached 0.325x cuBLAS DGEMM on an H100 at 4096^3;
-// 128 x 128 blocks halve the L2 traffic per flop, and 64 x 32 parts load 12 fragments from shared memory per 32
-// DMMAs instead of 8 per 16.
+// l / 4, columns 2 (l % 4) + {0, 1} of each block). K is walked in slabs of BK = 8 (the family's forms): while a
+// slab is multiplied out of one shared-memory buffer, the next one is fetched from global memory into registers
+// (consecutive doubles of one A row and of one B row per thread) and then stored into the other buffer; one
+// barrier per slab; both buffers in dynamic shared memory. Per 4 k a lane loads one A element of each of its
+// warp's 8 row blocks and one B element of each of its 4 column blocks (the ISA's fragment layout: A (g, t),
+// B (t, g), g = lane / 4, t = lane % 4; rows padded to BK + 4 and BM + 4 doubles so that no two lanes of a
+// half-warp share a bank) and issues 32 DMMAs. The first kernel of this family, one 4-warp block per 64 x 64 tile
+// with 32 x 32 warp parts, reached 0.325x cuBLAS DGEMM on an H100 at 4096^3; 128 x 128 blocks halve the L2
+// traffic per flop, and 64 x 32 parts load 12 fragments from shared memory per 32 DMMAs instead of 8 per 16.
 //
 // Why the bits equal the specification: mma.sync.m8n8k4.f64 computes each D element as one fma chain in
 // increasing k from C, rounded at every step: fma(a3, b3, fma(a2, b2, fma(a1, b1, fma(a0, b0, c)))). The ISA
@@ -32,9 +32,11 @@
 // accumulators, from the shared-memory slab (no zero-padded DMMA step: the sign of a zero result must not
 // depend on one). No split-K, no atomic, no reduction across threads.
 //
-// The sm_90 form (gemm_f64_device.h): the same kernel with mma.sync.m16n8k8.f64, one instruction per 16 x 8 block
-// and slab (the shapes sm_90 added for fp64). Its order is not measured yet, so the family never runs it: the
-// benchmark times it and counts the values where it differs from the m8n8k4 result.
+// The other forms (gemm_f64_device.h, kForms): slabs of 16 k, and on sm_90 mma.sync.m16n8k8.f64 and
+// .m16n8k16.f64, one instruction per 16 x 8 block and 8 or 16 k (the fp64 shapes sm_90 added), on the same
+// accumulators. The sm_90 instructions' order is not measured yet, so the family never runs them: the benchmark
+// times every form and counts the values where each differs from the family's result. (The m16n8k16 form needs
+// 255 registers on sm_90 and spills 20 bytes.)
 #include <iterator>
 #include <memory>
 

@@ -103,3 +103,11 @@ TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not 
   CHECK_FALSE(run({Dmma::m8n8k4, 64, 16}));  // not compiled
   CHECK(run({Dmma::m8n8k4, 64, 8}));
 }
+
+TEST_CASE("gemm_f64 takes 128 x 128 blocks only where every SM still gets one", "[racecheck][mma]") {
+  CHECK(gemm_f64::emu::block_rows(4096, 4096, 132) == 128);  // 1024 blocks
+  CHECK(gemm_f64::emu::block_rows(2048, 1024, 132) == 64);   // 128 blocks of 128 x 128 for 132 SMs
+  CHECK(gemm_f64::emu::block_rows(2048, 1024, 128) == 128);
+  CHECK(gemm_f64::emu::block_rows(192, 256, 4) == 128);      // 2 x 2 blocks, the bottom row half empty
+  CHECK(gemm_f64::emu::block_rows(256, 256, 16) == 64);
+}
