@@ -27,8 +27,7 @@ int sm_count() {
 using gemm_f64::gpu::Form;
 
 // Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device lacks the instruction.
-bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm,
-              cudaStream_t s) {
+bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm, cudaStream_t s) {
   return gemm_f64::gpu::launch_gemm(f, static_cast<const double*>(dc.ptrs[0]), static_cast<const double*>(dc.ptrs[1]),
                                     out.as<float>(), tile_sm.as<uint32_t>(), dim(c, "m"), dim(c, "n"), dim(c, "k"), s);
 }
@@ -71,11 +70,12 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
     uint64_t differing = 0;
     for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
     const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
-    std::printf("  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
-                "differ from the family's%s\n",
-                name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
-                static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
-                family_form ? " (the family's form)" : "");
+    std::printf(
+        "  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
+        "differ from the family's%s\n",
+        name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
+        static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
+        family_form ? " (the family's form)" : "");
     row["ms"] = ms;
     row["tflops"] = flops / ms * 1e-9;
     row["ratio_vs_cublas"] = blas_ms / ms;

@@ -5,22 +5,23 @@
 // output is written in the tile layout the CPU path uses: 64 x 64 tile t = (i / 64) * (N / 64) + j / 64
 // holds C[i][j] as the double at out + t * TILE_WORDS words + 2 ((i % 64) * 64 + j % 64) words.
 //
-// How the work is split: one block per BM x BM block of C, its warps 64 x 32 parts of it: BM = 128 (2 x 2 tiles,
-// 8 warps as 2 rows of 4) where that still gives every SM a block, else BM = 64 (one tile, 2 warps), so that small
-// products spread over the GPU (block_rows; fixed when the case is prepared). At the right and bottom edges, when
-// M or N is not a multiple of BM, the missing rows and columns read as zeros, are computed and never stored. Warp
-// w's part is at rows 64 (w / W), columns 32 (w % W) of its block (W = BM / 32 warps per row): tile row w / W,
-// tile column (w % W) / 2, so each tile is two warps' work and its SM is recorded by the first of them. A part is
-// 8 x 4 blocks of 8 x 8, each the D of the fp64 tensor-core instruction, two accumulators per lane (lane l: row
-// l / 4, columns 2 (l % 4) + {0, 1} of each block). K is walked in slabs of BK = 8 (the family's forms): while a
-// slab is multiplied out of one shared-memory buffer, the next one is fetched from global memory into registers
-// (consecutive doubles of one A row and of one B row per thread) and then stored into the other buffer; one
-// barrier per slab; both buffers in dynamic shared memory. Per 4 k a lane loads one A element of each of its
-// warp's 8 row blocks and one B element of each of its 4 column blocks (the ISA's fragment layout: A (g, t),
+// How the work is split: one block per BM x BM block of C, its warps parts of it: BM = 128 (2 x 2 tiles, 8 warps
+// of 64 x 32 as 2 rows of 4) where that still gives every SM a block, else BM = 64 (one tile, 4 warps of 32 x 32),
+// so that small products spread over the GPU (block_rows; fixed when the case is prepared). At the right and bottom
+// edges, when M or N is not a multiple of BM, the missing rows and columns read as zeros, are computed and never
+// stored. The warps' parts are numbered row-major over the block (gemm_f64_device.h: warp_rows, WARP_COLUMNS);
+// each lies in one tile, whose SM the warp at its corner records. A part is blocks of 8 x 8, each the D of the
+// fp64 tensor-core instruction, two accumulators per lane (lane l: row l / 4, columns 2 (l % 4) + {0, 1} of each
+// block). K is walked in slabs of BK = 8 (the family's forms): while a slab is multiplied out of one shared-memory
+// buffer, the next one is fetched from global memory into registers (consecutive doubles of one A row and of one B
+// row per thread) and then stored into the other buffer; one barrier per slab; both buffers in dynamic shared
+// memory. Per 4 k a lane loads one A element of each of its
+// warp's row blocks and one B element of each of its column blocks (the ISA's fragment layout: A (g, t),
 // B (t, g), g = lane / 4, t = lane % 4; rows padded to BK + 4 and BM + 4 doubles so that no two lanes of a
-// half-warp share a bank) and issues 32 DMMAs. The first kernel of this family, one 4-warp block per 64 x 64 tile
-// with 32 x 32 warp parts, reached 0.325x cuBLAS DGEMM on an H100 at 4096^3; 128 x 128 blocks halve the L2
-// traffic per flop, and 64 x 32 parts load 12 fragments from shared memory per 32 DMMAs instead of 8 per 16.
+// half-warp share a bank) and issues a DMMA per 8 x 8 block. The first kernel of this family, one 4-warp block per
+// 64 x 64 tile with 32 x 32 parts and slabs of 16, reached 0.325x cuBLAS DGEMM on an H100 at 4096^3; 128 x 128
+// blocks halve the L2 traffic per flop, and 64 x 32 parts load 12 fragments from shared memory per 32 DMMAs
+// instead of 8 per 16.
 //
 // Why the bits equal the specification: mma.sync.m8n8k4.f64 computes each D element as one fma chain in
 // increasing k from C, rounded at every step: fma(a3, b3, fma(a2, b2, fma(a1, b1, fma(a0, b0, c)))). The ISA
@@ -50,14 +51,13 @@
 namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
-constexpr int WM = 64, WN = 32;  // a warp's part of its block
-static_assert(TILE == 64 && WM == TILE, "a warp's rows are one tile's");
-
-// A block of BM x BM outputs (BM = 64: one tile, 2 warps; BM = 128: 2 x 2 tiles, 8 warps), its warps WM x WN each,
-// K in slabs of BK, two slab buffers in dynamic shared memory.
+// A block of BM x BM outputs (BM = 64: one tile, 4 warps of 32 x 32; BM = 128: 2 x 2 tiles, 8 warps of 64 x 32), its
+// warps' parts WM x WN, each MB x NB blocks of 8 x 8, K in slabs of BK, two slab buffers in dynamic shared memory.
 template <int BM, int BK>
 struct Geometry {
+  static constexpr int WM = warp_rows(BM), WN = WARP_COLUMNS, MB = WM / 8, NB = WN / 8;
   static constexpr int WARPS_N = BM / WN, THREADS = (BM / WM) * WARPS_N * 32;
+  static_assert(TILE % WM == 0 && TILE % WN == 0 && MB % 2 == 0, "a warp's part lies in one tile");
   static constexpr int A_LD = BK + 4;  // row pitch of the A slab (m-major, k contiguous), in doubles
   static constexpr int B_LD = BM + 4;  // row pitch of the B slab (k-major, n contiguous), in doubles
   static constexpr int A_SLAB = BM * A_LD, B_SLAB = BK * B_LD;  // doubles per buffer
@@ -68,7 +68,9 @@ struct Geometry {
   static_assert(BK % 8 == 0, "a slab is whole steps of every instruction but m16n8k16's (BK % 16 there)");
 };
 
-using Acc = double[8][4][2];  // a lane's accumulators: [8-row block][8-column block][column 2t + c]
+// A lane's accumulators: [8-row block][8-column block][column 2t + c] of its warp's part.
+template <class G>
+using Acc = double[G::MB][G::NB][2];
 
 // D = A B + D on the fp64 tensor cores: one warp's 8 x 8 x 4 step (lane l: a = A(l / 4, l % 4),
 // b = B(l % 4, l / 4), d = D(l / 4, 2 (l % 4) + {0, 1})).
@@ -101,8 +103,8 @@ __device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const d
     asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
         "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
         : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
-          "d"(b[1]), "d"(b[2]), "d"(b[3]));
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]),
+          "d"(b[2]), "d"(b[3]));
 #else
   __trap();  // launch_gemm refuses these forms below sm_90
 #endif
@@ -136,45 +138,46 @@ __device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)
   }
 }
 
-// The warp's 32 m8n8k4 DMMAs of the 4 k values kk..kk+3 of the slab. as/bs: the slab; r0, c0: the warp's part.
+// The warp's MB x NB m8n8k4 DMMAs of the 4 k values kk..kk+3 of the slab. as/bs: the slab; r0, c0: the warp's
+// part.
 template <class G>
 __device__ __forceinline__ void quad(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
-                                     Acc& acc) {
-  double a[8], b[4];
+                                     Acc<G>& acc) {
+  double a[G::MB], b[G::NB];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = as[(r0 + 8 * i + g) * G::A_LD + kk + t];
+  for (int i = 0; i < G::MB; ++i) a[i] = as[(r0 + 8 * i + g) * G::A_LD + kk + t];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) b[j] = bs[(kk + t) * G::B_LD + c0 + 8 * j + g];
+  for (int j = 0; j < G::NB; ++j) b[j] = bs[(kk + t) * G::B_LD + c0 + 8 * j + g];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < G::MB; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) dmma(acc[i][j], a[i], b[j]);
+    for (int j = 0; j < G::NB; ++j) dmma(acc[i][j], a[i], b[j]);
 }
 
-// The warp's 16 m16n8kK DMMAs of the K values kk..kk+K-1 of the slab: its 16-row blocks are the accumulator blocks
-// 2i and 2i + 1. B's fragments for the 4 column blocks first, then A's a row block at a time (registers: the
-// accumulators take 128 of a thread's 255).
+// The warp's MB / 2 x NB m16n8kK DMMAs of the K values kk..kk+K-1 of the slab: its 16-row blocks are the
+// accumulator blocks 2i and 2i + 1. B's fragments for the column blocks first, then A's a row block at a time
+// (registers: a 64 x 32 part's accumulators take 128 of a thread's 255).
 template <class G, int K>
 __device__ __forceinline__ void step16(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
-                                       Acc& acc) {
-  double b[4][K / 4];
+                                       Acc<G>& acc) {
+  double b[G::NB][K / 4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j)
+  for (int j = 0; j < G::NB; ++j)
 #pragma unroll
     for (int v = 0; v < K / 4; ++v) b[j][v] = bs[(kk + t + 4 * v) * G::B_LD + c0 + 8 * j + g];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < G::MB / 2; ++i) {
     double a[K / 2];
 #pragma unroll
     for (int v = 0; v < K / 2; ++v) a[v] = as[(r0 + 16 * i + 8 * (v % 2) + g) * G::A_LD + kk + t + 4 * (v / 2)];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) dmma16<K>(acc[2 * i][j], acc[2 * i + 1][j], a, b[j]);
+    for (int j = 0; j < G::NB; ++j) dmma16<K>(acc[2 * i][j], acc[2 * i + 1][j], a, b[j]);
   }
 }
 
 // A whole slab of BK k values, in the form's instruction.
 template <Dmma I, class G, int BK>
-__device__ __forceinline__ void slab(const double* as, const double* bs, int r0, int c0, int g, int t, Acc& acc) {
+__device__ __forceinline__ void slab(const double* as, const double* bs, int r0, int c0, int g, int t, Acc<G>& acc) {
   if constexpr (I == Dmma::m8n8k4) {
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 4) quad<G>(as, bs, kk, r0, c0, g, t, acc);
@@ -189,12 +192,12 @@ __device__ __forceinline__ void slab(const double* as, const double* bs, int r0,
 // One k value of the slab as plain fma steps on the lane's accumulators (the K tail).
 template <class G>
 __device__ __forceinline__ void fma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
-                                         Acc& acc) {
+                                         Acc<G>& acc) {
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < G::MB; ++i) {
     const double a = as[(r0 + 8 * i + g) * G::A_LD + kk];
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < G::NB; ++j)
 #pragma unroll
       for (int c = 0; c < 2; ++c) acc[i][j][c] = fma(a, bs[kk * G::B_LD + c0 + 8 * j + 2 * t + c], acc[i][j][c]);
   }
@@ -215,14 +218,14 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
   const int m0 = bm * BM, n0 = bn * BM;
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
-  const int r0 = WM * (warp / G::WARPS_N), c0 = WN * (warp % G::WARPS_N);  // the warp's part of the block
+  const int r0 = G::WM * (warp / G::WARPS_N), c0 = G::WN * (warp % G::WARPS_N);  // the warp's part of the block
   const int g = lane / 4, t = lane % 4;
 
-  Acc acc;
+  Acc<G> acc;
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < G::MB; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;  // +0: the specification's start value
+    for (int j = 0; j < G::NB; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;  // +0: the specification's start value
 
   double ra[G::LOADS], rb[G::LOADS];
   fetch<G>(A, B, m0, n0, 0, M, N, K, ra, rb);
@@ -249,18 +252,18 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
   }
 
   const int tiles_n = N / TILE;
-  const int ti = TILES * bm + warp / G::WARPS_N, tj = TILES * bn + (warp % G::WARPS_N) / 2;  // the warp's tile
-  if (ti >= M / TILE || tj >= tiles_n) return;                                               // beyond an edge
+  const int ti = TILES * bm + r0 / TILE, tj = TILES * bn + c0 / TILE;  // the warp's tile
+  if (ti >= M / TILE || tj >= tiles_n) return;                         // beyond an edge
   const int64_t t_id = static_cast<int64_t>(ti) * tiles_n + tj;
-  const int cw = WN * (warp % 2);  // the warp's first column in the tile
+  const int rt = r0 % TILE, ct = c0 % TILE;  // the warp's part in the tile
   double* tile = reinterpret_cast<double*>(out + t_id * TILE_WORDS);
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < G::MB; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      *reinterpret_cast<double2*>(tile + (8 * i + g) * TILE + cw + 8 * j + 2 * t) =
+    for (int j = 0; j < G::NB; ++j)
+      *reinterpret_cast<double2*>(tile + (rt + 8 * i + g) * TILE + ct + 8 * j + 2 * t) =
           make_double2(acc[i][j][0], acc[i][j][1]);
-  if (warp % 2 == 0 && lane == 0) tile_sm[t_id] = cuda::sm_id();
+  if (rt == 0 && ct == 0 && lane == 0) tile_sm[t_id] = cuda::sm_id();  // the warp at the tile's corner
 }
 
 // The form kForms[N] if it is f, else the next one; false past the last.
@@ -274,8 +277,8 @@ bool dispatch(const Form& f, const double* a, const double* b, float* out, uint3
     if (!(f == g)) return dispatch<N + 1>(f, a, b, out, tile_sm, m, n, k, s);
     using G = Geometry<g.bm, g.bk>;
     const auto blocks = static_cast<unsigned>(((m + g.bm - 1) / g.bm) * ((n + g.bm - 1) / g.bm));
-    cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk>, blocks, G::THREADS, G::SMEM, s, a,
-                        b, out, tile_sm, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+    cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk>, blocks, G::THREADS, G::SMEM, s, a, b,
+                        out, tile_sm, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
     return true;
   }
 }
@@ -314,14 +317,15 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
                                            s);
   }
 
-  // gemm_kernel's store: tile (ti, tj) is the part (ti % b, tj % b) of its block of b x b tiles (b = bm_ / 64, whose
-  // warps are b rows of 2 b), computed by warps 2 b (ti % b) + 2 (tj % b) (its columns 0..31) and the next
-  // (32..63), as 8 x 8 DMMA blocks whose element (i, j) lane 4 i + j / 2 holds; two words per value.
+  // gemm_kernel's store: tile (ti, tj) is the part (ti % b, tj % b) of its block of b x b tiles (b = bm_ / 64), whose
+  // warps are parts of warp_rows(bm_) x WARP_COLUMNS numbered row-major over the block; within a part, the 8 x 8
+  // DMMA blocks' element (i, j) lane 4 i + j / 2 holds; two words per value.
   bool thread_of(uint64_t tile, uint32_t offset, int& warp, int& lane) const override {
     const auto tiles_n = static_cast<uint64_t>(n_ / TILE), b = static_cast<uint64_t>(bm_ / TILE);
-    const int ti = static_cast<int>(tile / tiles_n % b), tj = static_cast<int>(tile % tiles_n % b);
     const int v = static_cast<int>(offset / 2), r = v / TILE, c = v % TILE;
-    warp = 2 * static_cast<int>(b) * ti + 2 * tj + c / 32;
+    const int row = static_cast<int>(tile / tiles_n % b) * TILE + r,
+              col = static_cast<int>(tile % tiles_n % b) * TILE + c;
+    warp = row / warp_rows(bm_) * (bm_ / WARP_COLUMNS) + col / WARP_COLUMNS;
     lane = (r % 8) * 4 + (c % 8) / 2;
     return true;
   }

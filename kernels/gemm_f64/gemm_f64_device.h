@@ -16,7 +16,7 @@ namespace sdc::gemm_f64::SDC_TARGET {
 //            them, and counts where their results differ from the family's.
 enum class Dmma { m8n8k4, m16n8k8, m16n8k16 };
 
-// A form of the kernel: its instruction, its block of bm x bm outputs (64: one tile, 2 warps; 128: 2 x 2 tiles,
+// A form of the kernel: its instruction, its block of bm x bm outputs (64: one tile, 4 warps; 128: 2 x 2 tiles,
 // 8 warps) and its slab of bk k values. Only speed and which warp stores an element depend on the form, as long
 // as the instruction chains its products in k order.
 struct Form {
@@ -27,11 +27,17 @@ struct Form {
 
 // The forms the kernel is compiled in: the family's two (m8n8k4, 64 or 128, slabs of 8) first, then those the
 // benchmark compares them with.
-inline constexpr Form kForms[] = {{Dmma::m8n8k4, 64, 8},    {Dmma::m8n8k4, 128, 8},   {Dmma::m8n8k4, 128, 16},
-                                  {Dmma::m16n8k8, 128, 8},  {Dmma::m16n8k8, 128, 16}, {Dmma::m16n8k16, 128, 16}};
+inline constexpr Form kForms[] = {{Dmma::m8n8k4, 64, 8},   {Dmma::m8n8k4, 128, 8},   {Dmma::m8n8k4, 128, 16},
+                                  {Dmma::m16n8k8, 128, 8}, {Dmma::m16n8k8, 128, 16}, {Dmma::m16n8k16, 128, 16}};
+
+// A warp's part of a block of bm x bm outputs: warp_rows(bm) x WARP_COLUMNS (64 x 32 in a 128 block, whose 8 warps
+// then load 12 fragments per 32 DMMAs; 32 x 32 in a 64 block, 4 warps as the family's first kernel had, which keep
+// a thread's registers near 128 so that 4 blocks share an SM).
+constexpr int WARP_COLUMNS = 32;
+constexpr int warp_rows(int bm) { return bm == 128 ? 64 : 32; }
 
 // The block the family takes on a GPU of `sms` SMs: 128 (rows and columns: 2 x 2 tiles, 8 warps) when that
-// still gives every SM a block, else 64 (one tile, 2 warps), so that small products spread over the whole GPU.
+// still gives every SM a block, else 64 (one tile, 4 warps), so that small products spread over the whole GPU.
 int block_rows(int64_t m, int64_t n, int sms);
 
 // Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s in form f. Returns false, launching nothing,

@@ -46,8 +46,8 @@ void launch_shared(const char* what, void (*kernel)(P...), unsigned grid, unsign
       [kernel, params = std::tuple<P...>(std::forward<A>(args)...)]() { std::apply(kernel, params); }, smem_bytes);
 #else
   if (smem_bytes > 48 * 1024)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)),
-          what, __FILE__, __LINE__);
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), what,
+          __FILE__, __LINE__);
   // clang-format splits the closing chevrons in a .cuh file
   // clang-format off
   kernel<<<grid, block, smem_bytes, s>>>(std::forward<A>(args)...);
@@ -75,8 +75,8 @@ __device__ __forceinline__ T* dynamic_shared() {
 }  // namespace SDC_TARGET
 // In the target's namespace (cuda_target.h): kernels of the same signature launched by both targets would
 // otherwise instantiate one `launch` twice under one name, and the linker would keep one target's for both.
-using SDC_TARGET::launch;
 using SDC_TARGET::dynamic_shared;
+using SDC_TARGET::launch;
 using SDC_TARGET::launch_shared;
 
 

@@ -31,7 +31,8 @@ std::vector<double> operand(size_t n, std::mt19937_64& rng) {
   std::vector<double> v(n);
   for (double& x : v) {
     const uint64_t r = rng();
-    x = r % 29 == 0 ? (r & 64 ? -0.0 : 0.0) : std::ldexp(r & 1 ? -u(rng) : u(rng), static_cast<int>(r >> 40) % 121 - 60);
+    x = r % 29 == 0 ? (r & 64 ? -0.0 : 0.0)
+                    : std::ldexp(r & 1 ? -u(rng) : u(rng), static_cast<int>(r >> 40) % 121 - 60);
   }
   return v;
 }
@@ -39,7 +40,7 @@ std::vector<double> operand(size_t n, std::mt19937_64& rng) {
 std::unique_ptr<cuda::DeviceRuntime> device(int cc_major) {
   emu::Spec spec;
   spec.cc_major = cc_major;
-  spec.sample_blocks = 0;  // every block
+  spec.sample_blocks = 0;                            // every block
   static std::vector<std::vector<DeviceInfo>> keep;  // the devices live until the process ends
   keep.push_back(emu::create_devices({spec}));
   auto rt = cuda::open_emulated_runtime(keep.back()[0]);
@@ -108,6 +109,6 @@ TEST_CASE("gemm_f64 takes 128 x 128 blocks only where every SM still gets one", 
   CHECK(gemm_f64::emu::block_rows(4096, 4096, 132) == 128);  // 1024 blocks
   CHECK(gemm_f64::emu::block_rows(2048, 1024, 132) == 64);   // 128 blocks of 128 x 128 for 132 SMs
   CHECK(gemm_f64::emu::block_rows(2048, 1024, 128) == 128);
-  CHECK(gemm_f64::emu::block_rows(192, 256, 4) == 128);      // 2 x 2 blocks, the bottom row half empty
+  CHECK(gemm_f64::emu::block_rows(192, 256, 4) == 128);  // 2 x 2 blocks, the bottom row half empty
   CHECK(gemm_f64::emu::block_rows(256, 256, 16) == 64);
 }
