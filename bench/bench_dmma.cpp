@@ -10,6 +10,7 @@
 
 #include "bench/bench_util.h"
 #include "kernels/gemm_f64/gemm_f64_device.h"
+#include "src/backends/cuda/cuda_check.h"
 #include "src/core/shape.h"
 
 namespace sdc::bench {
@@ -43,6 +44,19 @@ const char* name(Dmma instr) {
   return instr == Dmma::m8n8k4 ? "m8n8k4" : instr == Dmma::m16n8k8 ? "m16n8k8" : "m16n8k16";
 }
 
+// Runs f, which measures one form into row: a CUDA error that leaves the context usable becomes the row's "error"
+// (the other forms and the benchmark's other sections still run); one that loses the context is rethrown.
+template <class F>
+void guarded(const char* what, Json& row, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    if (const auto* ce = dynamic_cast<const cuda::CudaError*>(&e); ce && ce->sticky()) throw;
+    std::printf("  %s: ERROR: %s\n", what, e.what());
+    row["error"] = e.what();
+  }
+}
+
 }  // namespace
 
 Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, cudaStream_t s) {
@@ -59,28 +73,28 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
                 {"block", f.bm},
                 {"slab", f.bk},
                 {"family_form", family_form}};
-    if (!run_form(f, dc, c, out, tile_sm, s)) {
-      std::printf("  form %-8s %3d x %-3d k%-2d: not run (needs compute capability 9.0)\n", name(f.instr), f.bm, f.bm,
-                  f.bk);
-      row["skipped"] = "below compute capability 9.0";
-      rows.push_back(row);
-      continue;
-    }
-    const std::vector<double> mine = host_doubles(out, values, s);
-    uint64_t differing = 0;
-    for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
-    const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
-    std::printf(
-        "  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
-        "differ from the family's%s\n",
-        name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
-        static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
-        family_form ? " (the family's form)" : "");
-    row["ms"] = ms;
-    row["tflops"] = flops / ms * 1e-9;
-    row["ratio_vs_cublas"] = blas_ms / ms;
-    row["values"] = values;
-    row["values_differing_from_family"] = differing;
+    guarded(name(f.instr), row, [&] {
+      if (!run_form(f, dc, c, out, tile_sm, s)) {
+        std::printf("  form %-8s %3d x %-3d k%-2d: not run (needs code for sm_90)\n", name(f.instr), f.bm, f.bm, f.bk);
+        row["skipped"] = "needs code for sm_90";
+        return;
+      }
+      const std::vector<double> mine = host_doubles(out, values, s);
+      uint64_t differing = 0;
+      for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
+      const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
+      std::printf(
+          "  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
+          "differ from the family's%s\n",
+          name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
+          static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
+          family_form ? " (the family's form)" : "");
+      row["ms"] = ms;
+      row["tflops"] = flops / ms * 1e-9;
+      row["ratio_vs_cublas"] = blas_ms / ms;
+      row["values"] = values;
+      row["values_differing_from_family"] = differing;
+    });
     rows.push_back(row);
   }
   return rows;
@@ -91,17 +105,21 @@ Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& wan
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
     if (f.instr == Dmma::m8n8k4 || f.bm != 128) continue;
-    if (!run_form(f, dc, c, dc.out, tile_sm, s)) return {{"skipped", "below compute capability 9.0"}};
-    dc.digest(s);
-    const std::vector<uint64_t> got = dc.host_digests(s);
-    uint64_t bad = 0;
-    for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
-    std::printf("%-44s form %s 128 x 128 k%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
-                name(f.instr), f.bk, static_cast<unsigned long long>(bad), static_cast<unsigned long long>(dc.tiles));
-    rows.push_back({{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
-                    {"block", f.bm},
-                    {"slab", f.bk},
-                    {"mismatched_tiles", bad}});
+    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"}, {"block", f.bm}, {"slab", f.bk}};
+    guarded(name(f.instr), row, [&] {
+      if (!run_form(f, dc, c, dc.out, tile_sm, s)) {
+        row["skipped"] = "needs code for sm_90";
+        return;
+      }
+      dc.digest(s);
+      const std::vector<uint64_t> got = dc.host_digests(s);
+      uint64_t bad = 0;
+      for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
+      std::printf("%-44s form %s 128 x 128 k%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
+                  name(f.instr), f.bk, static_cast<unsigned long long>(bad), static_cast<unsigned long long>(dc.tiles));
+      row["mismatched_tiles"] = bad;
+    });
+    rows.push_back(row);
   }
   dc.compute(s);  // the family's result back in dc.out
   return rows;

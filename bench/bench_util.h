@@ -121,10 +121,12 @@ bool bench_cublaslt(int reps, cudaStream_t s, Json& rows, bool& failed);
 
 // gemm_f64's kernel in each form (bench_dmma.cpp: kernels/gemm_f64/gemm_f64_device.h's kForms) on dc, a gemm_f64
 // case prepared from c: per form its time against cuBLAS DGEMM's blas_ms and how many of its values differ from the
-// family's result. One row per form, "skipped" where the device lacks the instruction.
+// family's result. One row per form, "skipped" where the device lacks the instruction, "error" where a CUDA error
+// that left the context usable stopped it (one that lost the context is thrown).
 Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, cudaStream_t s);
 // The forms on the sm_90 instructions (128 x 128 blocks) on a battery case's inputs: per form how many tiles differ
-// from the golden digests `want` (dc.out holds the family's result again afterwards); "skipped" below sm_90.
+// from the golden digests `want` (dc.out holds the family's result again afterwards); "skipped" or "error" as
+// above.
 Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& want, cudaStream_t s);
 
 }  // namespace sdc::bench

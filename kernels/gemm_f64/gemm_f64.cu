@@ -36,8 +36,7 @@
 // The other forms (gemm_f64_device.h, kForms): slabs of 16 k, and on sm_90 mma.sync.m16n8k8.f64 and
 // .m16n8k16.f64, one instruction per 16 x 8 block and 8 or 16 k (the fp64 shapes sm_90 added), on the same
 // accumulators. The sm_90 instructions' order is not measured yet, so the family never runs them: the benchmark
-// times every form and counts the values where each differs from the family's result. (The m16n8k16 form needs
-// 255 registers on sm_90 and spills 20 bytes.)
+// times every form and counts the values where each differs from the family's result.
 #include <iterator>
 #include <memory>
 
@@ -209,9 +208,11 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
                 uint32_t* __restrict__ tile_sm, int M, int N, int K) {
   using G = Geometry<BM, BK>;
   constexpr int TILES = BM / TILE;  // TILES x TILES tiles per block
-  double* const smem = cuda::dynamic_shared<double>();
-  double* const as[2] = {smem, smem + G::A_SLAB};
-  double* const bs[2] = {smem + 2 * G::A_SLAB, smem + 2 * G::A_SLAB + G::B_SLAB};
+  // The two buffers: A slabs at a_buf + b * A_SLAB, B slabs at b_buf + b * B_SLAB. Addressed by offsets, not through
+  // an array of pointers (indexed by the running buffer, such an array lives in local memory, and every slab access
+  // becomes a generic load behind a local one).
+  double* const a_buf = cuda::dynamic_shared<double>();
+  double* const b_buf = a_buf + 2 * G::A_SLAB;
 
   const int blocks_n = (N + BM - 1) / BM;
   const int bm = static_cast<int>(blockIdx.x) / blocks_n, bn = static_cast<int>(blockIdx.x) % blocks_n;
@@ -229,25 +230,27 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
 
   double ra[G::LOADS], rb[G::LOADS];
   fetch<G>(A, B, m0, n0, 0, M, N, K, ra, rb);
-  stash<G>(as[0], bs[0], ra, rb);
+  stash<G>(a_buf, b_buf, ra, rb);
   __syncthreads();
 
   int cur = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     const bool more = k0 + BK < K;
     if (more) fetch<G>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
+    const double* as = a_buf + cur * G::A_SLAB;
+    const double* bs = b_buf + cur * G::B_SLAB;
     if (K - k0 >= BK) {
-      slab<I, G, BK>(as[cur], bs[cur], r0, c0, g, t, acc);
+      slab<I, G, BK>(as, bs, r0, c0, g, t, acc);
     } else {
       const int real = K - k0, whole = real / 4 * 4;  // real k values only: DMMAs, then 1..3 fma steps
-      for (int kk = 0; kk < whole; kk += 4) quad<G>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
-      for (int kk = whole; kk < real; ++kk) fma_step<G>(as[cur], bs[cur], kk, r0, c0, g, t, acc);
+      for (int kk = 0; kk < whole; kk += 4) quad<G>(as, bs, kk, r0, c0, g, t, acc);
+      for (int kk = whole; kk < real; ++kk) fma_step<G>(as, bs, kk, r0, c0, g, t, acc);
     }
     if (more) {
       // The other buffer was last read before the previous barrier: one barrier per slab suffices.
-      stash<G>(as[cur ^ 1], bs[cur ^ 1], ra, rb);
-      __syncthreads();
       cur ^= 1;
+      stash<G>(a_buf + cur * G::A_SLAB, b_buf + cur * G::B_SLAB, ra, rb);
+      __syncthreads();
     }
   }
 
@@ -275,6 +278,13 @@ bool dispatch(const Form& f, const double* a, const double* b, float* out, uint3
   } else {
     constexpr Form g = kForms[N];
     if (!(f == g)) return dispatch<N + 1>(f, a, b, out, tile_sm, m, n, k, s);
+    if constexpr (g.instr != Dmma::m8n8k4) {
+      // The sm_90 instructions exist only in code compiled for sm_90 or later: the device's own compute capability
+      // is not enough (a GPU that runs PTX of an older target would reach the kernel's __trap).
+      cudaFuncAttributes attr{};
+      if (cudaFuncGetAttributes(&attr, gemm_kernel<g.instr, g.bm, g.bk>) != cudaSuccess || attr.ptxVersion < 90)
+        return false;
+    }
     using G = Geometry<g.bm, g.bk>;
     const auto blocks = static_cast<unsigned>(((m + g.bm - 1) / g.bm) * ((n + g.bm - 1) / g.bm));
     cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk>, blocks, G::THREADS, G::SMEM, s, a, b,
@@ -289,12 +299,6 @@ int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n +
 
 bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
                  int64_t k, cudaStream_t s) {
-  if (f.instr != Dmma::m8n8k4) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
-      return false;
-  }
   return dispatch(f, a, b, out, tile_sm, m, n, k, s);
 }
 

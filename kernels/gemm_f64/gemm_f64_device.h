@@ -41,8 +41,9 @@ constexpr int warp_rows(int bm) { return bm == 128 ? 64 : 32; }
 int block_rows(int64_t m, int64_t n, int sms);
 
 // Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s in form f. Returns false, launching nothing,
-// for a form not in kForms or one the current device cannot run (m16n8k8 and m16n8k16 below compute capability
-// 9.0); a launch error is thrown as the backend's launches are (device_util.cuh).
+// for a form not in kForms or one the current device cannot run (m16n8k8 and m16n8k16 unless the kernel the device
+// would run was compiled for sm_90 or later); a launch error is thrown as the backend's launches are
+// (device_util.cuh).
 bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
                  int64_t k, cudaStream_t s);
 

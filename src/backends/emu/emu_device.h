@@ -58,9 +58,12 @@ void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std
             size_t smem_bytes = 0);
 // A block's dynamic shared memory (device_util.cuh, dynamic_shared): one buffer per OS thread, 16-byte aligned, in
 // the program's static TLS block like every `__shared__` array of the emulation (cuda_emu.h), so the race checker
-// (racecheck.h) sees its accesses; a block's threads all run on one OS thread, one block at a time.
-constexpr size_t kDynamicSharedBytes = 100 * 1024;
+// (racecheck.h) sees its accesses, and reports those beyond the running launch's smem_bytes
+// (dynamic_shared_bytes); a block's threads all run on one OS thread, one block at a time. 99 KiB: the most any
+// GPU of sm_80 and later grants (sm_86 and sm_89; an H100 227 KiB).
+constexpr size_t kDynamicSharedBytes = 99 * 1024;
 unsigned char* dynamic_shared();
+size_t dynamic_shared_bytes();
 // The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").
 constexpr MmaType mma_type(std::string_view ptx) {
   return ptx == "bf16" ? MmaType::bf16 : ptx == "f16" ? MmaType::f16 : ptx == "tf32" ? MmaType::tf32 : MmaType::e4m3;

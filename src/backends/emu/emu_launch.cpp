@@ -24,12 +24,14 @@ namespace {
 thread_local const Spec* t_launch_spec = nullptr;  // the device whose kernel this stream thread runs
 thread_local const char* t_kernel = "";            // that kernel's name
 thread_local uint64_t t_block_serial = 0;          // blocks run on this thread so far
+thread_local size_t t_smem = 0;                    // that launch's dynamic shared memory, bytes
 
 struct Launch {
   std::string what;
   unsigned grid, block;
   std::function<void()> body;
   bool compute;
+  size_t smem;  // dynamic shared memory, bytes
 };
 
 void thread_body(void* arg) { static_cast<const Launch*>(arg)->body(); }
@@ -75,6 +77,7 @@ void run_launch(Device& dev, const Launch& l) {
   const double cpu_start = dev.spec.slow > 1 ? this_thread_cpu_seconds() : 0;
   t_launch_spec = &dev.spec;
   t_kernel = l.what.c_str();
+  t_smem = l.smem;
   const unsigned sms = static_cast<unsigned>(dev.spec.sms);
   try {
     for (unsigned b : blocks_to_run(l, dev.spec)) {
@@ -87,6 +90,7 @@ void run_launch(Device& dev, const Launch& l) {
   }
   t_launch_spec = nullptr;
   t_kernel = "";
+  t_smem = 0;
   if (dev.spec.slow > 1) {  // a slower GPU: this thread busy for (slow - 1) times what the launch took
     const double until = cpu_start + dev.spec.slow * (this_thread_cpu_seconds() - cpu_start);
     while (this_thread_cpu_seconds() < until) {
@@ -113,7 +117,7 @@ void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std
     t_last = cudaErrorLaunchFailure;
     return;
   }
-  auto l = std::make_shared<Launch>(Launch{what, grid, block, std::move(body), st->sampling});
+  auto l = std::make_shared<Launch>(Launch{what, grid, block, std::move(body), st->sampling, smem_bytes});
   Device& d = st->dev;
   st->enqueue([&d, l] { run_launch(d, *l); });
 }
@@ -265,6 +269,7 @@ unsigned char* dynamic_shared() {
 
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 const char* current_kernel() { return t_kernel; }
+size_t dynamic_shared_bytes() { return t_smem; }
 uint64_t block_serial() { return t_block_serial; }
 
 }  // namespace sdc::emu

@@ -94,6 +94,10 @@ void access(const volatile void* p, size_t n, bool write) {
   // The emulation's own per-thread state, which the built-ins read (threadIdx is here().thread_idx): only
   // the block runner, which is not instrumented, writes it.
   if (a - reinterpret_cast<uintptr_t>(&current_thread) < sizeof current_thread) return;
+  // Dynamic shared memory beyond what the launch asked for: on a GPU, outside the block's shared memory.
+  const auto dyn = reinterpret_cast<uintptr_t>(dynamic_shared());
+  if (a + n > dyn + dynamic_shared_bytes() && a < dyn + kDynamicSharedBytes)
+    return report("out-of-bounds", a, static_cast<int>(t->linear), *t);
   ++g_accesses;
   if (t_shadow.empty()) t_shadow.assign(r.hi - r.lo, Cell{});
   const uint64_t block = block_serial();
@@ -122,6 +126,10 @@ void access(const volatile void* p, size_t n, bool write) {
 }  // namespace
 
 std::string Race::describe() const {
+  if (kind == "out-of-bounds")
+    return fmt::format("out-of-bounds access in kernel {} block {}: thread {} at shared byte {:#x}, beyond the "
+                       "launch's dynamic shared memory",
+                       kernel, block, second, offset);
   return fmt::format("{} race in kernel {} block {}: threads {} and {} at shared byte {:#x}", kind, kernel, block,
                      first, second, offset);
 }

@@ -16,6 +16,9 @@
 // block that stored it last and whether another thread stored it too. That is how the tests check each
 // kernel's documented thread-to-element map (DeviceProblem::thread_of) against the stores it really makes.
 //
+// An access to the emulation's dynamic shared memory beyond what the running launch asked for (launch_shared's
+// smem_bytes) is reported too, as kind "out-of-bounds": on a GPU it lies outside the block's shared memory.
+//
 // Not seen: warp-level synchronization (__syncwarp) is not an interval boundary, so a kernel that orders
 // shared accesses within a warp by __syncwarp alone would be reported (none of the project's does); memory
 // touched by library calls of variable size (memcpy, memset) in kernel code; global memory.
@@ -31,7 +34,7 @@ struct Race {
   std::string kernel;
   unsigned block = 0;              // blockIdx.x
   unsigned first = 0, second = 0;  // the threads (linear index in the block): the earlier access, the later
-  std::string kind;                // "write-write", "write-read", "read-write"
+  std::string kind;                // "write-write", "write-read", "read-write"; "out-of-bounds" (dynamic shared)
   uint64_t offset = 0;             // of the byte in the thread's static TLS block (the __shared__ storage)
   std::string describe() const;
 };

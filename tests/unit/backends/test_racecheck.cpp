@@ -55,6 +55,14 @@ __global__ void dynamic_with_barrier(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % 128];
 }
 
+// Thread 127 writes one int past the dynamic shared memory its launch asked for (kDynamicOffset + 128 ints).
+__global__ void dynamic_overrun(int* out) {
+  int* s = cuda::dynamic_shared<int>() + kDynamicOffset / sizeof(int);
+  s[threadIdx.x + (threadIdx.x == 127 ? 1 : 0)] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
+}
+
 // Runs `kernel` as 2 blocks of 128 threads on an emulated device, with smem bytes of dynamic shared memory, and
 // waits for it.
 template <class K>
@@ -108,7 +116,8 @@ TEST_CASE("a read before the writer's barrier is reported; with the barrier noth
   CHECK(rc::shared_accesses() == 2 * 128 * 2);  // every write and read of s was seen
 }
 
-TEST_CASE("races in dynamic shared memory are seen; a launch asking for more than the emulation has is refused",
+TEST_CASE("races in dynamic shared memory are seen, so are accesses beyond the launch's; a launch asking for more "
+          "than the emulation has is refused",
           "[racecheck]") {
   const size_t smem = kDynamicOffset + 128 * sizeof(int);
   rc::reset();
@@ -122,6 +131,12 @@ TEST_CASE("races in dynamic shared memory are seen; a launch asking for more tha
   CHECK(rc::shared_accesses() == 2 * 128 * 2);
   CHECK_THROWS_WITH(run_planted("dynamic_with_barrier", dynamic_with_barrier, emu::kDynamicSharedBytes + 1),
                     Catch::Contains("dynamic_with_barrier"));
+  rc::reset();
+  run_planted("dynamic_overrun", dynamic_overrun, smem);
+  REQUIRE(rc::race_count() == 2);  // thread 127's write in each block (its read stays inside)
+  CHECK(rc::races().front().kind == "out-of-bounds");
+  CHECK(rc::races().front().describe().find("out-of-bounds access in kernel dynamic_overrun block 0: thread 127") !=
+        std::string::npos);
 }
 
 TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free", "[racecheck]") {
