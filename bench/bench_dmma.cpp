@@ -17,14 +17,6 @@ namespace sdc::bench {
 namespace {
 
 using gemm_f64::gpu::Dmma;
-
-int sm_count() {
-  int device = 0, sms = 0;
-  SDC_CUDA_CHECK(cudaGetDevice(&device));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 using gemm_f64::gpu::Form;
 
 // Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device lacks the instruction.
@@ -61,18 +53,18 @@ void guarded(const char* what, Json& row, F&& f) {
 
 Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, cudaStream_t s) {
   const uint64_t values = dc.tiles * dc.te / 2;  // two words per double
-  const int family_bm = gemm_f64::gpu::block_rows(dim(c, "m"), dim(c, "n"), sm_count());
+  const Form family = gemm_f64::gpu::family_form(dim(c, "m"), dim(c, "n"));
   dc.compute(s);
-  const std::vector<double> family = host_doubles(dc.out, values, s);
+  const std::vector<double> family_values = host_doubles(dc.out, values, s);
   DeviceBuffer out(gpu(), values * sizeof(double)), tile_sm(gpu(), dc.tiles * sizeof(uint32_t));
   const double flops = dc.flops();
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
-    const bool family_form = f == Form{Dmma::m8n8k4, family_bm, 8};
+    const bool is_family = f == family;
     Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
                 {"block", f.bm},
                 {"slab", f.bk},
-                {"family_form", family_form}};
+                {"family_form", is_family}};
     guarded(name(f.instr), row, [&] {
       if (!run_form(f, dc, c, out, tile_sm, s)) {
         std::printf("  form %-8s %3d x %-3d k%-2d: not run (needs code for sm_90)\n", name(f.instr), f.bm, f.bm, f.bk);
@@ -81,14 +73,14 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
       }
       const std::vector<double> mine = host_doubles(out, values, s);
       uint64_t differing = 0;
-      for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family[i], sizeof(double)) != 0;
+      for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family_values[i], sizeof(double)) != 0;
       const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
       std::printf(
           "  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
           "differ from the family's%s\n",
           name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
           static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
-          family_form ? " (the family's form)" : "");
+          is_family ? " (the family's form)" : "");
       row["ms"] = ms;
       row["tflops"] = flops / ms * 1e-9;
       row["ratio_vs_cublas"] = blas_ms / ms;

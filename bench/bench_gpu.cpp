@@ -236,7 +236,8 @@ bool bench_gemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Jso
 // products disagree beyond rounding.
 bool bench_dgemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Json& rows) {
   const sdc::Family& fam = *sdc::find_family("gemm_f64");
-  DeviceCase dc(fam, gemm_case(sh, "gemm_f64"), s);
+  const sdc::Case c = gemm_case(sh, "gemm_f64");
+  DeviceCase dc(fam, c, s);
   const int m = static_cast<int>(sh.m), n = static_cast<int>(sh.n), k = static_cast<int>(sh.k);
   DeviceBuffer c_blas(gpu(), static_cast<uint64_t>(sh.m * sh.n) * sizeof(double));
   const double one = 1.0, zero = 0.0;
@@ -264,7 +265,7 @@ bool bench_dgemm(const Shape& sh, int reps, cudaStream_t s, cublasHandle_t h, Js
   const double max_diff = max_abs_diff<double>(dc, c_blas, sh, sdc::gemm_f64::TILE, s);
   const bool close = max_diff <= 1e-13 * static_cast<double>(sh.k);
   report_against_cublas(sh, median(t_ours), {{"cublas", median(t_blas)}}, kDgemmTarget, max_diff, close, rows);
-  rows.back()["forms"] = bench_dmma_forms(dc, gemm_case(sh, "gemm_f64"), reps, median(t_blas), s);
+  rows.back()["forms"] = bench_dmma_forms(dc, c, reps, median(t_blas), s);
   return close;
 }
 

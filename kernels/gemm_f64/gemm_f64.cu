@@ -297,6 +297,13 @@ bool dispatch(const Form& f, const double* a, const double* b, float* out, uint3
 
 int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n + 127) / 128) >= sms ? 128 : 64; }
 
+Form family_form(int64_t m, int64_t n) {
+  int device = 0, sms = 0;
+  SDC_CUDA_CHECK(cudaGetDevice(&device));
+  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return {Dmma::m8n8k4, block_rows(m, n, sms), 8};
+}
+
 bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
                  int64_t k, cudaStream_t s) {
   return dispatch(f, a, b, out, tile_sm, m, n, k, s);
@@ -306,14 +313,10 @@ namespace {
 
 class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
  public:
-  // Prepared on the GPU that computes it (DeviceProblem::engine): its SM count fixes the block (block_rows).
+  // Prepared on the GPU that computes it (DeviceProblem::engine): its SM count fixes the block (family_form).
   explicit GemmDevice(const Case& c)
-      : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)") {
-    int device = 0, sms = 0;
-    SDC_CUDA_CHECK(cudaGetDevice(&device));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    bm_ = block_rows(m_, n_, sms);
-  }
+      : PlainGemmDevice(c, "dmma m8n8k4 fp64 tensor cores, one k-chain per output in k order (exact)"),
+        form_(family_form(m_, n_)) {}
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {
     const auto t = static_cast<uint32_t>(tensor);
@@ -321,26 +324,27 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
                                            s);
   }
 
-  // gemm_kernel's store: tile (ti, tj) is the part (ti % b, tj % b) of its block of b x b tiles (b = bm_ / 64), whose
-  // warps are parts of warp_rows(bm_) x WARP_COLUMNS numbered row-major over the block; within a part, the 8 x 8
+  // gemm_kernel's store: tile (ti, tj) is the part (ti % b, tj % b) of its block of b x b tiles (b = bm / 64), whose
+  // warps are parts of warp_rows(bm) x WARP_COLUMNS numbered row-major over the block; within a part, the 8 x 8
   // DMMA blocks' element (i, j) lane 4 i + j / 2 holds; two words per value.
   bool thread_of(uint64_t tile, uint32_t offset, int& warp, int& lane) const override {
-    const auto tiles_n = static_cast<uint64_t>(n_ / TILE), b = static_cast<uint64_t>(bm_ / TILE);
+    const int bm = form_.bm;
+    const auto tiles_n = static_cast<uint64_t>(n_ / TILE), b = static_cast<uint64_t>(bm / TILE);
     const int v = static_cast<int>(offset / 2), r = v / TILE, c = v % TILE;
     const int row = static_cast<int>(tile / tiles_n % b) * TILE + r,
               col = static_cast<int>(tile % tiles_n % b) * TILE + c;
-    warp = row / warp_rows(bm_) * (bm_ / WARP_COLUMNS) + col / WARP_COLUMNS;
+    warp = row / warp_rows(bm) * (bm / WARP_COLUMNS) + col / WARP_COLUMNS;
     lane = (r % 8) * 4 + (c % 8) / 2;
     return true;
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
-    launch_gemm(Form{Dmma::m8n8k4, bm_, 8}, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out,
-                tile_sm, m_, n_, k_, s);
+    launch_gemm(form_, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out, tile_sm, m_, n_, k_,
+                s);
   }
 
  private:
-  int bm_ = 64;
+  Form form_;
 };
 
 }  // namespace

@@ -40,6 +40,10 @@ constexpr int warp_rows(int bm) { return bm == 128 ? 64 : 32; }
 // still gives every SM a block, else 64 (one tile, 4 warps), so that small products spread over the whole GPU.
 int block_rows(int64_t m, int64_t n, int sms);
 
+// The form the family runs an m x n product in on the current device: m8n8k4, block_rows for its SM count, slabs
+// of 8.
+Form family_form(int64_t m, int64_t n);
+
 // Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s in form f. Returns false, launching nothing,
 // for a form not in kForms or one the current device cannot run (m16n8k8 and m16n8k16 unless the kernel the device
 // would run was compiled for sm_90 or later); a launch error is thrown as the backend's launches are
