@@ -1,9 +1,9 @@
 // gemm_f64's kernel in each of its forms (kernels/gemm_f64/gemm_f64_device.h, kForms: blocks of 64 and 128, slabs
-// of 8 and 16 k, the instruction the family runs, mma.sync m8n8k4, whose order was measured, and on sm_90 m16n8k8
-// and m16n8k16): the speed of each against cuBLAS DGEMM, and whether its bits equal the family's. The family can
-// take an sm_90 instruction only once a GPU shows both: faster, and equal bits on every battery case and on the
-// benchmark shapes (docs/gpu.md). A difference is reported, not turned into the benchmark's exit status: it
-// says how the instruction rounds, not that this GPU is faulty.
+// of 8 and 16 k, 2 stages through registers or 3 and 4 through cp.async, the instruction the family runs, mma.sync
+// m8n8k4, whose order was measured, and on sm_90 m16n8k8 and m16n8k16): the speed of each against cuBLAS DGEMM, and
+// whether its bits equal the family's. The family can take an sm_90 instruction only once a GPU shows both: faster, and
+// equal bits on every battery case and on the benchmark shapes (docs/gpu.md). A difference is reported, not turned into
+// the benchmark's exit status: it says how the instruction rounds, not that this GPU is faulty.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -19,7 +19,7 @@ namespace {
 using gemm_f64::gpu::Dmma;
 using gemm_f64::gpu::Form;
 
-// Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device lacks the instruction.
+// Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device cannot run it (unavailable).
 bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm, cudaStream_t s) {
   return gemm_f64::gpu::launch_gemm(f, static_cast<const double*>(dc.ptrs[0]), static_cast<const double*>(dc.ptrs[1]),
                                     out.as<float>(), tile_sm.as<uint32_t>(), dim(c, "m"), dim(c, "n"), dim(c, "k"), s);
@@ -64,21 +64,24 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
     Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
                 {"block", f.bm},
                 {"slab", f.bk},
+                {"stages", f.stages},
                 {"family_form", is_family}};
     guarded(name(f.instr), row, [&] {
-      if (!run_form(f, dc, c, out, tile_sm, s)) {
-        std::printf("  form %-8s %3d x %-3d k%-2d: not run (needs code for sm_90)\n", name(f.instr), f.bm, f.bm, f.bk);
-        row["skipped"] = "needs code for sm_90";
+      if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
+        std::printf("  form %-8s %3d x %-3d k%-2d s%d: not run (%s)\n", name(f.instr), f.bm, f.bm, f.bk, f.stages,
+                    why.c_str());
+        row["skipped"] = why;
         return;
       }
+      run_form(f, dc, c, out, tile_sm, s);
       const std::vector<double> mine = host_doubles(out, values, s);
       uint64_t differing = 0;
       for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family_values[i], sizeof(double)) != 0;
       const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
       std::printf(
-          "  form %-8s %3d x %-3d k%-2d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
+          "  form %-8s %3d x %-3d k%-2d s%d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
           "differ from the family's%s\n",
-          name(f.instr), f.bm, f.bm, f.bk, ms, flops / ms * 1e-9, blas_ms / ms,
+          name(f.instr), f.bm, f.bm, f.bk, f.stages, ms, flops / ms * 1e-9, blas_ms / ms,
           static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
           is_family ? " (the family's form)" : "");
       row["ms"] = ms;
@@ -97,18 +100,23 @@ Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& wan
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
     if (f.instr == Dmma::m8n8k4 || f.bm != 128) continue;
-    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"}, {"block", f.bm}, {"slab", f.bk}};
+    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+                {"block", f.bm},
+                {"slab", f.bk},
+                {"stages", f.stages}};
     guarded(name(f.instr), row, [&] {
-      if (!run_form(f, dc, c, dc.out, tile_sm, s)) {
-        row["skipped"] = "needs code for sm_90";
+      if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
+        row["skipped"] = why;
         return;
       }
+      run_form(f, dc, c, dc.out, tile_sm, s);
       dc.digest(s);
       const std::vector<uint64_t> got = dc.host_digests(s);
       uint64_t bad = 0;
       for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
-      std::printf("%-44s form %s 128 x 128 k%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
-                  name(f.instr), f.bk, static_cast<unsigned long long>(bad), static_cast<unsigned long long>(dc.tiles));
+      std::printf("%-44s form %s 128 x 128 k%d s%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
+                  name(f.instr), f.bk, f.stages, static_cast<unsigned long long>(bad),
+                  static_cast<unsigned long long>(dc.tiles));
       row["mismatched_tiles"] = bad;
     });
     rows.push_back(row);

@@ -33,12 +33,18 @@
 // accumulators, from the shared-memory slab (no zero-padded DMMA step: the sign of a zero result must not
 // depend on one). No split-K, no atomic, no reduction across threads.
 //
-// The other forms (gemm_f64_device.h, kForms): slabs of 16 k, and on sm_90 mma.sync.m16n8k8.f64 and
-// .m16n8k16.f64, one instruction per 16 x 8 block and 8 or 16 k (the fp64 shapes sm_90 added), on the same
-// accumulators. The sm_90 instructions' order is not measured yet, so the family never runs them: the benchmark
-// times every form and counts the values where each differs from the family's result.
+// The other forms (gemm_f64_device.h, kForms): slabs of 16 k; 3 or 4 stages, a ring of slab buffers that
+// cp.async fills 2 or 3 slabs ahead of the one being multiplied, straight from global to shared memory (one
+// cp.async group per slab, waited for, then one barrier per slab, after which the buffer of the slab before is
+// refilled: every thread has finished reading it); and on sm_90 mma.sync.m16n8k8.f64 and .m16n8k16.f64, one
+// instruction per 16 x 8 block and 8 or 16 k (the fp64 shapes sm_90 added), on the same accumulators. The sm_90
+// instructions' order is not measured yet, so the family never runs them: the benchmark times every form and counts the
+// values where each differs from the family's result.
+#include <cstdint>
 #include <iterator>
 #include <memory>
+#include <string>
+#include <type_traits>
 
 #include "kernels/gemm_f64/gemm_f64.h"
 #include "kernels/gemm_f64/gemm_f64_device.h"
@@ -51,20 +57,23 @@ namespace sdc::gemm_f64::SDC_TARGET {
 namespace {
 
 // A block of BM x BM outputs (BM = 64: one tile, 4 warps of 32 x 32; BM = 128: 2 x 2 tiles, 8 warps of 64 x 32), its
-// warps' parts WM x WN, each MB x NB blocks of 8 x 8, K in slabs of BK, two slab buffers in dynamic shared memory.
-template <int BM, int BK>
+// warps' parts WM x WN, each MB x NB blocks of 8 x 8, K in slabs of BK, S slab buffers in dynamic shared memory.
+template <int BM, int BK, int S>
 struct Geometry {
+  static constexpr int bm = BM, bk = BK;
   static constexpr int WM = warp_rows(BM), WN = WARP_COLUMNS, MB = WM / 8, NB = WN / 8;
   static constexpr int WARPS_N = BM / WN, THREADS = (BM / WM) * WARPS_N * 32;
   static_assert(TILE % WM == 0 && TILE % WN == 0 && MB % 2 == 0, "a warp's part lies in one tile");
   static constexpr int A_LD = BK + 4;  // row pitch of the A slab (m-major, k contiguous), in doubles
   static constexpr int B_LD = BM + 4;  // row pitch of the B slab (k-major, n contiguous), in doubles
   static constexpr int A_SLAB = BM * A_LD, B_SLAB = BK * B_LD;  // doubles per buffer
-  static constexpr size_t SMEM = 2 * (A_SLAB + B_SLAB) * sizeof(double);
-  static constexpr int LOADS = BM * BK / THREADS;               // doubles of A (and of B) a thread fetches per slab
-  static constexpr int A_TPR = BK / LOADS, B_TPR = BM / LOADS;  // threads per row of the A slab, of the B slab
+  static constexpr size_t SMEM = S * (A_SLAB + B_SLAB) * sizeof(double);
+  // Doubles of A (and of B) a thread fetches per slab (2 stages; fetch), copies (3 or more; copy_slab).
+  static constexpr int LOADS = BM * BK / THREADS;
   static_assert(BM * BK % THREADS == 0 && BK % LOADS == 0 && LOADS % 2 == 0, "the slab divides among the threads");
+  static_assert(A_LD % 2 == 0 && B_LD % 2 == 0, "pairs of doubles stay 16-byte aligned in the slabs");
   static_assert(BK % 8 == 0, "a slab is whole steps of every instruction but m16n8k16's (BK % 16 there)");
+  static_assert(S >= 2, "two slab buffers at least");
 };
 
 // A lane's accumulators: [8-row block][8-column block][column 2t + c] of its warp's part.
@@ -115,9 +124,10 @@ __device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const d
 template <class G>
 __device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
                                       int k0, int M, int N, int K, double (&ra)[G::LOADS], double (&rb)[G::LOADS]) {
+  constexpr int A_TPR = G::bk / G::LOADS, B_TPR = G::bm / G::LOADS;  // threads per row of the A slab, the B slab
   const int tid = static_cast<int>(threadIdx.x);
-  const int ar = m0 + tid / G::A_TPR, ak = k0 + (tid % G::A_TPR) * G::LOADS;
-  const int bk = k0 + tid / G::B_TPR, bc = n0 + (tid % G::B_TPR) * G::LOADS;
+  const int ar = m0 + tid / A_TPR, ak = k0 + (tid % A_TPR) * G::LOADS;
+  const int bk = k0 + tid / B_TPR, bc = n0 + (tid % B_TPR) * G::LOADS;
   const bool a_row = ar < M, b_ok = bk < K && bc < N;  // N is a multiple of 64: bc + LOADS - 1 < N too
 #pragma unroll
   for (int l = 0; l < G::LOADS; ++l) {
@@ -126,14 +136,46 @@ __device__ __forceinline__ void fetch(const double* __restrict__ A, const double
   }
 }
 
+// Issues the cp.async copies of slab k0 .. k0+BK-1 of A and B into the buffers as, bs (3 or more stages): LOADS / 2
+// pairs of consecutive doubles of one row per thread, consecutive threads along a row. A double of a row at or
+// beyond M, a k at or beyond K or a column at or beyond N is zero-filled, never read. `pairs`: every pair is 16-byte
+// aligned in global memory (A and B are, and K is even), one copy per pair; else two of 8 bytes.
+template <class G>
+__device__ __forceinline__ void copy_slab(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
+                                          int k0, int M, int N, int K, bool pairs, double* as, double* bs) {
+  const int tid = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int p = 0; p < G::LOADS / 2; ++p) {
+    const int c = tid + p * G::THREADS;
+    const int ar = c / (G::bk / 2), ak = 2 * (c % (G::bk / 2));  // the pair's row and first k in the A slab
+    const int br = c / (G::bm / 2), bc = 2 * (c % (G::bm / 2));  // its k and first column in the B slab
+    const int a_left = m0 + ar < M ? K - (k0 + ak) : 0;          // doubles of the pair that lie in A: min(this, 2)
+    const bool b_in = k0 + br < K && n0 + bc < N;                // N is a multiple of 64: both doubles or neither
+    const double* a = a_left > 0 ? A + static_cast<int64_t>(m0 + ar) * K + k0 + ak : A;
+    const double* b = b_in ? B + static_cast<int64_t>(k0 + br) * N + n0 + bc : B;
+    double* ad = as + ar * G::A_LD + ak;
+    double* bd = bs + br * G::B_LD + bc;
+    if (pairs) {  // K even: a_left is even, a pair lies in A or not
+      cuda::cp_async<16>(ad, a, a_left > 0 ? 16 : 0);
+      cuda::cp_async<16>(bd, b, b_in ? 16 : 0);
+    } else {
+      cuda::cp_async<8>(ad, a, a_left > 0 ? 8 : 0);
+      cuda::cp_async<8>(ad + 1, a_left > 1 ? a + 1 : A, a_left > 1 ? 8 : 0);
+      cuda::cp_async<8>(bd, b, b_in ? 8 : 0);
+      cuda::cp_async<8>(bd + 1, b_in ? b + 1 : B, b_in ? 8 : 0);
+    }
+  }
+}
+
 template <class G>
 __device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[G::LOADS],
                                       const double (&rb)[G::LOADS]) {
+  constexpr int A_TPR = G::bk / G::LOADS, B_TPR = G::bm / G::LOADS;
   const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int l = 0; l < G::LOADS; ++l) {
-    as[(tid / G::A_TPR) * G::A_LD + (tid % G::A_TPR) * G::LOADS + l] = ra[l];
-    bs[(tid / G::B_TPR) * G::B_LD + (tid % G::B_TPR) * G::LOADS + l] = rb[l];
+    as[(tid / A_TPR) * G::A_LD + (tid % A_TPR) * G::LOADS + l] = ra[l];
+    bs[(tid / B_TPR) * G::B_LD + (tid % B_TPR) * G::LOADS + l] = rb[l];
   }
 }
 
@@ -188,7 +230,7 @@ __device__ __forceinline__ void slab(const double* as, const double* bs, int r0,
   }
 }
 
-// One k value of the slab as plain fma steps on the lane's accumulators (the K tail).
+// One k value of the slab as plain fma steps on the lane's accumulators (the K tail; multiply below).
 template <class G>
 __device__ __forceinline__ void fma_step(const double* as, const double* bs, int kk, int r0, int c0, int g, int t,
                                          Acc<G>& acc) {
@@ -202,17 +244,31 @@ __device__ __forceinline__ void fma_step(const double* as, const double* bs, int
   }
 }
 
-template <Dmma I, int BM, int BK>
-__global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
+// The slab of k0 .. k0+BK-1 in buffers as, bs, of which K - k0 are real k values: a whole slab in the form's
+// instruction; the last, shorter one as m8n8k4 DMMAs over its whole quads, then 1..3 fma steps.
+template <Dmma I, class G, int BK>
+__device__ __forceinline__ void multiply(const double* as, const double* bs, int k0, int K, int r0, int c0, int g,
+                                         int t, Acc<G>& acc) {
+  if (K - k0 >= BK) {
+    slab<I, G, BK>(as, bs, r0, c0, g, t, acc);
+  } else {
+    const int real = K - k0, whole = real / 4 * 4;  // real k values only: DMMAs, then 1..3 fma steps
+    for (int kk = 0; kk < whole; kk += 4) quad<G>(as, bs, kk, r0, c0, g, t, acc);
+    for (int kk = whole; kk < real; ++kk) fma_step<G>(as, bs, kk, r0, c0, g, t, acc);
+  }
+}
+
+template <Dmma I, int BM, int BK, int S>
+__global__ void __launch_bounds__(Geometry<BM, BK, S>::THREADS)
     gemm_kernel(const double* __restrict__ A, const double* __restrict__ B, float* __restrict__ out,
                 uint32_t* __restrict__ tile_sm, int M, int N, int K) {
-  using G = Geometry<BM, BK>;
+  using G = Geometry<BM, BK, S>;
   constexpr int TILES = BM / TILE;  // TILES x TILES tiles per block
-  // The two buffers: A slabs at a_buf + b * A_SLAB, B slabs at b_buf + b * B_SLAB. Addressed by offsets, not through
+  // The S buffers: A slabs at a_buf + b * A_SLAB, B slabs at b_buf + b * B_SLAB. Addressed by offsets, not through
   // an array of pointers (indexed by the running buffer, such an array lives in local memory, and every slab access
   // becomes a generic load behind a local one).
   double* const a_buf = cuda::dynamic_shared<double>();
-  double* const b_buf = a_buf + 2 * G::A_SLAB;
+  double* const b_buf = a_buf + S * G::A_SLAB;
 
   const int blocks_n = (N + BM - 1) / BM;
   const int bm = static_cast<int>(blockIdx.x) / blocks_n, bn = static_cast<int>(blockIdx.x) % blocks_n;
@@ -228,29 +284,44 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
 #pragma unroll
     for (int j = 0; j < G::NB; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;  // +0: the specification's start value
 
-  double ra[G::LOADS], rb[G::LOADS];
-  fetch<G>(A, B, m0, n0, 0, M, N, K, ra, rb);
-  stash<G>(a_buf, b_buf, ra, rb);
-  __syncthreads();
+  if constexpr (S == 2) {
+    double ra[G::LOADS], rb[G::LOADS];
+    fetch<G>(A, B, m0, n0, 0, M, N, K, ra, rb);
+    stash<G>(a_buf, b_buf, ra, rb);
+    __syncthreads();
 
-  int cur = 0;
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    const bool more = k0 + BK < K;
-    if (more) fetch<G>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
-    const double* as = a_buf + cur * G::A_SLAB;
-    const double* bs = b_buf + cur * G::B_SLAB;
-    if (K - k0 >= BK) {
-      slab<I, G, BK>(as, bs, r0, c0, g, t, acc);
-    } else {
-      const int real = K - k0, whole = real / 4 * 4;  // real k values only: DMMAs, then 1..3 fma steps
-      for (int kk = 0; kk < whole; kk += 4) quad<G>(as, bs, kk, r0, c0, g, t, acc);
-      for (int kk = whole; kk < real; ++kk) fma_step<G>(as, bs, kk, r0, c0, g, t, acc);
+    int cur = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+      const bool more = k0 + BK < K;
+      if (more) fetch<G>(A, B, m0, n0, k0 + BK, M, N, K, ra, rb);  // latency hidden behind this slab's arithmetic
+      multiply<I, G, BK>(a_buf + cur * G::A_SLAB, b_buf + cur * G::B_SLAB, k0, K, r0, c0, g, t, acc);
+      if (more) {
+        // The other buffer was last read before the previous barrier: one barrier per slab suffices.
+        cur ^= 1;
+        stash<G>(a_buf + cur * G::A_SLAB, b_buf + cur * G::B_SLAB, ra, rb);
+        __syncthreads();
+      }
     }
-    if (more) {
-      // The other buffer was last read before the previous barrier: one barrier per slab suffices.
-      cur ^= 1;
-      stash<G>(a_buf + cur * G::A_SLAB, b_buf + cur * G::B_SLAB, ra, rb);
+  } else {
+    // A ring of S buffers: slab i in buffer i % S, its copies one cp.async group, issued S - 1 slabs ahead. Group
+    // i is slab i's (empty past the last slab), so when slab i is due S - 2 younger groups may still be in flight.
+    const bool pairs = K % 2 == 0 && (reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) % 16 == 0;
+#pragma unroll
+    for (int i = 0; i < S - 1; ++i) {
+      if (i * BK < K) copy_slab<G>(A, B, m0, n0, i * BK, M, N, K, pairs, a_buf + i * G::A_SLAB, b_buf + i * G::B_SLAB);
+      cuda::cp_async_commit();
+    }
+    int rd = 0, wr = S - 1;  // the buffers of this slab and of the one S - 1 ahead
+    for (int k0 = 0; k0 < K; k0 += BK) {
+      cuda::cp_async_wait<S - 2>();  // this thread's copies of this slab have landed
+      // Everyone's have, and everyone is done with buffer wr, which held the slab before this one.
       __syncthreads();
+      const int ahead = k0 + (S - 1) * BK;
+      if (ahead < K) copy_slab<G>(A, B, m0, n0, ahead, M, N, K, pairs, a_buf + wr * G::A_SLAB, b_buf + wr * G::B_SLAB);
+      cuda::cp_async_commit();
+      multiply<I, G, BK>(a_buf + rd * G::A_SLAB, b_buf + rd * G::B_SLAB, k0, K, r0, c0, g, t, acc);
+      rd = rd + 1 == S ? 0 : rd + 1;
+      wr = wr + 1 == S ? 0 : wr + 1;
     }
   }
 
@@ -269,26 +340,14 @@ __global__ void __launch_bounds__(Geometry<BM, BK>::THREADS)
   if (rt == 0 && ct == 0 && lane == 0) tile_sm[t_id] = cuda::sm_id();  // the warp at the tile's corner
 }
 
-// The form kForms[N] if it is f, else the next one; false past the last.
-template <size_t N = 0>
-bool dispatch(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
-              int64_t k, cudaStream_t s) {
+// Calls fn(std::integral_constant<size_t, N>{}) for the form kForms[N] equal to f; false (fn not called) for none.
+template <size_t N = 0, class Fn>
+bool with_form(const Form& f, Fn&& fn) {
   if constexpr (N == std::size(kForms)) {
     return false;
   } else {
-    constexpr Form g = kForms[N];
-    if (!(f == g)) return dispatch<N + 1>(f, a, b, out, tile_sm, m, n, k, s);
-    if constexpr (g.instr != Dmma::m8n8k4) {
-      // The sm_90 instructions exist only in code compiled for sm_90 or later: the device's own compute capability
-      // is not enough (a GPU that runs PTX of an older target would reach the kernel's __trap).
-      cudaFuncAttributes attr{};
-      if (cudaFuncGetAttributes(&attr, gemm_kernel<g.instr, g.bm, g.bk>) != cudaSuccess || attr.ptxVersion < 90)
-        return false;
-    }
-    using G = Geometry<g.bm, g.bk>;
-    const auto blocks = static_cast<unsigned>(((m + g.bm - 1) / g.bm) * ((n + g.bm - 1) / g.bm));
-    cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk>, blocks, G::THREADS, G::SMEM, s, a, b,
-                        out, tile_sm, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+    if (!(f == kForms[N])) return with_form<N + 1>(f, fn);
+    fn(std::integral_constant<size_t, N>{});
     return true;
   }
 }
@@ -301,12 +360,46 @@ Form family_form(int64_t m, int64_t n) {
   int device = 0, sms = 0;
   SDC_CUDA_CHECK(cudaGetDevice(&device));
   SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return {Dmma::m8n8k4, block_rows(m, n, sms), 8};
+  return {Dmma::m8n8k4, block_rows(m, n, sms), 8, 2};
+}
+
+std::string unavailable(const Form& f) {
+  std::string why;
+  const bool known = with_form(f, [&](auto n) {
+    constexpr Form g = kForms[decltype(n)::value];
+    using G = Geometry<g.bm, g.bk, g.stages>;
+    if constexpr (g.instr != Dmma::m8n8k4) {
+      // The sm_90 instructions exist only in code compiled for sm_90 or later: the device's own compute capability
+      // is not enough (a GPU that runs PTX of an older target would reach the kernel's __trap).
+      cudaFuncAttributes attr{};
+      if (cudaFuncGetAttributes(&attr, gemm_kernel<g.instr, g.bm, g.bk, g.stages>) != cudaSuccess ||
+          attr.ptxVersion < 90) {
+        why = "needs code for sm_90";
+        return;
+      }
+    }
+    if constexpr (G::SMEM > 48 * 1024) {  // more than every GPU grants without asking
+      int device = 0, granted = 0;
+      SDC_CUDA_CHECK(cudaGetDevice(&device));
+      SDC_CUDA_CHECK(cudaDeviceGetAttribute(&granted, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      if (G::SMEM > static_cast<size_t>(granted))
+        why = "needs " + std::to_string(G::SMEM) + " bytes of shared memory per block, the device grants " +
+              std::to_string(granted);
+    }
+  });
+  return known ? why : "not a form gemm_f64's kernel is compiled in";
 }
 
 bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
                  int64_t k, cudaStream_t s) {
-  return dispatch(f, a, b, out, tile_sm, m, n, k, s);
+  if (!unavailable(f).empty()) return false;
+  return with_form(f, [&](auto i) {
+    constexpr Form g = kForms[decltype(i)::value];
+    using G = Geometry<g.bm, g.bk, g.stages>;
+    const auto blocks = static_cast<unsigned>(((m + g.bm - 1) / g.bm) * ((n + g.bm - 1) / g.bm));
+    cuda::launch_shared("gemm_f64 gemm_kernel", gemm_kernel<g.instr, g.bm, g.bk, g.stages>, blocks, G::THREADS, G::SMEM,
+                        s, a, b, out, tile_sm, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+  });
 }
 
 namespace {

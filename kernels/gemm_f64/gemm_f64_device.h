@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "src/backends/cuda/cuda_target.h"
 
@@ -17,18 +18,23 @@ namespace sdc::gemm_f64::SDC_TARGET {
 enum class Dmma { m8n8k4, m16n8k8, m16n8k16 };
 
 // A form of the kernel: its instruction, its block of bm x bm outputs (64: one tile, 4 warps; 128: 2 x 2 tiles,
-// 8 warps) and its slab of bk k values. Only speed and which warp stores an element depend on the form, as long
-// as the instruction chains its products in k order.
+// 8 warps), its slab of bk k values and how many slabs its shared memory holds: 2, the next slab fetched into
+// registers while one is multiplied, then stored (any GPU of sm_80 and later); 3 or more, a ring of slabs filled by
+// cp.async `stages - 1` slabs ahead, no registers between (its shared memory, stages x the slab's, must be granted:
+// up to 110 KiB here, which sm_86 and sm_89 GPUs do not grant). Only speed and which warp stores an element depend on
+// the form, as long as the instruction chains its products in k order.
 struct Form {
   Dmma instr;
-  int bm, bk;
+  int bm, bk, stages;
   constexpr bool operator==(const Form&) const = default;
 };
 
-// The forms the kernel is compiled in: the family's two (m8n8k4, 64 or 128, slabs of 8) first, then those the
-// benchmark compares them with.
-inline constexpr Form kForms[] = {{Dmma::m8n8k4, 64, 8},   {Dmma::m8n8k4, 128, 8},   {Dmma::m8n8k4, 128, 16},
-                                  {Dmma::m16n8k8, 128, 8}, {Dmma::m16n8k8, 128, 16}, {Dmma::m16n8k16, 128, 16}};
+// The forms the kernel is compiled in: the family's two (m8n8k4, 64 or 128, slabs of 8, 2 stages) first, then
+// those the benchmark compares them with.
+inline constexpr Form kForms[] = {
+    {Dmma::m8n8k4, 64, 8, 2},    {Dmma::m8n8k4, 128, 8, 2},    {Dmma::m8n8k4, 128, 16, 2}, {Dmma::m16n8k8, 128, 8, 2},
+    {Dmma::m16n8k8, 128, 16, 2}, {Dmma::m16n8k16, 128, 16, 2}, {Dmma::m8n8k4, 64, 16, 3},  {Dmma::m8n8k4, 128, 8, 4},
+    {Dmma::m8n8k4, 128, 16, 3},  {Dmma::m16n8k16, 128, 16, 3}};
 
 // A warp's part of a block of bm x bm outputs: warp_rows(bm) x WARP_COLUMNS (64 x 32 in a 128 block, whose 8 warps
 // then load 12 fragments per 32 DMMAs; 32 x 32 in a 64 block, 4 warps as the family's first kernel had, which keep
@@ -41,13 +47,16 @@ constexpr int warp_rows(int bm) { return bm == 128 ? 64 : 32; }
 int block_rows(int64_t m, int64_t n, int sms);
 
 // The form the family runs an m x n product in on the current device: m8n8k4, block_rows for its SM count, slabs
-// of 8.
+// of 8, 2 stages.
 Form family_form(int64_t m, int64_t n);
 
+// Why the current device cannot run form f ("" when it can): a form not in kForms; m16n8k8 and m16n8k16 unless the
+// kernel the device would run was compiled for sm_90 or later; more shared memory than the device grants a block.
+std::string unavailable(const Form& f);
+
 // Enqueues C = A B (gemm_f64.h's shapes and output tiles) on stream s in form f. Returns false, launching nothing,
-// for a form not in kForms or one the current device cannot run (m16n8k8 and m16n8k16 unless the kernel the device
-// would run was compiled for sm_90 or later); a launch error is thrown as the backend's launches are
-// (device_util.cuh).
+// where the current device cannot run the form (unavailable); a launch error is thrown as the backend's launches
+// are (device_util.cuh).
 bool launch_gemm(const Form& f, const double* a, const double* b, float* out, uint32_t* tile_sm, int64_t m, int64_t n,
                  int64_t k, cudaStream_t s);
 

@@ -106,11 +106,12 @@ STUBS = {
     "bench_gpu": '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cat >"$2" <<EOF\n'
                  '{"gemm_vs_cublas": [{"shape": "4096x4096x4096", "ratio": 0.9123, "target": 0.85}],\n'
                  ' "dgemm_vs_cublas": [{"shape": "4096x4096x4096", "ratio": 0.4512, "target": 0.8,\n'
-                 '   "forms": [{"instruction": "mma.sync.m8n8k4.f64", "block": 64, "slab": 8, "ratio_vs_cublas": 0.3512,\n'
-                 '              "values_differing_from_family": 0},\n'
-                 '             {"instruction": "mma.sync.m16n8k16.f64", "block": 128, "slab": 16,\n'
+                 '   "forms": [{"instruction": "mma.sync.m8n8k4.f64", "block": 64, "slab": 8, "stages": 2,\n'
+                 '              "ratio_vs_cublas": 0.3512, "values_differing_from_family": 0},\n'
+                 '             {"instruction": "mma.sync.m16n8k16.f64", "block": 128, "slab": 16, "stages": 3,\n'
                  '              "ratio_vs_cublas": 0.6234, "values_differing_from_family": 2},\n'
-                 '             {"instruction": "mma.sync.m16n8k8.f64", "block": 128, "slab": 8, "skipped": "x"}]}],\n'
+                 '             {"instruction": "mma.sync.m16n8k8.f64", "block": 128, "slab": 8, "stages": 2,\n'
+                 '              "skipped": "x"}]}],\n'
                  ' "digest_overhead": [{"share": 0.0229}],\n'
                  ' "cublaslt": [{"family": "gemm_bf16_exactint_cublaslt", "shape": "8192x8192x32768",\n'
                  '   "stress_ratio": 0.9587, "digest_share": 0.0413, "mma_sync_vs_cublaslt": 0.164}],\n'
@@ -240,7 +241,7 @@ def stubs_mode():
         F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
         F.check("gemm_f64: DMMA.884;" in st.get(5, ("", ""))[1] + ";", f"passing run: step 5 says {st.get(5)}")
         F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); gemm_f64 "
-                "4096x4096x4096 0.451x cuBLAS DGEMM (target 0.8); forms m8n8k4/64/k8 0.351x, m16n8k16/128/k16 0.623x (2 "
+                "4096x4096x4096 0.451x cuBLAS DGEMM (target 0.8); forms m8n8k4/64/k8/s2 0.351x, m16n8k16/128/k16/s3 0.623x (2 "
                 "values and 4 battery tiles differ); digest share "
                 "2.29%; bf16 8192x8192x32768 verified 0.959x bare cuBLASLt, share 4.1%, mma.sync 0.16x; 1 of 3 cases "
                 "timed, 0 golden mismatches", f"passing run: step 8 says {st.get(8)}")

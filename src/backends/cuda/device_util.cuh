@@ -35,8 +35,8 @@ namespace SDC_TARGET {
 // fault at the next synchronization). `what` names the kernel in an error. The one place a kernel is launched:
 // the triple-chevron syntax for the GPU, the emulated device's queue for the emulation (the arguments are copied,
 // as the GPU copies them). Above the 48 KiB of dynamic shared memory every GPU grants by default, the kernel is
-// first allowed that much (cudaFuncAttributeMaxDynamicSharedMemorySize); on the emulated device more than
-// emu::kDynamicSharedBytes is the launch's error.
+// first allowed that much (cudaFuncAttributeMaxDynamicSharedMemorySize); on the emulated device more than its
+// compute capability grants (emu::max_dynamic_shared) is the launch's error.
 template <class... P, class... A>
 void launch_shared(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, size_t smem_bytes,
                    cudaStream_t s, A&&... args) {
@@ -72,9 +72,76 @@ __device__ __forceinline__ T* dynamic_shared() {
   return reinterpret_cast<T*>(sdc_dynamic_shared);
 #endif
 }
+
+// cp.async (sm_80; PTX ISA "cp.async"): copies BYTES (8 or 16) from global memory at src to shared memory at dst
+// without passing through registers, the first src_bytes of them read from src and the rest zero-filled (src_bytes
+// 0: nothing is read, src must still be a valid address). Both addresses aligned to BYTES. The copy is complete, for
+// this thread, at the cp_async_wait that completes its group (cp_async_commit), and visible to the block's other
+// threads after a barrier that follows that wait. BYTES 16 bypasses L1 (.cg), 8 may allocate in it (.ca; .cg takes
+// 16 only).
+//
+// On the emulated device the copy lands at the wait, the latest the hardware may: a read before it sees the old
+// bytes. The race checker sees a store by this thread at the issue (the old bytes written back) and the real one at
+// the wait, so another thread's access between the issue and the wait without a barrier is reported, and so is
+// one after the wait without a barrier; a misaligned address or src_bytes beyond BYTES is a __trap, as is a thread
+// that returns with copies not waited for (block.h).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes) {
+  static_assert(BYTES == 8 || BYTES == 16, "cp.async copies of 8 or 16 bytes");
+#if defined(SDC_EMU)
+  if (reinterpret_cast<uintptr_t>(dst) % BYTES != 0 || reinterpret_cast<uintptr_t>(src) % BYTES != 0)
+    ::sdc::emu::trap("cp.async with an address not aligned to its size");
+  if (src_bytes < 0 || src_bytes > BYTES) ::sdc::emu::trap("cp.async reading more bytes than it copies");
+  volatile unsigned char* d = static_cast<unsigned char*>(dst);
+  for (int i = 0; i < BYTES; ++i) d[i] = d[i];  // the race checker's store at the issue
+  ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
+  t.async.push_back({static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
+                     static_cast<unsigned>(BYTES), static_cast<unsigned>(src_bytes), t.async_groups});
+#else
+  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+
+// cp.async.commit_group: the thread's copies issued since the last commit become one group.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(SDC_EMU)
+  ++::sdc::emu::here().async_groups;
+#else
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// cp.async.wait_group N: waits until at most the N groups this thread committed last are still in flight (copies
+// not yet committed are not waited for).
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(SDC_EMU)
+  ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
+  size_t kept = 0;
+  for (size_t i = 0; i < t.async.size(); ++i) {
+    const ::sdc::emu::AsyncCopy c = t.async[i];
+    if (c.group + N >= t.async_groups) {  // among the last N groups, or not committed
+      t.async[kept++] = c;
+      continue;
+    }
+    volatile unsigned char* d = c.dst;
+    for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? c.src[b] : 0;
+  }
+  t.async.resize(kept);
+#else
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
 }  // namespace SDC_TARGET
 // In the target's namespace (cuda_target.h): kernels of the same signature launched by both targets would
 // otherwise instantiate one `launch` twice under one name, and the linker would keep one target's for both.
+using SDC_TARGET::cp_async;
+using SDC_TARGET::cp_async_commit;
+using SDC_TARGET::cp_async_wait;
 using SDC_TARGET::dynamic_shared;
 using SDC_TARGET::launch;
 using SDC_TARGET::launch_shared;

@@ -130,6 +130,8 @@ void BlockRunner::run(const char* kernel, Dim3 grid, Dim3 block_dim, Dim3 block_
     t.nsmid = nsmid;
     t.warpid = warpid_base + t.warp;
     t.epoch = 0;
+    t.async.clear();  // a block that faulted may have left some
+    t.async_groups = 0;
     t.block = &b;
     Fiber& f = b.fibers[i];
 #if defined(SDC_EMU_TSAN)

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 namespace sdc::emu {
 
@@ -27,6 +28,15 @@ struct Dim3 {
 constexpr unsigned WARP_SIZE = 32;
 constexpr unsigned MAX_BLOCK_THREADS = 1024;
 
+// A cp.async copy issued and not yet waited for (device_util.cuh, cp_async): `bytes` to shared memory at dst, the
+// first src_bytes of them from global memory at src, the rest zeros; in the thread's group number `group`.
+struct AsyncCopy {
+  unsigned char* dst;
+  const unsigned char* src;
+  unsigned bytes, src_bytes;
+  uint64_t group;
+};
+
 // What a kernel thread sees (the CUDA built-ins) and where it runs.
 struct ThreadContext {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;
@@ -34,6 +44,11 @@ struct ThreadContext {
   unsigned lane, warp;         // linear % 32, linear / 32
   unsigned sm, nsmid, warpid;  // %smid, %nsmid, %warpid of the emulated placement (given by the caller)
   uint64_t epoch;              // how many block barriers this thread has passed (for a race checker)
+  // cp.async: the thread's copies not yet waited for, in issue order, and the groups it has committed. A copy
+  // lands at the wait that completes its group, the latest time the hardware may (device_util.cuh); a thread that
+  // returns with copies not waited for is a fault (block.cpp).
+  std::vector<AsyncCopy> async;
+  uint64_t async_groups;
   void* block;                 // the runner's internal state
 };
 

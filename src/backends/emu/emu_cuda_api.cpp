@@ -57,6 +57,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, sdc_emu_cudaDeviceAttr attr, int 
     case cudaDevAttrMultiProcessorCount: *value = d->spec.sms; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = d->spec.cc_major; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor: *value = d->spec.cc_minor; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(sdc::emu::max_dynamic_shared(d->spec.cc_major, d->spec.cc_minor));
+      return cudaSuccess;
   }
   return cudaErrorInvalidValue;
 }

@@ -52,16 +52,27 @@ std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs);
 // ---- called by kernel-side code (cuda_emu.h, device_util.cuh) ----
 // Enqueues a kernel launch on stream s: `grid` blocks of `block` threads, each thread running body().
 // A bad configuration is the launch's error (cudaGetLastError).
-// smem_bytes: the launch's dynamic shared memory (dynamic_shared()); more than kDynamicSharedBytes is the launch's
-// error, as more than a GPU's maximum is there.
+// smem_bytes: the launch's dynamic shared memory (dynamic_shared()); more than the device grants a block
+// (max_dynamic_shared of its compute capability) is the launch's error, as on a GPU.
 void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body,
             size_t smem_bytes = 0);
 // A block's dynamic shared memory (device_util.cuh, dynamic_shared): one buffer per OS thread, 16-byte aligned, in
 // the program's static TLS block like every `__shared__` array of the emulation (cuda_emu.h), so the race checker
 // (racecheck.h) sees its accesses, and reports those beyond the running launch's smem_bytes
-// (dynamic_shared_bytes); a block's threads all run on one OS thread, one block at a time. 99 KiB: the most any
-// GPU of sm_80 and later grants (sm_86 and sm_89; an H100 227 KiB).
-constexpr size_t kDynamicSharedBytes = 99 * 1024;
+// (dynamic_shared_bytes); a block's threads all run on one OS thread, one block at a time. 227 KiB: the most any
+// GPU grants a block (sm_90, sm_100).
+constexpr size_t kDynamicSharedBytes = 227 * 1024;
+// The most dynamic shared memory a GPU of compute capability major.minor grants one block once a kernel asks for
+// it (cudaDevAttrMaxSharedMemoryPerBlockOptin; the CUDA programming guide's table of compute capabilities):
+// 227 KiB on sm_90 and sm_100, 163 KiB on sm_80 and sm_87, 99 KiB on sm_86, sm_89 and sm_120, 96 KiB on sm_70 and
+// sm_72, 64 KiB on sm_75, 48 KiB before.
+constexpr size_t max_dynamic_shared(int major, int minor) {
+  if (major == 9 || major == 10) return 227 * 1024;
+  if (major == 8) return minor == 0 || minor == 7 ? 163 * 1024 : 99 * 1024;
+  if (major >= 11) return 99 * 1024;
+  if (major == 7) return minor == 5 ? 64 * 1024 : 96 * 1024;
+  return 48 * 1024;
+}
 unsigned char* dynamic_shared();
 size_t dynamic_shared_bytes();
 // The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").

@@ -109,7 +109,8 @@ void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std
             size_t smem_bytes) {
   t_last = cudaSuccess;
   Stream* st = stream_of(s);
-  if (!st || grid == 0 || block == 0 || block > 1024 || smem_bytes > kDynamicSharedBytes) {
+  if (!st || grid == 0 || block == 0 || block > 1024 ||
+      smem_bytes > max_dynamic_shared(st->dev.spec.cc_major, st->dev.spec.cc_minor)) {
     t_last = !st ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
     return;
   }

@@ -188,6 +188,10 @@ __attribute__((noinline)) Fiber* run_thread(Impl& b, unsigned i) {
     b.failed = true;
     abandon(b);
   }
+  // A copy never waited for may land after the kernel's last read of it, or never be read: the project's kernels
+  // wait for every copy they issue.
+  if (const ThreadContext& t = b.ctx[i]; !t.async.empty())
+    fail_thread(b, t, [&] { return fmt::format("returned with {} cp.async copies not waited for", t.async.size()); });
   return thread_returned(b, i);
 }
 

@@ -19,6 +19,9 @@
 // An access to the emulation's dynamic shared memory beyond what the running launch asked for (launch_shared's
 // smem_bytes) is reported too, as kind "out-of-bounds": on a GPU it lies outside the block's shared memory.
 //
+// A cp.async copy (device_util.cuh) is a store by its thread twice: at the issue and at the wait that lands it.
+// An access by another thread in a barrier interval strictly between those two is not seen.
+//
 // Not seen: warp-level synchronization (__syncwarp) is not an interval boundary, so a kernel that orders
 // shared accesses within a warp by __syncwarp alone would be reported (none of the project's does); memory
 // touched by library calls of variable size (memcpy, memset) in kernel code; global memory.
