@@ -199,9 +199,7 @@ class AttentionDevice final : public cuda::DeviceProblem {
         dim_(static_cast<uint32_t>(dim(c, "dim"))),
         causal_(dim(c, "causal") != 0),
         params_(params) {
-    int dev = 0, sms = 0;
-    SDC_CUDA_CHECK(cudaGetDevice(&dev));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = cuda::sm_count();
     // Four resident blocks per SM (35 KiB of shared memory and 128 threads each): every SM is busy
     // whenever the case has that many tiles, and scratch stays bounded by the GPU, not by the case.
     const uint64_t tiles = heads_ * (seq_ / TILE_ROWS), most = 4 * static_cast<uint64_t>(sms > 0 ? sms : 1);

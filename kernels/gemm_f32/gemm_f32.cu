@@ -297,10 +297,7 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<float> {
  public:
   // Prepared on the GPU that computes it (DeviceProblem::engine): its SM count fixes the block tile.
   explicit GemmDevice(const Case& c) : PlainGemmDevice(c, "simt fp32, one k-chain per output in k order (exact)") {
-    int device = 0, sms = 0;
-    SDC_CUDA_CHECK(cudaGetDevice(&device));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    shape_ = block_shape(static_cast<int>(m_), static_cast<int>(n_), sms);
+    shape_ = block_shape(static_cast<int>(m_), static_cast<int>(n_), cuda::sm_count());
   }
 
   void generate(size_t tensor, void* dst, cudaStream_t s) const override {

@@ -356,12 +356,7 @@ bool with_form(const Form& f, Fn&& fn) {
 
 int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n + 127) / 128) >= sms ? 128 : 64; }
 
-Form family_form(int64_t m, int64_t n) {
-  int device = 0, sms = 0;
-  SDC_CUDA_CHECK(cudaGetDevice(&device));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return {Dmma::m8n8k4, block_rows(m, n, sms), 8, 2};
-}
+Form family_form(int64_t m, int64_t n) { return {Dmma::m8n8k4, block_rows(m, n, cuda::sm_count()), 8, 2}; }
 
 std::string unavailable(const Form& f) {
   std::string why;
@@ -379,10 +374,7 @@ std::string unavailable(const Form& f) {
       }
     }
     if constexpr (G::SMEM > 48 * 1024) {  // more than every GPU grants without asking
-      int device = 0, granted = 0;
-      SDC_CUDA_CHECK(cudaGetDevice(&device));
-      SDC_CUDA_CHECK(cudaDeviceGetAttribute(&granted, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      if (G::SMEM > static_cast<size_t>(granted))
+      if (const size_t granted = cuda::max_dynamic_shared(); G::SMEM > granted)
         why = "needs " + std::to_string(G::SMEM) + " bytes of shared memory per block, the device grants " +
               std::to_string(granted);
     }

@@ -141,9 +141,7 @@ class MemtestDevice final : public cuda::DeviceProblem {
     slice_words_ = words;
     permille_ = region_mib ? 0 : static_cast<uint64_t>(dim(c, "free_permille"));
     free_ = free_b;
-    int device = 0;
-    SDC_CUDA_CHECK(cudaGetDevice(&device));
-    SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+    sms_ = cuda::sm_count();
     fit_parts();
   }
 

@@ -56,6 +56,23 @@ void launch_shared(const char* what, void (*kernel)(P...), unsigned grid, unsign
   check(cudaGetLastError(), what, __FILE__, __LINE__);
 }
 
+// The current device's SM count (cudaDevAttrMultiProcessorCount). An error is thrown as SDC_CUDA_CHECK throws.
+inline int sm_count() {
+  int device = 0, sms = 0;
+  SDC_CUDA_CHECK(cudaGetDevice(&device));
+  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// The most dynamic shared memory the current device grants a block whose kernel asks for it, in bytes
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin; launch_shared asks above 48 KiB).
+inline size_t max_dynamic_shared() {
+  int device = 0, bytes = 0;
+  SDC_CUDA_CHECK(cudaGetDevice(&device));
+  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return static_cast<size_t>(bytes);
+}
+
 // launch_shared without dynamic shared memory.
 template <class... P, class... A>
 void launch(const char* what, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s, A&&... args) {
@@ -145,7 +162,8 @@ using SDC_TARGET::cp_async_wait;
 using SDC_TARGET::dynamic_shared;
 using SDC_TARGET::launch;
 using SDC_TARGET::launch_shared;
-
+using SDC_TARGET::max_dynamic_shared;
+using SDC_TARGET::sm_count;
 
 namespace SDC_TARGET {
 // dst[i] = pattern_value(d, w, key, i) for i < n: the host generator's bits, on the device.

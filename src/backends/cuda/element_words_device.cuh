@@ -52,9 +52,8 @@ class ElementWordsDevice : public DeviceProblem {
 // SM times the SMs), or one per tile where there are fewer tiles: a grid-stride loop over tiles at full occupancy.
 template <class Kernel>
 unsigned resident_grid(Kernel kernel, unsigned threads, uint64_t tiles) {
-  int device = 0, sms = 0, per_sm = 0;
-  SDC_CUDA_CHECK(cudaGetDevice(&device));
-  SDC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count();
+  int per_sm = 0;
   SDC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), 0));
   uint64_t grid = static_cast<uint64_t>(sms > 0 ? sms : 1) * static_cast<uint64_t>(per_sm > 0 ? per_sm : 1);
   if (grid > tiles) grid = tiles;
