@@ -137,130 +137,72 @@ void plant_mma_fault(const Spec* spec, unsigned sm, T (&d)[32][N]) {
   std::memcpy(&d[spec->mma_lane][0], &bits, sizeof bits);
 }
 
+// One warp's mma.sync, the shape all four share: every lane passes its A and B registers (na and nb of them, at
+// most NA and NB) and its accumulators d (C in, D out); once all 32 lanes have arrived, Compute (a captureless
+// callable) runs once on the gathered registers, ra[lane][i] and so on, with `arg`, the planted tensor-core fault
+// (if any) is applied to its result, and every lane gets its D back.
+template <class A, size_t NA, class B, size_t NB, class D, size_t ND, class Compute>
+void warp_mma(const A* a, int na, const B* b, int nb, D (&d)[ND], int arg, Compute) {
+  struct Regs {
+    const A* a;
+    const B* b;
+    D* d;
+  };
+  struct Ctx {
+    const Spec* spec;
+    unsigned sm;
+    int na, nb, arg;
+  };
+  if (na < 0 || na > static_cast<int>(NA) || nb < 0 || nb > static_cast<int>(NB))
+    trap("mma.sync with more A or B registers than its shape has");
+  Regs mine{a, b, d};
+  Ctx ctx{t_launch_spec, here().sm, na, nb, arg};
+  warp_exchange(
+      0xffffffffu, &mine,
+      [](void* c, void* const* lanes) {
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        A ra[32][NA];  // only the first na (nb) of a lane's are read
+        B rb[32][NB];
+        D rc[32][ND], rd[32][ND];
+        for (int l = 0; l < 32; ++l) {
+          const Regs& r = *static_cast<const Regs*>(lanes[l]);
+          for (int i = 0; i < x.na; ++i) ra[l][i] = r.a[i];
+          for (int i = 0; i < x.nb; ++i) rb[l][i] = r.b[i];
+          for (size_t i = 0; i < ND; ++i) rc[l][i] = r.d[i];
+        }
+        Compute{}(ra, rb, rc, rd, x.arg);
+        plant_mma_fault(x.spec, x.sm, rd);
+        for (int l = 0; l < 32; ++l)
+          for (size_t i = 0; i < ND; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
+      },
+      &ctx);
+}
+
 }  // namespace
 
 void mma(MmaType t, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  struct Regs {
-    const uint32_t* a;
-    const uint32_t* b;
-    float* d;
-  };
-  struct Ctx {
-    MmaType t;
-    const Spec* spec;
-    unsigned sm;
-  };
-  Regs mine{a, b, d};
-  Ctx ctx{t, t_launch_spec, here().sm};
-  warp_exchange(
-      0xffffffffu, &mine,
-      [](void* c, void* const* lanes) {
-        const Ctx& x = *static_cast<const Ctx*>(c);
-        uint32_t ra[32][4], rb[32][2];
-        float rc[32][4], rd[32][4];
-        for (int l = 0; l < 32; ++l) {
-          const Regs& r = *static_cast<const Regs*>(lanes[l]);
-          for (int i = 0; i < 4; ++i) ra[l][i] = r.a[i], rc[l][i] = r.d[i];
-          for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
-        }
-        mma_sync(x.t, ra, rb, rc, rd);
-        plant_mma_fault(x.spec, x.sm, rd);
-        for (int l = 0; l < 32; ++l)
-          for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
-      },
-      &ctx);
+  warp_mma<uint32_t, 4, uint32_t, 2>(
+      a, 4, b, 2, d, static_cast<int>(t),
+      [](auto& ra, auto& rb, auto& rc, auto& rd, int x) { mma_sync(static_cast<MmaType>(x), ra, rb, rc, rd); });
 }
 
-// Where a warp's mma runs: the launch's device spec and the SM, for the planted tensor-core fault.
-namespace {
-struct MmaSite {
-  const Spec* spec;
-  unsigned sm;
-};
-}  // namespace
-
 void mma_f64(double (&d)[2], double a, double b) {
-  struct Regs {
-    double a, b;
-    double* d;
-  };
-  Regs mine{a, b, d};
-  MmaSite ctx{t_launch_spec, here().sm};
-  warp_exchange(
-      0xffffffffu, &mine,
-      [](void* c, void* const* lanes) {
-        const MmaSite& x = *static_cast<const MmaSite*>(c);
-        double ra[32], rb[32], rc[32][2], rd[32][2];
-        for (int l = 0; l < 32; ++l) {
-          const Regs& r = *static_cast<const Regs*>(lanes[l]);
-          ra[l] = r.a, rb[l] = r.b, rc[l][0] = r.d[0], rc[l][1] = r.d[1];
-        }
-        mma_sync_f64(ra, rb, rc, rd);
-        plant_mma_fault(x.spec, x.sm, rd);
-        for (int l = 0; l < 32; ++l) {
-          double* out = static_cast<const Regs*>(lanes[l])->d;
-          out[0] = rd[l][0], out[1] = rd[l][1];
-        }
-      },
-      &ctx);
+  warp_mma<double, 1, double, 1>(&a, 1, &b, 1, d, 0, [](auto& ra, auto& rb, auto& rc, auto& rd, int) {
+    double a1[32], b1[32];  // one A and one B value per lane
+    for (int l = 0; l < 32; ++l) a1[l] = ra[l][0], b1[l] = rb[l][0];
+    mma_sync_f64(a1, b1, rc, rd);
+  });
 }
 
 void mma_f64_m16n8(int k, double (&d)[4], const double* a, const double* b) {
-  struct Regs {
-    const double* a;
-    const double* b;
-    double* d;
-  };
-  struct Ctx {
-    MmaSite site;
-    int k;
-  };
-  Regs mine{a, b, d};
-  Ctx ctx{{t_launch_spec, here().sm}, k};
-  warp_exchange(
-      0xffffffffu, &mine,
-      [](void* c, void* const* lanes) {
-        const Ctx& x = *static_cast<const Ctx*>(c);
-        double ra[32][8], rb[32][4], rc[32][4], rd[32][4];
-        for (int l = 0; l < 32; ++l) {
-          const Regs& r = *static_cast<const Regs*>(lanes[l]);
-          for (int i = 0; i < x.k / 2; ++i) ra[l][i] = r.a[i];
-          for (int i = 0; i < x.k / 4; ++i) rb[l][i] = r.b[i];
-          for (int i = 0; i < 4; ++i) rc[l][i] = r.d[i];
-        }
-        mma_sync_f64_m16n8(x.k, ra, rb, rc, rd);
-        plant_mma_fault(x.site.spec, x.site.sm, rd);
-        for (int l = 0; l < 32; ++l)
-          for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
-      },
-      &ctx);
+  warp_mma<double, 8, double, 4>(a, k / 2, b, k / 4, d, k, [](auto& ra, auto& rb, auto& rc, auto& rd, int kk) {
+    mma_sync_f64_m16n8(kk, ra, rb, rc, rd);
+  });
 }
 
 void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  struct Regs {
-    const uint32_t* a;
-    const uint32_t* b;
-    int32_t* d;
-  };
-  Regs mine{a, b, d};
-  MmaSite ctx{t_launch_spec, here().sm};
-  warp_exchange(
-      0xffffffffu, &mine,
-      [](void* c, void* const* lanes) {
-        const MmaSite& x = *static_cast<const MmaSite*>(c);
-        uint32_t ra[32][4], rb[32][2];
-        int32_t rc[32][4], rd[32][4];
-        for (int l = 0; l < 32; ++l) {
-          const Regs& r = *static_cast<const Regs*>(lanes[l]);
-          for (int i = 0; i < 4; ++i) ra[l][i] = r.a[i], rc[l][i] = r.d[i];
-          for (int i = 0; i < 2; ++i) rb[l][i] = r.b[i];
-        }
-        mma_sync_s8(ra, rb, rc, rd);
-        plant_mma_fault(x.spec, x.sm, rd);
-        for (int l = 0; l < 32; ++l)
-          for (int i = 0; i < 4; ++i) static_cast<const Regs*>(lanes[l])->d[i] = rd[l][i];
-      },
-      &ctx);
+  warp_mma<uint32_t, 4, uint32_t, 2>(a, 4, b, 2, d, 0,
+                                     [](auto& ra, auto& rb, auto& rc, auto& rd, int) { mma_sync_s8(ra, rb, rc, rd); });
 }
 
 unsigned char* dynamic_shared() {
