@@ -50,6 +50,16 @@ std::unique_ptr<cuda::DeviceRuntime> device(int cc_major, int cc_minor = 0) {
   return rt;
 }
 
+// A call that launches a form on a 64 x 64 x 4 product (contents unused) on rt and returns what launch_gemm does.
+auto launcher(std::shared_ptr<cuda::DeviceRuntime> rt) {
+  return [rt](const gemm_f64::emu::Form& f) {
+    cuda::Stream s(*rt);
+    cuda::DeviceBuffer da(*rt, 64 * 4 * 8), db(*rt, 4 * 64 * 8), dout(*rt, 64 * 64 * 8), dsm(*rt, 4);
+    return gemm_f64::emu::launch_gemm(f, da.as<const double>(), db.as<const double>(), dout.as<float>(),
+                                      dsm.as<uint32_t>(), 64, 64, 4, s.get());
+  };
+}
+
 }  // namespace
 
 TEST_CASE("gemm_f64's kernel in every form equals the fma chain at ragged shapes, race-free", "[racecheck][mma]") {
@@ -96,13 +106,7 @@ TEST_CASE("gemm_f64's kernel in every form equals the fma chain at ragged shapes
 }
 
 TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not compiled in", "[racecheck][mma]") {
-  auto rt = device(8);
-  cuda::Stream s(*rt);
-  cuda::DeviceBuffer da(*rt, 64 * 4 * 8), db(*rt, 4 * 64 * 8), dout(*rt, 64 * 64 * 8), dsm(*rt, 4);
-  const auto run = [&](gemm_f64::emu::Form f) {
-    return gemm_f64::emu::launch_gemm(f, da.as<const double>(), db.as<const double>(), dout.as<float>(),
-                                      dsm.as<uint32_t>(), 64, 64, 4, s.get());
-  };
+  const auto run = launcher(device(8));
   CHECK_FALSE(run({Dmma::m16n8k8, 128, 8, 2}));
   CHECK(gemm_f64::emu::unavailable({Dmma::m16n8k8, 128, 8, 2}) == "needs code for sm_90");
   CHECK_FALSE(run({Dmma::m16n8k16, 128, 16, 2}));
@@ -115,13 +119,7 @@ TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not 
 }
 
 TEST_CASE("gemm_f64's forms that need more shared memory than the device grants are refused", "[racecheck][mma]") {
-  auto rt = device(8, 6);  // sm_86: 99 KiB per block
-  cuda::Stream s(*rt);
-  cuda::DeviceBuffer da(*rt, 64 * 4 * 8), db(*rt, 4 * 64 * 8), dout(*rt, 64 * 64 * 8), dsm(*rt, 4);
-  const auto run = [&](gemm_f64::emu::Form f) {
-    return gemm_f64::emu::launch_gemm(f, da.as<const double>(), db.as<const double>(), dout.as<float>(),
-                                      dsm.as<uint32_t>(), 64, 64, 4, s.get());
-  };
+  const auto run = launcher(device(8, 6));  // sm_86: 99 KiB per block
   CHECK_FALSE(run({Dmma::m8n8k4, 128, 16, 3}));
   CHECK(gemm_f64::emu::unavailable({Dmma::m8n8k4, 128, 16, 3}) ==
         "needs 112128 bytes of shared memory per block, the device grants 101376");
