@@ -18,6 +18,7 @@ namespace {
 
 using gemm_f64::gpu::Dmma;
 using gemm_f64::gpu::Form;
+using gemm_f64::gpu::form_name;
 
 // Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device cannot run it (unavailable).
 bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm, cudaStream_t s) {
@@ -68,8 +69,7 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
                 {"family_form", is_family}};
     guarded(name(f.instr), row, [&] {
       if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
-        std::printf("  form %-8s %3d x %-3d k%-2d s%d: not run (%s)\n", name(f.instr), f.bm, f.bm, f.bk, f.stages,
-                    why.c_str());
+        std::printf("  form %-18s not run (%s)\n", (form_name(f) + ":").c_str(), why.c_str());
         row["skipped"] = why;
         return;
       }
@@ -79,11 +79,9 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
       for (uint64_t i = 0; i < values; ++i) differing += std::memcmp(&mine[i], &family_values[i], sizeof(double)) != 0;
       const double ms = time_ms(s, reps, [&] { run_form(f, dc, c, out, tile_sm, s); });
       std::printf(
-          "  form %-8s %3d x %-3d k%-2d s%d: %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values "
-          "differ from the family's%s\n",
-          name(f.instr), f.bm, f.bm, f.bk, f.stages, ms, flops / ms * 1e-9, blas_ms / ms,
-          static_cast<unsigned long long>(differing), static_cast<unsigned long long>(values),
-          is_family ? " (the family's form)" : "");
+          "  form %-18s %9.3f ms %8.2f TFLOP/s %7.3fx cuBLAS DGEMM; %llu of %llu values differ from the family's%s\n",
+          (form_name(f) + ":").c_str(), ms, flops / ms * 1e-9, blas_ms / ms, static_cast<unsigned long long>(differing),
+          static_cast<unsigned long long>(values), is_family ? " (the family's form)" : "");
       row["ms"] = ms;
       row["tflops"] = flops / ms * 1e-9;
       row["ratio_vs_cublas"] = blas_ms / ms;
@@ -114,8 +112,8 @@ Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& wan
       const std::vector<uint64_t> got = dc.host_digests(s);
       uint64_t bad = 0;
       for (uint64_t t = 0; t < dc.tiles; ++t) bad += t >= want.size() || got[t] != want[t];
-      std::printf("%-44s form %s 128 x 128 k%d s%d: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
-                  name(f.instr), f.bk, f.stages, static_cast<unsigned long long>(bad),
+      std::printf("%-44s form %s: %llu of %llu tiles differ from the golden digests\n", c.id.c_str(),
+                  form_name(f).c_str(), static_cast<unsigned long long>(bad),
                   static_cast<unsigned long long>(dc.tiles));
       row["mismatched_tiles"] = bad;
     });

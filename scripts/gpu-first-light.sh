@@ -17,13 +17,14 @@
 #   1 smoke      four small boot cases, each with its JSON report: gemm_f32 (exact fp32), bf16 exact-integer
 #                mma.sync, fp8 exact-integer mma.sync and its cuBLASLt twin.
 #   2 boot       the boot profile once: JSON report and wall time, CUDA start-up included (target 45 s).
-#   3 gpu_tests  every exact and exact-integer case against its golden, the cuBLASLt algorithm sweep, the
-#                GPU executor tests.
+#   3 gpu_tests  every exact and exact-integer case against its golden, gemm_f64's forms against the fma chain,
+#                the cuBLASLt algorithm sweep, the GPU executor tests.
 #   4 hang       the hang drill: exit 2 by the watchdog, the time it took, no process left on the GPU.
 #   5 sass       cuobjdump: which tensor-core instructions the exact-integer kernels use on this GPU's
 #                architecture.
-#   6 sanitizer  compute-sanitizer memcheck and racecheck over eight small boot cases of the project's kernels;
-#                skipped when under 90 s remain; the device refused to it is recorded, not fatal.
+#   6 sanitizer  compute-sanitizer memcheck and racecheck over eight small boot cases of the project's kernels,
+#                and over gemm_f64's kernel in every form at ragged shapes (gpu_tests --gemm-f64-forms); skipped
+#                when under 90 s remain; the device refused to it is recorded, not fatal.
 #   7 drills     8 output drills (2 of them warp-aligned multi-bit clusters), 4 replay drills (the fp32, bf16,
 #                tensor-parallel and recorded tensor-core replays) and 2 memory drills (scripts/gpu-drills.py):
 #                detected and localized (on the emulated device 4, 1 and 1).
@@ -384,7 +385,7 @@ SANITIZE=(gemm_f32.special_512 reduce_sum_f32.mantissa_walk_64x4097 softmax_f32.
           attention_bf16_exactint.causal_uniform_2x256x64 gemm_f64.special_256 reduce_sum_f64.mantissa_walk_64x4097)
 step6() {
   step_begin 6
-  local cs t rc c enables=() errs
+  local cs t c enables=()
   if [ -n "$EMULATED" ]; then part "compute-sanitizer needs a real GPU"; step_end n/a; return; fi
   cs=$(tool compute-sanitizer)
   if [ -z "$cs" ]; then part "compute-sanitizer"; step_end n/a; return; fi
@@ -393,20 +394,37 @@ step6() {
     if in_boot "$c"; then enables+=(--enable "$c"); else bad "$c: not a boot case of this build's listing"; fi
   done
   for t in memcheck racecheck; do
-    run_capped "$CUR_DIR/$t.log" "$cs" --tool "$t" --error-exitcode 99 "$BIN" run --backend cuda --devices "$DEVICE" \
+    sanitize "$t" "$t" "$cs" --tool "$t" --error-exitcode 99 "$BIN" run --backend cuda --devices "$DEVICE" \
       --patterns "$PATTERNS" --force -q --profile boot "${enables[@]}"
-    rc=$?
-    errs=$(grep -E -m1 'ERROR SUMMARY|RACECHECK SUMMARY' "$CUR_DIR/$t.log")
-    case $rc in
-      0) ok "$t: ${errs:-exit 0}" ;;
-      99) bad "$t found errors: $errs" ;;
-      124|137) part "$t did not finish in the cap (exit $rc)" ;;
-      *) if grep -q -i -E 'not supported|unable to|permission|refus' "$CUR_DIR/$t.log"; then
-           part "$t: the device or driver refused it (exit $rc: $(grep -i -m1 -E 'not supported|unable to|permission|refus' "$CUR_DIR/$t.log" | cut -c1-120))"
-         else bad "$t: exit $rc ($(tail -n 1 "$CUR_DIR/$t.log" | cut -c1-160))"; fi ;;
-    esac
   done
+  # gemm_f64's kernel in every form (the benchmark's too: cp.async rings, sm_90 instructions) at ragged shapes.
+  if [ -x "$BUILD/gpu_tests" ]; then
+    for t in memcheck racecheck; do
+      sanitize "$t gemm_f64 forms" "forms-$t" env SDC_TEST_DEVICE="$DEVICE" "$cs" --tool "$t" --error-exitcode 99 \
+        "$BUILD/gpu_tests" --gemm-f64-forms
+    done
+  else
+    bad "no gpu_tests beside sdcscreen (gemm_f64 forms)"
+  fi
   step_end
+}
+
+# sanitize WHAT LOG COMMAND...: runs a compute-sanitizer command into $CUR_DIR/LOG.log and says how it went (its
+# errors exit 99, the program's own failure any other status).
+sanitize() {
+  local what=$1 log="$CUR_DIR/$2.log" rc errs
+  shift 2
+  run_capped "$log" "$@"
+  rc=$?
+  errs=$(grep -E -m1 'ERROR SUMMARY|RACECHECK SUMMARY' "$log")
+  case $rc in
+    0) ok "$what: ${errs:-exit 0}" ;;
+    99) bad "$what found errors: $errs" ;;
+    124|137) part "$what did not finish in the cap (exit $rc)" ;;
+    *) if grep -q -i -E 'not supported|unable to|permission|refus' "$log"; then
+         part "$what: the device or driver refused it (exit $rc: $(grep -i -m1 -E 'not supported|unable to|permission|refus' "$log" | cut -c1-120))"
+       else bad "$what: exit $rc ($(grep -m1 '^FAIL' "$log" | cut -c1-160)$(tail -n 1 "$log" | cut -c1-160))"; fi ;;
+  esac
 }
 
 # ---- 7. drills ----------------------------------------------------------------------------------------------

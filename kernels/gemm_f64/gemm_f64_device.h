@@ -50,6 +50,9 @@ int block_rows(int64_t m, int64_t n, int sms);
 // of 8, 2 stages.
 Form family_form(int64_t m, int64_t n);
 
+// "m8n8k4/128/k16/s3": the instruction, the block, the slab and the stages.
+std::string form_name(const Form& f);
+
 // Why the current device cannot run form f ("" when it can): a form not in kForms; m16n8k8 and m16n8k16 unless the
 // kernel the device would run was compiled for sm_90 or later; more shared memory than the device grants a block.
 std::string unavailable(const Form& f);

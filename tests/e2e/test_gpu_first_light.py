@@ -240,6 +240,8 @@ def stubs_mode():
                 f"passing run: step 0 says {st.get(0)}")
         F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
         F.check("gemm_f64: DMMA.884;" in st.get(5, ("", ""))[1] + ";", f"passing run: step 5 says {st.get(5)}")
+        F.check("racecheck gemm_f64 forms: ========= ERROR SUMMARY: 0 errors" in st.get(6, ("", ""))[1],
+                f"passing run: step 6 says {st.get(6)}")
         F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); gemm_f64 "
                 "4096x4096x4096 0.451x cuBLAS DGEMM (target 0.8); forms m8n8k4/64/k8/s2 0.351x, m16n8k16/128/k16/s3 0.623x (2 "
                 "values and 4 battery tiles differ); digest share "

@@ -14,9 +14,12 @@
 //     the pinned one) gives the golden digests: the exactness argument covers any order and split, and
 //     this shows the library's kernels on this GPU agree; on the small recorded cuBLASLt cases every
 //     algorithm repeats its own bits;
+// then gemm_f64's kernel in every form at ragged shapes against the specification's fma chain (gemm_f64_forms.h: an
+// m8n8k4 form that differs fails, an sm_90 form's differences are reported);
 // and then the whole GPU executor: a clean run passes, an injected output fault and an injected input fault
 // are detected, attributed to the right tile and SM, and listed with the injected xor mask; on a cuBLASLt
 // case, an output fault is found in the matrix layout and an SM-targeted drill is refused.
+// `gpu_tests --gemm-f64-forms` runs the gemm_f64 forms alone (first light runs it under compute-sanitizer).
 // Each case, each case's algorithm sweep and each GPU executor test is a step of its own (gpu_plan.h's guarded): an
 // exception in one is that step's failure, on one FAIL line, and the steps after it still run. Every line is
 // written when it is complete, so a run killed at its deadline keeps what it found.
@@ -24,12 +27,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "kernels/gemm_f64/gemm_f64_device.h"
 #include "src/backends/cuda/cuda_backend.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_memory.h"
@@ -41,6 +46,7 @@
 #include "src/core/patterns_location.h"
 #include "src/core/shape.h"
 #include "src/spec/digest.h"
+#include "tests/gpu/gemm_f64_forms.h"
 #include "tests/gpu/gpu_plan.h"
 
 namespace {
@@ -306,6 +312,41 @@ void test_lt_algorithms(const std::vector<gpu_tests::CasePlan>& plan, const Patt
   if (threw) std::printf("cublasLt algorithm sweep: %zu case(s) ended by an error, not counted above\n", threw);
 }
 
+// gemm_f64's kernel in every form (kForms) at the ragged shapes of gemm_f64_forms.h against the fma chain. An m8n8k4
+// form that differs is a failure (that instruction's order was measured: gemm_f64.cu); an sm_90 form's differences
+// are reported, not failed: they say how that instruction orders its products (the family never runs it).
+void test_gemm_f64_forms() {
+  unsigned long long runs = 0, not_runnable = 0, sm90_differing = 0;
+  gemm_f64_forms::check_forms(
+      gpu_rt(), gemm_f64::gpu::kForms, [](auto&&... args) { return gemm_f64::gpu::launch_gemm(args...); },
+      [&](const gemm_f64_forms::Dims& d, const gemm_f64::gpu::Form& f, bool ran, uint64_t differ, uint64_t values) {
+        const std::string form = gemm_f64::gpu::form_name(f);
+        if (!ran) {
+          ++not_runnable;
+          return;
+        }
+        ++runs;
+        const auto m = static_cast<long long>(d.m), n = static_cast<long long>(d.n), k = static_cast<long long>(d.k);
+        if (f.instr == gemm_f64::gpu::Dmma::m8n8k4) {
+          EXPECT(differ == 0,
+                 "gemm_f64 form %s at %lldx%lldx%lld (shift %lld): %llu of %llu values differ from the fma "
+                 "chain",
+                 form.c_str(), m, n, k, static_cast<long long>(d.shift), static_cast<unsigned long long>(differ),
+                 static_cast<unsigned long long>(values));
+        } else if (differ) {
+          sm90_differing += differ;
+          std::printf(
+              "gemm_f64 form %s at %lldx%lldx%lld: %llu of %llu values differ from the fma chain (how the "
+              "sm_90 instruction orders its products; not a failure)\n",
+              form.c_str(), m, n, k, static_cast<unsigned long long>(differ), static_cast<unsigned long long>(values));
+        }
+      });
+  std::printf(
+      "gemm_f64 forms checked: %llu runs over %zu shapes, %llu not runnable on this device, %llu values of "
+      "sm_90 forms differing\n",
+      runs, std::size(gemm_f64_forms::kShapes), not_runnable, sm90_differing);
+}
+
 // The GPU executor end to end: clean, then an output fault on one SM and an input fault.
 void test_executor(const PatternSet& ps, const DeviceInfo& gpu) {
   const Case* c = ps.battery.find_case("gemm_f32.uniform_2048");
@@ -389,14 +430,30 @@ int main(int argc, char** argv) {
   // (stderr, where failures go, is unbuffered).
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string patterns;
+  bool forms_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--patterns" && i + 1 < argc && *argv[i + 1]) {
       patterns = argv[++i];
+    } else if (arg == "--gemm-f64-forms") {
+      forms_only = true;
     } else {
-      std::fprintf(stderr, "usage: gpu_tests [--patterns DIR]\n");
+      std::fprintf(stderr, "usage: gpu_tests [--patterns DIR] [--gemm-f64-forms]\n");
       return 64;
     }
+  }
+  if (forms_only) {  // no battery: the forms' own shapes
+    if (const cuda::Availability a = cuda::probe(); !a.usable) {
+      std::printf("SKIP: no usable GPU: %s\n", a.reason.c_str());
+      return 77;
+    }
+    const char* which = std::getenv("SDC_TEST_DEVICE");
+    gpu_tests::guarded("gemm_f64 forms", failures, stderr, [&] {
+      SDC_CUDA_CHECK(cudaSetDevice(cuda::list_devices().at(which ? static_cast<size_t>(std::atoi(which)) : 0).index));
+      test_gemm_f64_forms();
+    });
+    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
   }
   if (patterns.empty()) {
     const PatternsLocation located = locate_patterns();
@@ -432,6 +489,7 @@ int main(int argc, char** argv) {
     // Each family of checks, and each case within one, is a step of its own (gpu_tests::guarded): an exception
     // in one (cuBLASLt that cannot be loaded) is its failure, and every later step still runs.
     test_cases(plan, ps, gpu, sm_ids);
+    gpu_tests::guarded("gemm_f64 forms", failures, stderr, [&] { test_gemm_f64_forms(); });
     gpu_tests::guarded("cuBLASLt algorithm sweep", failures, stderr, [&] { test_lt_algorithms(plan, ps, gpu); });
     gpu_tests::guarded("GPU executor", failures, stderr, [&] { test_executor(ps, gpu); });
     gpu_tests::guarded("GPU executor on cuBLASLt", failures, stderr, [&] { test_executor_cublaslt(ps, gpu); });

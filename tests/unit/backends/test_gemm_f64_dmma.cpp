@@ -1,11 +1,9 @@
 // gemm_f64's kernel in every form (gemm_f64_device.h, kForms: the family's m8n8k4 ones and those with the sm_90
 // instructions m16n8k8 and m16n8k16 only the benchmark runs, blocks of 64 and 128, slabs of 8 and 16, 2 stages
-// through registers or 3 and 4 through cp.async) on the emulated device, at shapes where M or N is not a multiple
-// of the 128-row block and K not a multiple of a slab or of 4 (odd K, and operands 8 bytes off 16-byte alignment,
-// take the cp.async forms' 8-byte copies), against the specification's chain computed here with std::fma. The operands
-// span 2^-60 to 2^60 with random signs and some signed zeros, so a wrong fragment element, edge mask, stride, ring
-// buffer or chain order changes bits. Also: every block runs race-free, the sm_90 instructions are refused on an sm_80
-// device, and forms needing more shared memory than a device grants. Compiled like test_racecheck.cpp (-DSDC_EMU).
+// through registers or 3 and 4 through cp.async) on the emulated device against the specification's chain at the
+// ragged shapes of tests/gpu/gemm_f64_forms.h (which gpu_tests runs on a real GPU), every block race-free. Also:
+// the sm_90 instructions are refused on an sm_80 device, and forms needing more shared memory than a device grants.
+// Compiled like test_racecheck.cpp (-DSDC_EMU).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,24 +17,13 @@
 #include "src/backends/cuda/device_runtime.h"
 #include "src/backends/emu/emu_device.h"
 #include "src/backends/emu/racecheck.h"
+#include "tests/gpu/gemm_f64_forms.h"
 #include "tests/unit/catch.h"
 
 using namespace sdc;
-using gemm_f64::TILE;
 using gemm_f64::emu::Dmma;
 
 namespace {
-
-std::vector<double> operand(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(0.5, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) {
-    const uint64_t r = rng();
-    x = r % 29 == 0 ? (r & 64 ? -0.0 : 0.0)
-                    : std::ldexp(r & 1 ? -u(rng) : u(rng), static_cast<int>(r >> 40) % 121 - 60);
-  }
-  return v;
-}
 
 std::unique_ptr<cuda::DeviceRuntime> device(int cc_major, int cc_minor = 0) {
   emu::Spec spec;
@@ -64,45 +51,20 @@ auto launcher(std::shared_ptr<cuda::DeviceRuntime> rt) {
 
 TEST_CASE("gemm_f64's kernel in every form equals the fma chain at ragged shapes, race-free", "[racecheck][mma]") {
   auto rt = device(9);
-  cuda::Stream s(*rt);
-  struct Dims {
-    int64_t m, n, k;
-    int64_t shift = 0;  // A and B start this many doubles into their buffers (8 bytes: not 16-byte aligned)
-  };
-  std::mt19937_64 rng(20261127);
-  for (const Dims d : {Dims{64, 192, 13}, Dims{192, 128, 8}, Dims{128, 64, 1}, Dims{64, 64, 30}, Dims{128, 192, 37},
-                       Dims{192, 64, 18, 1}}) {
-    const std::vector<double> a = operand(static_cast<size_t>(d.m * d.k), rng),
-                              b = operand(static_cast<size_t>(d.k * d.n), rng);
-    std::vector<double> want(static_cast<size_t>(d.m * d.n));  // in the output's tile layout
-    const int64_t tiles_n = d.n / TILE;
-    for (int64_t i = 0; i < d.m; ++i)
-      for (int64_t j = 0; j < d.n; ++j) {
-        double acc = 0.0;
-        for (int64_t q = 0; q < d.k; ++q) acc = std::fma(a[i * d.k + q], b[q * d.n + j], acc);
-        want[static_cast<size_t>(((i / TILE) * tiles_n + j / TILE) * TILE * TILE + (i % TILE) * TILE + j % TILE)] = acc;
-      }
-    const auto shift = static_cast<size_t>(d.shift);
-    cuda::DeviceBuffer da(*rt, (a.size() + shift) * 8), db(*rt, (b.size() + shift) * 8), dout(*rt, want.size() * 8),
-        dsm(*rt, want.size() / (TILE * TILE) * 4);
-    rt->copy(da.as<double>() + shift, a.data(), a.size() * 8, s.get());
-    rt->copy(db.as<double>() + shift, b.data(), b.size() * 8, s.get());
-    for (const gemm_f64::emu::Form& form : gemm_f64::emu::kForms) {
-      INFO(d.m << "x" << d.n << "x" << d.k << " shift " << d.shift << " instruction " << static_cast<int>(form.instr)
-               << " block " << form.bm << " slab " << form.bk << " stages " << form.stages);
-      std::vector<double> got(want.size(), 1.5);
-      rt->copy(dout.get(), got.data(), got.size() * 8, s.get());
-      emu::racecheck::reset();
-      REQUIRE(gemm_f64::emu::launch_gemm(form, da.as<const double>() + shift, db.as<const double>() + shift,
-                                         dout.as<float>(), dsm.as<uint32_t>(), d.m, d.n, d.k, s.get()));
-      rt->copy(got.data(), dout.get(), got.size() * 8, s.get());
-      size_t differ = 0;
-      for (size_t e = 0; e < want.size(); ++e) differ += std::memcmp(&got[e], &want[e], 8) != 0;
-      CHECK(differ == 0);
-      for (const emu::racecheck::Race& r : emu::racecheck::races()) UNSCOPED_INFO(r.describe());
-      CHECK(emu::racecheck::race_count() == 0);
-    }
-  }
+  gemm_f64_forms::check_forms(
+      *rt, gemm_f64::emu::kForms,
+      [](auto&&... args) {
+        emu::racecheck::reset();
+        return gemm_f64::emu::launch_gemm(args...);
+      },
+      [](const gemm_f64_forms::Dims& d, const gemm_f64::emu::Form& form, bool ran, uint64_t differ, uint64_t) {
+        INFO(d.m << "x" << d.n << "x" << d.k << " shift " << d.shift << " instruction " << static_cast<int>(form.instr)
+                 << " block " << form.bm << " slab " << form.bk << " stages " << form.stages);
+        REQUIRE(ran);
+        CHECK(differ == 0);
+        for (const emu::racecheck::Race& r : emu::racecheck::races()) UNSCOPED_INFO(r.describe());
+        CHECK(emu::racecheck::race_count() == 0);
+      });
 }
 
 TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not compiled in", "[racecheck][mma]") {
@@ -116,6 +78,7 @@ TEST_CASE("gemm_f64's sm_90 forms are refused below sm_90, and a form it is not 
   CHECK(run({Dmma::m8n8k4, 64, 8, 2}));
   CHECK(gemm_f64::emu::unavailable({Dmma::m8n8k4, 64, 8, 2}).empty());
   CHECK(run({Dmma::m8n8k4, 128, 16, 3}));  // 112 KiB of shared memory: an sm_80 grants 163
+  CHECK(gemm_f64::emu::form_name({Dmma::m16n8k16, 128, 16, 3}) == "m16n8k16/128/k16/s3");
 }
 
 TEST_CASE("gemm_f64's forms that need more shared memory than the device grants are refused", "[racecheck][mma]") {
