@@ -456,7 +456,7 @@ for r in d.get("dgemm_vs_cublas", []):
     out.append(f"gemm_f64 {r['shape']} {r['ratio']:.3f}x cuBLAS DGEMM (target {r['target']})")
     forms = [f for f in r.get("forms", []) if "ratio_vs_cublas" in f]  # bench_dmma.cpp: instruction, block, slab, stages
     if forms:
-        out.append("forms " + ", ".join(f"{f['instruction'].split('.')[2]}/{f['block']}/k{f['slab']}/s{f['stages']} "
+        out.append("forms " + ", ".join(f"{f['instruction'].split('.')[2]}/{f['block']}/k{f['slab']}/s{f.get('stages', 2)} "
                                         f"{f['ratio_vs_cublas']:.3f}x" for f in forms)
                    + f" ({sum(f['values_differing_from_family'] for f in forms)} values and {form_tiles} battery "
                    "tiles differ)")

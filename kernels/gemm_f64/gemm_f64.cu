@@ -138,11 +138,13 @@ __device__ __forceinline__ void fetch(const double* __restrict__ A, const double
 
 // Issues the cp.async copies of slab k0 .. k0+BK-1 of A and B into the buffers as, bs (3 or more stages): LOADS / 2
 // pairs of consecutive doubles of one row per thread, consecutive threads along a row. A double of a row at or
-// beyond M, a k at or beyond K or a column at or beyond N is zero-filled, never read. `pairs`: every pair is 16-byte
-// aligned in global memory (A and B are, and K is even), one copy per pair; else two of 8 bytes.
+// beyond M, a k at or beyond K or a column at or beyond N is zero-filled, never read. a_pairs, b_pairs: every pair of
+// A (of B) is 16-byte aligned in global memory (A is and K is even; B is, N being even), one copy per pair; else two
+// of 8 bytes.
 template <class G>
 __device__ __forceinline__ void copy_slab(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
-                                          int k0, int M, int N, int K, bool pairs, double* as, double* bs) {
+                                          int k0, int M, int N, int K, bool a_pairs, bool b_pairs, double* as,
+                                          double* bs) {
   const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int p = 0; p < G::LOADS / 2; ++p) {
@@ -155,12 +157,15 @@ __device__ __forceinline__ void copy_slab(const double* __restrict__ A, const do
     const double* b = b_in ? B + static_cast<int64_t>(k0 + br) * N + n0 + bc : B;
     double* ad = as + ar * G::A_LD + ak;
     double* bd = bs + br * G::B_LD + bc;
-    if (pairs) {  // K even: a_left is even, a pair lies in A or not
+    if (a_pairs) {  // K even: a_left is even, a pair lies in A or not
       cuda::cp_async<16>(ad, a, a_left > 0 ? 16 : 0);
-      cuda::cp_async<16>(bd, b, b_in ? 16 : 0);
     } else {
       cuda::cp_async<8>(ad, a, a_left > 0 ? 8 : 0);
       cuda::cp_async<8>(ad + 1, a_left > 1 ? a + 1 : A, a_left > 1 ? 8 : 0);
+    }
+    if (b_pairs) {
+      cuda::cp_async<16>(bd, b, b_in ? 16 : 0);
+    } else {
       cuda::cp_async<8>(bd, b, b_in ? 8 : 0);
       cuda::cp_async<8>(bd + 1, b_in ? b + 1 : B, b_in ? 8 : 0);
     }
@@ -305,10 +310,12 @@ __global__ void __launch_bounds__(Geometry<BM, BK, S>::THREADS)
   } else {
     // A ring of S buffers: slab i in buffer i % S, its copies one cp.async group, issued S - 1 slabs ahead. Group
     // i is slab i's (empty past the last slab), so when slab i is due S - 2 younger groups may still be in flight.
-    const bool pairs = K % 2 == 0 && (reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) % 16 == 0;
+    const bool a_pairs = K % 2 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0,
+               b_pairs = reinterpret_cast<uintptr_t>(B) % 16 == 0;
 #pragma unroll
     for (int i = 0; i < S - 1; ++i) {
-      if (i * BK < K) copy_slab<G>(A, B, m0, n0, i * BK, M, N, K, pairs, a_buf + i * G::A_SLAB, b_buf + i * G::B_SLAB);
+      if (i * BK < K)
+        copy_slab<G>(A, B, m0, n0, i * BK, M, N, K, a_pairs, b_pairs, a_buf + i * G::A_SLAB, b_buf + i * G::B_SLAB);
       cuda::cp_async_commit();
     }
     int rd = 0, wr = S - 1;  // the buffers of this slab and of the one S - 1 ahead
@@ -317,7 +324,8 @@ __global__ void __launch_bounds__(Geometry<BM, BK, S>::THREADS)
       // Everyone's have, and everyone is done with buffer wr, which held the slab before this one.
       __syncthreads();
       const int ahead = k0 + (S - 1) * BK;
-      if (ahead < K) copy_slab<G>(A, B, m0, n0, ahead, M, N, K, pairs, a_buf + wr * G::A_SLAB, b_buf + wr * G::B_SLAB);
+      if (ahead < K)
+        copy_slab<G>(A, B, m0, n0, ahead, M, N, K, a_pairs, b_pairs, a_buf + wr * G::A_SLAB, b_buf + wr * G::B_SLAB);
       cuda::cp_async_commit();
       multiply<I, G, BK>(a_buf + rd * G::A_SLAB, b_buf + rd * G::B_SLAB, k0, K, r0, c0, g, t, acc);
       rd = rd + 1 == S ? 0 : rd + 1;

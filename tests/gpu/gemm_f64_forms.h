@@ -3,8 +3,9 @@
 // (tests/unit/backends/test_gemm_f64_dmma.cpp, which also checks every block for races) and gpu_tests on a real GPU
 // (tests/gpu/test_gpu.cpp, which compute-sanitizer also runs in first light's step 6).
 //
-// The shapes have M or N not a multiple of the 128-row block, K not a multiple of a slab or of 4, K = 1, odd K and
-// operands 8 bytes off 16-byte alignment (the cp.async forms' 8-byte copies). The operands span 2^-60 to 2^60 with
+// The shapes have M or N not a multiple of the 128-row block, K not a multiple of a slab or of 4, K = 1, odd K,
+// operands 8 bytes off 16-byte alignment (the cp.async forms' 8-byte copies), and K long enough for every ring of
+// slabs to wrap. The operands span 2^-60 to 2^60 with
 // random signs and some signed zeros, so a wrong fragment element, edge mask, stride, ring buffer or chain order
 // changes bits.
 #pragma once
@@ -26,8 +27,11 @@ struct Dims {
   int64_t shift;  // A and B start this many doubles into their buffers (1: not 16-byte aligned)
 };
 
-inline constexpr Dims kShapes[] = {{64, 192, 13, 0}, {192, 128, 8, 0},  {128, 64, 1, 0},
-                                   {64, 64, 30, 0},  {128, 192, 37, 0}, {192, 64, 18, 1}};
+// The last five have more slabs than any form's ring has buffers (K up to 129: 8 slabs of 16, 16 of 8), so every ring
+// wraps and refills buffers, through 16-byte copies (K even, aligned) and 8-byte ones (K odd, or shifted operands).
+inline constexpr Dims kShapes[] = {{64, 192, 13, 0},   {192, 128, 8, 0}, {128, 64, 1, 0},    {64, 64, 30, 0},
+                                   {128, 192, 37, 0},  {192, 64, 18, 1}, {128, 128, 100, 0}, {64, 192, 77, 0},
+                                   {192, 128, 129, 1}, {128, 64, 64, 0}, {64, 128, 98, 1}};
 
 inline std::vector<double> operand(size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0.5, 1.0);

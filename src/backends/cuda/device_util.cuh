@@ -97,11 +97,11 @@ __device__ __forceinline__ T* dynamic_shared() {
 // threads after a barrier that follows that wait. BYTES 16 bypasses L1 (.cg), 8 may allocate in it (.ca; .cg takes
 // 16 only).
 //
-// On the emulated device the copy lands at the wait, the latest the hardware may: a read before it sees the old
-// bytes. The race checker sees a store by this thread at the issue (the old bytes written back) and the real one at
-// the wait, so another thread's access between the issue and the wait without a barrier is reported, and so is
-// one after the wait without a barrier; a misaligned address or src_bytes beyond BYTES is a __trap, as is a thread
-// that returns with copies not waited for (block.h).
+// On the emulated device the copy lands at the wait, the latest the hardware may. The race checker (racecheck.h)
+// sees a store by this thread at the issue (the old bytes written back) and the real one at the wait, and in between
+// reports any access to those bytes, by any thread (the issuer too) and any second copy to them; after the wait,
+// another thread's access without a barrier is a race as any store's. A misaligned address or src_bytes beyond
+// BYTES is a __trap, as is a thread that returns with copies not waited for (block.h).
 template <int BYTES>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes) {
   static_assert(BYTES == 8 || BYTES == 16, "cp.async copies of 8 or 16 bytes");
@@ -111,6 +111,7 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
   if (src_bytes < 0 || src_bytes > BYTES) ::sdc::emu::trap("cp.async reading more bytes than it copies");
   volatile unsigned char* d = static_cast<unsigned char*>(dst);
   for (int i = 0; i < BYTES; ++i) d[i] = d[i];  // the race checker's store at the issue
+  if (::sdc::emu::async_copy_hook) ::sdc::emu::async_copy_hook(dst, BYTES, true);
   ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
   t.async.push_back({static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
                      static_cast<unsigned>(BYTES), static_cast<unsigned>(src_bytes), t.async_groups});
@@ -145,6 +146,7 @@ __device__ __forceinline__ void cp_async_wait() {
       t.async[kept++] = c;
       continue;
     }
+    if (::sdc::emu::async_copy_hook) ::sdc::emu::async_copy_hook(c.dst, c.bytes, false);
     volatile unsigned char* d = c.dst;
     for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? c.src[b] : 0;
   }

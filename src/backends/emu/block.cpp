@@ -18,6 +18,7 @@
 namespace sdc::emu {
 
 __thread ThreadContext* current_thread = nullptr;
+void (*async_copy_hook)(void* p, size_t n, bool in_flight) = nullptr;
 
 using namespace fiber;  // the runner's internals (block_impl.h)
 

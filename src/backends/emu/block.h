@@ -37,6 +37,10 @@ struct AsyncCopy {
   uint64_t group;
 };
 
+// The race checker's view of cp.async (racecheck.cpp installs it when it is linked; null otherwise): [p, p + n)
+// has a copy in flight (in_flight, called at the issue) or has one that has just landed (at the wait).
+extern void (*async_copy_hook)(void* p, size_t n, bool in_flight);
+
 // What a kernel thread sees (the CUDA built-ins) and where it runs.
 struct ThreadContext {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;

@@ -56,23 +56,25 @@ std::vector<DeviceInfo> create_devices(const std::vector<Spec>& specs);
 // (max_dynamic_shared of its compute capability) is the launch's error, as on a GPU.
 void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std::function<void()> body,
             size_t smem_bytes = 0);
-// A block's dynamic shared memory (device_util.cuh, dynamic_shared): one buffer per OS thread, 16-byte aligned, in
-// the program's static TLS block like every `__shared__` array of the emulation (cuda_emu.h), so the race checker
-// (racecheck.h) sees its accesses, and reports those beyond the running launch's smem_bytes
-// (dynamic_shared_bytes); a block's threads all run on one OS thread, one block at a time. 227 KiB: the most any
-// GPU grants a block (sm_90, sm_100).
+// A block's dynamic shared memory (device_util.cuh, dynamic_shared): one buffer per OS thread, 128-byte aligned and
+// zeroed when the thread first asks; a block's threads all run on one OS thread, one block at a time. The race
+// checker (racecheck.h) treats it as shared memory, and reports accesses beyond the running launch's smem_bytes
+// (dynamic_shared_bytes). 227 KiB: the most any GPU grants a block (sm_90 to sm_110).
 constexpr size_t kDynamicSharedBytes = 227 * 1024;
 // The most dynamic shared memory a GPU of compute capability major.minor grants one block once a kernel asks for
 // it (cudaDevAttrMaxSharedMemoryPerBlockOptin; the CUDA programming guide's table of compute capabilities):
-// 227 KiB on sm_90 and sm_100, 163 KiB on sm_80 and sm_87, 99 KiB on sm_86, sm_89 and sm_120, 96 KiB on sm_70 and
-// sm_72, 64 KiB on sm_75, 48 KiB before.
+// 227 KiB on sm_90, sm_100 and sm_110, 163 KiB on sm_80 and sm_87, 99 KiB on sm_86, sm_89 and sm_120, 96 KiB on
+// sm_70 and sm_72, 64 KiB on sm_75, 48 KiB before.
 constexpr size_t max_dynamic_shared(int major, int minor) {
-  if (major == 9 || major == 10) return 227 * 1024;
+  if (major >= 9 && major <= 11) return 227 * 1024;
   if (major == 8) return minor == 0 || minor == 7 ? 163 * 1024 : 99 * 1024;
-  if (major >= 11) return 99 * 1024;
+  if (major >= 12) return 99 * 1024;
   if (major == 7) return minor == 5 ? 64 * 1024 : 96 * 1024;
   return 48 * 1024;
 }
+static_assert(max_dynamic_shared(9, 0) == kDynamicSharedBytes && max_dynamic_shared(8, 0) < kDynamicSharedBytes &&
+                  max_dynamic_shared(12, 0) < kDynamicSharedBytes,
+              "the emulated buffer holds what any compute capability grants");
 unsigned char* dynamic_shared();
 size_t dynamic_shared_bytes();
 // The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").

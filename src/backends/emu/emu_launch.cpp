@@ -3,18 +3,19 @@
 // injected faults of a Spec (a launch that fails, one that never ends, a slow device, a tensor-core lane
 // that flips a bit); and the calls kernel code makes (mma.sync, nanosleep, the race checker's queries).
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
-
-#include <time.h>
 
 #include "src/backends/emu/emu_device_impl.h"
 
@@ -206,8 +207,19 @@ void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 }
 
 unsigned char* dynamic_shared() {
-  alignas(16) static thread_local unsigned char buffer[kDynamicSharedBytes];
-  return buffer;
+  // On the heap, zeroed, from the first call on this thread: in static TLS it would cost every thread of the process
+  // (the CPU backend's workers too) its 227 KiB at the thread's start.
+  struct Buffer {
+    unsigned char* p = nullptr;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buffer;
+  if (!buffer.p) {
+    buffer.p = static_cast<unsigned char*>(std::aligned_alloc(128, kDynamicSharedBytes));
+    if (!buffer.p) throw std::bad_alloc();
+    std::memset(buffer.p, 0, kDynamicSharedBytes);
+  }
+  return buffer.p;
 }
 
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }

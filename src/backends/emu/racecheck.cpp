@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -56,7 +57,48 @@ struct Cell {
   int32_t w_thread = -1, r_thread = -1;
   bool r_many = false;
 };
+// Per byte, once a kernel on this thread has issued a cp.async (empty before): the block whose copy is in flight to
+// it (0: none) and the thread that issued it.
+struct Pending {
+  uint64_t block = 0;
+  int32_t thread = -1;
+};
+thread_local std::vector<Pending> t_pending;
+// The shadow of the calling stream thread's shared memory: its static TLS block (every __shared__ array), then its
+// dynamic shared memory buffer (dynamic_shared()); a byte's offset into that concatenation is what a Race reports.
 thread_local std::vector<Cell> t_shadow;
+
+// The calling thread's dynamic shared memory (dynamic_shared(), which allocates it on the first call), asked once:
+// every instrumented access, to any memory, comes through here.
+thread_local uintptr_t t_dynamic = 0;
+uintptr_t dynamic_base() {
+  if (!t_dynamic) t_dynamic = reinterpret_cast<uintptr_t>(dynamic_shared());
+  return t_dynamic;
+}
+
+// The offset of the byte at a in the shadow, or -1 when it is not shared memory (or is the emulation's own state);
+// n is cut to the bytes of [a, a + n) that lie in the same region.
+int64_t shared_offset(uintptr_t a, size_t& n) {
+  const TlsRange& r = tls();
+  if (a - r.lo < r.hi - r.lo) {
+    // The emulation's own per-thread state, which the built-ins read (threadIdx is here().thread_idx): only
+    // the block runner, which is not instrumented, writes it.
+    if (a - reinterpret_cast<uintptr_t>(&current_thread) < sizeof current_thread) return -1;
+    n = std::min<size_t>(n, r.hi - a);
+    return static_cast<int64_t>(a - r.lo);
+  }
+  const uintptr_t dyn = dynamic_base();
+  if (a - dyn >= kDynamicSharedBytes) return -1;
+  n = std::min<size_t>(n, dyn + kDynamicSharedBytes - a);
+  return static_cast<int64_t>(r.hi - r.lo + (a - dyn));
+}
+
+size_t shadow_bytes() { return tls().hi - tls().lo + kDynamicSharedBytes; }
+
+Cell* shadow(int64_t offset) {
+  if (t_shadow.empty()) t_shadow.assign(shadow_bytes(), Cell{});
+  return &t_shadow[static_cast<size_t>(offset)];
+}
 
 std::mutex g_m;
 std::vector<Race> g_races;
@@ -77,9 +119,9 @@ void record_store(uintptr_t a, size_t n, const ThreadContext& t) {
   }
 }
 
-void report(const char* kind, uintptr_t byte, int first, const ThreadContext& t) {
+void report(const char* kind, uint64_t offset, int first, const ThreadContext& t) {
   if (g_count++ >= 1000) return;
-  Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, byte - t_tls.lo};
+  Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, offset};
   std::lock_guard<std::mutex> l(g_m);
   g_races.push_back(std::move(r));
 }
@@ -89,23 +131,25 @@ void access(const volatile void* p, size_t n, bool write) {
   if (!t) return;  // not kernel code
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (write) record_store(a, n, *t);
+  // Most accesses are to neither region (the fibers' stacks, global memory): two compares.
   const TlsRange& r = tls();
-  if (a - r.lo >= r.hi - r.lo) return;  // not __shared__ storage
-  // The emulation's own per-thread state, which the built-ins read (threadIdx is here().thread_idx): only
-  // the block runner, which is not instrumented, writes it.
-  if (a - reinterpret_cast<uintptr_t>(&current_thread) < sizeof current_thread) return;
+  const uintptr_t dyn = dynamic_base();
+  if (a - r.lo >= r.hi - r.lo && a - dyn >= kDynamicSharedBytes) return;
   // Dynamic shared memory beyond what the launch asked for: on a GPU, outside the block's shared memory.
-  const auto dyn = reinterpret_cast<uintptr_t>(dynamic_shared());
-  if (a + n > dyn + dynamic_shared_bytes() && a < dyn + kDynamicSharedBytes)
-    return report("out-of-bounds", a, static_cast<int>(t->linear), *t);
+  const bool beyond = a - dyn < kDynamicSharedBytes && a + n > dyn + dynamic_shared_bytes();
+  const int64_t at = shared_offset(a, n);
+  if (at < 0) return;  // the emulation's own state
+  if (beyond) return report("out-of-bounds", static_cast<uint64_t>(at), static_cast<int>(t->linear), *t);
   ++g_accesses;
-  if (t_shadow.empty()) t_shadow.assign(r.hi - r.lo, Cell{});
+  Cell* cells = shadow(at);
   const uint64_t block = block_serial();
   const uint32_t epoch = static_cast<uint32_t>(t->epoch) + 1;  // 0: never touched
   const auto me = static_cast<int32_t>(t->linear);
-  const uintptr_t end = a + n < r.hi ? a + n : r.hi;
-  for (uintptr_t b = a; b < end; ++b) {
-    Cell& c = t_shadow[b - r.lo];
+  const Pending* pending = t_pending.empty() ? nullptr : &t_pending[static_cast<size_t>(at)];
+  for (size_t i = 0; i < n; ++i) {
+    Cell& c = cells[i];
+    const uint64_t b = static_cast<uint64_t>(at) + i;
+    if (pending && pending[i].block == block) return report("pending-copy", b, pending[i].thread, *t);  // any thread
     const bool written_now = c.w_block == block && c.w_epoch == epoch && c.w_thread != me;
     const bool read_now = c.r_block == block && c.r_epoch == epoch;
     if (write) {
@@ -123,12 +167,39 @@ void access(const volatile void* p, size_t n, bool write) {
   }
 }
 
+// cp.async (block.h, async_copy_hook): marks [p, p + n) as having a copy in flight from the calling thread, or
+// clears the mark when the copy lands. A destination that is not shared memory is reported.
+void async_copy(void* p, size_t n, bool in_flight) {
+  const ThreadContext* t = current_thread;
+  if (!t) return;
+  const int64_t at = shared_offset(reinterpret_cast<uintptr_t>(p), n);  // a copy never straddles two regions
+  if (at < 0) {
+    if (in_flight) report("not-shared", reinterpret_cast<uintptr_t>(p), static_cast<int>(t->linear), *t);
+    return;
+  }
+  if (t_pending.empty()) t_pending.assign(shadow_bytes(), Pending{});
+  const uint64_t block = block_serial();
+  for (size_t i = 0; i < n; ++i)
+    t_pending[static_cast<size_t>(at) + i] = {in_flight ? block : 0, static_cast<int32_t>(t->linear)};
+}
+
+// Installs async_copy as the block runner's cp.async hook when the checker is linked.
+const bool g_hooked = (async_copy_hook = &async_copy, true);
+
 }  // namespace
 
 std::string Race::describe() const {
   if (kind == "out-of-bounds")
     return fmt::format("out-of-bounds access in kernel {} block {}: thread {} at shared byte {:#x}, beyond the "
                        "launch's dynamic shared memory",
+                       kernel, block, second, offset);
+  if (kind == "pending-copy")
+    return fmt::format(
+        "access to a cp.async copy in flight in kernel {} block {}: thread {} at shared byte {:#x}, "
+        "copied there by thread {} and not yet waited for (a wait and a barrier must come between)",
+        kernel, block, second, offset, first);
+  if (kind == "not-shared")
+    return fmt::format("cp.async into memory that is not shared memory in kernel {} block {}: thread {} at {:#x}",
                        kernel, block, second, offset);
   return fmt::format("{} race in kernel {} block {}: threads {} and {} at shared byte {:#x}", kind, kernel, block,
                      first, second, offset);

@@ -6,7 +6,8 @@
 // instrumentation (-fsanitize=thread, compile only: libtsan is never linked), which makes every load and
 // store call a __tsan_* function; racecheck.cpp defines those functions itself. Under the emulation
 // header __shared__ is `static thread_local` and a block runs on one OS thread, so an access is to shared
-// memory exactly when its address lies in the calling thread's static TLS block of the program. For such
+// memory exactly when its address lies in the calling thread's static TLS block of the program, or in its
+// dynamic shared memory buffer (emu_device.h, dynamic_shared). For such
 // an access the checker keeps, per byte, the last writer and the readers of the current interval (the
 // block's number and the thread's barrier count, block.h's ThreadContext::epoch). The racecheck_tests
 // executable links the instrumented copies in place of the plain ones (CMakeLists.txt).
@@ -19,8 +20,10 @@
 // An access to the emulation's dynamic shared memory beyond what the running launch asked for (launch_shared's
 // smem_bytes) is reported too, as kind "out-of-bounds": on a GPU it lies outside the block's shared memory.
 //
-// A cp.async copy (device_util.cuh) is a store by its thread twice: at the issue and at the wait that lands it.
-// An access by another thread in a barrier interval strictly between those two is not seen.
+// A cp.async copy (device_util.cuh) is a store by its thread twice: at the issue and at the wait that lands it;
+// in between, its bytes are marked in flight, and any access to them (by any thread, the issuer's own read too,
+// and a second copy) is reported as kind "pending-copy": on a GPU the bytes may land at any moment until the wait.
+// A copy whose destination is not shared memory is reported as kind "not-shared".
 //
 // Not seen: warp-level synchronization (__syncwarp) is not an interval boundary, so a kernel that orders
 // shared accesses within a warp by __syncwarp alone would be reported (none of the project's does); memory
@@ -37,8 +40,10 @@ struct Race {
   std::string kernel;
   unsigned block = 0;              // blockIdx.x
   unsigned first = 0, second = 0;  // the threads (linear index in the block): the earlier access, the later
-  std::string kind;                // "write-write", "write-read", "read-write"; "out-of-bounds" (dynamic shared)
-  uint64_t offset = 0;             // of the byte in the thread's static TLS block (the __shared__ storage)
+  // "write-write", "write-read", "read-write"; "out-of-bounds" (dynamic shared memory), "pending-copy" (first: the
+  // copy's thread), "not-shared" (cp.async; offset: its address)
+  std::string kind;
+  uint64_t offset = 0;  // of the byte in the thread's shared memory: its static TLS block, then its dynamic buffer
   std::string describe() const;
 };
 
