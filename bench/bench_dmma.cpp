@@ -62,11 +62,9 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
     const bool is_family = f == family;
-    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
-                {"block", f.bm},
-                {"slab", f.bk},
-                {"stages", f.stages},
-                {"family_form", is_family}};
+    Json row = {{"form", form_name(f)}, {"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+                {"block", f.bm},        {"slab", f.bk},
+                {"stages", f.stages},   {"family_form", is_family}};
     guarded(name(f.instr), row, [&] {
       if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
         std::printf("  form %-18s not run (%s)\n", (form_name(f) + ":").c_str(), why.c_str());
@@ -98,7 +96,8 @@ Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& wan
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
     if (f.instr == Dmma::m8n8k4 || f.bm != 128) continue;
-    Json row = {{"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+    Json row = {{"form", form_name(f)},
+                {"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
                 {"block", f.bm},
                 {"slab", f.bk},
                 {"stages", f.stages}};
