@@ -24,14 +24,16 @@ namespace sdc::gemm_f64_forms {
 
 struct Dims {
   int64_t m, n, k;
-  int64_t shift;  // A and B start this many doubles into their buffers (1: not 16-byte aligned)
+  int64_t a_shift, b_shift;  // A (B) starts this many doubles into its buffer (1: not 16-byte aligned)
 };
 
-// The last five have more slabs than any form's ring has buffers (K up to 129: 8 slabs of 16, 16 of 8), so every ring
-// wraps and refills buffers, through 16-byte copies (K even, aligned) and 8-byte ones (K odd, or shifted operands).
-inline constexpr Dims kShapes[] = {{64, 192, 13, 0},   {192, 128, 8, 0}, {128, 64, 1, 0},    {64, 64, 30, 0},
-                                   {128, 192, 37, 0},  {192, 64, 18, 1}, {128, 128, 100, 0}, {64, 192, 77, 0},
-                                   {192, 128, 129, 1}, {128, 64, 64, 0}, {64, 128, 98, 1}};
+// The last six have more slabs than any form's ring has buffers (K up to 129: 8 slabs of 16, 16 of 8), so every ring
+// wraps and refills buffers, through 16-byte copies (A: K even and aligned; B: aligned) and 8-byte ones, each of A
+// and B on its own.
+inline constexpr Dims kShapes[] = {{64, 192, 13, 0, 0},   {192, 128, 8, 0, 0},  {128, 64, 1, 0, 0},
+                                   {64, 64, 30, 0, 0},    {128, 192, 37, 0, 0}, {192, 64, 18, 1, 1},
+                                   {128, 128, 100, 0, 0}, {64, 192, 77, 0, 0},  {192, 128, 129, 1, 1},
+                                   {128, 64, 64, 0, 1},   {64, 128, 98, 1, 0},  {128, 128, 96, 0, 0}};
 
 inline std::vector<double> operand(size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0.5, 1.0);
@@ -69,15 +71,15 @@ void check_forms(cuda::DeviceRuntime& rt, const Form (&forms)[N], Launch&& launc
     const std::vector<double> a = operand(static_cast<size_t>(d.m * d.k), rng),
                               b = operand(static_cast<size_t>(d.k * d.n), rng);
     const std::vector<double> want = chain(a, b, d);
-    const auto shift = static_cast<size_t>(d.shift);
-    cuda::DeviceBuffer da(rt, (a.size() + shift) * 8), db(rt, (b.size() + shift) * 8), dout(rt, want.size() * 8),
+    const auto sa = static_cast<size_t>(d.a_shift), sb = static_cast<size_t>(d.b_shift);
+    cuda::DeviceBuffer da(rt, (a.size() + sa) * 8), db(rt, (b.size() + sb) * 8), dout(rt, want.size() * 8),
         dsm(rt, want.size() / (gemm_f64::TILE * gemm_f64::TILE) * 4);
-    rt.copy(da.as<double>() + shift, a.data(), a.size() * 8, s.get());
-    rt.copy(db.as<double>() + shift, b.data(), b.size() * 8, s.get());
+    rt.copy(da.as<double>() + sa, a.data(), a.size() * 8, s.get());
+    rt.copy(db.as<double>() + sb, b.data(), b.size() * 8, s.get());
     for (const Form& form : forms) {
       std::vector<double> got(want.size(), 1.5);
       rt.copy(dout.get(), got.data(), got.size() * 8, s.get());
-      const bool ran = launch(form, da.as<const double>() + shift, db.as<const double>() + shift, dout.as<float>(),
+      const bool ran = launch(form, da.as<const double>() + sa, db.as<const double>() + sb, dout.as<float>(),
                               dsm.as<uint32_t>(), d.m, d.n, d.k, s.get());
       uint64_t differ = 0;
       if (ran) {

@@ -329,10 +329,10 @@ void test_gemm_f64_forms() {
         const auto m = static_cast<long long>(d.m), n = static_cast<long long>(d.n), k = static_cast<long long>(d.k);
         if (f.instr == gemm_f64::gpu::Dmma::m8n8k4) {
           EXPECT(differ == 0,
-                 "gemm_f64 form %s at %lldx%lldx%lld (shift %lld): %llu of %llu values differ from the fma "
+                 "gemm_f64 form %s at %lldx%lldx%lld (shifts %lld, %lld): %llu of %llu values differ from the fma "
                  "chain",
-                 form.c_str(), m, n, k, static_cast<long long>(d.shift), static_cast<unsigned long long>(differ),
-                 static_cast<unsigned long long>(values));
+                 form.c_str(), m, n, k, static_cast<long long>(d.a_shift), static_cast<long long>(d.b_shift),
+                 static_cast<unsigned long long>(differ), static_cast<unsigned long long>(values));
         } else if (differ) {
           sm90_differing += differ;
           std::printf(

@@ -109,8 +109,8 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
   if (reinterpret_cast<uintptr_t>(dst) % BYTES != 0 || reinterpret_cast<uintptr_t>(src) % BYTES != 0)
     ::sdc::emu::trap("cp.async with an address not aligned to its size");
   if (src_bytes < 0 || src_bytes > BYTES) ::sdc::emu::trap("cp.async reading more bytes than it copies");
-  volatile unsigned char* d = static_cast<unsigned char*>(dst);
-  for (int i = 0; i < BYTES; ++i) d[i] = d[i];  // the race checker's store at the issue
+  volatile uint64_t* d = static_cast<uint64_t*>(dst);
+  for (int i = 0; i < BYTES / 8; ++i) d[i] = d[i];  // the race checker's store at the issue
   if (::sdc::emu::async_copy_hook) ::sdc::emu::async_copy_hook(dst, BYTES, true);
   ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
   t.async.push_back({static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
@@ -139,14 +139,19 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
 #if defined(SDC_EMU)
   ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
+  const auto lands = [&](const ::sdc::emu::AsyncCopy& c) { return c.group + N < t.async_groups; };
+  // The race checker's marks first, for every copy landing now: two of them to the same bytes (reported at the
+  // second's issue) do not report each other's stores as well.
+  if (::sdc::emu::async_copy_hook)
+    for (const ::sdc::emu::AsyncCopy& c : t.async)
+      if (lands(c)) ::sdc::emu::async_copy_hook(c.dst, c.bytes, false);
   size_t kept = 0;
   for (size_t i = 0; i < t.async.size(); ++i) {
     const ::sdc::emu::AsyncCopy c = t.async[i];
-    if (c.group + N >= t.async_groups) {  // among the last N groups, or not committed
+    if (!lands(c)) {  // among the last N groups, or not committed
       t.async[kept++] = c;
       continue;
     }
-    if (::sdc::emu::async_copy_hook) ::sdc::emu::async_copy_hook(c.dst, c.bytes, false);
     volatile unsigned char* d = c.dst;
     for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? c.src[b] : 0;
   }

@@ -11,14 +11,15 @@
 // runtime's teardown): a process that left a kernel running must end with _Exit, as `run` does. Never shown in --help: `sdcscreen run --backend emulated:SPEC` (see parse_spec).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "src/core/device_info.h"
 #include "src/backends/emu/mma.h"
+#include "src/core/device_info.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -61,6 +62,9 @@ void launch(const char* what, unsigned grid, unsigned block, cudaStream_t s, std
 // checker (racecheck.h) treats it as shared memory, and reports accesses beyond the running launch's smem_bytes
 // (dynamic_shared_bytes). 227 KiB: the most any GPU grants a block (sm_90 to sm_110).
 constexpr size_t kDynamicSharedBytes = 227 * 1024;
+// Bytes kept on either side of the buffer, so that a kernel's small overrun lands in them (and the race checker,
+// which watches them, reports it) instead of in the allocator's bookkeeping.
+constexpr size_t kDynamicSharedGuard = 128;
 // The most dynamic shared memory a GPU of compute capability major.minor grants one block once a kernel asks for
 // it (cudaDevAttrMaxSharedMemoryPerBlockOptin; the CUDA programming guide's table of compute capabilities):
 // 227 KiB on sm_90, sm_100 and sm_110, 163 KiB on sm_80 and sm_87, 99 KiB on sm_86, sm_89 and sm_120, 96 KiB on
@@ -72,9 +76,14 @@ constexpr size_t max_dynamic_shared(int major, int minor) {
   if (major == 7) return minor == 5 ? 64 * 1024 : 96 * 1024;
   return 48 * 1024;
 }
-static_assert(max_dynamic_shared(9, 0) == kDynamicSharedBytes && max_dynamic_shared(8, 0) < kDynamicSharedBytes &&
-                  max_dynamic_shared(12, 0) < kDynamicSharedBytes,
-              "the emulated buffer holds what any compute capability grants");
+// The emulated buffer holds what any compute capability grants, and exactly the most.
+constexpr bool dynamic_shared_fits() {
+  size_t most = 0;
+  for (int major = 5; major <= 12; ++major)
+    for (int minor = 0; minor <= 9; ++minor) most = std::max(most, max_dynamic_shared(major, minor));
+  return most == kDynamicSharedBytes;
+}
+static_assert(dynamic_shared_fits(), "kDynamicSharedBytes is the most any compute capability grants");
 unsigned char* dynamic_shared();
 size_t dynamic_shared_bytes();
 // The MmaType of a PTX type name ("bf16", "f16", "tf32", "e4m3").

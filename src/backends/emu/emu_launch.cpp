@@ -209,17 +209,20 @@ void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 unsigned char* dynamic_shared() {
   // On the heap, zeroed, from the first call on this thread: in static TLS it would cost every thread of the process
   // (the CPU backend's workers too) its 227 KiB at the thread's start.
+  // Guard bytes on either side (kDynamicSharedGuard).
   struct Buffer {
     unsigned char* p = nullptr;
     ~Buffer() { std::free(p); }
   };
   thread_local Buffer buffer;
+  constexpr size_t bytes = kDynamicSharedBytes + 2 * kDynamicSharedGuard;
+  static_assert(kDynamicSharedGuard % 128 == 0 && bytes % 128 == 0, "aligned_alloc: a multiple of the alignment");
   if (!buffer.p) {
-    buffer.p = static_cast<unsigned char*>(std::aligned_alloc(128, kDynamicSharedBytes));
+    buffer.p = static_cast<unsigned char*>(std::aligned_alloc(128, bytes));
     if (!buffer.p) throw std::bad_alloc();
-    std::memset(buffer.p, 0, kDynamicSharedBytes);
+    std::memset(buffer.p, 0, bytes);
   }
-  return buffer.p;
+  return buffer.p + kDynamicSharedGuard;
 }
 
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }

@@ -57,15 +57,16 @@ struct Cell {
   int32_t w_thread = -1, r_thread = -1;
   bool r_many = false;
 };
-// Per byte, once a kernel on this thread has issued a cp.async (empty before): the block whose copy is in flight to
-// it (0: none) and the thread that issued it.
+// Per byte, once a kernel on this thread has issued a cp.async (empty before): the block whose copies are in flight
+// to it (0: none), how many, and the thread that issued the last.
 struct Pending {
   uint64_t block = 0;
   int32_t thread = -1;
+  uint32_t count = 0;
 };
 thread_local std::vector<Pending> t_pending;
 // The shadow of the calling stream thread's shared memory: its static TLS block (every __shared__ array), then its
-// dynamic shared memory buffer (dynamic_shared()); a byte's offset into that concatenation is what a Race reports.
+// dynamic shared memory buffer (dynamic_shared()).
 thread_local std::vector<Cell> t_shadow;
 
 // The calling thread's dynamic shared memory (dynamic_shared(), which allocates it on the first call), asked once:
@@ -75,6 +76,8 @@ uintptr_t dynamic_base() {
   if (!t_dynamic) t_dynamic = reinterpret_cast<uintptr_t>(dynamic_shared());
   return t_dynamic;
 }
+
+size_t static_bytes() { return tls().hi - tls().lo; }
 
 // The offset of the byte at a in the shadow, or -1 when it is not shared memory (or is the emulation's own state);
 // n is cut to the bytes of [a, a + n) that lie in the same region.
@@ -90,10 +93,10 @@ int64_t shared_offset(uintptr_t a, size_t& n) {
   const uintptr_t dyn = dynamic_base();
   if (a - dyn >= kDynamicSharedBytes) return -1;
   n = std::min<size_t>(n, dyn + kDynamicSharedBytes - a);
-  return static_cast<int64_t>(r.hi - r.lo + (a - dyn));
+  return static_cast<int64_t>(static_bytes() + (a - dyn));
 }
 
-size_t shadow_bytes() { return tls().hi - tls().lo + kDynamicSharedBytes; }
+size_t shadow_bytes() { return static_bytes() + kDynamicSharedBytes; }
 
 Cell* shadow(int64_t offset) {
   if (t_shadow.empty()) t_shadow.assign(shadow_bytes(), Cell{});
@@ -119,11 +122,18 @@ void record_store(uintptr_t a, size_t n, const ThreadContext& t) {
   }
 }
 
-void report(const char* kind, uint64_t offset, int first, const ThreadContext& t) {
+void report(const char* kind, const char* region, int64_t offset, int first, const ThreadContext& t) {
   if (g_count++ >= 1000) return;
-  Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, offset};
+  Race r{current_kernel(), t.block_idx.x, static_cast<unsigned>(first), t.linear, kind, region, offset};
   std::lock_guard<std::mutex> l(g_m);
   g_races.push_back(std::move(r));
+}
+
+// A report about the shadow's byte `at` (shared_offset), in its region's terms.
+void report_at(const char* kind, uint64_t at, int first, const ThreadContext& t) {
+  const uint64_t s = static_bytes();
+  if (at < s) return report(kind, "static", static_cast<int64_t>(at), first, t);
+  report(kind, "dynamic", static_cast<int64_t>(at - s), first, t);
 }
 
 void access(const volatile void* p, size_t n, bool write) {
@@ -131,15 +141,23 @@ void access(const volatile void* p, size_t n, bool write) {
   if (!t) return;  // not kernel code
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (write) record_store(a, n, *t);
-  // Most accesses are to neither region (the fibers' stacks, global memory): two compares.
+  // Most accesses are to neither region (the fibers' stacks, global memory): two compares. The dynamic buffer's
+  // region includes the guard bytes on either side of it (kDynamicSharedGuard).
   const TlsRange& r = tls();
   const uintptr_t dyn = dynamic_base();
-  if (a - r.lo >= r.hi - r.lo && a - dyn >= kDynamicSharedBytes) return;
-  // Dynamic shared memory beyond what the launch asked for: on a GPU, outside the block's shared memory.
-  const bool beyond = a - dyn < kDynamicSharedBytes && a + n > dyn + dynamic_shared_bytes();
+  if (a - r.lo >= r.hi - r.lo && a - (dyn - kDynamicSharedGuard) >= kDynamicSharedBytes + 2 * kDynamicSharedGuard)
+    return;
+  // Dynamic shared memory outside what the launch asked for (before it, or beyond its smem_bytes): on a GPU,
+  // outside the block's shared memory. Reported at the first such byte.
+  if (a - r.lo >= r.hi - r.lo) {
+    const uintptr_t end = dyn + dynamic_shared_bytes();
+    if (a < dyn || a + n > end) {
+      const int64_t first = a < dyn ? -static_cast<int64_t>(dyn - a) : static_cast<int64_t>(std::max(a, end) - dyn);
+      return report("out-of-bounds", "dynamic", first, static_cast<int>(t->linear), *t);
+    }
+  }
   const int64_t at = shared_offset(a, n);
   if (at < 0) return;  // the emulation's own state
-  if (beyond) return report("out-of-bounds", static_cast<uint64_t>(at), static_cast<int>(t->linear), *t);
   ++g_accesses;
   Cell* cells = shadow(at);
   const uint64_t block = block_serial();
@@ -149,15 +167,15 @@ void access(const volatile void* p, size_t n, bool write) {
   for (size_t i = 0; i < n; ++i) {
     Cell& c = cells[i];
     const uint64_t b = static_cast<uint64_t>(at) + i;
-    if (pending && pending[i].block == block) return report("pending-copy", b, pending[i].thread, *t);  // any thread
+    if (pending && pending[i].block == block) return report_at("pending-copy", b, pending[i].thread, *t);  // anyone
     const bool written_now = c.w_block == block && c.w_epoch == epoch && c.w_thread != me;
     const bool read_now = c.r_block == block && c.r_epoch == epoch;
     if (write) {
-      if (written_now) return report("write-write", b, c.w_thread, *t);
-      if (read_now && (c.r_many || c.r_thread != me)) return report("read-write", b, c.r_thread, *t);
+      if (written_now) return report_at("write-write", b, c.w_thread, *t);
+      if (read_now && (c.r_many || c.r_thread != me)) return report_at("read-write", b, c.r_thread, *t);
       c.w_block = block, c.w_epoch = epoch, c.w_thread = me;
     } else {
-      if (written_now) return report("write-read", b, c.w_thread, *t);
+      if (written_now) return report_at("write-read", b, c.w_thread, *t);
       if (!read_now) {
         c.r_block = block, c.r_epoch = epoch, c.r_thread = me, c.r_many = false;
       } else if (c.r_thread != me) {
@@ -174,13 +192,22 @@ void async_copy(void* p, size_t n, bool in_flight) {
   if (!t) return;
   const int64_t at = shared_offset(reinterpret_cast<uintptr_t>(p), n);  // a copy never straddles two regions
   if (at < 0) {
-    if (in_flight) report("not-shared", reinterpret_cast<uintptr_t>(p), static_cast<int>(t->linear), *t);
+    if (in_flight)
+      report("not-shared", "global", static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)), static_cast<int>(t->linear),
+             *t);
     return;
   }
   if (t_pending.empty()) t_pending.assign(shadow_bytes(), Pending{});
   const uint64_t block = block_serial();
-  for (size_t i = 0; i < n; ++i)
-    t_pending[static_cast<size_t>(at) + i] = {in_flight ? block : 0, static_cast<int32_t>(t->linear)};
+  for (size_t i = 0; i < n; ++i) {
+    Pending& x = t_pending[static_cast<size_t>(at) + i];
+    if (x.block != block) x = {block, -1, 0};  // marks of an earlier block are void
+    if (in_flight) {
+      ++x.count, x.thread = static_cast<int32_t>(t->linear);
+    } else if (x.count > 0 && --x.count == 0) {
+      x.block = 0;  // every copy to it has landed
+    }
+  }
 }
 
 // Installs async_copy as the block runner's cp.async hook when the checker is linked.
@@ -190,19 +217,20 @@ const bool g_hooked = (async_copy_hook = &async_copy, true);
 
 std::string Race::describe() const {
   if (kind == "out-of-bounds")
-    return fmt::format("out-of-bounds access in kernel {} block {}: thread {} at shared byte {:#x}, beyond the "
-                       "launch's dynamic shared memory",
-                       kernel, block, second, offset);
+    return fmt::format(
+        "out-of-bounds access in kernel {} block {}: thread {} at dynamic shared byte {:#x}, outside the "
+        "launch's dynamic shared memory",
+        kernel, block, second, offset);
   if (kind == "pending-copy")
     return fmt::format(
-        "access to a cp.async copy in flight in kernel {} block {}: thread {} at shared byte {:#x}, "
+        "access to a cp.async copy in flight in kernel {} block {}: thread {} at {} shared byte {:#x}, "
         "copied there by thread {} and not yet waited for (a wait and a barrier must come between)",
-        kernel, block, second, offset, first);
+        kernel, block, second, region, offset, first);
   if (kind == "not-shared")
     return fmt::format("cp.async into memory that is not shared memory in kernel {} block {}: thread {} at {:#x}",
                        kernel, block, second, offset);
-  return fmt::format("{} race in kernel {} block {}: threads {} and {} at shared byte {:#x}", kind, kernel, block,
-                     first, second, offset);
+  return fmt::format("{} race in kernel {} block {}: threads {} and {} at {} shared byte {:#x}", kind, kernel, block,
+                     first, second, region, offset);
 }
 
 std::vector<Race> races() {

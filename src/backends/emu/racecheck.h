@@ -18,7 +18,8 @@
 // kernel's documented thread-to-element map (DeviceProblem::thread_of) against the stores it really makes.
 //
 // An access to the emulation's dynamic shared memory beyond what the running launch asked for (launch_shared's
-// smem_bytes) is reported too, as kind "out-of-bounds": on a GPU it lies outside the block's shared memory.
+// smem_bytes), or in the guard bytes before it, is reported too, as kind "out-of-bounds": on a GPU it lies outside
+// the block's shared memory.
 //
 // A cp.async copy (device_util.cuh) is a store by its thread twice: at the issue and at the wait that lands it;
 // in between, its bytes are marked in flight, and any access to them (by any thread, the issuer's own read too,
@@ -41,9 +42,12 @@ struct Race {
   unsigned block = 0;              // blockIdx.x
   unsigned first = 0, second = 0;  // the threads (linear index in the block): the earlier access, the later
   // "write-write", "write-read", "read-write"; "out-of-bounds" (dynamic shared memory), "pending-copy" (first: the
-  // copy's thread), "not-shared" (cp.async; offset: its address)
+  // thread of the last copy to it), "not-shared" (cp.async; region "global", offset: its address)
   std::string kind;
-  uint64_t offset = 0;  // of the byte in the thread's shared memory: its static TLS block, then its dynamic buffer
+  // "static": offset is of the byte in the thread's static TLS block (the __shared__ arrays); "dynamic": in its
+  // dynamic shared memory (negative before it: out-of-bounds).
+  std::string region;
+  int64_t offset = 0;
   std::string describe() const;
 };
 

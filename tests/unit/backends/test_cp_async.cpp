@@ -4,6 +4,7 @@
 // before the issue in the same interval) and another thread's after the wait without a barrier, and a copy into
 // memory that is not shared; a misaligned copy, and a thread that returns with copies not waited for, end the
 // block. Compiled for the emulated device with the race checker's instrumentation, like test_racecheck.cpp.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -61,6 +62,20 @@ __global__ void two_in_flight(const double* in, double* out) {
   cuda::cp_async_wait<0>();
   __syncthreads();
   out[t] = s[t];
+}
+
+// Two copies to the same bytes, the first waited for: the second is still in flight when the neighbour reads them.
+__global__ void one_of_two_landed(const double* in, double* out) {
+  double* s = cuda::dynamic_shared<double>();
+  const int t = static_cast<int>(threadIdx.x);
+  cuda::cp_async<8>(s + t, in + t, 8);
+  cuda::cp_async_commit();
+  cuda::cp_async<8>(s + t, in + kThreads + t, 8);
+  cuda::cp_async_commit();
+  cuda::cp_async_wait<1>();
+  __syncthreads();
+  out[t] = s[(t + 1) % kThreads];
+  cuda::cp_async_wait<0>();
 }
 
 // A copy into global memory.
@@ -171,8 +186,19 @@ TEST_CASE("the race checker reports any access to a cp.async copy's bytes from i
 
   rc::reset();
   run("two_in_flight", two_in_flight);
-  REQUIRE(rc::race_count() >= kThreads);  // each thread's second copy (its store at the issue: a report per byte)
+  REQUIRE(rc::race_count() == 2 * kThreads);  // each thread's second copy: its store at the issue (a read, a write)
   CHECK(rc::races().front().kind == "pending-copy");
+  CHECK(rc::races().front().region == "dynamic");
+  CHECK(rc::races().front().offset == 0);
+
+  rc::reset();
+  run("one_of_two_landed", one_of_two_landed);
+  // As above, the first copy's store when it lands (the second is in flight), and each read after the barrier.
+  REQUIRE(rc::race_count() > 2 * kThreads);
+  const auto races = rc::races();
+  CHECK(std::any_of(races.begin(), races.end(), [](const rc::Race& r) {  // thread 63 read double 0: thread 0's second
+    return r.kind == "pending-copy" && r.second == kThreads - 1 && r.first == 0 && r.offset == 0;  // copy in flight
+  }));
 
   rc::reset();
   run("into_global", into_global);

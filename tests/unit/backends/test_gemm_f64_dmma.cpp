@@ -58,8 +58,9 @@ TEST_CASE("gemm_f64's kernel in every form equals the fma chain at ragged shapes
         return gemm_f64::emu::launch_gemm(args...);
       },
       [](const gemm_f64_forms::Dims& d, const gemm_f64::emu::Form& form, bool ran, uint64_t differ, uint64_t) {
-        INFO(d.m << "x" << d.n << "x" << d.k << " shift " << d.shift << " instruction " << static_cast<int>(form.instr)
-                 << " block " << form.bm << " slab " << form.bk << " stages " << form.stages);
+        INFO(d.m << "x" << d.n << "x" << d.k << " shifts " << d.a_shift << "," << d.b_shift << " instruction "
+                 << static_cast<int>(form.instr) << " block " << form.bm << " slab " << form.bk << " stages "
+                 << form.stages);
         REQUIRE(ran);
         CHECK(differ == 0);
         for (const emu::racecheck::Race& r : emu::racecheck::races()) UNSCOPED_INFO(r.describe());

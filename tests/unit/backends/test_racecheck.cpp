@@ -63,6 +63,14 @@ __global__ void dynamic_overrun(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
 }
 
+// Thread 5 writes the int just before the dynamic shared memory.
+__global__ void dynamic_underrun(int* out) {
+  int* s = cuda::dynamic_shared<int>();
+  s[threadIdx.x == 5 ? -1 : static_cast<int>(threadIdx.x)] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 0;
+}
+
 // Runs `kernel` as 2 blocks of 128 threads on an emulated device, with smem bytes of dynamic shared memory, and
 // waits for it.
 template <class K>
@@ -116,9 +124,10 @@ TEST_CASE("a read before the writer's barrier is reported; with the barrier noth
   CHECK(rc::shared_accesses() == 2 * 128 * 2);  // every write and read of s was seen
 }
 
-TEST_CASE("races in dynamic shared memory are seen, so are accesses beyond the launch's; a launch asking for more "
-          "than the emulation has is refused",
-          "[racecheck]") {
+TEST_CASE(
+    "races in dynamic shared memory are seen, so are accesses outside the launch's; a launch asking for more "
+    "than the emulation has is refused",
+    "[racecheck]") {
   const size_t smem = kDynamicOffset + 128 * sizeof(int);
   rc::reset();
   run_planted("dynamic_no_barrier", dynamic_no_barrier, smem);
@@ -137,6 +146,13 @@ TEST_CASE("races in dynamic shared memory are seen, so are accesses beyond the l
   CHECK(rc::races().front().kind == "out-of-bounds");
   CHECK(rc::races().front().describe().find("out-of-bounds access in kernel dynamic_overrun block 0: thread 127") !=
         std::string::npos);
+  CHECK(rc::races().front().region == "dynamic");
+  CHECK(rc::races().front().offset == static_cast<int64_t>(smem));  // the first byte beyond
+  rc::reset();
+  run_planted("dynamic_underrun", dynamic_underrun, 128 * sizeof(int));
+  REQUIRE(rc::race_count() == 2);  // thread 5's write in each block
+  CHECK(rc::races().front().kind == "out-of-bounds");
+  CHECK(rc::races().front().offset == -4);
 }
 
 TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free", "[racecheck]") {
