@@ -51,7 +51,10 @@ __global__ void read_before_wait(const double* in, double* out) {
   cuda::cp_async_wait<0>();
 }
 
-// A ring refilled one slab too early: the second copy to the same bytes is issued while the first is in flight.
+// Two copies to the same bytes in flight at once (a ring refilled one slab too early). Then both are waited for
+// before the block reads them, or (kFirstOnly) the first only: the neighbour's second copy is still in flight when
+// a thread reads.
+template <bool kFirstOnly>
 __global__ void two_in_flight(const double* in, double* out) {
   double* s = cuda::dynamic_shared<double>();
   const int t = static_cast<int>(threadIdx.x);
@@ -59,20 +62,10 @@ __global__ void two_in_flight(const double* in, double* out) {
   cuda::cp_async_commit();
   cuda::cp_async<8>(s + t, in + kThreads + t, 8);
   cuda::cp_async_commit();
-  cuda::cp_async_wait<0>();
-  __syncthreads();
-  out[t] = s[t];
-}
-
-// Two copies to the same bytes, the first waited for: the second is still in flight when the neighbour reads them.
-__global__ void one_of_two_landed(const double* in, double* out) {
-  double* s = cuda::dynamic_shared<double>();
-  const int t = static_cast<int>(threadIdx.x);
-  cuda::cp_async<8>(s + t, in + t, 8);
-  cuda::cp_async_commit();
-  cuda::cp_async<8>(s + t, in + kThreads + t, 8);
-  cuda::cp_async_commit();
-  cuda::cp_async_wait<1>();
+  if (kFirstOnly)
+    cuda::cp_async_wait<1>();
+  else
+    cuda::cp_async_wait<0>();
   __syncthreads();
   out[t] = s[(t + 1) % kThreads];
   cuda::cp_async_wait<0>();
@@ -185,14 +178,14 @@ TEST_CASE("the race checker reports any access to a cp.async copy's bytes from i
                                             "thread 0") != std::string::npos);
 
   rc::reset();
-  run("two_in_flight", two_in_flight);
+  run("two_in_flight", two_in_flight<false>);
   REQUIRE(rc::race_count() == 2 * kThreads);  // each thread's second copy: its store at the issue (a read, a write)
   CHECK(rc::races().front().kind == "pending-copy");
   CHECK(rc::races().front().region == "dynamic");
   CHECK(rc::races().front().offset == 0);
 
   rc::reset();
-  run("one_of_two_landed", one_of_two_landed);
+  run("one_of_two_landed", two_in_flight<true>);
   // As above, the first copy's store when it lands (the second is in flight), and each read after the barrier.
   REQUIRE(rc::race_count() > 2 * kThreads);
   const auto races = rc::races();
