@@ -316,6 +316,8 @@ step3() {
   esac
   lt=$(grep '^cublasLt algorithms checked:' "$CUR_DIR/gpu_tests.log" | tail -n 1)
   if [ -n "$lt" ]; then ok "$lt"; else bad "no cuBLASLt algorithm count (the sweep did not finish)"; fi
+  lt=$(grep '^gemm_f64 forms checked:' "$CUR_DIR/gpu_tests.log" | tail -n 1)  # the sm_90 forms' order, in short
+  if [ -n "$lt" ]; then ok "$lt"; else bad "no gemm_f64 forms count (their check did not finish)"; fi
   step_end
 }
 

@@ -101,7 +101,9 @@ sys.exit(code)
 STUBS = {
     # (the version a real binary would name: GLIBC_2.17)
     "gpu_tests": '#!/bin/sh\n# GLIBC_2.17\necho "device cuda:0 stub"\nsleep "${STUB_GPU_TESTS_SLEEP:-0}"\n'
-                 'echo "cublasLt algorithms checked: 12 over 3 cases, 0 mismatched"\nexit "${STUB_GPU_TESTS_RC:-0}"\n',
+                 'echo "cublasLt algorithms checked: 12 over 3 cases, 0 mismatched"\n'
+                 'echo "gemm_f64 forms checked: 120 runs over 12 shapes, 0 not runnable on this device, 5 values of sm_90 '
+                 'forms differing"\nexit "${STUB_GPU_TESTS_RC:-0}"\n',
     # bench.json as the real one is shaped (the fields the summary line reads), its figures made up.
     "bench_gpu": '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cat >"$2" <<EOF\n'
                  '{"gemm_vs_cublas": [{"shape": "4096x4096x4096", "ratio": 0.9123, "target": 0.85}],\n'
@@ -240,6 +242,9 @@ def stubs_mode():
                 f"passing run: step 0 says {st.get(0)}")
         F.check("gemm_bf16_exactint: HMMA.16816.F32.BF16" in st.get(5, ("", ""))[1], f"passing run: step 5 says {st.get(5)}")
         F.check("gemm_f64: DMMA.884;" in st.get(5, ("", ""))[1] + ";", f"passing run: step 5 says {st.get(5)}")
+        F.check(st.get(3, ("", ""))[1].endswith("gemm_f64 forms checked: 120 runs over 12 shapes, 0 not runnable on "
+                                                 "this device, 5 values of sm_90 forms differing"),
+                f"passing run: step 3 says {st.get(3)}")
         F.check("racecheck gemm_f64 forms: ========= ERROR SUMMARY: 0 errors" in st.get(6, ("", ""))[1],
                 f"passing run: step 6 says {st.get(6)}")
         F.check(st.get(8, ("", ""))[1] == "gemm_f32 4096x4096x4096 0.912x cuBLAS SGEMM (target 0.85); gemm_f64 "
