@@ -19,6 +19,7 @@ namespace {
 using gemm_f64::gpu::Dmma;
 using gemm_f64::gpu::Form;
 using gemm_f64::gpu::form_name;
+using gemm_f64::gpu::instr_name;
 
 // Runs one form on dc's inputs into out / tile_sm; false (nothing run) where the device cannot run it (unavailable).
 bool run_form(const Form& f, DeviceCase& dc, const Case& c, DeviceBuffer& out, DeviceBuffer& tile_sm, cudaStream_t s) {
@@ -31,10 +32,6 @@ std::vector<double> host_doubles(const DeviceBuffer& b, uint64_t count, cudaStre
   SDC_CUDA_CHECK(cudaMemcpyAsync(h.data(), b.get(), count * sizeof(double), cudaMemcpyDeviceToHost, s));
   SDC_CUDA_CHECK(cudaStreamSynchronize(s));
   return h;
-}
-
-const char* name(Dmma instr) {
-  return instr == Dmma::m8n8k4 ? "m8n8k4" : instr == Dmma::m16n8k8 ? "m16n8k8" : "m16n8k16";
 }
 
 // Runs f, which measures one form into row: a CUDA error that leaves the context usable becomes the row's "error"
@@ -62,10 +59,10 @@ Json bench_dmma_forms(DeviceCase& dc, const Case& c, int reps, double blas_ms, c
   Json rows = Json::array();
   for (const Form& f : gemm_f64::gpu::kForms) {
     const bool is_family = f == family;
-    Json row = {{"form", form_name(f)}, {"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+    Json row = {{"form", form_name(f)}, {"instruction", std::string("mma.sync.") + instr_name(f.instr) + ".f64"},
                 {"block", f.bm},        {"slab", f.bk},
                 {"stages", f.stages},   {"family_form", is_family}};
-    guarded(name(f.instr), row, [&] {
+    guarded(instr_name(f.instr), row, [&] {
       if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
         std::printf("  form %-18s not run (%s)\n", (form_name(f) + ":").c_str(), why.c_str());
         row["skipped"] = why;
@@ -97,11 +94,11 @@ Json sm90_golden(DeviceCase& dc, const Case& c, const std::vector<uint64_t>& wan
   for (const Form& f : gemm_f64::gpu::kForms) {
     if (f.instr == Dmma::m8n8k4 || f.bm != 128) continue;
     Json row = {{"form", form_name(f)},
-                {"instruction", std::string("mma.sync.") + name(f.instr) + ".f64"},
+                {"instruction", std::string("mma.sync.") + instr_name(f.instr) + ".f64"},
                 {"block", f.bm},
                 {"slab", f.bk},
                 {"stages", f.stages}};
-    guarded(name(f.instr), row, [&] {
+    guarded(instr_name(f.instr), row, [&] {
       if (const std::string why = gemm_f64::gpu::unavailable(f); !why.empty()) {
         row["skipped"] = why;
         return;

@@ -367,8 +367,7 @@ int block_rows(int64_t m, int64_t n, int sms) { return ((m + 127) / 128) * ((n +
 Form family_form(int64_t m, int64_t n) { return {Dmma::m8n8k4, block_rows(m, n, cuda::sm_count()), 8, 2}; }
 
 std::string form_name(const Form& f) {
-  const char* instr = f.instr == Dmma::m8n8k4 ? "m8n8k4" : f.instr == Dmma::m16n8k8 ? "m16n8k8" : "m16n8k16";
-  return std::string(instr) + "/" + std::to_string(f.bm) + "/k" + std::to_string(f.bk) + "/s" +
+  return std::string(instr_name(f.instr)) + "/" + std::to_string(f.bm) + "/k" + std::to_string(f.bk) + "/s" +
          std::to_string(f.stages);
 }
 

@@ -50,6 +50,11 @@ int block_rows(int64_t m, int64_t n, int sms);
 // of 8, 2 stages.
 Form family_form(int64_t m, int64_t n);
 
+// The instruction's PTX shape: "m8n8k4", "m16n8k8", "m16n8k16".
+constexpr const char* instr_name(Dmma instr) {
+  return instr == Dmma::m8n8k4 ? "m8n8k4" : instr == Dmma::m16n8k8 ? "m16n8k8" : "m16n8k16";
+}
+
 // "m8n8k4/128/k16/s3": the instruction, the block, the slab and the stages.
 std::string form_name(const Form& f);
 
