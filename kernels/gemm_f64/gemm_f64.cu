@@ -13,9 +13,9 @@
 // each lies in one tile, whose SM the warp at its corner records. A part is blocks of 8 x 8, each the D of the
 // fp64 tensor-core instruction, two accumulators per lane (lane l: row l / 4, columns 2 (l % 4) + {0, 1} of each
 // block). K is walked in slabs of BK = 8 (the family's forms): while a slab is multiplied out of one shared-memory
-// buffer, the next one is fetched from global memory into registers (consecutive doubles of one A row and of one B
-// row per thread) and then stored into the other buffer; one barrier per slab; both buffers in dynamic shared
-// memory. Per 4 k a lane loads one A element of each of its
+// buffer, the next one is fetched from global memory into registers (a warp's loads 32 consecutive doubles of the
+// slab's rows) and then stored into the other buffer, in an order without bank conflicts (a_row); one barrier per
+// slab; both buffers in dynamic shared memory. Per 4 k a lane loads one A element of each of its
 // warp's row blocks and one B element of each of its column blocks (the ISA's fragment layout: A (g, t),
 // B (t, g), g = lane / 4, t = lane % 4; rows padded to BK + 4 and BM + 4 doubles so that no two lanes of a
 // half-warp share a bank) and issues a DMMA per 8 x 8 block. The first kernel of this family, one 4-warp block per
@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -70,7 +71,9 @@ struct Geometry {
   static constexpr size_t SMEM = S * (A_SLAB + B_SLAB) * sizeof(double);
   // Doubles of A (and of B) a thread fetches per slab (2 stages; fetch), copies (3 or more; copy_slab).
   static constexpr int LOADS = BM * BK / THREADS;
-  static_assert(BM * BK % THREADS == 0 && BK % LOADS == 0 && LOADS % 2 == 0, "the slab divides among the threads");
+  static_assert(BM * BK % THREADS == 0 && LOADS % 2 == 0, "the slab divides among the threads, in pairs");
+  static_assert(THREADS % (2 * BK) == 0 && THREADS % BM == 0 && (THREADS / BK) % 4 == 0,
+                "a thread's doubles (pairs) lie in one column of the slab, at whole groups of 4 rows apart (a_row)");
   static_assert(A_LD % 2 == 0 && B_LD % 2 == 0, "pairs of doubles stay 16-byte aligned in the slabs");
   static_assert(BK % 8 == 0, "a slab is whole steps of every instruction but m16n8k16's (BK % 16 there)");
   static_assert(S >= 2, "two slab buffers at least");
@@ -118,41 +121,75 @@ __device__ __forceinline__ void dmma16(double (&d0)[2], double (&d1)[2], const d
 #endif
 }
 
-// Fetches slab k0 .. k0+BK-1 of A (rows m0..m0+BM-1) and B (columns n0..n0+BM-1) into registers, LOADS
-// consecutive doubles of one row each; a k at or beyond K, a row at or beyond M and a column at or beyond N read
-// as 0 (never stored).
+// Where the slabs' doubles go, and which thread moves each: chosen so that no store into a slab meets a bank
+// conflict (tests/unit/backends/test_bankcheck.cpp counts them on the emulated device), while the fragment loads
+// stay conflict-free too (row pitches A_LD and B_LD). Double e of a slab's copy order (e = tid + l * THREADS: a
+// warp moves 32 consecutive ones, whole rows of global memory) is, for A, row e / BK and k e % BK of the slab, for
+// B, k e / BM and column e % BM; the cp.async path moves pairs the same way (pair c = tid + p * THREADS, doubles 2c
+// and 2c + 1). A half-warp's 8-byte stores (a quarter-warp's 16-byte copies) then cover 16 consecutive doubles of
+// the copy order: one row of B, or of A with slabs of 16 (128 bytes: all 32 banks once), or two rows of A with
+// slabs of 8. Two consecutive rows of 12 doubles would share 8 banks; so the A rows of copy order i go to slab row
+// a_row(i), which takes each 4 rows in the order 0, 2, 1, 3: rows 24 doubles apart, the two halves of the banks.
 template <class G>
-__device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
-                                      int k0, int M, int N, int K, double (&ra)[G::LOADS], double (&rb)[G::LOADS]) {
-  constexpr int A_TPR = G::bk / G::LOADS, B_TPR = G::bm / G::LOADS;  // threads per row of the A slab, the B slab
-  const int tid = static_cast<int>(threadIdx.x);
-  const int ar = m0 + tid / A_TPR, ak = k0 + (tid % A_TPR) * G::LOADS;
-  const int bk = k0 + tid / B_TPR, bc = n0 + (tid % B_TPR) * G::LOADS;
-  const bool a_row = ar < M, b_ok = bk < K && bc < N;  // N is a multiple of 64: bc + LOADS - 1 < N too
-#pragma unroll
-  for (int l = 0; l < G::LOADS; ++l) {
-    ra[l] = a_row && ak + l < K ? A[static_cast<int64_t>(ar) * K + ak + l] : 0.0;
-    rb[l] = b_ok ? B[static_cast<int64_t>(bk) * N + bc + l] : 0.0;
+__device__ __forceinline__ int a_row(int i) {
+  if constexpr (G::bk == 8) {
+    static_assert(2 * G::A_LD % 16 == 8, "rows two apart lie 64 bytes apart modulo the 128 bytes of the banks");
+    return (i & ~3) | ((i & 1) << 1) | ((i >> 1) & 1);
+  } else {
+    static_assert(G::bk == 16, "a row of 16 doubles is the 32 banks once");
+    return i;
   }
 }
 
-// Issues the cp.async copies of slab k0 .. k0+BK-1 of A and B into the buffers as, bs (3 or more stages): LOADS / 2
-// pairs of consecutive doubles of one row per thread, consecutive threads along a row. A double of a row at or
-// beyond M, a k at or beyond K or a column at or beyond N is zero-filled, never read. a_pairs, b_pairs: every pair of
-// A (of B) is 16-byte aligned in global memory (A is and K is even; B is, N being even), one copy per pair; else two
-// of 8 bytes.
+// Fetches slab k0 .. k0+BK-1 of A (rows m0..m0+BM-1) and B (columns n0..n0+BM-1) into registers (2 stages), double
+// tid + l * THREADS of the copy order into ra[l] and rb[l]; a k at or beyond K, a row at or beyond M and a column
+// at or beyond N read as 0 (never stored).
+template <class G>
+__device__ __forceinline__ void fetch(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
+                                      int k0, int M, int N, int K, double (&ra)[G::LOADS], double (&rb)[G::LOADS]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int ar = m0 + a_row<G>(tid / G::bk), ak = k0 + tid % G::bk;  // for l = 0; rows advance by THREADS / BK
+  const int bk = k0 + tid / G::bm, bc = n0 + tid % G::bm;            // k advances by THREADS / BM
+  const bool a_k = ak < K, b_c = bc < N;
+#pragma unroll
+  for (int l = 0; l < G::LOADS; ++l) {
+    const int r = ar + l * (G::THREADS / G::bk), kb = bk + l * (G::THREADS / G::bm);
+    ra[l] = a_k && r < M ? A[static_cast<int64_t>(r) * K + ak] : 0.0;
+    rb[l] = b_c && kb < K ? B[static_cast<int64_t>(kb) * N + bc] : 0.0;
+  }
+}
+
+// Stores what fetch fetched into the slab buffers as, bs.
+template <class G>
+__device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[G::LOADS],
+                                      const double (&rb)[G::LOADS]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  double* const a = as + a_row<G>(tid / G::bk) * G::A_LD + tid % G::bk;
+  double* const b = bs + (tid / G::bm) * G::B_LD + tid % G::bm;
+#pragma unroll
+  for (int l = 0; l < G::LOADS; ++l) {
+    a[l * (G::THREADS / G::bk) * G::A_LD] = ra[l];
+    b[l * (G::THREADS / G::bm) * G::B_LD] = rb[l];
+  }
+}
+
+// Issues the cp.async copies of slab k0 .. k0+BK-1 of A and B into the buffers as, bs (3 or more stages): pairs
+// tid + p * THREADS of the copy order, p < LOADS / 2. A double of a row at or beyond M, a k at or beyond K or a
+// column at or beyond N is zero-filled, never read. a_pairs, b_pairs: every pair of A (of B) is 16-byte aligned in
+// global memory (A is and K is even; B is, N being even), one copy per pair; else two of 8 bytes (whose stores into
+// the A slab meet 2-way bank conflicts: 16 lanes' first doubles of pairs fill 8 of the 16 bank pairs).
 template <class G>
 __device__ __forceinline__ void copy_slab(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
                                           int k0, int M, int N, int K, bool a_pairs, bool b_pairs, double* as,
                                           double* bs) {
+  constexpr int A_PAIRS = G::bk / 2, B_PAIRS = G::bm / 2;  // pairs per row of the A slab, of the B slab
   const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int p = 0; p < G::LOADS / 2; ++p) {
-    const int c = tid + p * G::THREADS;
-    const int ar = c / (G::bk / 2), ak = 2 * (c % (G::bk / 2));  // the pair's row and first k in the A slab
-    const int br = c / (G::bm / 2), bc = 2 * (c % (G::bm / 2));  // its k and first column in the B slab
-    const int a_left = m0 + ar < M ? K - (k0 + ak) : 0;          // doubles of the pair that lie in A: min(this, 2)
-    const bool b_in = k0 + br < K && n0 + bc < N;                // N is a multiple of 64: both doubles or neither
+    const int ar = a_row<G>(tid / A_PAIRS) + p * (G::THREADS / A_PAIRS), ak = 2 * (tid % A_PAIRS);
+    const int br = tid / B_PAIRS + p * (G::THREADS / B_PAIRS), bc = 2 * (tid % B_PAIRS);
+    const int a_left = m0 + ar < M ? K - (k0 + ak) : 0;  // doubles of the pair that lie in A: min(this, 2)
+    const bool b_in = k0 + br < K && n0 + bc < N;        // N is a multiple of 64: both doubles or neither
     const double* a = a_left > 0 ? A + static_cast<int64_t>(m0 + ar) * K + k0 + ak : A;
     const double* b = b_in ? B + static_cast<int64_t>(k0 + br) * N + n0 + bc : B;
     double* ad = as + ar * G::A_LD + ak;
@@ -169,18 +206,6 @@ __device__ __forceinline__ void copy_slab(const double* __restrict__ A, const do
       cuda::cp_async<8>(bd, b, b_in ? 8 : 0);
       cuda::cp_async<8>(bd + 1, b_in ? b + 1 : B, b_in ? 8 : 0);
     }
-  }
-}
-
-template <class G>
-__device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)[G::LOADS],
-                                      const double (&rb)[G::LOADS]) {
-  constexpr int A_TPR = G::bk / G::LOADS, B_TPR = G::bm / G::LOADS;
-  const int tid = static_cast<int>(threadIdx.x);
-#pragma unroll
-  for (int l = 0; l < G::LOADS; ++l) {
-    as[(tid / A_TPR) * G::A_LD + (tid % A_TPR) * G::LOADS + l] = ra[l];
-    bs[(tid / B_TPR) * G::B_LD + (tid % B_TPR) * G::LOADS + l] = rb[l];
   }
 }
 
@@ -437,8 +462,11 @@ class GemmDevice final : public cuda::SDC_TARGET::PlainGemmDevice<double> {
   }
 
   void compute(const void* const* in, float* out, uint32_t* tile_sm, void*, cudaStream_t s) const override {
-    launch_gemm(form_, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out, tile_sm, m_, n_, k_,
-                s);
+    // The family's forms run on every GPU of sm_80 and later; were one refused, nothing would be computed, and the
+    // case must fail rather than compare whatever the output buffer holds.
+    if (!launch_gemm(form_, static_cast<const double*>(in[0]), static_cast<const double*>(in[1]), out, tile_sm, m_, n_,
+                     k_, s))
+      throw std::runtime_error("gemm_f64: the device cannot run form " + form_name(form_) + ": " + unavailable(form_));
   }
 
  private:

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "src/backends/emu/bankcheck.h"
 #include "src/backends/emu/block.h"
 #include "src/backends/emu/emu_device.h"
 
@@ -96,6 +97,12 @@ int64_t shared_offset(uintptr_t a, size_t& n) {
   return static_cast<int64_t>(static_bytes() + (a - dyn));
 }
 
+// A shadow offset's offset in its own region (the static __shared__ arrays, or the dynamic shared memory).
+int64_t region_offset(int64_t at) {
+  const auto s = static_cast<int64_t>(static_bytes());
+  return at < s ? at : at - s;
+}
+
 size_t shadow_bytes() { return static_bytes() + kDynamicSharedBytes; }
 
 Cell* shadow(int64_t offset) {
@@ -136,7 +143,8 @@ void report_at(const char* kind, uint64_t at, int first, const ThreadContext& t)
   report(kind, "dynamic", static_cast<int64_t>(at - s), first, t);
 }
 
-void access(const volatile void* p, size_t n, bool write) {
+// plain: neither volatile nor atomic (what the bank-conflict counter counts); pc: the access's return address.
+void access(const volatile void* p, size_t n, bool write, const void* pc = nullptr, bool plain = false) {
   const ThreadContext* t = current_thread;
   if (!t) return;  // not kernel code
   const auto a = reinterpret_cast<uintptr_t>(p);
@@ -159,6 +167,7 @@ void access(const volatile void* p, size_t n, bool write) {
   const int64_t at = shared_offset(a, n);
   if (at < 0) return;  // the emulation's own state
   ++g_accesses;
+  if (plain && bankcheck::on()) bankcheck::record(region_offset(at), static_cast<unsigned>(n), write, pc);
   Cell* cells = shadow(at);
   const uint64_t block = block_serial();
   const uint32_t epoch = static_cast<uint32_t>(t->epoch) + 1;  // 0: never touched
@@ -197,6 +206,8 @@ void async_copy(void* p, size_t n, bool in_flight) {
              *t);
     return;
   }
+  if (in_flight && bankcheck::on())
+    bankcheck::record(region_offset(at), static_cast<unsigned>(n), true, __builtin_return_address(0));
   if (t_pending.empty()) t_pending.assign(shadow_bytes(), Pending{});
   const uint64_t block = block_serial();
   for (size_t i = 0; i < n; ++i) {
@@ -266,21 +277,21 @@ void __tsan_init() {}
 void __tsan_func_entry(void*) {}
 void __tsan_func_exit() {}
 void __tsan_vptr_update(void** p, void*) { access(p, sizeof(void*), true); }
-#define SDC_RC_RW(N)                                              \
-  void __tsan_read##N(void* p) { access(p, N, false); }           \
-  void __tsan_write##N(void* p) { access(p, N, true); }           \
-  void __tsan_volatile_read##N(void* p) { access(p, N, false); }  \
-  void __tsan_volatile_write##N(void* p) { access(p, N, true); }  \
-  void __tsan_unaligned_read##N(void* p) { access(p, N, false); } \
-  void __tsan_unaligned_write##N(void* p) { access(p, N, true); }
+#define SDC_RC_RW(N)                                                                                 \
+  void __tsan_read##N(void* p) { access(p, N, false, __builtin_return_address(0), true); }           \
+  void __tsan_write##N(void* p) { access(p, N, true, __builtin_return_address(0), true); }           \
+  void __tsan_volatile_read##N(void* p) { access(p, N, false); }                                     \
+  void __tsan_volatile_write##N(void* p) { access(p, N, true); }                                     \
+  void __tsan_unaligned_read##N(void* p) { access(p, N, false, __builtin_return_address(0), true); } \
+  void __tsan_unaligned_write##N(void* p) { access(p, N, true, __builtin_return_address(0), true); }
 SDC_RC_RW(1)
 SDC_RC_RW(2)
 SDC_RC_RW(4)
 SDC_RC_RW(8)
 SDC_RC_RW(16)
 #undef SDC_RC_RW
-void __tsan_read_range(void* p, unsigned long n) { access(p, n, false); }
-void __tsan_write_range(void* p, unsigned long n) { access(p, n, true); }
+void __tsan_read_range(void* p, unsigned long n) { access(p, n, false, __builtin_return_address(0), true); }
+void __tsan_write_range(void* p, unsigned long n) { access(p, n, true, __builtin_return_address(0), true); }
 
 // The instrumentation replaces an atomic operation by the call: the hook performs it (sequentially
 // consistent, always at least as strong as asked). An atomic access counts as a write or a read like any.

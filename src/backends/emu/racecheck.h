@@ -17,6 +17,9 @@
 // block that stored it last and whether another thread stored it too. That is how the tests check each
 // kernel's documented thread-to-element map (DeviceProblem::thread_of) against the stores it really makes.
 //
+// Every plain (not volatile, not atomic) shared access and every cp.async also goes to the bank-conflict counter
+// (bankcheck.h) while it counts.
+//
 // An access to the emulation's dynamic shared memory beyond what the running launch asked for (launch_shared's
 // smem_bytes), or in the guard bytes before it, is reported too, as kind "out-of-bounds": on a GPU it lies outside
 // the block's shared memory.

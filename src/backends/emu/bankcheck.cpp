@@ -1,0 +1,196 @@
+// The bank-conflict counter (bankcheck.h): each stream thread's requests of the block it is running, gathered
+// per (warp, site, how many times the lane has reached the site), counted when the thread starts another block
+// or when sites() asks. Linked only into the racecheck_tests executable, beside racecheck.cpp.
+#include "src/backends/emu/bankcheck.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "src/backends/emu/block.h"
+#include "src/backends/emu/emu_device.h"
+
+namespace sdc::emu::bankcheck {
+namespace {
+
+constexpr unsigned kBanks = 32, kBankBytes = 4;
+
+// A warp-wide request being gathered: each lane's byte offset (-1: none yet).
+struct Request {
+  int64_t offsets[WARP_SIZE];
+  unsigned bytes = 0;
+  bool write = false;
+};
+
+struct Key {
+  uintptr_t pc;
+  uint32_t warp, occurrence;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    return std::hash<uintptr_t>()(k.pc) ^ (static_cast<size_t>(k.warp) << 48) ^
+           (static_cast<size_t>(k.occurrence) << 20);
+  }
+};
+
+// One stream thread's records of the block it runs. Its mutex is held by that thread while it records and by
+// sites() or start() while they read or clear it.
+struct Log {
+  std::mutex m;
+  uint64_t block = 0;  // block_serial() of the block recorded
+  std::string kernel;
+  std::vector<std::unordered_map<uintptr_t, uint32_t>> reached;  // per thread of the block: per site, how often
+  std::unordered_map<Key, Request, KeyHash> requests;
+};
+
+// Totals per site: (kernel, pc, write, bytes).
+using SiteKey = std::tuple<std::string, uintptr_t, bool, unsigned>;
+struct Total {
+  uint64_t requests = 0, wavefronts = 0, ideal = 0;
+  unsigned worst = 0;
+  std::string example;
+};
+
+std::atomic<bool> g_on{false};
+std::mutex g_m;  // guards g_logs and g_totals; taken before a Log's own mutex, never after
+std::vector<std::shared_ptr<Log>> g_logs;
+std::map<SiteKey, Total> g_totals;
+thread_local std::shared_ptr<Log> t_log;
+
+std::string lanes_text(const Request& r) {
+  std::string s;
+  for (unsigned l = 0; l < WARP_SIZE; ++l)
+    if (r.offsets[l] >= 0) s += fmt::format("{}{}:{}", s.empty() ? "" : " ", l, r.offsets[l]);
+  return s;
+}
+
+// Counts the log's requests into g_totals and empties it. Holds g_m and log.m.
+void flush(Log& log) {
+  // In a fixed order, so that a site's example is the same on every run: by warp, then by when it was reached.
+  std::vector<std::pair<Key, const Request*>> order;
+  order.reserve(log.requests.size());
+  for (const auto& [key, r] : log.requests) order.emplace_back(key, &r);
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.first.warp, x.first.occurrence, x.first.pc) <
+           std::tie(y.first.warp, y.first.occurrence, y.first.pc);
+  });
+  for (const auto& [key, rp] : order) {
+    const Request& r = *rp;
+    unsigned ideal = 0;
+    const unsigned w = wavefronts(r.offsets, r.bytes, ideal);
+    Total& t = g_totals[SiteKey{log.kernel, key.pc, r.write, r.bytes}];
+    ++t.requests, t.wavefronts += w, t.ideal += ideal;
+    if (w > t.worst || t.example.empty()) t.worst = w, t.example = lanes_text(r);  // the first of the worst
+  }
+  log.requests.clear();
+  for (auto& r : log.reached) r.clear();
+}
+
+Log& my_log() {
+  if (!t_log) {
+    t_log = std::make_shared<Log>();
+    std::lock_guard<std::mutex> g(g_m);
+    g_logs.push_back(t_log);
+  }
+  return *t_log;
+}
+
+}  // namespace
+
+bool on() { return g_on.load(std::memory_order_relaxed); }
+
+void start() {
+  std::lock_guard<std::mutex> g(g_m);
+  for (auto& log : g_logs) {
+    std::lock_guard<std::mutex> l(log->m);
+    log->requests.clear();
+    for (auto& r : log->reached) r.clear();
+  }
+  g_totals.clear();
+  g_on = true;
+}
+
+void stop() { g_on = false; }
+
+void record(int64_t offset, unsigned n, bool write, const void* pc) {
+  const ThreadContext* t = current_thread;
+  if (!t || n == 0 || n > 16) return;
+  Log& log = my_log();
+  const uint64_t block = block_serial();
+  if (log.block != block) {  // a new block on this thread: count the last one's requests first
+    std::lock_guard<std::mutex> g(g_m);
+    std::lock_guard<std::mutex> l(log.m);
+    flush(log);
+    log.block = block;
+    log.kernel = current_kernel();
+  }
+  std::lock_guard<std::mutex> l(log.m);
+  if (log.reached.size() <= t->linear) log.reached.resize(t->linear + 1);
+  const auto site = reinterpret_cast<uintptr_t>(pc);
+  const uint32_t occurrence = log.reached[t->linear][site]++;
+  auto [it, fresh] = log.requests.try_emplace(Key{site, t->warp, occurrence});
+  Request& r = it->second;
+  if (fresh) {
+    std::fill(std::begin(r.offsets), std::end(r.offsets), int64_t{-1});
+    r.bytes = n, r.write = write;
+  }
+  r.bytes = std::max(r.bytes, n);
+  r.offsets[t->lane] = offset;
+}
+
+unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
+  const unsigned per = n <= kBankBytes ? WARP_SIZE : WARP_SIZE * kBankBytes / n;  // lanes served together
+  unsigned total = 0;
+  ideal = 0;
+  for (unsigned p = 0; p < WARP_SIZE; p += per) {
+    int64_t words[WARP_SIZE * 2 + 8];
+    unsigned count = 0;
+    for (unsigned l = p; l < p + per; ++l) {
+      if (offsets[l] < 0) continue;
+      for (int64_t w = offsets[l] / kBankBytes; w <= (offsets[l] + n - 1) / kBankBytes; ++w) words[count++] = w;
+    }
+    if (count == 0) continue;
+    ++ideal;
+    std::sort(words, words + count);
+    count = static_cast<unsigned>(std::unique(words, words + count) - words);
+    unsigned in_bank[kBanks] = {};
+    unsigned most = 0;
+    for (unsigned i = 0; i < count; ++i) most = std::max(most, ++in_bank[words[i] % kBanks]);
+    total += most;
+  }
+  return total;
+}
+
+std::vector<Site> sites() {
+  std::lock_guard<std::mutex> g(g_m);
+  for (auto& log : g_logs) {
+    std::lock_guard<std::mutex> l(log->m);
+    flush(*log);
+  }
+  std::vector<Site> out;
+  for (const auto& [key, t] : g_totals) {
+    const auto& [kernel, pc, write, bytes] = key;
+    Dl_info info{};
+    const uintptr_t base =
+        dladdr(reinterpret_cast<void*>(pc), &info) != 0 ? reinterpret_cast<uintptr_t>(info.dli_fbase) : 0;
+    out.push_back({kernel, pc - base, write, bytes, t.requests, t.wavefronts, t.ideal, t.example});
+  }
+  return out;
+}
+
+std::string Site::describe() const {
+  return fmt::format(
+      "{} in kernel {} at pc {:#x}: {} requests of {} bytes per lane take {} shared-memory wavefronts, {} at best; "
+      "its worst request, lane:byte offset: {}",
+      write ? "stores" : "loads", kernel, pc, requests, bytes, wavefronts, ideal, example);
+}
+
+}  // namespace sdc::emu::bankcheck

@@ -1,0 +1,61 @@
+// The emulated device's shared-memory bank-conflict counter (tests only): how many shared-memory wavefronts each
+// shared load and store of a kernel would take on a GPU, against the fewest its width allows. A GPU's shared memory
+// is 32 banks of 4 bytes; the 4-byte words a warp's request touches are served one wavefront per distinct word in
+// the busiest bank (lanes reading the same word share it). A request of 8-byte accesses is served a half-warp at a
+// time (lanes 0-15, then 16-31), one of 16 bytes a quarter-warp at a time, and conflicts count within each part
+// only: the model NVIDIA's profiler counts "shared wavefronts" by, and that the CUDA programming guide describes.
+// The ideal is one wavefront per part with an active lane. No CPU can time a kernel's shared-memory traffic; this
+// counts it, so that a kernel's shared-memory layout is a tested property, not a hope.
+//
+// How the requests are formed: it rides on the race checker's instrumentation (racecheck.h: the kernels compiled
+// with g++'s ThreadSanitizer hooks), which sees each thread's shared accesses in program order. The lanes of a warp
+// run the same code, so an access's site (its return address in the instrumented code) and how many times the lane
+// has reached that site in the block name the warp-wide request it belongs to; a lane that did not reach it was
+// inactive there, as on the GPU. Not modelled: the widths nvcc chooses (g++ may merge two 8-byte accesses into one
+// of 16 bytes where nvcc keeps two, or the reverse: compare with the PTX when a count surprises), volatile and
+// atomic accesses (not counted; the emulation's own cp.async bookkeeping is volatile), and the order of requests.
+// A cp.async is counted as the store it makes into shared memory, at its issue.
+//
+// Off until start(); recording costs a map insertion per shared access.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sdc::emu::bankcheck {
+
+// One site of a kernel: a load or store instruction in the instrumented code, all its warp-wide requests.
+struct Site {
+  std::string kernel;
+  uintptr_t pc = 0;  // the site's address in the program, relative to its load base (for addr2line)
+  bool write = false;
+  unsigned bytes = 0;       // per lane
+  uint64_t requests = 0;    // warp-wide requests
+  uint64_t wavefronts = 0;  // what the requests take
+  uint64_t ideal = 0;       // the fewest they could: one per half-warp (8 bytes) or quarter-warp (16) with a lane
+  // The first of its requests (in block order, then warp, then time) with the most wavefronts: each active lane's
+  // byte offset in the static or dynamic shared memory it accessed.
+  std::string example;
+  std::string describe() const;
+};
+
+// Starts counting, every earlier record dropped; stop() ends it (what was counted stays for sites()).
+void start();
+void stop();
+// Every site seen since start(), in order of kernel name and then pc. Call when no kernel is running (the stream
+// threads' records are read without their knowledge).
+std::vector<Site> sites();
+
+// The race checker's hook (racecheck.cpp): a plain (not volatile, not atomic) access of n bytes by the calling
+// kernel thread at byte offset `offset` of the shared memory it lies in (the static __shared__ arrays, or the
+// dynamic shared memory), from the instruction whose return address is pc.
+void record(int64_t offset, unsigned n, bool write, const void* pc);
+// Whether start() is in force (one load: the race checker asks on every shared access).
+bool on();
+
+// The wavefronts of one warp-wide request: offsets[l] is lane l's byte offset, or negative where lane l takes no
+// part; every lane accesses n bytes (1, 2, 4, 8 or 16). Sets ideal to the fewest the lanes could take.
+unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal);
+
+}  // namespace sdc::emu::bankcheck

@@ -1,0 +1,203 @@
+// The emulated device's shared-memory bank-conflict counter (src/backends/emu/bankcheck.h): its model on requests
+// written out by hand, planted conflicts in small kernels counted and conflict-free ones not, and gemm_f64's kernel
+// in every form free of conflicts in its fragment loads and its slab stores. Compiled for the emulated device
+// (-DSDC_EMU) with the race checker's instrumentation, like test_racecheck.cpp.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_f64/gemm_f64_device.h"
+#include "src/backends/cuda/device_memory.h"
+#include "src/backends/cuda/device_runtime.h"
+#include "src/backends/cuda/device_util.cuh"
+#include "src/backends/emu/bankcheck.h"
+#include "src/backends/emu/emu_device.h"
+#include "tests/unit/catch.h"
+
+using namespace sdc;
+namespace bc = sdc::emu::bankcheck;
+
+namespace {
+
+// A request of n-byte accesses, lane l at byte offset f(l) (negative: inactive); wavefronts and ideal.
+template <class F>
+std::pair<unsigned, unsigned> request(unsigned n, F f) {
+  int64_t offsets[32];
+  for (int l = 0; l < 32; ++l) offsets[l] = f(l);
+  unsigned ideal = 0;
+  const unsigned w = bc::wavefronts(offsets, n, ideal);
+  return {w, ideal};
+}
+using Pair = std::pair<unsigned, unsigned>;
+
+// Every thread stores an int at word STRIDE * lane of dynamic shared memory, then loads it back after a barrier.
+template <int STRIDE>
+__global__ void strided(int* out) {
+  int* s = cuda::dynamic_shared<int>() + STRIDE * 32 * (threadIdx.x / 32);
+  s[STRIDE * (threadIdx.x % 32)] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = s[STRIDE * (threadIdx.x % 32)];
+}
+
+// Even lanes only store, at word `lane` (16 words in 16 banks: conflict-free; had the odd lanes counted, at words of
+// their own, still one wavefront, but 16 more lanes), in a loop that odd lanes skip; then lanes 0 and 16 store at
+// words 0 and 32 (bank 0 twice: 2 wavefronts, whether the others count or not).
+__global__ void even_lanes(int* out) {
+  int* s = cuda::dynamic_shared<int>();
+  for (unsigned i = 0; i < (threadIdx.x % 2 == 0 ? 3u : 0u); ++i) s[threadIdx.x] = static_cast<int>(i);
+  if (threadIdx.x % 16 == 0) s[64 + 2 * threadIdx.x] = 1;
+  out[threadIdx.x] = 0;
+}
+
+// 16-byte cp.async copies, consecutive per lane; a volatile store beside them (not counted).
+__global__ void copies(int* out, const double* src) {
+  double* s = cuda::dynamic_shared<double>();
+  cuda::cp_async<16>(s + 2 * threadIdx.x, src + 2 * threadIdx.x, 16);
+  cuda::cp_async_commit();
+  cuda::cp_async_wait<0>();
+  volatile int* v = reinterpret_cast<volatile int*>(s + 64);
+  v[32 * threadIdx.x % 1024] = 1;  // every lane the same bank: would be 32 wavefronts, were it counted
+  out[threadIdx.x] = 0;
+}
+
+std::unique_ptr<cuda::DeviceRuntime> device() {
+  emu::Spec spec;
+  spec.cc_major = 9;
+  spec.sample_blocks = 0;  // every block
+  static std::vector<std::vector<DeviceInfo>> keep;
+  keep.push_back(emu::create_devices({spec}));
+  auto rt = cuda::open_emulated_runtime(keep.back()[0]);
+  rt->make_current();
+  return rt;
+}
+
+// Runs kernel(out, extra...) as one block of `threads` with `smem` bytes of dynamic shared memory, counting its
+// shared-memory requests; returns the sites.
+// Waits for stream s (a copy waits for the work before it).
+void finish(cuda::DeviceRuntime& rt, const cuda::DeviceBuffer& any, cudaStream_t s) {
+  char c;
+  rt.copy(&c, any.get(), 1, s);
+}
+
+template <class K, class... Extra>
+std::vector<bc::Site> counted(cuda::DeviceRuntime& rt, const char* name, K kernel, unsigned threads, size_t smem,
+                              Extra... extra) {
+  cuda::Stream s(rt);
+  cuda::DeviceBuffer out(rt, threads * sizeof(int));
+  bc::start();
+  cuda::launch_shared(name, kernel, 1, threads, smem, s.get(), out.as<int>(), extra...);
+  finish(rt, out, s.get());
+  bc::stop();
+  return bc::sites();
+}
+
+// The sites' totals: {requests, wavefronts, ideal}, of the stores or of the loads.
+struct Sum {
+  uint64_t requests = 0, wavefronts = 0, ideal = 0;
+};
+Sum sum(const std::vector<bc::Site>& sites, bool write) {
+  Sum s;
+  for (const bc::Site& x : sites)
+    if (x.write == write) s.requests += x.requests, s.wavefronts += x.wavefronts, s.ideal += x.ideal;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the bank model: 4-byte words per bank, 8-byte requests by half-warps, 16-byte by quarter-warps",
+          "[racecheck][bankcheck]") {
+  CHECK(request(4, [](int l) { return 4 * l; }) == Pair{1, 1});               // a word per bank
+  CHECK(request(4, [](int) { return 40; }) == Pair{1, 1});                    // one word: a broadcast
+  CHECK(request(4, [](int l) { return 8 * l; }) == Pair{2, 1});               // two words per bank
+  CHECK(request(4, [](int l) { return 128 * l; }) == Pair{32, 1});            // every lane in bank 0
+  CHECK(request(4, [](int l) { return l % 2 ? -1 : 4 * l; }) == Pair{1, 1});  // inactive lanes
+  CHECK(request(2, [](int l) { return 2 * l; }) == Pair{1, 1});               // two lanes a word
+  CHECK(request(8, [](int l) { return 8 * l; }) == Pair{2, 2});               // each half-warp 128 bytes
+  CHECK(request(8, [](int l) { return 16 * l; }) == Pair{4, 2});              // each half-warp 256 bytes: 2-way
+  CHECK(request(8, [](int l) { return l < 16 ? 8 * l : -1; }) == Pair{1, 1});
+  CHECK(request(8, [](int l) { return 8 * (l % 16); }) == Pair{2, 2});  // the halves never conflict with each other
+  CHECK(request(16, [](int l) { return 16 * l; }) == Pair{4, 4});
+  CHECK(request(16, [](int l) { return 32 * l; }) == Pair{8, 4});  // each quarter 256 bytes
+  // The fp64 tensor-core fragment, lane (g, t) = (l / 4, l % 4) at row g, column t, rows of 12 doubles: conflict-free;
+  // rows of 8 doubles: g and g + 2 share banks.
+  CHECK(request(8, [](int l) { return 8 * (l / 4 * 12 + l % 4); }) == Pair{2, 2});
+  CHECK(request(8, [](int l) { return 8 * (l / 4 * 8 + l % 4); }) == Pair{4, 2});
+}
+
+TEST_CASE("planted bank conflicts are counted, at their site, and conflict-free requests are not",
+          "[racecheck][bankcheck]") {
+  auto rt = device();
+  const auto one = counted(*rt, "strided<1>", strided<1>, 64, 64 * 4);
+  const Sum w1 = sum(one, true), r1 = sum(one, false);
+  CHECK(w1.requests == 2);  // a store per warp
+  CHECK(w1.wavefronts == 2);
+  CHECK(w1.ideal == 2);
+  CHECK(r1.requests == 2);
+  CHECK(r1.wavefronts == 2);
+
+  const auto two = counted(*rt, "strided<2>", strided<2>, 64, 2 * 64 * 4);
+  CHECK(sum(two, true).wavefronts == 4);
+  CHECK(sum(two, false).wavefronts == 4);
+
+  const auto all = counted(*rt, "strided<32>", strided<32>, 64, 32 * 64 * 4);
+  REQUIRE(all.size() == 2);  // one store site, one load site
+  const bc::Site& st = all[0].write ? all[0] : all[1];
+  CHECK(st.kernel == "strided<32>");
+  CHECK(st.bytes == 4);
+  CHECK(st.requests == 2);
+  CHECK(st.wavefronts == 64);
+  CHECK(st.ideal == 2);
+  CHECK(st.example.rfind("0:0 1:128 2:256", 0) == 0);  // offsets relative to the start of shared memory
+  CHECK(st.describe().find("64 shared-memory wavefronts, 2 at best") != std::string::npos);
+}
+
+TEST_CASE("lanes that skip a request do not count in it; cp.async counts as a store, volatile accesses not at all",
+          "[racecheck][bankcheck]") {
+  auto rt = device();
+  const auto even = counted(*rt, "even_lanes", even_lanes, 32, 128 * 4);
+  REQUIRE(even.size() == 2);
+  const bc::Site& loop = even[0].requests == 3 ? even[0] : even[1];
+  const bc::Site& pair = even[0].requests == 3 ? even[1] : even[0];
+  CHECK(loop.requests == 3);  // three trips of the even lanes' loop
+  CHECK(loop.wavefronts == 3);
+  CHECK(loop.example == "0:0 2:8 4:16 6:24 8:32 10:40 12:48 14:56 16:64 18:72 20:80 22:88 24:96 26:104 28:112 30:120");
+  CHECK(pair.requests == 1);
+  CHECK(pair.wavefronts == 2);
+  CHECK(pair.ideal == 1);
+  CHECK(pair.example == "0:256 16:384");
+
+  cuda::DeviceBuffer src(*rt, 64 * sizeof(double));
+  const auto cp = counted(*rt, "copies", copies, 32, 64 * 8 + 4096, src.as<const double>());
+  REQUIRE(cp.size() == 1);
+  CHECK(cp[0].write);
+  CHECK(cp[0].bytes == 16);
+  CHECK(cp[0].requests == 1);
+  CHECK(cp[0].wavefronts == 4);
+  CHECK(cp[0].ideal == 4);
+}
+
+TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its slabs without bank conflicts",
+          "[racecheck][bankcheck][mma]") {
+  auto rt = device();
+  // 256 x 256 x 48: whole blocks of either size, 6 slabs of 8 or 3 of 16, so every ring wraps; no K tail (its fma
+  // steps read a column of the slab, the way no whole slab is read).
+  constexpr int64_t M = 256, N = 256, K = 48;
+  cuda::Stream s(*rt);
+  cuda::DeviceBuffer a(*rt, M * K * 8), b(*rt, K * N * 8), out(*rt, M * N * 8), sm(*rt, 64);
+  for (const gemm_f64::emu::Form& f : gemm_f64::emu::kForms) {
+    INFO("form " << gemm_f64::emu::form_name(f));
+    bc::start();
+    REQUIRE(gemm_f64::emu::launch_gemm(f, a.as<const double>(), b.as<const double>(), out.as<float>(),
+                                       sm.as<uint32_t>(), M, N, K, s.get()));
+    finish(*rt, out, s.get());
+    bc::stop();
+    const auto sites = bc::sites();
+    for (const bc::Site& x : sites)
+      if (x.wavefronts != x.ideal) UNSCOPED_INFO(x.describe());
+    const Sum loads = sum(sites, false), stores = sum(sites, true);
+    CHECK(loads.requests > 0);
+    CHECK(loads.wavefronts == loads.ideal);
+    CHECK(stores.requests > 0);
+    CHECK(stores.wavefronts == stores.ideal);
+  }
+}
