@@ -22,7 +22,8 @@
 // fragments). K goes through shared memory in stages of K_STEP = 32 elements (32 / E words per row),
 // double-buffered: the next stage is fetched into registers while the current one feeds the
 // tensor cores, then stored to the other buffer; one barrier per stage. Rows are padded by 4 words so
-// that the 8 rows x 4 words of a fragment load fall in 32 different banks. Any order of accumulation is
+// that the 8 rows x 4 words of a fragment load fall in 32 different banks, and the stores take the rows in an
+// order whose 16-byte stores meet no bank conflict either (MmaGeometry::row). Any order of accumulation is
 // exact for these inputs (exactint.h, bound (*)), so nothing here fixes one; the accumulators are fp32
 // and start at +0. Thread 0 records the SM of the block's tile.
 #pragma once
@@ -50,6 +51,16 @@ struct MmaGeometry {
   static constexpr int STEPS = ROW_WORDS / 8;                                       // mma k-steps per stage
   static constexpr int VECS = TILE * ROW_WORDS / 4 / MMA_THREADS;                   // uint4 per thread, per operand
   static_assert(ROW_WORDS % 8 == 0 && VECS >= 1 && TILE * ROW_WORDS / 4 == VECS * MMA_THREADS, "stage cover");
+  // The row of vector v of a stage (uint4 v % (ROW_WORDS / 4) of it). A quarter-warp's 16-byte stores cover
+  // R = 32 / ROW_WORDS rows: consecutive rows (LD words apart) would share banks, so of each 8 rows it takes
+  // R rows 8 / R apart, whose offsets modulo 32 words are then the R multiples of ROW_WORDS: all 32 banks once
+  // (a step of an odd multiple of ROW_WORDS walks them all, R being a power of 2).
+  static constexpr int R = 32 / ROW_WORDS, STEP = 8 / R * LD % 32;
+  static_assert(R == 1 || (STEP % ROW_WORDS == 0 && STEP / ROW_WORDS % 2 == 1), "R rows cover the 32 banks");
+  static constexpr __host__ __device__ int row(int v) {
+    const int i = v / (ROW_WORDS / 4);
+    return (i & ~7) | (i % R) * (8 / R) | (i % 8) / R;
+  }
 };
 
 template <class Traits>
@@ -68,7 +79,7 @@ __device__ __forceinline__ void fetch_stage(const uint32_t* __restrict__ src, in
 #pragma unroll
   for (int l = 0; l < G::VECS; ++l) {
     const int v = static_cast<int>(threadIdx.x) + l * MMA_THREADS;
-    const int row = v / (G::ROW_WORDS / 4), col = v % (G::ROW_WORDS / 4) * 4;
+    const int row = G::row(v), col = v % (G::ROW_WORDS / 4) * 4;
     r[l] = *reinterpret_cast<const uint4*>(src + row * k_words + w0 + col);
   }
 }
@@ -80,7 +91,7 @@ __device__ __forceinline__ void stash_stage(uint32_t (*s)[MmaGeometry<Traits>::L
 #pragma unroll
   for (int l = 0; l < G::VECS; ++l) {
     const int v = static_cast<int>(threadIdx.x) + l * MMA_THREADS;
-    *reinterpret_cast<uint4*>(&s[v / (G::ROW_WORDS / 4)][v % (G::ROW_WORDS / 4) * 4]) = r[l];
+    *reinterpret_cast<uint4*>(&s[G::row(v)][v % (G::ROW_WORDS / 4) * 4]) = r[l];
   }
 }
 

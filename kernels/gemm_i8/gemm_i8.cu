@@ -28,6 +28,7 @@ namespace {
 
 constexpr int SLAB_WORDS = 16;        // packed k words per shared-memory slab (64 k)
 constexpr int A_LD = SLAB_WORDS + 4;  // A slab row pitch, words
+static_assert(4 * A_LD % 32 == 16, "load_slab's rows 4 apart lie on the other half of the banks");
 constexpr int B_LD = TILE + 8;        // B slab row pitch, words
 constexpr int DP4A_THREADS = 256;
 constexpr int MMA_THREADS = 128;
@@ -38,7 +39,9 @@ constexpr int TILE_WORDS = TILE * TILE;
 __device__ __forceinline__ void load_slab(const uint32_t* __restrict__ A, const uint32_t* __restrict__ B, int m0,
                                           int n0, int q0, int kq, int N, uint32_t* as, uint32_t* bs, int threads) {
   for (int x = static_cast<int>(threadIdx.x); x < TILE * SLAB_WORDS; x += threads) {
-    const int ar = x / SLAB_WORDS, aq = x % SLAB_WORDS;  // A: consecutive threads along a row's words
+    // A: consecutive threads along a row's words. A warp stores two rows; rows 1 apart (A_LD = 20 words) would
+    // share 4 banks, so of each 8 rows the warps take 0 and 4, 1 and 5, ... (80 words apart: the other 16 banks).
+    const int i = x / SLAB_WORDS, ar = (i & ~7) | (i % 2) * 4 | (i % 8) / 2, aq = x % SLAB_WORDS;
     as[ar * A_LD + aq] = q0 + aq < kq ? A[static_cast<int64_t>(m0 + ar) * kq + q0 + aq] : 0u;
     const int bq = x / TILE, bc = x % TILE;  // B: consecutive threads along a word row's columns
     bs[bq * B_LD + bc] = q0 + bq < kq ? B[static_cast<int64_t>(q0 + bq) * N + n0 + bc] : 0u;

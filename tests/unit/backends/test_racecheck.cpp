@@ -1,20 +1,25 @@
 // The emulated device's shared-memory race checker (src/backends/emu/racecheck.h): planted races are
 // reported with kernel, block, threads and address, the same kernels with their barrier are not, and every
-// exact and exact-integer kernel of the boot battery (with the GPU executor's own passes) runs race-free. This
+// exact and exact-integer kernel of the boot battery (with the GPU executor's own passes) runs race-free, and
+// without shared-memory bank conflicts (src/backends/emu/bankcheck.h, whose own tests are test_bankcheck.cpp). This
 // file is compiled for the emulated device (-DSDC_EMU) with the checker's instrumentation, like the kernels
 // the executable links.
 #include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
-#include "tests/unit/catch.h"
 #include "src/backends/cuda/cuda_backend.h"
 #include "src/backends/cuda/device_memory.h"
 #include "src/backends/cuda/device_util.cuh"
+#include "src/backends/emu/bankcheck.h"
 #include "src/backends/emu/racecheck.h"
 #include "src/core/patterns.h"
+#include "tests/unit/catch.h"
 
 using namespace sdc;
 namespace rc = sdc::emu::racecheck;
+namespace bc = sdc::emu::bankcheck;
 
 namespace {
 
@@ -155,7 +160,9 @@ TEST_CASE(
   CHECK(rc::races().front().offset == -4);
 }
 
-TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free", "[racecheck]") {
+// One run of the battery for both checks: the instrumented kernels are slow.
+TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-free and without bank conflicts",
+          "[racecheck][bankcheck]") {
   const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
   std::vector<std::string> ids;
   for (const Case& c : ps.battery.cases) {
@@ -172,8 +179,10 @@ TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-fr
   spec.sample_blocks = 2;  // the instrumented kernels are slow; every kernel still runs
   const std::vector<DeviceInfo> gpus = emu::create_devices({spec});
   rc::reset();
+  bc::start();
   RunResult result;
   run_screen(*cuda::make_backend(ps, gpus), sel, opt, result);
+  bc::stop();
   for (const TestResult& t : result.tests) {
     INFO(t.id << ": " << t.reason);
     CHECK(t.verdict == Verdict::pass);
@@ -181,4 +190,16 @@ TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-fr
   for (const rc::Race& r : rc::races()) UNSCOPED_INFO(r.describe());
   CHECK(rc::race_count() == 0);
   CHECK(rc::shared_accesses() > 1000000);
+  // Every load and store of shared memory takes the fewest wavefronts its width allows (bankcheck.h's model),
+  // in every kernel that uses shared memory: the GEMMs' slabs, attention's staged tiles, the reductions.
+  std::set<std::string> kernels;
+  for (const bc::Site& x : bc::sites()) {
+    kernels.insert(x.kernel);
+    INFO(x.describe());
+    CHECK(x.wavefronts == x.ideal);
+  }
+  for (const char* k : {"gemm_f32 gemm_kernel", "gemm_f64 gemm_kernel", "attention_f32 attention_kernel",
+                        "attention_mma attention_kernel", "exactint mma_kernel", "gemm_i8 mma_kernel",
+                        "reduce_sum_f64 reduce_kernel", "digest_kernel"})
+    CHECK(kernels.count(k) == 1);
 }
