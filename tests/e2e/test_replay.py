@@ -146,11 +146,17 @@ def main():
                                        "train_step_f32.*tiny*", "--cpuset", cpuset)
         runs += 1
         tests = rep["tests"] if rep else []
-        fails.check(rc == 0 and tests and all(t["result"] == "pass" and not t.get("miscompares") for t in tests),
-                    f"clean standard run: exit {rc}, {[(t['id'], t['result']) for t in tests]} ({err.strip()[-500:]})")
-        if rc != 0 or not tests:
+        # A case whose first round did not fit in the budget (a slow or busy machine: the 4-step and split-rank
+        # cases take longest) is a skip for the budget and the run incomplete (exit 2): no false positive, and
+        # the first run above passed every case. Anything else is a failure; only passes count their replays.
+        budget_skip = [t for t in tests if t["result"] == "skip" and "time budget" in t.get("reason", "")]
+        ok = (rc == 0 or (rc == 2 and budget_skip)) and tests and all(
+            (t["result"] == "pass" or t in budget_skip) and not t.get("miscompares") for t in tests)
+        fails.check(ok, f"clean standard run: exit {rc}, {[(t['id'], t['result'], t.get('reason', '')) for t in tests]} "
+                    f"({err.strip()[-500:]})")
+        if not ok or not any(t["result"] == "pass" for t in tests):
             break
-        replays += sum(t["iterations"] * replicas.get(t["id"], 0) for t in tests)
+        replays += sum(t["iterations"] * replicas.get(t["id"], 0) for t in tests if t["result"] == "pass")
     fails.check(replays >= CLEAN_REPLAYS, f"only {replays} clean replays ran (wanted {CLEAN_REPLAYS})")
     clean_s = time.time() - t0
     print(f"clean: {replays} replays in {runs} runs, 0 false positives, {clean_s:.1f} s")
