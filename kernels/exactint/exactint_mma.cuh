@@ -56,6 +56,7 @@ struct MmaGeometry {
   // R rows 8 / R apart, whose offsets modulo 32 words are then the R multiples of ROW_WORDS: all 32 banks once
   // (a step of an odd multiple of ROW_WORDS walks them all, R being a power of 2).
   static constexpr int R = 32 / ROW_WORDS, STEP = 8 / R * LD % 32;
+  static_assert(32 % ROW_WORDS == 0, "a quarter-warp's stores cover whole rows");
   static_assert(R == 1 || (STEP % ROW_WORDS == 0 && STEP / ROW_WORDS % 2 == 1), "R rows cover the 32 banks");
   static constexpr __host__ __device__ int row(int v) {
     const int i = v / (ROW_WORDS / 4);

@@ -177,7 +177,7 @@ __device__ __forceinline__ void stash(double* as, double* bs, const double (&ra)
 // tid + p * THREADS of the copy order, p < LOADS / 2. A double of a row at or beyond M, a k at or beyond K or a
 // column at or beyond N is zero-filled, never read. a_pairs, b_pairs: every pair of A (of B) is 16-byte aligned in
 // global memory (A is and K is even; B is, N being even), one copy per pair; else two of 8 bytes (whose stores into
-// the A slab meet 2-way bank conflicts: 16 lanes' first doubles of pairs fill 8 of the 16 bank pairs).
+// either slab meet 2-way bank conflicts: 16 lanes' first doubles of pairs fill 8 of the 16 bank pairs).
 template <class G>
 __device__ __forceinline__ void copy_slab(const double* __restrict__ A, const double* __restrict__ B, int m0, int n0,
                                           int k0, int M, int N, int K, bool a_pairs, bool b_pairs, double* as,

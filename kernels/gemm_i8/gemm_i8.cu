@@ -28,7 +28,7 @@ namespace {
 
 constexpr int SLAB_WORDS = 16;        // packed k words per shared-memory slab (64 k)
 constexpr int A_LD = SLAB_WORDS + 4;  // A slab row pitch, words
-static_assert(4 * A_LD % 32 == 16, "load_slab's rows 4 apart lie on the other half of the banks");
+static_assert(SLAB_WORDS == 16 && 4 * A_LD % 32 == 16, "a warp stores 2 A rows 4 apart: both halves of the banks");
 constexpr int B_LD = TILE + 8;        // B slab row pitch, words
 constexpr int DP4A_THREADS = 256;
 constexpr int MMA_THREADS = 128;

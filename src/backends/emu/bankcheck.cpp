@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -60,6 +62,7 @@ struct Total {
 };
 
 std::atomic<bool> g_on{false};
+std::atomic<uint64_t> g_uncounted{0};
 std::mutex g_m;  // guards g_logs and g_totals; taken before a Log's own mutex, never after
 std::vector<std::shared_ptr<Log>> g_logs;
 std::map<SiteKey, Total> g_totals;
@@ -107,8 +110,11 @@ Log& my_log() {
 
 bool on() { return g_on.load(std::memory_order_relaxed); }
 
+uint64_t uncounted() { return g_uncounted; }
+
 void start() {
   std::lock_guard<std::mutex> g(g_m);
+  g_uncounted = 0;
   for (auto& log : g_logs) {
     std::lock_guard<std::mutex> l(log->m);
     log->requests.clear();
@@ -122,7 +128,11 @@ void stop() { g_on = false; }
 
 void record(int64_t offset, unsigned n, bool write, const void* pc) {
   const ThreadContext* t = current_thread;
-  if (!t || n == 0 || n > 16) return;
+  if (!t) return;
+  if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16) {  // no one instruction of a GPU moves it: not modelled
+    ++g_uncounted;
+    return;
+  }
   Log& log = my_log();
   const uint64_t block = block_serial();
   if (log.block != block) {  // a new block on this thread: count the last one's requests first
@@ -147,11 +157,13 @@ void record(int64_t offset, unsigned n, bool write, const void* pc) {
 }
 
 unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
+  if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16)
+    throw std::invalid_argument("bankcheck: a request of " + std::to_string(n) + "-byte accesses");
   const unsigned per = n <= kBankBytes ? WARP_SIZE : WARP_SIZE * kBankBytes / n;  // lanes served together
   unsigned total = 0;
   ideal = 0;
   for (unsigned p = 0; p < WARP_SIZE; p += per) {
-    int64_t words[WARP_SIZE * 2 + 8];
+    int64_t words[WARP_SIZE * 2];  // a part's lanes touch at most 32 words aligned, 64 misaligned
     unsigned count = 0;
     for (unsigned l = p; l < p + per; ++l) {
       if (offsets[l] < 0) continue;

@@ -11,10 +11,13 @@
 // with g++'s ThreadSanitizer hooks), which sees each thread's shared accesses in program order. The lanes of a warp
 // run the same code, so an access's site (its return address in the instrumented code) and how many times the lane
 // has reached that site in the block name the warp-wide request it belongs to; a lane that did not reach it was
-// inactive there, as on the GPU. Not modelled: the widths nvcc chooses (g++ may merge two 8-byte accesses into one
-// of 16 bytes where nvcc keeps two, or the reverse: compare with the PTX when a count surprises), volatile and
-// atomic accesses (not counted; the emulation's own cp.async bookkeeping is volatile), and the order of requests.
-// A cp.async is counted as the store it makes into shared memory, at its issue.
+// inactive there, as on the GPU. That pairing holds where lanes that skip a visit skip the last ones (a shorter
+// loop, a branch around an access); a lane skipping a visit in the middle of a loop g++ left rolled (a guard inside
+// it that holds for some iterations only) would pair later iterations with earlier ones. Not modelled: the widths nvcc
+// chooses (g++ may merge two 8-byte accesses into one of 16 bytes where nvcc keeps two, or the reverse: compare with
+// the PTX when a count surprises), volatile and atomic accesses (not counted; the emulation's own cp.async bookkeeping
+// is volatile), and the order of requests. A cp.async is counted as the store it makes into shared memory, at its
+// issue.
 //
 // Off until start(); recording costs a map insertion per shared access.
 #pragma once
@@ -34,8 +37,9 @@ struct Site {
   uint64_t requests = 0;    // warp-wide requests
   uint64_t wavefronts = 0;  // what the requests take
   uint64_t ideal = 0;       // the fewest they could: one per half-warp (8 bytes) or quarter-warp (16) with a lane
-  // The first of its requests (in block order, then warp, then time) with the most wavefronts: each active lane's
-  // byte offset in the static or dynamic shared memory it accessed.
+  // The first of its requests (in block order, then warp, then time; with several stream threads, in the order
+  // their blocks were counted) with the most wavefronts: each active lane's byte offset in the static or dynamic
+  // shared memory it accessed.
   std::string example;
   std::string describe() const;
 };
@@ -43,6 +47,9 @@ struct Site {
 // Starts counting, every earlier record dropped; stop() ends it (what was counted stays for sites()).
 void start();
 void stop();
+// Plain shared accesses since start() of a size no single GPU instruction moves (not 1, 2, 4, 8 or 16 bytes: an
+// aggregate copied whole, a float3), which no site counts; a test that claims a kernel conflict-free requires 0.
+uint64_t uncounted();
 // Every site seen since start(), in order of kernel name and then pc. Call when no kernel is running (the stream
 // threads' records are read without their knowledge).
 std::vector<Site> sites();
@@ -55,7 +62,8 @@ void record(int64_t offset, unsigned n, bool write, const void* pc);
 bool on();
 
 // The wavefronts of one warp-wide request: offsets[l] is lane l's byte offset, or negative where lane l takes no
-// part; every lane accesses n bytes (1, 2, 4, 8 or 16). Sets ideal to the fewest the lanes could take.
+// part; every lane accesses n bytes (1, 2, 4, 8 or 16; another n is std::invalid_argument). Sets ideal to the fewest
+// the lanes could take.
 unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal);
 
 }  // namespace sdc::emu::bankcheck

@@ -3,6 +3,7 @@
 // in every form free of conflicts in its fragment loads and its slab stores. Compiled for the emulated device
 // (-DSDC_EMU) with the race checker's instrumentation, like test_racecheck.cpp.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,9 @@ TEST_CASE("the bank model: 4-byte words per bank, 8-byte requests by half-warps,
   CHECK(request(8, [](int l) { return 8 * (l % 16); }) == Pair{2, 2});  // the halves never conflict with each other
   CHECK(request(16, [](int l) { return 16 * l; }) == Pair{4, 4});
   CHECK(request(16, [](int l) { return 32 * l; }) == Pair{8, 4});  // each quarter 256 bytes
+  CHECK(request(1, [](int l) { return l; }) == Pair{1, 1});        // four lanes a word
+  CHECK(request(4, [](int l) { return 4 * l + 2; }) == Pair{2, 1});  // misaligned: 33 words, bank 0 twice
+  CHECK_THROWS_AS(request(12, [](int l) { return 12 * l; }), std::invalid_argument);  // no such request
   // The fp64 tensor-core fragment, lane (g, t) = (l / 4, l % 4) at row g, column t, rows of 12 doubles: conflict-free;
   // rows of 8 doubles: g and g + 2 share banks.
   CHECK(request(8, [](int l) { return 8 * (l / 4 * 12 + l % 4); }) == Pair{2, 2});
@@ -195,6 +199,7 @@ TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its sl
     for (const bc::Site& x : sites)
       if (x.wavefronts != x.ideal) UNSCOPED_INFO(x.describe());
     const Sum loads = sum(sites, false), stores = sum(sites, true);
+    CHECK(bc::uncounted() == 0);
     CHECK(loads.requests > 0);
     CHECK(loads.wavefronts == loads.ideal);
     CHECK(stores.requests > 0);

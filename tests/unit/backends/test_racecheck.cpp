@@ -192,6 +192,7 @@ TEST_CASE("every exact and exact-integer kernel of the boot battery runs race-fr
   CHECK(rc::shared_accesses() > 1000000);
   // Every load and store of shared memory takes the fewest wavefronts its width allows (bankcheck.h's model),
   // in every kernel that uses shared memory: the GEMMs' slabs, attention's staged tiles, the reductions.
+  CHECK(bc::uncounted() == 0);  // no shared access of a size the counter does not model
   std::set<std::string> kernels;
   for (const bc::Site& x : bc::sites()) {
     kernels.insert(x.kernel);
