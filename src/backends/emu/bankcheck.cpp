@@ -68,6 +68,15 @@ std::vector<std::shared_ptr<Log>> g_logs;
 std::map<SiteKey, Total> g_totals;
 thread_local std::shared_ptr<Log> t_log;
 
+// The access sizes one GPU instruction moves, which the model knows.
+bool modelled(unsigned n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16; }
+
+// Drops the log's requests and visit counts.
+void clear(Log& log) {
+  log.requests.clear();
+  for (auto& r : log.reached) r.clear();
+}
+
 std::string lanes_text(const Request& r) {
   std::string s;
   for (unsigned l = 0; l < WARP_SIZE; ++l)
@@ -93,8 +102,7 @@ void flush(Log& log) {
     ++t.requests, t.wavefronts += w, t.ideal += ideal;
     if (w > t.worst || t.example.empty()) t.worst = w, t.example = lanes_text(r);  // the first of the worst
   }
-  log.requests.clear();
-  for (auto& r : log.reached) r.clear();
+  clear(log);
 }
 
 Log& my_log() {
@@ -117,8 +125,7 @@ void start() {
   g_uncounted = 0;
   for (auto& log : g_logs) {
     std::lock_guard<std::mutex> l(log->m);
-    log->requests.clear();
-    for (auto& r : log->reached) r.clear();
+    clear(*log);
   }
   g_totals.clear();
   g_on = true;
@@ -129,7 +136,7 @@ void stop() { g_on = false; }
 void record(int64_t offset, unsigned n, bool write, const void* pc) {
   const ThreadContext* t = current_thread;
   if (!t) return;
-  if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16) {  // no one instruction of a GPU moves it: not modelled
+  if (!modelled(n)) {
     ++g_uncounted;
     return;
   }
@@ -157,8 +164,7 @@ void record(int64_t offset, unsigned n, bool write, const void* pc) {
 }
 
 unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
-  if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16)
-    throw std::invalid_argument("bankcheck: a request of " + std::to_string(n) + "-byte accesses");
+  if (!modelled(n)) throw std::invalid_argument("bankcheck: a request of " + std::to_string(n) + "-byte accesses");
   const unsigned per = n <= kBankBytes ? WARP_SIZE : WARP_SIZE * kBankBytes / n;  // lanes served together
   unsigned total = 0;
   ideal = 0;

@@ -138,9 +138,8 @@ void report(const char* kind, const char* region, int64_t offset, int first, con
 
 // A report about the shadow's byte `at` (shared_offset), in its region's terms.
 void report_at(const char* kind, uint64_t at, int first, const ThreadContext& t) {
-  const uint64_t s = static_bytes();
-  if (at < s) return report(kind, "static", static_cast<int64_t>(at), first, t);
-  report(kind, "dynamic", static_cast<int64_t>(at - s), first, t);
+  const auto offset = static_cast<int64_t>(at);
+  report(kind, at < static_bytes() ? "static" : "dynamic", region_offset(offset), first, t);
 }
 
 // plain: neither volatile nor atomic (what the bank-conflict counter counts); pc: the access's return address.
