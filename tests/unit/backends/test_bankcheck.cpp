@@ -3,6 +3,7 @@
 // in every form free of conflicts in its fragment loads and its slab stores. Compiled for the emulated device
 // (-DSDC_EMU) with the race checker's instrumentation, like test_racecheck.cpp.
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@
 #include "src/backends/cuda/device_util.cuh"
 #include "src/backends/emu/bankcheck.h"
 #include "src/backends/emu/emu_device.h"
+#include "src/core/family.h"
+#include "src/core/patterns.h"
+#include "tests/unit/backends/emu_problem.h"
 #include "tests/unit/catch.h"
 
 using namespace sdc;
@@ -72,14 +76,14 @@ std::unique_ptr<cuda::DeviceRuntime> device() {
   return rt;
 }
 
-// Runs kernel(out, extra...) as one block of `threads` with `smem` bytes of dynamic shared memory, counting its
-// shared-memory requests; returns the sites.
 // Waits for stream s (a copy waits for the work before it).
 void finish(cuda::DeviceRuntime& rt, const cuda::DeviceBuffer& any, cudaStream_t s) {
   char c;
   rt.copy(&c, any.get(), 1, s);
 }
 
+// Runs kernel(out, extra...) as one block of `threads` with `smem` bytes of dynamic shared memory, counting its
+// shared-memory requests; returns the sites.
 template <class K, class... Extra>
 std::vector<bc::Site> counted(cuda::DeviceRuntime& rt, const char* name, K kernel, unsigned threads, size_t smem,
                               Extra... extra) {
@@ -205,4 +209,65 @@ TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its sl
     CHECK(stores.requests > 0);
     CHECK(stores.wavefronts == stores.ideal);
   }
+}
+
+// The boot battery's exact kernels are counted in test_racecheck.cpp's race test; here every other kernel the
+// emulated device runs: the least costly case of each family and engine (the recorded families' kernels, gemm_i8's
+// dp4a, the fp64 norm, sfu_f32, the memory test...), and the bf16 attention kernel at every head
+// dimension it takes (its staging copies rows of dim / 8 16-byte pieces: a quarter-warp meets two rows unless a row
+// is a multiple of 128 bytes, which the battery's dims 64 and 128 are and its 96 is not).
+TEST_CASE(
+    "every emulated kernel, and the bf16 attention kernel at every head dimension, loads and stores shared "
+    "memory at its fewest wavefronts",
+    "[racecheck][bankcheck]") {
+  const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
+  cuda::DeviceRuntime& rt = test::emulated(4, 1);  // one block of each kernel: the instrumented kernels are slow
+  std::vector<std::pair<const Family*, Case>> runs;
+  for (const auto& [f, c] : test::least_costly_per_engine(ps)) runs.emplace_back(f, *c);
+  const Family* attention = find_family("attention_bf16_exactint");
+  REQUIRE(attention);
+  const Case* base = nullptr;
+  for (const auto& [f, c] : runs) base = f == attention ? &c : base;
+  REQUIRE(base);
+  const Case battery_case = *base;  // a copy: runs grows below
+  for (int64_t dim = 16; dim <= 128; dim += 16) {
+    Case c = battery_case;
+    c.id = "attention_bf16_exactint.dim_" + std::to_string(dim);
+    c.shape.dims["heads"] = 1;
+    c.shape.dims["seq"] = 128;  // two key blocks
+    c.shape.dims["dim"] = dim;
+    REQUIRE(attention->validate(c) == "");
+    runs.emplace_back(attention, c);
+  }
+  std::set<std::string> families_run, kernels;
+  for (const auto& [f, c] : runs) {
+    // A training-step replay's device side needs the CPU's replay beside it (the engine's): its kernels use no shared
+    // memory (train_step_f32's run in the race test's boot battery, whose count sees none of their accesses).
+    if (f->replay) continue;
+    const auto p = f->prepare(c);
+    const auto dev = f->prepare_emu(c);
+    INFO(c.id << " [" << dev->engine().algorithm << "]");
+    test::run_problem(rt, *dev, p->inputs().size(), p->tile_count(), p->tile_elements(),
+                      [](void*, uint64_t) { bc::start(); });
+    bc::stop();
+    families_run.insert(f->id);
+    CHECK(bc::uncounted() == 0);
+    for (const bc::Site& x : bc::sites()) {
+      kernels.insert(x.kernel);
+      INFO(x.describe());
+      CHECK(x.wavefronts == x.ideal);
+    }
+  }
+  for (const Family& f : families()) {
+    INFO(f.id);
+    if (f.prepare_emu && !f.replay) CHECK(families_run.count(f.id) == 1);
+  }
+  // Every kernel that uses shared memory (sfu_f32's, convert_f32's, elementwise_f32's and the memory test's do not;
+  // the engine's digest kernel is in the race test).
+  for (const char* k :
+       {"attention_f32 attention_kernel", "attention_mma attention_kernel", "cross_entropy_f32 cross_entropy_kernel",
+        "exactint mma_kernel", "gemm_f32 gemm_kernel", "gemm_f64 gemm_kernel", "gemm_i8 dp4a_kernel",
+        "gemm_i8 mma_kernel", "reduce_sum_f32 reduce_kernel", "reduce_sum_f64 reduce_kernel",
+        "rmsnorm_f32 rmsnorm_kernel", "rmsnorm_f64 rmsnorm_kernel", "softmax_f32 softmax_kernel"})
+    CHECK(kernels.count(k) == 1);
 }

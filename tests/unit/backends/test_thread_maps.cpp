@@ -20,9 +20,11 @@
 #include "src/backends/emu/racecheck.h"
 #include "src/core/family.h"
 #include "src/core/patterns.h"
+#include "tests/unit/backends/emu_problem.h"
 #include "tests/unit/catch.h"
 
 using namespace sdc;
+using test::emulated;
 namespace rc = sdc::emu::racecheck;
 
 namespace {
@@ -39,28 +41,12 @@ struct MapCheck {
   }
 };
 
-// Generates dev's inputs, runs its compute() on rt's device (a sampling emulated one with `sms` SMs) with the
-// output watched, and checks the map on every word of every tile whose SM was recorded.
+// Runs dev's compute() on rt's device (a sampling emulated one with `sms` SMs) with the output watched, and checks
+// the map on every word of every tile whose SM was recorded.
 MapCheck run_and_check(cuda::DeviceRuntime& rt, const cuda::DeviceProblem& dev, size_t inputs, uint64_t tiles,
                        uint32_t tile_elements, int sms) {
-  cuda::Stream s(rt);
-  std::vector<cuda::DeviceBuffer> in;
-  std::vector<const void*> in_ptr;
-  for (size_t t = 0; t < inputs; ++t) {
-    in.emplace_back(rt, dev.input_bytes(t));
-    dev.generate(t, in.back().get(), s.get());
-    in_ptr.push_back(in.back().get());
-  }
-  const uint64_t out_bytes = tiles * tile_elements * 4;
-  cuda::DeviceBuffer out(rt, out_bytes), tile_sm(rt, tiles * 4), scratch(rt, dev.scratch_bytes());
-  rt.memset_async(tile_sm.get(), 0xff, tiles * 4, s.get());  // NO_SM: the tiles no sampled block computes
-  std::vector<uint32_t> sm(tiles);
-  rt.copy(sm.data(), tile_sm.get(), tiles * 4, s.get());  // waits: generation is done before the watch starts
-  rc::watch(out.get(), out_bytes);
-  rt.compute_begin(s.get());
-  dev.compute(in_ptr.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s.get());
-  rt.compute_end(s.get());
-  rt.copy(sm.data(), tile_sm.get(), tiles * 4, s.get());
+  const std::vector<uint32_t> sm = test::run_problem(rt, dev, inputs, tiles, tile_elements,
+                                                     [](void* out, uint64_t bytes) { rc::watch(out, bytes); });
   const std::vector<rc::Writer> writers = rc::writers();
   rc::unwatch();
 
@@ -95,20 +81,6 @@ MapCheck run_and_check(cuda::DeviceRuntime& rt, const cuda::DeviceProblem& dev, 
     }
   }
   return r;
-}
-
-// An emulated GPU of `sms` SMs that runs `sample` blocks of each compute kernel; made once per shape.
-cuda::DeviceRuntime& emulated(int sms, unsigned sample) {
-  static std::map<std::pair<int, unsigned>, std::unique_ptr<cuda::DeviceRuntime>> made;
-  auto& rt = made[{sms, sample}];
-  if (!rt) {
-    emu::Spec spec;
-    spec.sms = sms;
-    spec.sample_blocks = sample;
-    rt = cuda::open_emulated_runtime(emu::create_devices({spec})[0]);
-  }
-  rt->make_current();
-  return *rt;
 }
 
 // What the planted kernel does besides its plain stores.
@@ -177,33 +149,21 @@ TEST_CASE("the thread-map check fails on a wrong map and on a word no thread sto
 
 TEST_CASE("every kernel's thread map names the thread that stored each output word", "[thread_map]") {
   const PatternSet ps = load_patterns(std::string(SDC_SOURCE_DIR) + "/patterns");
-  // Per family with a map and per engine (gemm_i8's dp4a and mma kernels, convert_f32's with and without fp8
-  // instructions), the case of the battery with the fewest input and output elements.
+  // Per family with a map and per engine, the case of the battery with the fewest input and output elements.
   emulated(4, 2);  // current while the cases are prepared (some read the GPU's SM count)
   std::vector<std::string> without_map;
   std::vector<std::pair<const Family*, const Case*>> chosen;
-  for (const Family& f : families()) {
-    if (!f.prepare_emu) continue;
-    std::map<std::string, std::pair<uint64_t, const Case*>> smallest;
-    for (const Case& c : ps.battery.cases) {
-      if (c.family != f.id) continue;
-      const auto dev = f.prepare_emu(c);
-      int warp = 0, lane = 0;
-      if (!dev->thread_of(0, 0, warp, lane)) {
-        INFO(f.id << " has no thread map and gives no reason");
-        CHECK(!dev->why_no_thread_map().empty());
-        without_map.push_back(std::string(f.id) + ": " + dev->why_no_thread_map());
-        smallest.clear();
-        break;
-      }
-      if (!dev->unsupported(9, 0).empty()) continue;
-      const auto p = f.prepare(c);
-      uint64_t cost = p->tile_count() * p->tile_elements();
-      for (const TensorInfo& t : p->inputs()) cost += t.elements;
-      auto& best = smallest[dev->engine().algorithm];
-      if (!best.second || cost < best.first) best = {cost, &c};
+  for (const auto& [f, c] : test::least_costly_per_engine(ps)) {
+    const auto dev = f->prepare_emu(*c);
+    int warp = 0, lane = 0;
+    if (dev->thread_of(0, 0, warp, lane)) {
+      chosen.emplace_back(f, c);
+      continue;
     }
-    for (const auto& [algorithm, best] : smallest) chosen.emplace_back(&f, best.second);
+    INFO(f->id << " has no thread map and gives no reason");
+    CHECK(!dev->why_no_thread_map().empty());
+    const std::string why = std::string(f->id) + ": " + dev->why_no_thread_map();
+    if (without_map.empty() || without_map.back() != why) without_map.push_back(why);
   }
   for (const std::string& s : without_map) WARN("no thread map: " << s);
   CHECK(chosen.size() >= 20);  // every family with an emulated kernel but the two below
