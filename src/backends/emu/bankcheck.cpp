@@ -22,7 +22,7 @@
 namespace sdc::emu::bankcheck {
 namespace {
 
-constexpr unsigned kBanks = 32, kBankBytes = 4;
+constexpr unsigned kBanks = 32, kBankBytes = 4, kSectorBytes = 32;
 
 // A warp-wide request being gathered: each lane's byte offset (-1: none yet).
 struct Request {
@@ -31,15 +31,17 @@ struct Request {
   bool write = false;
 };
 
+// A request's site, warp and occurrence, and its memory (a helper left out of line may access both).
 struct Key {
   uintptr_t pc;
   uint32_t warp, occurrence;
+  bool global;
   bool operator==(const Key&) const = default;
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     return std::hash<uintptr_t>()(k.pc) ^ (static_cast<size_t>(k.warp) << 48) ^
-           (static_cast<size_t>(k.occurrence) << 20);
+           (static_cast<size_t>(k.occurrence) << 20) ^ static_cast<size_t>(k.global);
   }
 };
 
@@ -53,8 +55,8 @@ struct Log {
   std::unordered_map<Key, Request, KeyHash> requests;
 };
 
-// Totals per site: (kernel, pc, write, bytes).
-using SiteKey = std::tuple<std::string, uintptr_t, bool, unsigned>;
+// Totals per site: (kernel, pc, write, bytes, global).
+using SiteKey = std::tuple<std::string, uintptr_t, bool, unsigned, bool>;
 struct Total {
   uint64_t requests = 0, wavefronts = 0, ideal = 0;
   unsigned worst = 0;
@@ -67,6 +69,10 @@ std::mutex g_m;  // guards g_logs and g_totals; taken before a Log's own mutex, 
 std::vector<std::shared_ptr<Log>> g_logs;
 std::map<SiteKey, Total> g_totals;
 thread_local std::shared_ptr<Log> t_log;
+// The watched global ranges [lo, hi): written while no kernel runs, read by every stream thread.
+constexpr unsigned kMaxRanges = 16;
+std::pair<uintptr_t, uintptr_t> g_ranges[kMaxRanges];
+std::atomic<unsigned> g_range_count{0};
 
 // The access sizes one GPU instruction moves, which the model knows.
 bool modelled(unsigned n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16; }
@@ -91,14 +97,14 @@ void flush(Log& log) {
   order.reserve(log.requests.size());
   for (const auto& [key, r] : log.requests) order.emplace_back(key, &r);
   std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
-    return std::tie(x.first.warp, x.first.occurrence, x.first.pc) <
-           std::tie(y.first.warp, y.first.occurrence, y.first.pc);
+    return std::tie(x.first.warp, x.first.occurrence, x.first.pc, x.first.global) <
+           std::tie(y.first.warp, y.first.occurrence, y.first.pc, y.first.global);
   });
   for (const auto& [key, rp] : order) {
     const Request& r = *rp;
     unsigned ideal = 0;
-    const unsigned w = wavefronts(r.offsets, r.bytes, ideal);
-    Total& t = g_totals[SiteKey{log.kernel, key.pc, r.write, r.bytes}];
+    const unsigned w = key.global ? sectors(r.offsets, r.bytes, ideal) : wavefronts(r.offsets, r.bytes, ideal);
+    Total& t = g_totals[SiteKey{log.kernel, key.pc, r.write, r.bytes, key.global}];
     ++t.requests, t.wavefronts += w, t.ideal += ideal;
     if (w > t.worst || t.example.empty()) t.worst = w, t.example = lanes_text(r);  // the first of the worst
   }
@@ -133,7 +139,10 @@ void start() {
 
 void stop() { g_on = false; }
 
-void record(int64_t offset, unsigned n, bool write, const void* pc) {
+namespace {
+
+// Adds the calling lane's access to its warp's request.
+void add(int64_t offset, unsigned n, bool write, const void* pc, bool global) {
   const ThreadContext* t = current_thread;
   if (!t) return;
   if (!modelled(n)) {
@@ -153,7 +162,7 @@ void record(int64_t offset, unsigned n, bool write, const void* pc) {
   if (log.reached.size() <= t->linear) log.reached.resize(t->linear + 1);
   const auto site = reinterpret_cast<uintptr_t>(pc);
   const uint32_t occurrence = log.reached[t->linear][site]++;
-  auto [it, fresh] = log.requests.try_emplace(Key{site, t->warp, occurrence});
+  auto [it, fresh] = log.requests.try_emplace(Key{site, t->warp, occurrence, global});
   Request& r = it->second;
   if (fresh) {
     std::fill(std::begin(r.offsets), std::end(r.offsets), int64_t{-1});
@@ -161,6 +170,51 @@ void record(int64_t offset, unsigned n, bool write, const void* pc) {
   }
   r.bytes = std::max(r.bytes, n);
   r.offsets[t->lane] = offset;
+}
+
+}  // namespace
+
+void record(int64_t offset, unsigned n, bool write, const void* pc) { add(offset, n, write, pc, false); }
+
+void watch_global(const void* p, uint64_t bytes) {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  if (lo % kSectorBytes != 0) throw std::invalid_argument("bankcheck: a watched range not aligned to a sector");
+  const unsigned i = g_range_count.load();
+  if (i == kMaxRanges) throw std::invalid_argument("bankcheck: more than 16 watched ranges");
+  g_ranges[i] = {lo, lo + bytes};
+  g_range_count = i + 1;
+}
+
+void unwatch_global() { g_range_count = 0; }
+
+void record_global(uintptr_t a, unsigned n, bool write, const void* pc) {
+  if (!on()) return;
+  const unsigned count = g_range_count.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < count; ++i)
+    if (a >= g_ranges[i].first && a < g_ranges[i].second)
+      return add(static_cast<int64_t>(a - g_ranges[i].first), n, write, pc, true);
+}
+
+unsigned sectors(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
+  if (!modelled(n)) throw std::invalid_argument("bankcheck: a request of " + std::to_string(n) + "-byte accesses");
+  int64_t starts[WARP_SIZE];
+  unsigned count = 0;
+  for (unsigned l = 0; l < WARP_SIZE; ++l)
+    if (offsets[l] >= 0) starts[count++] = offsets[l];
+  std::sort(starts, starts + count);
+  uint64_t bytes = 0;
+  unsigned total = 0;
+  int64_t end = -1, last_sector = -1;  // the bytes counted so far end at `end`; the last sector counted
+  for (unsigned i = 0; i < count; ++i) {
+    const int64_t from = std::max(starts[i], end), to = starts[i] + n;  // the new bytes [from, to)
+    if (from >= to) continue;
+    bytes += static_cast<uint64_t>(to - from);
+    end = to;
+    const int64_t first = std::max(from / kSectorBytes, last_sector + 1), last = (to - 1) / kSectorBytes;
+    if (last >= first) total += static_cast<unsigned>(last - first + 1), last_sector = last;
+  }
+  ideal = static_cast<unsigned>((bytes + kSectorBytes - 1) / kSectorBytes);
+  return total;
 }
 
 unsigned wavefronts(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
@@ -195,20 +249,21 @@ std::vector<Site> sites() {
   }
   std::vector<Site> out;
   for (const auto& [key, t] : g_totals) {
-    const auto& [kernel, pc, write, bytes] = key;
+    const auto& [kernel, pc, write, bytes, global] = key;
     Dl_info info{};
     const uintptr_t base =
         dladdr(reinterpret_cast<void*>(pc), &info) != 0 ? reinterpret_cast<uintptr_t>(info.dli_fbase) : 0;
-    out.push_back({kernel, pc - base, write, bytes, t.requests, t.wavefronts, t.ideal, t.example});
+    out.push_back({kernel, pc - base, write, global, bytes, t.requests, t.wavefronts, t.ideal, t.example});
   }
   return out;
 }
 
 std::string Site::describe() const {
   return fmt::format(
-      "{} in kernel {} at pc {:#x}: {} requests of {} bytes per lane take {} shared-memory wavefronts, {} at best; "
-      "its worst request, lane:byte offset: {}",
-      write ? "stores" : "loads", kernel, pc, requests, bytes, wavefronts, ideal, example);
+      "{} in kernel {} at pc {:#x}: {} requests of {} bytes per lane take {} {}, {} at best; its worst request, "
+      "lane:byte offset: {}",
+      write ? "stores" : "loads", kernel, pc, requests, bytes, wavefronts,
+      global ? "global-memory sectors" : "shared-memory wavefronts", ideal, example);
 }
 
 }  // namespace sdc::emu::bankcheck

@@ -19,7 +19,13 @@
 // is volatile), and the order of requests. A cp.async is counted as the store it makes into shared memory, at its
 // issue.
 //
-// Off until start(); recording costs a map insertion per shared access.
+// The same requests measure global memory too: a plain load or store inside a range the test watches
+// (watch_global: the problem's inputs and outputs) is served in 32-byte sectors, and the counter counts the distinct
+// sectors a warp-wide request touches against the fewest its lanes' distinct bytes fit in (one per 32 of them):
+// how well a kernel's global accesses coalesce, the property its memory bandwidth rests on. Not seen: cp.async's
+// reads of global memory (the emulation's own code makes them), atomics and volatile accesses.
+//
+// Off until start(); recording costs a map insertion per counted access.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +39,15 @@ struct Site {
   std::string kernel;
   uintptr_t pc = 0;  // the site's address in the program, relative to its load base (for addr2line)
   bool write = false;
+  bool global = false;      // global memory (sectors), not shared memory (wavefronts)
   unsigned bytes = 0;       // per lane
   uint64_t requests = 0;    // warp-wide requests
-  uint64_t wavefronts = 0;  // what the requests take
-  uint64_t ideal = 0;       // the fewest they could: one per half-warp (8 bytes) or quarter-warp (16) with a lane
+  uint64_t wavefronts = 0;  // what the requests take (global: sectors)
+  uint64_t ideal = 0;       // the fewest they could: one per half-warp (8 bytes) or quarter-warp (16) with a lane;
+                            // global: one sector per 32 distinct bytes
   // The first of its requests (in block order, then warp, then time; with several stream threads, in the order
   // their blocks were counted) with the most wavefronts: each active lane's byte offset in the static or dynamic
-  // shared memory it accessed.
+  // shared memory it accessed, or in the watched global range.
   std::string example;
   std::string describe() const;
 };
@@ -60,6 +68,18 @@ std::vector<Site> sites();
 void record(int64_t offset, unsigned n, bool write, const void* pc);
 // Whether start() is in force (one load: the race checker asks on every shared access).
 bool on();
+
+// Global memory [p, p + bytes) is counted (p 32-byte aligned, as a sector; at most 16 ranges); unwatch_global()
+// drops every range. Set while no kernel runs.
+void watch_global(const void* p, uint64_t bytes);
+void unwatch_global();
+// The race checker's hook for a plain access of n bytes at address a outside shared memory: recorded when start() is
+// in force and it lies in a watched range.
+void record_global(uintptr_t a, unsigned n, bool write, const void* pc);
+// The sectors of one warp-wide request of global memory: offsets[l] is lane l's byte offset from a 32-byte aligned
+// base, or negative where lane l takes no part; every lane accesses n bytes (1 to 16). Sets ideal to the fewest
+// sectors the lanes' distinct bytes fit in.
+unsigned sectors(const int64_t (&offsets)[32], unsigned n, unsigned& ideal);
 
 // The wavefronts of one warp-wide request: offsets[l] is lane l's byte offset, or negative where lane l takes no
 // part; every lane accesses n bytes (1, 2, 4, 8 or 16; another n is std::invalid_argument). Sets ideal to the fewest

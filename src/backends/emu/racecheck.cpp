@@ -142,7 +142,8 @@ void report_at(const char* kind, uint64_t at, int first, const ThreadContext& t)
   report(kind, at < static_bytes() ? "static" : "dynamic", region_offset(offset), first, t);
 }
 
-// plain: neither volatile nor atomic (what the bank-conflict counter counts); pc: the access's return address.
+// plain: neither volatile nor atomic (what the bank-conflict and sector counters count); pc: the access's return
+// address.
 void access(const volatile void* p, size_t n, bool write, const void* pc = nullptr, bool plain = false) {
   const ThreadContext* t = current_thread;
   if (!t) return;  // not kernel code
@@ -152,8 +153,10 @@ void access(const volatile void* p, size_t n, bool write, const void* pc = nullp
   // region includes the guard bytes on either side of it (kDynamicSharedGuard).
   const TlsRange& r = tls();
   const uintptr_t dyn = dynamic_base();
-  if (a - r.lo >= r.hi - r.lo && a - (dyn - kDynamicSharedGuard) >= kDynamicSharedBytes + 2 * kDynamicSharedGuard)
+  if (a - r.lo >= r.hi - r.lo && a - (dyn - kDynamicSharedGuard) >= kDynamicSharedBytes + 2 * kDynamicSharedGuard) {
+    if (plain) bankcheck::record_global(a, static_cast<unsigned>(n), write, pc);  // sectors, where watched
     return;
+  }
   // Dynamic shared memory outside what the launch asked for (before it, or beyond its smem_bytes): on a GPU,
   // outside the block's shared memory. Reported at the first such byte.
   if (a - r.lo >= r.hi - r.lo) {

@@ -59,13 +59,19 @@ inline std::vector<std::pair<const Family*, const Case*>> least_costly_per_engin
   return chosen;
 }
 
+// A device buffer of a run: where it starts and its bytes.
+struct Range {
+  void* p;
+  uint64_t bytes;
+};
+
 // Generates dev's `inputs` input tensors on rt's device, then runs its compute() once into an output of `tiles`
 // tiles of `tile_elements` words, whose tile SM records start as NO_SM (the tiles no sampled block computes keep
-// it). `armed(out, out_bytes)` runs between the two, generation finished: a check that must see the kernel's own
-// accesses only starts there. Returns the tile SM records.
+// it). `armed(ranges)` runs between the two, generation finished, with the output's range first, then the inputs':
+// a check that must see the kernel's own accesses only starts there. Returns the tile SM records.
 inline std::vector<uint32_t> run_problem(cuda::DeviceRuntime& rt, const cuda::DeviceProblem& dev, size_t inputs,
                                          uint64_t tiles, uint32_t tile_elements,
-                                         const std::function<void(void* out, uint64_t out_bytes)>& armed) {
+                                         const std::function<void(const std::vector<Range>& ranges)>& armed) {
   cuda::Stream s(rt);
   std::vector<cuda::DeviceBuffer> in;
   std::vector<const void*> in_ptr;
@@ -79,7 +85,9 @@ inline std::vector<uint32_t> run_problem(cuda::DeviceRuntime& rt, const cuda::De
   rt.memset_async(tile_sm.get(), 0xff, tiles * 4, s.get());  // NO_SM
   std::vector<uint32_t> sm(tiles);
   rt.copy(sm.data(), tile_sm.get(), tiles * 4, s.get());  // waits: generation is done before the check is armed
-  armed(out.get(), out_bytes);
+  std::vector<Range> ranges{{out.get(), out_bytes}};
+  for (size_t t = 0; t < inputs; ++t) ranges.push_back({in[t].get(), dev.input_bytes(t)});
+  armed(ranges);
   rt.compute_begin(s.get());
   dev.compute(in_ptr.data(), out.as<float>(), tile_sm.as<uint32_t>(), scratch.get(), s.get());
   rt.compute_end(s.get());

@@ -45,8 +45,8 @@ struct MapCheck {
 // the map on every word of every tile whose SM was recorded.
 MapCheck run_and_check(cuda::DeviceRuntime& rt, const cuda::DeviceProblem& dev, size_t inputs, uint64_t tiles,
                        uint32_t tile_elements, int sms) {
-  const std::vector<uint32_t> sm = test::run_problem(rt, dev, inputs, tiles, tile_elements,
-                                                     [](void* out, uint64_t bytes) { rc::watch(out, bytes); });
+  const std::vector<uint32_t> sm = test::run_problem(
+      rt, dev, inputs, tiles, tile_elements, [](const std::vector<test::Range>& r) { rc::watch(r[0].p, r[0].bytes); });
   const std::vector<rc::Writer> writers = rc::writers();
   rc::unwatch();
 
