@@ -69,9 +69,9 @@ struct Args {
 // shared-memory buffer of LD words per row, 16 bytes per copy. Copy idx moves 16-byte column (idx / 8) % vecs of
 // row 8 (idx / (8 vecs)) + idx % 8: the 8 lanes of a quarter-warp (one wavefront of 16-byte stores) take 8
 // consecutive rows at one column, LD = 4 (mod 32) words apart: the 32 banks once, for every dim. (Row-major
-// copies put pieces of two rows in a quarter-warp whenever a row is not a multiple of 128 bytes, dim 96 or 32,
-// and those shared 12 or 16 banks: 4 wavefronts for 3, or 2 for 1.) A warp reads up to 4 consecutive pieces of
-// each of 8 rows, 64 bytes: whole 32-byte sectors, as many as row-major copies read.
+// copies put pieces of two or more rows in a quarter-warp whenever a row is not a multiple of 128 bytes, dims 16,
+// 32, 48, 80, 96 and 112, and those pieces shared banks: up to 2 wavefronts for 1.) A warp's pieces pair up at even
+// columns (vecs is even): whole 32-byte sectors of global memory, as many as row-major copies read.
 __device__ __forceinline__ void stage_rows(uint32_t* dst, const uint32_t* src, uint64_t src_stride, uint32_t words) {
   const uint32_t vecs = words / 4;
   for (uint32_t idx = threadIdx.x; idx < TILE_ROWS * vecs; idx += THREADS) {

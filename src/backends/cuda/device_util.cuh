@@ -152,8 +152,11 @@ __device__ __forceinline__ void cp_async_wait() {
       t.async[kept++] = c;
       continue;
     }
+    // Volatile on both sides: the counters of the race-checking build (bankcheck.h) count the copy's store at its
+    // issue, and not this emulation's byte-wise reads of global memory as the kernel's requests.
     volatile unsigned char* d = c.dst;
-    for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? c.src[b] : 0;
+    const volatile unsigned char* src = c.src;
+    for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? src[b] : 0;
   }
   t.async.resize(kept);
 #else

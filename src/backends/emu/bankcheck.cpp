@@ -177,22 +177,24 @@ void add(int64_t offset, unsigned n, bool write, const void* pc, bool global) {
 void record(int64_t offset, unsigned n, bool write, const void* pc) { add(offset, n, write, pc, false); }
 
 void watch_global(const void* p, uint64_t bytes) {
-  const auto lo = reinterpret_cast<uintptr_t>(p);
-  if (lo % kSectorBytes != 0) throw std::invalid_argument("bankcheck: a watched range not aligned to a sector");
+  if (on()) throw std::logic_error("bankcheck: a global range watched while counting");
   const unsigned i = g_range_count.load();
-  if (i == kMaxRanges) throw std::invalid_argument("bankcheck: more than 16 watched ranges");
+  if (i == kMaxRanges) throw std::logic_error("bankcheck: more than 16 watched ranges");
+  const auto lo = reinterpret_cast<uintptr_t>(p);
   g_ranges[i] = {lo, lo + bytes};
-  g_range_count = i + 1;
+  g_range_count.store(i + 1, std::memory_order_release);
 }
 
-void unwatch_global() { g_range_count = 0; }
+void unwatch_global() {
+  if (on()) throw std::logic_error("bankcheck: the global ranges dropped while counting");
+  g_range_count.store(0, std::memory_order_release);
+}
 
 void record_global(uintptr_t a, unsigned n, bool write, const void* pc) {
   if (!on()) return;
-  const unsigned count = g_range_count.load(std::memory_order_relaxed);
+  const unsigned count = g_range_count.load(std::memory_order_acquire);
   for (unsigned i = 0; i < count; ++i)
-    if (a >= g_ranges[i].first && a < g_ranges[i].second)
-      return add(static_cast<int64_t>(a - g_ranges[i].first), n, write, pc, true);
+    if (a >= g_ranges[i].first && a < g_ranges[i].second) return add(static_cast<int64_t>(a), n, write, pc, true);
 }
 
 unsigned sectors(const int64_t (&offsets)[32], unsigned n, unsigned& ideal) {
@@ -261,9 +263,10 @@ std::vector<Site> sites() {
 std::string Site::describe() const {
   return fmt::format(
       "{} in kernel {} at pc {:#x}: {} requests of {} bytes per lane take {} {}, {} at best; its worst request, "
-      "lane:byte offset: {}",
+      "lane:{}: {}",
       write ? "stores" : "loads", kernel, pc, requests, bytes, wavefronts,
-      global ? "global-memory sectors" : "shared-memory wavefronts", ideal, example);
+      global ? "global-memory sectors" : "shared-memory wavefronts", ideal, global ? "address" : "byte offset",
+      example);
 }
 
 }  // namespace sdc::emu::bankcheck

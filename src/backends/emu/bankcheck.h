@@ -23,7 +23,7 @@
 // (watch_global: the problem's inputs and outputs) is served in 32-byte sectors, and the counter counts the distinct
 // sectors a warp-wide request touches against the fewest its lanes' distinct bytes fit in (one per 32 of them):
 // how well a kernel's global accesses coalesce, the property its memory bandwidth rests on. Not seen: cp.async's
-// reads of global memory (the emulation's own code makes them), atomics and volatile accesses.
+// reads of global memory (the emulation lands copies through volatile reads), atomics and volatile accesses.
 //
 // Off until start(); recording costs a map insertion per counted access.
 #pragma once
@@ -47,7 +47,7 @@ struct Site {
                             // global: one sector per 32 distinct bytes
   // The first of its requests (in block order, then warp, then time; with several stream threads, in the order
   // their blocks were counted) with the most wavefronts: each active lane's byte offset in the static or dynamic
-  // shared memory it accessed, or in the watched global range.
+  // shared memory it accessed, or its global address.
   std::string example;
   std::string describe() const;
 };
@@ -55,8 +55,9 @@ struct Site {
 // Starts counting, every earlier record dropped; stop() ends it (what was counted stays for sites()).
 void start();
 void stop();
-// Plain shared accesses since start() of a size no single GPU instruction moves (not 1, 2, 4, 8 or 16 bytes: an
-// aggregate copied whole, a float3), which no site counts; a test that claims a kernel conflict-free requires 0.
+// Plain shared accesses (and watched global ones) since start() of a size no single GPU instruction moves (not 1, 2,
+// 4, 8 or 16 bytes: an aggregate copied whole, a float3), which no site counts; a test that claims a kernel
+// conflict-free requires 0.
 uint64_t uncounted();
 // Every site seen since start(), in order of kernel name and then pc. Call when no kernel is running (the stream
 // threads' records are read without their knowledge).
@@ -69,16 +70,16 @@ void record(int64_t offset, unsigned n, bool write, const void* pc);
 // Whether start() is in force (one load: the race checker asks on every shared access).
 bool on();
 
-// Global memory [p, p + bytes) is counted (p 32-byte aligned, as a sector; at most 16 ranges); unwatch_global()
-// drops every range. Set while no kernel runs.
+// Global memory [p, p + bytes) is counted (at most 16 ranges); unwatch_global() drops every range. Only while not
+// counting (std::logic_error otherwise): the stream threads read the ranges without a lock.
 void watch_global(const void* p, uint64_t bytes);
 void unwatch_global();
 // The race checker's hook for a plain access of n bytes at address a outside shared memory: recorded when start() is
 // in force and it lies in a watched range.
 void record_global(uintptr_t a, unsigned n, bool write, const void* pc);
-// The sectors of one warp-wide request of global memory: offsets[l] is lane l's byte offset from a 32-byte aligned
-// base, or negative where lane l takes no part; every lane accesses n bytes (1 to 16). Sets ideal to the fewest
-// sectors the lanes' distinct bytes fit in.
+// The sectors of one warp-wide request of global memory: offsets[l] is lane l's address (sectors are aligned to 32
+// bytes of it), or negative where lane l takes no part; every lane accesses n bytes (1, 2, 4, 8 or 16; another n is
+// std::invalid_argument). Sets ideal to the fewest sectors the lanes' distinct bytes fit in.
 unsigned sectors(const int64_t (&offsets)[32], unsigned n, unsigned& ideal);
 
 // The wavefronts of one warp-wide request: offsets[l] is lane l's byte offset, or negative where lane l takes no

@@ -37,8 +37,8 @@ inline cuda::DeviceRuntime& emulated(int sms, unsigned sample) {
 }
 
 // Per family with an emulated device side and per engine it takes (gemm_i8's dp4a and mma kernels, convert_f32's
-// with and without fp8 instructions), the case of the battery with the fewest input and output elements that the
-// current device runs. In the registry's family order.
+// with and without fp8 instructions), the case of the battery with the fewest input and output elements among those
+// a GPU of compute capability 9.0 runs (DeviceProblem::unsupported). In the registry's family order.
 inline std::vector<std::pair<const Family*, const Case*>> least_costly_per_engine(const PatternSet& ps) {
   std::vector<std::pair<const Family*, const Case*>> chosen;
   for (const Family& f : families()) {

@@ -1,7 +1,9 @@
-// The emulated device's shared-memory bank-conflict counter (src/backends/emu/bankcheck.h): its model on requests
-// written out by hand, planted conflicts in small kernels counted and conflict-free ones not, and gemm_f64's kernel
-// in every form free of conflicts in its fragment loads and its slab stores. Compiled for the emulated device
-// (-DSDC_EMU) with the race checker's instrumentation, like test_racecheck.cpp.
+// The emulated device's shared-memory bank-conflict counter and global-memory sector counter
+// (src/backends/emu/bankcheck.h): their models on requests written out by hand, planted conflicts and uncoalesced
+// loads in small kernels counted and the conflict-free and coalesced ones at their fewest, gemm_f64's kernel in every
+// form free of conflicts in its fragment loads and its slab stores, and every other emulated kernel's shared and
+// global requests. Compiled for the emulated device (-DSDC_EMU) with the race checker's instrumentation, like
+// test_racecheck.cpp.
 #include <cstdint>
 #include <set>
 #include <stdexcept>
@@ -103,16 +105,32 @@ std::vector<bc::Site> counted(cuda::DeviceRuntime& rt, const char* name, K kerne
   return bc::sites();
 }
 
-// The sites' totals: {requests, wavefronts, ideal}, of the stores or of the loads.
+// The shared-memory sites' totals: {requests, wavefronts, ideal}, of the stores or of the loads.
 struct Sum {
   uint64_t requests = 0, wavefronts = 0, ideal = 0;
 };
 Sum sum(const std::vector<bc::Site>& sites, bool write) {
   Sum s;
   for (const bc::Site& x : sites)
-    if (x.write == write) s.requests += x.requests, s.wavefronts += x.wavefronts, s.ideal += x.ideal;
+    if (x.write == write && !x.global) s.requests += x.requests, s.wavefronts += x.wavefronts, s.ideal += x.ideal;
   return s;
 }
+
+// Counting for a scope: arm() watches the ranges and starts counting, and whatever ends the scope stops counting and
+// drops the ranges (a failure must not leave a later test counting in freed buffers).
+struct Counting {
+  Counting() = default;
+  Counting(const Counting&) = delete;
+  Counting& operator=(const Counting&) = delete;
+  void arm(const std::vector<test::Range>& ranges) {
+    for (const test::Range& r : ranges) bc::watch_global(r.p, r.bytes);
+    bc::start();
+  }
+  ~Counting() {
+    bc::stop();
+    bc::unwatch_global();
+  }
+};
 
 }  // namespace
 
@@ -155,14 +173,19 @@ TEST_CASE("the sector model: a warp's global request takes each 32-byte sector i
   CHECK_THROWS_AS(global(12, [](int l) { return 12 * l; }), std::invalid_argument);
 }
 
-TEST_CASE("planted uncoalesced global loads are counted in the watched range, coalesced ones and unwatched memory not",
-          "[racecheck][bankcheck]") {
+TEST_CASE(
+    "planted uncoalesced global loads are counted in the watched range, coalesced ones at their fewest, "
+    "unwatched memory not at all",
+    "[racecheck][bankcheck]") {
   auto rt = device();
   cuda::DeviceBuffer in(*rt, 64 * 32 * 4);
-  bc::watch_global(in.get(), 64 * 32 * 4);  // not the output: its stores are not counted
-  const auto one = counted(*rt, "gather<1>", gather<1>, 64, 0, in.as<const int>());
-  const auto wide = counted(*rt, "gather<32>", gather<32>, 64, 0, in.as<const int>());
-  bc::unwatch_global();
+  std::vector<bc::Site> one, wide;
+  {
+    Counting scope;
+    bc::watch_global(in.get(), 64 * 32 * 4);  // not the output: its stores are not counted
+    one = counted(*rt, "gather<1>", gather<1>, 64, 0, in.as<const int>());
+    wide = counted(*rt, "gather<32>", gather<32>, 64, 0, in.as<const int>());
+  }
   const auto unwatched = counted(*rt, "gather<32>", gather<32>, 64, 0, in.as<const int>());
   REQUIRE(one.size() == 1);
   CHECK(one[0].global);
@@ -280,7 +303,8 @@ TEST_CASE(
     Case c = battery_case;
     c.id = "attention_bf16_exactint.dim_" + std::to_string(dim);
     c.shape.dims["heads"] = 1;
-    c.shape.dims["seq"] = 128;  // two key blocks
+    c.shape.dims["seq"] = 128;
+    c.shape.dims["causal"] = 0;  // two key blocks for every tile
     c.shape.dims["dim"] = dim;
     REQUIRE(attention->validate(c) == "");
     runs.emplace_back(attention, c);
@@ -288,9 +312,9 @@ TEST_CASE(
   std::set<std::string> families_run, kernels, loading;
   // Global memory too (the problem's inputs and output watched): every load takes its fewest sectors, but in the
   // row kernels whose lanes each own a contiguous segment of a row (the chunked order of src/spec/chunked_reduce.h),
-  // where a warp's load touches a sector per lane: 4 times the fewest, for the L1 cache to absorb over the lane's
-  // next loads. Stores are surveyed in docs/gpu.md, not required at their fewest (an mma fragment's two halves are
-  // two 4-byte stores into the same sectors).
+  // where a warp's load spreads over the lanes' segments: about 4 times the fewest (bounded at 5 here), for the L1
+  // cache to absorb over the lane's next loads. Stores are surveyed in docs/emulator-counters.md, not required at
+  // their fewest (an mma fragment's two halves are two 4-byte stores into the same sectors).
   const std::set<std::string> segmented = {"reduce_sum_f32 reduce_kernel", "reduce_sum_f64 reduce_kernel",
                                            "softmax_f32 softmax_kernel", "rmsnorm_f32 rmsnorm_kernel",
                                            "rmsnorm_f64 rmsnorm_kernel"};
@@ -301,20 +325,23 @@ TEST_CASE(
     const auto p = f->prepare(c);
     const auto dev = f->prepare_emu(c);
     INFO(c.id << " [" << dev->engine().algorithm << "]");
-    test::run_problem(rt, *dev, p->inputs().size(), p->tile_count(), p->tile_elements(),
-                      [](const std::vector<test::Range>& ranges) {
-                        for (const test::Range& r : ranges) bc::watch_global(r.p, r.bytes);
-                        bc::start();
-                      });
-    bc::stop();
-    bc::unwatch_global();
+    {
+      Counting counting;
+      test::run_problem(rt, *dev, p->inputs().size(), p->tile_count(), p->tile_elements(),
+                        [&](const std::vector<test::Range>& ranges) { counting.arm(ranges); });
+    }
     families_run.insert(f->id);
     CHECK(bc::uncounted() == 0);
     for (const bc::Site& x : bc::sites()) {
       if (x.global) {
+        if (x.write) continue;
         loading.insert(x.kernel);
         INFO(x.describe());
-        if (!x.write && !segmented.count(x.kernel)) CHECK(x.wavefronts == x.ideal);
+        if (segmented.count(x.kernel)) {
+          CHECK(x.wavefronts <= 5 * x.ideal);
+        } else {
+          CHECK(x.wavefronts == x.ideal);
+        }
         continue;
       }
       kernels.insert(x.kernel);
