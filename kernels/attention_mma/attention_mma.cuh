@@ -174,15 +174,18 @@ __global__ void __launch_bounds__(THREADS) attention_kernel(Args a, typename Spe
       __syncthreads();  // the block's fragments are read before the next stage overwrites them
     }
     // tile t: 64 rows x dim, row-major (the CPU path's offsets). Lane l of warp w stores its D fragments' elements:
-    // rows 16 w + l / 4 (+ 8), columns 8 ni + 2 (l % 4) (+ 1) (AttentionDevice::thread_of).
+    // rows 16 w + l / 4 (+ 8), columns 8 ni + 2 (l % 4) (+ 1) (AttentionDevice::thread_of), the two adjacent columns
+    // of a row in one 8-byte store (dim is even: aligned), so that a warp's store fills each sector it touches.
     float* o = a.out + tile * TILE_ROWS * dim;
 #pragma unroll
     for (int ni = 0; ni < MAX_NI; ++ni) {
       if (ni >= ni_count) break;
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
+      for (int c = 0; c < 4; c += 2) {
         const int row = pv_row(warp, lane, c);
-        o[static_cast<uint64_t>(row) * dim + pv_col(ni, lane, c)] = acc[ni][c] / row_sum[row];
+        const float l = row_sum[row];
+        *reinterpret_cast<float2*>(&o[static_cast<uint64_t>(row) * dim + pv_col(ni, lane, c)]) =
+            make_float2(acc[ni][c] / l, acc[ni][c + 1] / l);
       }
     }
     if (threadIdx.x == 0) a.tile_sm[tile] = cuda::sm_id();

@@ -129,11 +129,14 @@ __global__ void __launch_bounds__(MMA_THREADS)
     }
     __syncthreads();
   }
+  // A fragment's two adjacent words (columns 2t, 2t + 1) in one 8-byte store: a warp's store then fills each sector
+  // it touches (two 4-byte stores each wrote half of the same sectors).
   int32_t* tile = reinterpret_cast<int32_t*>(out + static_cast<int64_t>(t_id) * TILE_WORDS);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 4; ++j)
-      for (int c = 0; c < 4; ++c)
-        tile[(r0 + 16 * i + g + 8 * (c / 2)) * TILE + c0 + 8 * j + 2 * t + c % 2] = acc[i][j][c];
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<int2*>(&tile[(r0 + 16 * i + g + 8 * h) * TILE + c0 + 8 * j + 2 * t]) =
+            make_int2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
   if (tid == 0) tile_sm[t_id] = cuda::sm_id();
 }
 

@@ -58,8 +58,12 @@ struct __attribute__((aligned(16))) uint4 {
 struct __attribute__((aligned(8))) uint2 {
   unsigned x, y;
 };
+struct __attribute__((aligned(8))) int2 {
+  int x, y;
+};
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline float2 make_float2(float x, float y) { return {x, y}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
 inline double2 make_double2(double x, double y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
