@@ -3,12 +3,13 @@
 #pragma once
 
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
-#include "src/spec/f64.h"
-#include "src/spec/generator.h"
 #include "src/backends/cuda/cuda_check.h"
 #include "src/backends/cuda/device_problem.h"
+#include "src/spec/f64.h"
+#include "src/spec/generator.h"
 
 namespace sdc::cuda {
 
@@ -97,7 +98,9 @@ __device__ __forceinline__ T* dynamic_shared() {
 // threads after a barrier that follows that wait. BYTES 16 bypasses L1 (.cg), 8 may allocate in it (.ca; .cg takes
 // 16 only).
 //
-// On the emulated device the copy lands at the wait, the latest the hardware may. The race checker (racecheck.h)
+// On the emulated device the copy reads global memory at the issue, one plain read of the whole source where it is
+// whole (the request the sector counter of the race-checking build counts, bankcheck.h), and lands at the wait, the
+// latest the hardware may. The race checker (racecheck.h)
 // sees a store by this thread at the issue (the old bytes written back) and the real one at the wait, and in between
 // reports any access to those bytes, by any thread (the issuer too) and any second copy to them; after the wait,
 // another thread's access without a barrier is a race as any store's. A misaligned address or src_bytes beyond
@@ -113,8 +116,19 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
   for (int i = 0; i < BYTES / 8; ++i) d[i] = d[i];  // the race checker's store at the issue
   if (::sdc::emu::async_copy_hook) ::sdc::emu::async_copy_hook(dst, BYTES, true);
   ::sdc::emu::ThreadContext& t = ::sdc::emu::here();
-  t.async.push_back({static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
-                     static_cast<unsigned>(BYTES), static_cast<unsigned>(src_bytes), t.async_groups});
+  ::sdc::emu::AsyncCopy& c = t.async.emplace_back();
+  c = {static_cast<unsigned char*>(dst),
+       static_cast<unsigned>(BYTES),
+       static_cast<unsigned>(src_bytes),
+       t.async_groups,
+       {}};
+  if (src_bytes == BYTES) {
+    using Whole = std::conditional_t<BYTES == 16, uint4, uint2>;
+    *reinterpret_cast<Whole*>(c.data) = *static_cast<const Whole*>(src);
+  } else {  // a partial copy: the bytes it reads (the kernels' zero fill reads none)
+    const volatile unsigned char* s = static_cast<const unsigned char*>(src);
+    for (int b = 0; b < src_bytes; ++b) c.data[b] = s[b];
+  }
 #else
   const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   if constexpr (BYTES == 16)
@@ -152,11 +166,9 @@ __device__ __forceinline__ void cp_async_wait() {
       t.async[kept++] = c;
       continue;
     }
-    // Volatile on both sides: the counters of the race-checking build (bankcheck.h) count the copy's store at its
-    // issue, and not this emulation's byte-wise reads of global memory as the kernel's requests.
+    // Volatile: the bank counter of the race-checking build (bankcheck.h) counts the copy's store at its issue.
     volatile unsigned char* d = c.dst;
-    const volatile unsigned char* src = c.src;
-    for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? src[b] : 0;
+    for (unsigned b = 0; b < c.bytes; ++b) d[b] = b < c.src_bytes ? c.data[b] : 0;
   }
   t.async.resize(kept);
 #else

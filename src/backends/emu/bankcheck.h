@@ -22,8 +22,8 @@
 // The same requests measure global memory too: a plain load or store inside a range the test watches
 // (watch_global: the problem's inputs and outputs) is served in 32-byte sectors, and the counter counts the distinct
 // sectors a warp-wide request touches against the fewest its lanes' distinct bytes fit in (one per 32 of them):
-// how well a kernel's global accesses coalesce, the property its memory bandwidth rests on. Not seen: cp.async's
-// reads of global memory (the emulation lands copies through volatile reads), atomics and volatile accesses.
+// how well a kernel's global accesses coalesce, the property its memory bandwidth rests on. A cp.async is one read of
+// its whole source at its issue (device_util.cuh). Not seen: atomics and volatile accesses.
 //
 // Off until start(); recording costs a map insertion per counted access.
 #pragma once

@@ -32,9 +32,9 @@ constexpr unsigned MAX_BLOCK_THREADS = 1024;
 // first src_bytes of them from global memory at src, the rest zeros; in the thread's group number `group`.
 struct AsyncCopy {
   unsigned char* dst;
-  const unsigned char* src;
   unsigned bytes, src_bytes;
   uint64_t group;
+  alignas(16) unsigned char data[16];  // the src_bytes read from global memory at the issue
 };
 
 // The race checker's view of cp.async (racecheck.cpp installs it when it is linked; null otherwise): [p, p + n)

@@ -253,8 +253,10 @@ TEST_CASE("lanes that skip a request do not count in it; cp.async counts as a st
   CHECK(cp[0].ideal == 4);
 }
 
-TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its slabs without bank conflicts",
-          "[racecheck][bankcheck][mma]") {
+TEST_CASE(
+    "gemm_f64's kernel in every form loads its fragments and stores its slabs without bank conflicts, and "
+    "reads A and B in its fewest sectors",
+    "[racecheck][bankcheck][mma]") {
   auto rt = device();
   // 256 x 256 x 48: whole blocks of either size, 6 slabs of 8 or 3 of 16, so every ring wraps; no K tail (its fma
   // steps read a column of the slab, the way no whole slab is read).
@@ -263,11 +265,13 @@ TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its sl
   cuda::DeviceBuffer a(*rt, M * K * 8), b(*rt, K * N * 8), out(*rt, M * N * 8), sm(*rt, 64);
   for (const gemm_f64::emu::Form& f : gemm_f64::emu::kForms) {
     INFO("form " << gemm_f64::emu::form_name(f));
-    bc::start();
-    REQUIRE(gemm_f64::emu::launch_gemm(f, a.as<const double>(), b.as<const double>(), out.as<float>(),
-                                       sm.as<uint32_t>(), M, N, K, s.get()));
-    finish(*rt, out, s.get());
-    bc::stop();
+    {
+      Counting counting;
+      counting.arm({{a.get(), M * K * 8}, {b.get(), K * N * 8}});
+      REQUIRE(gemm_f64::emu::launch_gemm(f, a.as<const double>(), b.as<const double>(), out.as<float>(),
+                                         sm.as<uint32_t>(), M, N, K, s.get()));
+      finish(*rt, out, s.get());
+    }
     const auto sites = bc::sites();
     for (const bc::Site& x : sites)
       if (x.wavefronts != x.ideal) UNSCOPED_INFO(x.describe());
@@ -277,6 +281,17 @@ TEST_CASE("gemm_f64's kernel in every form loads its fragments and stores its sl
     CHECK(loads.wavefronts == loads.ideal);
     CHECK(stores.requests > 0);
     CHECK(stores.wavefronts == stores.ideal);
+    // Global loads of A and B (the 2-stage forms' fetch, the cp.async forms' copies, read at their issue), each
+    // request whole sectors.
+    uint64_t global_requests = 0;
+    for (const bc::Site& x : sites)
+      if (x.global) {
+        INFO(x.describe());
+        CHECK(!x.write);
+        CHECK(x.wavefronts == x.ideal);
+        global_requests += x.requests;
+      }
+    CHECK(global_requests > 0);
   }
 }
 
