@@ -24,7 +24,7 @@ namespace {
 
 constexpr unsigned kBanks = 32, kBankBytes = 4, kSectorBytes = 32;
 
-// A warp-wide request being gathered: each lane's byte offset (-1: none yet).
+// A warp-wide request being gathered: each lane's byte offset in shared memory, or its global address (-1: none yet).
 struct Request {
   int64_t offsets[WARP_SIZE];
   unsigned bytes = 0;

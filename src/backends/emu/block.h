@@ -29,7 +29,8 @@ constexpr unsigned WARP_SIZE = 32;
 constexpr unsigned MAX_BLOCK_THREADS = 1024;
 
 // A cp.async copy issued and not yet waited for (device_util.cuh, cp_async): `bytes` to shared memory at dst, the
-// first src_bytes of them from global memory at src, the rest zeros; in the thread's group number `group`.
+// first src_bytes of them the global memory read at the issue (data), the rest zeros; in the thread's group number
+// `group`.
 struct AsyncCopy {
   unsigned char* dst;
   unsigned bytes, src_bytes;
