@@ -5,10 +5,14 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
 #include "src/core/activity.h"
 #include "src/core/family.h"
 #include "src/core/history.h"
@@ -16,8 +20,6 @@
 #include "src/report/report.h"
 #include "src/util/run_lock.h"
 #include "src/util/say.h"
-#include "src/cli/commands.h"
-#include "src/cli/options.h"
 
 using namespace sdc;
 
@@ -57,11 +59,18 @@ int main(int argc, char** argv) {
   // An option given with an empty value is a mistake, never "use the default".
   const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); },
                                  "NON-EMPTY");
+  // CLI11's Range lets NaN through (every comparison with it is false).
+  const CLI::Validator not_nan(
+      [](std::string& v) {
+        return std::isnan(std::strtod(v.c_str(), nullptr)) ? std::string("not a number") : std::string();
+      },
+      "");
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run the screen and report pass/fail per test and unit");
   run->add_option("--profile", ra.profile,
                   "boot (under 45 s, at node boot), standard (about 5 min) or burnin (30 min+)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_empty);
   run->add_option("--enable", ra.enable,
                   "run only the profile's tests whose id or family matches ID|GLOB (repeatable); a glob that matches "
                   "no test of --profile is an error (64)");
@@ -70,8 +79,10 @@ int main(int argc, char** argv) {
                   "those --enable selects; a test from outside --profile runs its smallest iteration count")
       ->check(non_empty);
   run->add_option("--disable", ra.disable, "do not run tests whose id or family matches ID|GLOB (repeatable)");
-  run->add_option("--time-budget", ra.time_budget,
-                  "stop starting new work after DURATION (45s, 5m, 1h30m, or 45 seconds); default: the profile's")
+  run->add_option(
+         "--time-budget", ra.time_budget,
+         "stop starting new work after DURATION (45s, 5m, 1h30m, 500ms; a bare number is seconds); default: the "
+         "profile's")
       ->check(non_empty);
   run->add_option("--deadline", ra.deadline,
                   "hard wall-clock limit of the whole run (45s, 5m): the screen stops a margin before it (a third of "
@@ -114,7 +125,8 @@ int main(int argc, char** argv) {
           },
           "N|pci");
   run->add_option("--cpuset", ra.cpuset,
-                  "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use)");
+                  "logical CPUs to screen, like 0-3,8 (default: every CPU this process may use); given, the CPUs are "
+                  "screened, not the GPUs, whatever the node has (--backend auto or cpu)");
   run->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
   run->add_flag("--accept-patterns", ra.accept_patterns,
                 "screen with pattern data other than the data this sdcscreen was built with (an edited battery, its "
@@ -182,7 +194,8 @@ int main(int argc, char** argv) {
                   "a unit above C degrees Celsius while a case ran makes that case an error (its result cannot be "
                   "trusted): on a GPU its die or its memory (HBM) temperature through NVML, on CPUs a CPU sensor's "
                   "(package, core: hwmon coretemp/k10temp), each sampled every second")
-      ->check(CLI::Range(1.0, 150.0));
+      ->check(CLI::Range(1.0, 150.0))
+      ->check(not_nan);
   run->add_option("--history", ra.history,
                   "append one line per screen to DIR/history.jsonl (created if missing): what 'sdcscreen history' "
                   "and the Slurm resume policy read (DIR/unrecorded-RUN marks the screen until its line is written). "
@@ -221,7 +234,7 @@ int main(int argc, char** argv) {
   ListArgs la;
   CLI::App* list = app.add_subcommand("list", "list families, test cases, profiles, modes and distributions");
   list->add_option("--patterns", patterns_dir, patterns_help)->check(non_empty);
-  list->add_option("--profile", la.profile, "list only the cases of this profile");
+  list->add_option("--profile", la.profile, "list only the cases of this profile")->check(non_empty);
   list->add_option("--output-format", la.output_format, "text or json (families, cases with their geometry, ...)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

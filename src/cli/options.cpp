@@ -7,9 +7,11 @@
 #include <filesystem>
 
 #include "src/backends/cpu/cpu_topology.h"
+#include "src/core/history.h"
 #include "src/core/inject.h"
 #include "src/util/atomic_file.h"
 #include "src/util/int_list.h"
+#include "src/util/run_lock.h"
 
 namespace sdc::cli {
 
@@ -45,16 +47,18 @@ std::string parse_duration(const std::string& text, double& seconds) {
   return "";
 }
 
-// "512M", "8G", "1T", "1048576" (bytes): a positive size.
+// "512M", "8G", "1.5T", "1048576" (bytes): decimal digits with at most one point, then K, M, G, T or nothing;
+// at least one byte.
 std::string parse_size(const std::string& text, uint64_t& bytes) {
   const std::string what = fmt::format("'{}' is not a size like 512M or 8G", text);
   size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return what;
+  bool dot = false;
+  while (used < text.size() && (std::isdigit(static_cast<unsigned char>(text[used])) || (text[used] == '.' && !dot))) {
+    dot = dot || text[used] == '.';
+    ++used;
   }
+  if (used == 0 || (used == 1 && dot)) return what;
+  const double v = std::stod(text.substr(0, used));
   const std::string unit = text.substr(used);
   double scale = 1;
   if (unit == "K")
@@ -67,7 +71,8 @@ std::string parse_size(const std::string& text, uint64_t& bytes) {
     scale = 1024.0 * 1024 * 1024 * 1024;
   else if (!unit.empty())
     return what;
-  if (!(v > 0) || v * scale > 1e18 || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) return what;
+  if (!(v > 0) || v * scale > 1e18) return what;
+  if (v * scale < 1) return fmt::format("'{}' is less than one byte", text);
   bytes = static_cast<uint64_t>(v * scale);
   return "";
 }
@@ -86,6 +91,38 @@ bool inside(const std::string& path, const std::string& dir) {
   if (ec) return false;
   const auto rel = f.lexically_relative(d);
   return !rel.empty() && *rel.begin() != "..";
+}
+
+// The file a write of path lands on (write_file_atomic follows symbolic links), absolute and normalized.
+std::filesystem::path file_of(const std::string& path) {
+  std::string target;
+  if (!followed(path, target)) target = path;
+  std::error_code ec;
+  const std::filesystem::path f = std::filesystem::weakly_canonical(std::filesystem::absolute(target, ec), ec);
+  return ec ? std::filesystem::path(target) : f;
+}
+
+// Outputs that are one file with each other, with a file of the node's history or with the lock file: the later
+// write would replace the other (the history's earlier lines, the lock another screen waits on). "" when none.
+std::string colliding_output(const std::vector<std::pair<const char*, std::string>>& outputs,
+                             const std::string& history_dir, const std::string& lock_file) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    const std::filesystem::path f = file_of(path);
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].second.empty() && file_of(outputs[j].second) == f)
+        return fmt::format("{} and {} name the same file ({}): each output needs its own", outputs[j].first, flag,
+                           path);
+    if (f == file_of(lock_file))
+      return fmt::format("{}: {} is the lock file that keeps one screen at a time on this node", flag, path);
+    const std::string name = f.filename().string();
+    if (!history_dir.empty() && f.parent_path() == file_of(history_dir) &&
+        (name == history::FILE_NAME || name.rfind(history::PENDING_PREFIX, 0) == 0 || name == ".history.lock"))
+      return fmt::format("{}: {} is a file of the node's history ({}): writing it would destroy the history", flag,
+                         path, history_dir);
+  }
+  return "";
 }
 
 }  // namespace
@@ -123,6 +160,12 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
     if (const std::string err = cli::parse_size(a.max_memory, opt.max_memory_bytes); !err.empty())
       return {EXIT_USAGE, fmt::format("--max-memory: {}", err)};
   if (const std::string err = choose_cpus(a.cpuset_given, a.cpuset, opt.cpus); !err.empty()) return {EXIT_USAGE, err};
+  // --cpuset names CPUs to screen: with --backend auto the CPU backend screens them, even on a node with GPUs (a
+  // suspect core's triage must not pass on the GPUs instead).
+  if (a.cpuset_given && a.backend != "auto" && a.backend != "cpu")
+    return {EXIT_USAGE, fmt::format("--cpuset names CPUs to screen; --backend {} screens GPUs (select them with "
+                                    "--devices)",
+                                    a.backend)};
   // -o - is stdout: the report goes there in the chosen format, -q or not.
   OutputPlan& out = r.outputs;
   out.report_to_stdout = a.output == "-";
@@ -134,6 +177,12 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
   out.npd = a.npd;
   if (out.report_to_stdout && a.npd) return {EXIT_USAGE, "-o - and --npd both write stdout: choose one"};
   if (patterns_dir.empty()) return {EXIT_CONFIG, a.patterns_not_found};
+  const std::string history_dir = a.history == "none" ? "" : a.history.empty() ? history::default_dir() : a.history;
+  if (const std::string err =
+          colliding_output({{"-o", out.report}, {"--html", a.html}, {"--prometheus", a.prometheus}}, history_dir,
+                           a.lock_file.empty() ? RunLock::default_path() : a.lock_file);
+      !err.empty())
+    return {EXIT_USAGE, err};
   for (const auto& [flag, path] :
        {std::pair{"-o", out.report}, std::pair{"--prometheus", a.prometheus}, std::pair{"--html", a.html}}) {
     if (path.empty()) continue;
@@ -153,9 +202,12 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
   s.patterns_dir = patterns_dir;
   s.seed = a.seed;
   s.seed_given = a.seed_given;
-  s.gpu = {a.backend, a.devices_given, a.devices,
+  s.gpu = {a.backend,
+           a.devices_given,
+           a.devices,
            a.expect_devices.empty() || a.expect_devices == "pci" ? 0 : std::stoi(a.expect_devices),
-           a.expect_devices == "pci"};
+           a.expect_devices == "pci",
+           a.cpuset_given};
   s.force = a.force;
   s.lock_file = a.lock_file;
   s.force_hint = " (--force runs anyway)";

@@ -239,6 +239,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
   const bool progress = !a.quiet && !a.npd && isatty(STDERR_FILENO);
   show_progress(req, progress, screen);
   write_in_progress(req.outputs, in_progress(screen));
+  activity::publish_output(activity::OUT_IN_PROGRESS);
   pending.before_screen = false;
   if (screen.opt.cpus.empty() && !crashes.empty()) {  // every selected CPU crashed: nothing is left to screen
     result.backend = "cpu";

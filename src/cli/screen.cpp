@@ -89,16 +89,17 @@ std::string choose_gpus(const GpuRequest& req, GpuChoice& g) {
     // A bus that cannot be read gives no count to expect: the screen runs on what the backend finds and is
     // inconclusive (2), never a pass of a node whose GPUs nobody looked for.
     if (!bus_error.empty()) g.errors.push_back("--expect-devices pci: " + bus_error);
-    if (a.backend == "cpu" && on_bus > 0)
-      return fmt::format("--expect-devices pci: {} NVIDIA GPU(s) on the PCI bus, which --backend cpu does not screen",
-                         on_bus);
+    if ((a.backend == "cpu" || a.cpuset) && on_bus > 0)
+      return fmt::format("--expect-devices pci: {} NVIDIA GPU(s) on the PCI bus, which {} does not screen", on_bus,
+                         a.backend == "cpu" ? "--backend cpu" : "--cpuset (CPUs)");
     a.expect_devices = static_cast<int>(on_bus);
     expect_what = fmt::format("--expect-devices pci ({} NVIDIA GPU(s) on the PCI bus)", on_bus);
   }
   const bool wants_gpus = a.devices_given || a.expect_devices > 0;
-  if (a.backend == "cpu") {
-    if (wants_gpus) return "--devices and --expect-devices select GPUs; they do not apply to --backend cpu";
-    g.reason = "--backend cpu";
+  if (a.backend == "cpu" || a.cpuset) {
+    const char* why = a.backend == "cpu" ? "--backend cpu" : "--cpuset, which names the CPUs to screen";
+    if (wants_gpus) return fmt::format("--devices and --expect-devices select GPUs; they do not apply to {}", why);
+    g.reason = why;
     return "";
   }
   std::vector<int> wanted;

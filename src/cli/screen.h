@@ -34,6 +34,7 @@ struct GpuRequest {
   std::string devices;
   int expect_devices = 0;
   bool expect_pci = false;  // --expect-devices pci: as many as the NVIDIA GPUs on the PCI bus (none: no GPU asked)
+  bool cpuset = false;      // --cpuset named the CPUs to screen: the CPU backend (auto or cpu only)
 };
 struct GpuChoice {
   bool cuda = false;

@@ -110,8 +110,11 @@ int unfinished(const activity::Board& board, const std::vector<Crash>& crashes, 
   }
   line += code == EXIT_FAIL ? "; its supervisor writes the outputs it did not write (-o, --html, --prometheus, the "
                               "history line) from what it saw"
-                            : "; its final report was not written (-o and --prometheus, if given, still say that a "
-                              "screen was in progress)";
+          : board.outputs.load() & activity::OUT_IN_PROGRESS
+              ? "; its final report was not written (-o, --html and --prometheus, if given, still say that a screen "
+                "was in progress)"
+              : "; it ended in its set-up, before its outputs: its supervisor replaces -o, --html and --prometheus, "
+                "if given, with a report that says so";
   say_err("sdcscreen: {}{}\n", code == EXIT_FAIL ? "" : "error: ", "the screen " + line);
   fill_end(board, end, sig, why, *verdict);
   if (end) end->interrupted = interrupted;

@@ -5,15 +5,16 @@
 #include <cstdlib>
 
 #include "src/backends/cpu/cpu_topology.h"
+#include "src/cli/options.h"
+#include "src/cli/screen.h"
+#include "src/cli/supervisor.h"
 #include "src/core/activity.h"
 #include "src/core/patterns.h"
 #include "src/core/scheduler.h"
 #include "src/host/host_readers.h"
 #include "src/report/report.h"
+#include "src/util/run_lock.h"
 #include "src/util/say.h"
-#include "src/cli/options.h"
-#include "src/cli/screen.h"
-#include "src/cli/supervisor.h"
 
 namespace sdc {
 
@@ -72,8 +73,12 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
                                ": it had found a miscompare in {} (the shared progress record) before it "
                                "wrote its own outputs; its other results died with it",
                                end.miscompare_case)
-                         : ": a unit had crashed in an earlier screen of this run (its test below); the last "
-                           "screen's results died with it";
+          : !crashes.empty() ? ": a unit had crashed in an earlier screen of this run (its test below); the last "
+                               "screen's results died with it"
+          : end.outputs & activity::OUT_IN_PROGRESS
+              ? ": its results died with it"
+              : ": it ended in its set-up (the pattern data, the GPUs' start-up, the node's lock), "
+                "before it wrote any output: nothing was screened";
   r.errors.push_back(said);
   const bool gpu = end.miscompare && end.miscompare_device >= 0;
   if (gpu) {
@@ -156,11 +161,35 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   return r;
 }
 
+// A screen that ended in its set-up left the previous screen's -o, --html and --prometheus in place, a verdict
+// this run does not share: replaced by the supervisor's report (exit 2, or 128+N), under the node's lock as a
+// screen writes them. The history line is not written: the run's marker stays, as for any screen that died.
+void replace_previous(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end) {
+  const RunRequest& req = *o.request;
+  const OutputPlan& out = req.outputs;
+  if (out.report.empty() && out.html.empty() && out.prometheus.empty()) return;
+  RunLock lock;
+  bool busy = false;
+  if (!req.screen.force)
+    if (const std::string err =
+            lock.acquire(req.screen.lock_file.empty() ? RunLock::default_path() : req.screen.lock_file, &busy);
+        !err.empty()) {
+      say_err("sdcscreen: error: -o, --html and --prometheus are left as they were: {}\n", err);
+      return;
+    }
+  unsetenv("SDCSCREEN_DRILL_REPORT_CRASH");  // the screen's drill; the supervisor must not die of it too
+  write_in_progress(out, supervisor_result(o, crashes, end));
+}
+
 }  // namespace
 
 int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end,
                              int code) {
-  if (end.finished || code != EXIT_FAIL) return code;  // a finished screen wrote its own; else the in-progress stay
+  if (end.finished) return code;  // it wrote its own
+  if (code != EXIT_FAIL) {        // the in-progress files stay where the screen wrote them
+    if (!(end.outputs & activity::OUT_IN_PROGRESS)) replace_previous(o, crashes, end);
+    return code;
+  }
   const RunResult r = supervisor_result(o, crashes, end);
   // The outputs the screen did not write (a failure to write one is said; the exit code stays 1).
   // The report-writing drill that killed the screen is the screen's (already named in r.weakened_by): the

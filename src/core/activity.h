@@ -36,8 +36,10 @@ struct Slot {
 };
 
 // The final outputs a screen has written (Board::outputs): its supervisor writes, after the screen died, only
-// those it did not, and never replaces one the screen wrote with its own, less complete one.
-enum Output : int32_t { OUT_PROMETHEUS = 1, OUT_REPORT = 2, OUT_HTML = 4, OUT_HISTORY = 8 };
+// those it did not, and never replaces one the screen wrote with its own, less complete one. OUT_IN_PROGRESS: the
+// in-progress files (outputs.h) are in place; a screen that died before them (in its set-up) left the previous
+// screen's, which its supervisor then replaces.
+enum Output : int32_t { OUT_PROMETHEUS = 1, OUT_REPORT = 2, OUT_HTML = 4, OUT_HISTORY = 8, OUT_IN_PROGRESS = 16 };
 
 // The GPU of the first miscompare, as the screen knew it (written once, before Board::miscompare_unit; read by
 // the supervisor after the screen ended): enough for the supervisor's report to name the GPU as the screen's did.

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,23 +24,60 @@ std::string dir_of(const std::string& path) {
   throw FileError(fmt::format("{}: {}", path, what));
 }
 
-}  // namespace
-
-void check_writable(const std::string& path) {
-  struct stat st {};
+// The file a write of `path` replaces: `path` itself, or the file a symbolic link there names (the link stays, its
+// target is replaced). A directory, a device, a FIFO or a socket is refused: renaming over /dev/null as root would
+// replace the system's.
+std::string target_of(const std::string& path) {
   if (path.empty()) fail(path, "empty file name");
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(path, "is a directory");
-  const std::string dir = dir_of(path);
+  std::string target;
+  if (!followed(path, target)) fail(path, "is a symbolic link that cannot be followed (a loop)");
+  struct stat st {};
+  if (stat(target.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
+    if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a device, FIFO or socket): name a file to write");
+  }
+  const std::string dir = dir_of(target);
   if (stat(dir.c_str(), &st) != 0) fail(path, fmt::format("directory {} does not exist", dir));
   if (!S_ISDIR(st.st_mode)) fail(path, fmt::format("{} is not a directory", dir));
-  if (access(dir.c_str(), W_OK) != 0) fail(path, fmt::format("directory {} is not writable", dir));
+  return target;
+}
+
+// A temporary file beside `target`, open for writing, named after it (or `name` when given): its descriptor, its
+// name in *tmp.
+int temporary_beside(const std::string& path, const std::string& target, std::string* tmp, const char* name = nullptr) {
+  *tmp = fmt::format("{}/.{}.tmp.XXXXXX", dir_of(target), name ? name : target.substr(target.rfind('/') + 1));
+  const int fd = mkstemp(tmp->data());
+  if (fd < 0) fail(path, fmt::format("cannot create a file in {}: {}", dir_of(target), std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+bool followed(const std::string& path, std::string& target) {
+  target = path;
+  struct stat st {};
+  for (int hops = 0; lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode); ++hops) {
+    std::error_code ec;
+    const std::filesystem::path to = std::filesystem::read_symlink(target, ec);
+    if (ec || hops == 40) return false;
+    target = (to.is_absolute() ? to : std::filesystem::path(dir_of(target)) / to).string();
+  }
+  return true;
+}
+
+// Not access(W_OK), which is true for root on a read-only mount or in /proc: a file is created in the directory and
+// removed, as the write itself will (named apart: a name too long for the write's temporary file is found then).
+void check_writable(const std::string& path) {
+  const std::string target = target_of(path);
+  std::string tmp;
+  close(temporary_beside(path, target, &tmp, "sdcscreen-check"));
+  unlink(tmp.c_str());
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  check_writable(path);
-  std::string tmp = fmt::format("{}/.{}.tmp.XXXXXX", dir_of(path), path.substr(path.rfind('/') + 1));
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) fail(path, fmt::format("cannot create temporary file: {}", std::strerror(errno)));
+  const std::string target = target_of(path);
+  std::string tmp;
+  const int fd = temporary_beside(path, target, &tmp);
   size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = write(fd, content.data() + done, content.size() - done);
@@ -59,7 +97,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     unlink(tmp.c_str());
     fail(path, fmt::format("write failed: {}", std::strerror(err)));
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
+  if (rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
     fail(path, fmt::format("rename failed: {}", std::strerror(err)));

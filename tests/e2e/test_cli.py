@@ -119,6 +119,16 @@ for name, value in [("zero", "0s"), ("bare zero", "0"), ("garbage", "garbage"), 
                     ("unknown unit", "5x"), ("unit only", "s"), ("repeated unit", "1h1h"), ("misordered", "1s5m")]:
     usage(f"--time-budget {name}", ["run", *SEL, "--time-budget", value], "--time-budget", value)
 
+# Values that would otherwise be a silent default: NaN passes CLI11's range check (a limit nothing exceeds), a size
+# under one byte is 0 (no limit), an empty profile selects no profile.
+usage("--max-temperature nan", ["run", *SEL, "--max-temperature", "nan"], "--max-temperature")
+for value in ("0.5", "1e-300G", "0x10M", "+5M"):
+    usage(f"--max-memory {value}", ["run", *SEL, "--max-memory", value], "--max-memory", value)
+usage("empty --profile", ["run", *SEL, "--profile", ""], "--profile")
+usage("empty --profile for list", ["list", "--profile", ""], "--profile")
+# --cpuset names CPUs to screen: a GPU backend would screen the GPUs and leave them out
+usage("--cpuset with a GPU backend", ["run", *SEL, "--backend", "cuda", "--cpuset", "0"], "--cpuset", "--backend cuda")
+
 # --no-probe leaves nothing for --fail-slow or --throughput-floor to act on
 usage("--no-probe with --fail-slow", ["run", *SEL, "--no-probe", "--fail-slow"], "--fail-slow", "--no-probe")
 usage("--no-probe with --throughput-floor", ["run", *SEL, "--no-probe", "--throughput-floor", "0.5"],
@@ -133,6 +143,36 @@ with tempfile.TemporaryDirectory() as d:
     out = os.path.join(d, "r.json")
     p = common.run("run", "--enable", "nosuch_case", "--output-format", "json", "-o", out)
     F.check(p.returncode == 64 and not os.path.exists(out), "a rejected command line still wrote the -o report")
+
+# --- outputs that are one file: 64, before anything is written ----------------------------------------
+with tempfile.TemporaryDirectory() as d:
+    same, hist = os.path.join(d, "same"), os.path.join(d, "h")
+    usage("-o and --html one file", ["run", *SEL, "-q", "-o", same, "--html", same], "-o and --html", same)
+    os.symlink(same, os.path.join(d, "alias"))
+    usage("--prometheus and --html one file through a link",
+          ["run", *SEL, "-q", "--html", same, "--prometheus", os.path.join(d, "alias")], "--html and --prometheus")
+    usage("-o over the history file", ["run", *SEL, "-q", "--history", hist, "-o", os.path.join(hist, "history.jsonl")],
+          "the node's history")
+    usage("--html over the lock file", ["run", *SEL, "-q", "--html", common.LOCK_FILE], "lock file")
+    F.check(not os.path.exists(same) and not os.path.exists(hist), "a refused command line wrote an output or a history")
+
+# --- an output that is not a regular file: 78, never replaced; a link is followed ---------------------
+with tempfile.TemporaryDirectory() as d:
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    one_line_error("-o a FIFO", common.run("run", *SEL, "-q", "-o", fifo), 78, fifo, "not a regular file")
+    F.check(stat.S_ISFIFO(os.stat(fifo).st_mode), "-o a FIFO: replaced by a file")
+    os.makedirs(os.path.join(d, "real"))
+    target, link = os.path.join(d, "real", "r.json"), os.path.join(d, "link.json")
+    with open(target, "w") as f:
+        f.write("old")
+    os.symlink(target, link)
+    p = common.run("run", *SEL, "-q", "--output-format", "json", "-o", link)
+    F.check(p.returncode == 0 and os.path.islink(link) and json.load(open(target))["exit"]["code"] == 0,
+            f"-o through a link: exit {p.returncode}, link kept {os.path.islink(link)} ({p.stderr.strip()[:300]})")
+    one_line_error("--prometheus /dev/null", common.run("run", *SEL, "-q", "--prometheus", "/dev/null"), 78,
+                   "/dev/null", "not a regular file")
+    F.check(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is no longer a character device")
 
 # --- unwritable -o: 78 with the path named ----------------------------------------------------------
 with tempfile.TemporaryDirectory() as d:

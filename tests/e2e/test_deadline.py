@@ -96,6 +96,19 @@ def stalled_run():
         return child, proc.returncode, stdout, stderr, report_of(out)
 
 
+def set_up_stalled_run():
+    """3b. A screen still in its set-up at the deadline (held there by the set-up drill) wrote no in-progress files:
+    its supervisor replaces the previous screen's pass (report, page, metrics) with a report that says what happened."""
+    with tempfile.TemporaryDirectory() as d:
+        outs = ["--output-format", "json", "-o", f"{d}/r.json", "--html", f"{d}/r.html", "--prometheus", f"{d}/r.prom",
+                "--lock-file", f"{d}/lock", "-q"]
+        first = subprocess.run([SDCSCREEN, "run", "--backend", "cpu", "--enable", CASE, "--no-probe", *outs],
+                               capture_output=True, text=True, timeout=120)
+        p = subprocess.run([SDCSCREEN, "run", *LONG, "--deadline", "1s", *outs], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, SDCSCREEN_DRILL_SETUP_DELAY="3"))
+        return first.returncode, p, report_of(f"{d}/r.json"), open(f"{d}/r.html").read(), open(f"{d}/r.prom").read()
+
+
 def nhc_check(extra):
     """6. The NHC check, sourced as NHC does, with die/log/dbg that print what they are given."""
     with tempfile.TemporaryDirectory() as d:
@@ -115,6 +128,7 @@ args = " ".join([*LONG, "--inject", INJECT])
 pool = concurrent.futures.ThreadPoolExecutor(max_workers=6)
 runs = {tuple(inject): pool.submit(deadline_run, inject) for inject in ([], ["--inject", INJECT])}
 stalled = pool.submit(stalled_run)
+set_up_stalled = pool.submit(set_up_stalled_run)
 hc_own = pool.submit(common.healthcheck_dry_run, args, 120, {"SDCSCREEN_TIMEOUT": str(8 * K)})
 hc_124 = pool.submit(common.healthcheck_dry_run, args + " --deadline 60s", 120, {"SDCSCREEN_TIMEOUT": str(6 * K)})
 nhc_124 = pool.submit(nhc_check, args + " --deadline 60s")
@@ -142,6 +156,16 @@ F.check(stdout.startswith("Unknown: the screen did not finish by its deadline") 
         f"stalled screen: NPD {stdout!r}")
 F.check(r is not None and r["exit"]["code"] == 2 and any("in progress" in e for e in r["errors"]),
         f"stalled screen: the report left is not the in-progress one: {r and r['errors']}")
+
+first, p, r, page, prom = set_up_stalled.result()
+F.check(first == 0 and p.returncode == 2 and "it ended in its set-up" in p.stderr,
+        f"set-up stalled: first exit {first}, then exit {p.returncode}: {p.stderr[-500:]!r}")
+F.check(r is not None and r["exit"]["code"] == 2 and any("ended in its set-up" in e for e in r["errors"]),
+        f"set-up stalled: the previous report was left in place: {r and (r['exit'], r['errors'])}")
+F.check("sdcscreen_healthy 0" in prom and "sdcscreen_exit_code 2" in prom and 'data-verdict="error"' in page,
+        "set-up stalled: the previous page or metrics (a pass) were left in place")
+if r is not None:
+    F.check(not common.schema_errors(r), f"set-up stalled: the supervisor's report: {common.schema_errors(r)[:3]}")
 
 # 4. The Slurm health check with a short limit (8 s): it gives the screen its deadline (5 s), the screen stops in
 #    time with the miscompare it found, and the node is drained for SDC.

@@ -29,6 +29,22 @@ TEST_CASE("durations", "[parsers]") {
     REQUIRE_FALSE(cli::parse_duration(bad, s).empty());
 }
 
+TEST_CASE("sizes", "[parsers]") {
+  uint64_t b = 0;
+  REQUIRE(cli::parse_size("512M", b).empty());
+  REQUIRE(b == 512ull << 20);
+  REQUIRE(cli::parse_size("1.5G", b).empty());
+  REQUIRE(b == 3ull << 29);
+  REQUIRE(cli::parse_size("1048576", b).empty());
+  REQUIRE(b == 1048576);
+  REQUIRE(cli::parse_size("1", b).empty());
+  REQUIRE(b == 1);
+  // Less than a byte would be 0, which means "no limit": refused, as are hexadecimal, signs, spaces and exponents.
+  for (const char* bad : {"", "0", "0.5", "1e-300G", "0x10M", "+5M", " 5M", "-5M", "5e3", "5m", "12Q", "M", ".",
+                          "1.2.3", "nan", "infG", "2000000000T"})
+    REQUIRE_FALSE(cli::parse_size(bad, b).empty());
+}
+
 TEST_CASE("cpu lists", "[parsers]") {
   std::vector<int> cpus;
   REQUIRE(parse_cpu_list("0-3,8,10-11", cpus).empty());
