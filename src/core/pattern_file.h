@@ -16,7 +16,8 @@ namespace sdc {
 // A pattern file's text; PatternError "<path>: <reason>" and then hint when it cannot be read.
 std::string read_pattern_file(const std::string& path, const std::string& hint = "");
 // The hint for a manifest.json that cannot be read.
-inline constexpr const char* NOT_A_PATTERN_DIRECTORY = " (is --patterns a pattern directory?)";
+inline constexpr const char* NOT_A_PATTERN_DIRECTORY =
+    " (not a pattern directory? 'sdcscreen info' says which one is used and how it was found)";
 
 // The file's text parsed by the strict reader (src/util/strict_json.h); PatternError when it is refused.
 nlohmann::json parse_pattern_json(const std::string& file, const std::string& text);
