@@ -51,6 +51,11 @@ bool is_replay_family(const std::string& family) {
   return f && f->replay;
 }
 
+bool has_bit_signature(const std::string& family) {
+  const Family* f = find_family(family);
+  return !f || (!f->replay && !f->record_outputs);
+}
+
 std::string replay_metric_name(const ReplayMetric& m) { return fmt::format("L{} {} {}", m.level, m.site, m.metric); }
 
 std::string replay_site(const std::string& element_name) {
@@ -368,7 +373,7 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     // What the fault looks like and whether it comes back, then the first few elements as evidence.
     if (is_replay_family(t.family))
       s += replay_text(r, t);
-    else
+    else if (has_bit_signature(t.family))  // the memory test's record is read in its notes instead
       for (const UnitSignature& u : t.signatures)
         if (!u.signature.empty())
           s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
