@@ -267,6 +267,7 @@ void execute_screen(Screen& s, std::vector<FirstRun>* first_runs) {
     }
   }
   result.flag_masked_injections();
+  result.flag_nothing_applicable();
   result.end_unix = unix_now();
 }
 

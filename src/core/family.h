@@ -178,6 +178,10 @@ struct Family {
   // (expected, actual, their difference) rather than as fp32 bits with ulps.
   bool int8_inputs = false;
   bool int32_outputs = false;
+  // Its output words are a record (memtest_u32: mismatch counts, offsets, the first faulty word and the word
+  // read), not values a unit computed: a difference's flipped bits say nothing about the faulty bits, so the
+  // reports give no bit signature for it (report.h, has_bit_signature); the record says what was wrong.
+  bool record_outputs = false;
   // A family without a CPU golden (recorded, consensus) whose unspecified arithmetic the emulated device models
   // otherwise than tensor cores (each exact sum rounded once): what it computes instead, for the emulated run's
   // note (sfu_f32: the host C library's functions in place of the SFU's approximations).

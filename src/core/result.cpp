@@ -153,6 +153,18 @@ void RunResult::flag_masked_injections() {
                        " fired, masked: it changed no output of the case, so the drill proves nothing");
 }
 
+void RunResult::flag_nothing_applicable() {
+  if (tests.empty() || !errors.empty() || interrupted_by > 0) return;
+  if (!std::all_of(tests.begin(), tests.end(),
+                   [](const TestResult& t) { return t.verdict == Verdict::skip && t.not_applicable; }))
+    return;
+  errors.push_back(fmt::format(
+      "nothing ran: {} not applicable on the {} backend{} (each test says why); select cases that run there",
+      tests.size() == 1 ? std::string("the one selected case is")
+                        : fmt::format("all {} selected cases are", tests.size()),
+      backend, backend == "cuda" ? " and its GPUs" : ""));
+}
+
 const char* RunResult::exit_word() const {
   switch (exit_code()) {
     case EXIT_PASS: return "pass";

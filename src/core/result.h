@@ -248,6 +248,9 @@ struct RunResult {
   bool masked(const Injection& i) const;
   // Adds a run-level error for every masked drill (the run is then inconclusive unless something failed).
   void flag_masked_injections();
+  // Adds a run-level error when every selected test is not applicable here (a GPU-only battery on a CPU node):
+  // nothing ran, so the run is inconclusive (exit_code), and every output says why in one line.
+  void flag_nothing_applicable();
   const char* exit_word() const;
 };
 

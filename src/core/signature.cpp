@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 namespace sdc {
@@ -191,6 +192,12 @@ std::vector<Signature::IterationCount> Signature::by_iteration() const {
     ++out.back().tiles;
   }
   return out;
+}
+
+std::vector<uint64_t> Signature::tile_ids() const {
+  std::set<uint64_t> ids;
+  for (const auto& [key, spot] : tiles_) ids.insert(key.second);
+  return {ids.begin(), ids.end()};
 }
 
 uint64_t Signature::min_elements_per_tile() const {

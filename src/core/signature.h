@@ -122,6 +122,8 @@ class Signature {
     uint64_t elements = 0, tiles = 0;
   };
   std::vector<IterationCount> by_iteration() const;
+  // The failing tiles' ids, each once whatever the iterations it failed in, in increasing order.
+  std::vector<uint64_t> tile_ids() const;
   Cluster cluster() const;
   StuckAt stuck_at() const;
   // The one-line signature (format at the top of this file); empty when nothing was added.

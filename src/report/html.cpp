@@ -80,8 +80,14 @@ std::string telemetry_section(const json& r) {
   const json& tp = obj(r, "throughput");
   const json& units = arr(tp, "units");
   const json& other = obj(r, "telemetry");
-  if (units.empty() && other.empty()) return "";
+  // A probe that did not run (run --no-probe, one unit, a stop) judged no unit slow: the page says so and why
+  // (docs/design.md, "Not done"), except after an interruption, which the page says at its top.
+  const std::string not_run = str(obj(tp, "probe"), "not_run");
+  const bool say_not_run = !not_run.empty() && not_run != "interrupted";
+  if (units.empty() && other.empty() && !say_not_run) return "";
   std::string s = R"(<section id="telemetry"><h2>Telemetry</h2>)";
+  if (say_not_run)
+    s += R"(<p class="probe-not-run">throughput probe not run: )" + esc(not_run) + " (no unit was judged slow)</p>";
   if (!units.empty()) {
     const double floor = real(tp, "floor", 0.85);
     const int n = static_cast<int>(units.size());
@@ -160,10 +166,14 @@ std::string tests_section(const json& r) {
   size_t problem_count = 0;
   for (const json& t : tests) {
     const std::string result = str(t, "result");
+    std::string notes;  // the test's notes, each on a line of their own cell
+    for (const json& n : arr(t, "notes"))
+      if (n.is_string()) notes += (notes.empty() ? "" : "<br>") + esc(n.get<std::string>());
     const std::string row = fmt::format(
-        R"(<tr class="r-{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>)",
+        R"(<tr class="r-{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td>)"
+        R"(<td class="notes">{}</td></tr>)",
         esc(result), esc(str(t, "id")), esc(str(t, "device")), esc(str(t, "mode")), esc(result), num(t, "iterations"),
-        num(t, "tiles"), real(t, "duration_s"), esc(str(t, "reason")));
+        num(t, "tiles"), real(t, "duration_s"), esc(str(t, "reason")), notes);
     all += row;
     // A case that cannot run on this backend is not a problem: the JSON and the text say so once per reason.
     if (result != "pass" && result != "not_applicable" &&
@@ -175,7 +185,7 @@ std::string tests_section(const json& r) {
   }
   const std::string head =
       "<tr><th>test</th><th>device</th><th>mode</th><th>result</th><th>iterations</th><th>tiles</th><th>time "
-      "(s)</th><th>reason</th></tr>";
+      "(s)</th><th>reason</th><th>notes</th></tr>";
   std::string s = R"(<section id="tests"><h2>Tests</h2>)";
   if (problem_count)
     s += fmt::format("<p>{} test(s) did not pass:</p><table>{}{}</table>", problem_count, head, problems);
@@ -189,10 +199,15 @@ std::string injections_section(const json& r) {
   std::string s = R"(<section id="injections"><h2>Fault injections</h2><ul>)";
   for (const json& i : inj) {
     const bool fired = flag(i, "fired");
-    s += fmt::format("<li><code>{}</code>: {}</li>", esc(str(i, "spec")),
-                     !fired                               ? "<b>did not fire</b> (the drill proves nothing)"
-                     : field(i, "fired_unit").is_number() ? "fired on unit " + text_of(field(i, "fired_unit"))
-                                                          : std::string("fired"));
+    // The unit as every output names it (src/core/unit_name.h): "cpu 5", or an SM of the drill's GPU "gpu 0 sm 5".
+    const int fired_unit = static_cast<int>(num(i, "fired_unit", -1));
+    const int gpu = field(i, "device").is_number() ? static_cast<int>(num(i, "device", -1)) : -1;
+    s += fmt::format(
+        "<li><code>{}</code>: {}</li>", esc(str(i, "spec")),
+        !fired ? std::string("<b>did not fire</b> (the drill proves nothing)")
+        : field(i, "fired_unit").is_number() && fired_unit >= 0
+            ? "fired on " + esc(unit_text(gpu >= 0 ? UnitName::of_sm(gpu, fired_unit) : UnitName::of_cpu(fired_unit)))
+            : std::string("fired"));
   }
   return s + "</ul></section>";
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/report/html_parts.h"
+#include "src/report/report.h"
 #include "src/report/unit_json.h"
 
 namespace sdc::html {
@@ -28,12 +29,20 @@ std::string miscompare_unit(const json& m) {
 
 // The failing tiles over the output, where the report's tile_grid puts them (tile t at row t / cols, column
 // t % cols: the output's own rows and columns, or heads and query blocks), else in index order row by row. A
-// large grid folds blocks of fr x fc tiles into one cell, at most MAX_SIDE cells each way.
+// large grid folds blocks of fr x fc tiles into one cell, at most MAX_SIDE cells each way. Every failing tile
+// with element values is drawn from the report's failed_tile_ids (schema 21); an older report, or tiles judged by
+// digests alone, has only the listed miscompares' tiles (at most a few elements per tile and per test), and the
+// caption says so with the count of failing tiles in all.
 std::string tile_map(const json& t) {
   constexpr int64_t MAX_SIDE = 64, WIDTH = 512;
-  std::map<int64_t, int64_t> failing;  // listed tile -> differing elements listed
+  std::map<int64_t, int64_t> failing;  // failing tile -> differing elements listed
   for (const json& m : arr(t, "miscompares"))
     if (num(m, "tile", -1) >= 0) ++failing[num(m, "tile")];
+  const size_t listed_tiles = failing.size();
+  const json& ids = arr(t, "failed_tile_ids");
+  for (const json& id : ids)
+    if (id.is_number_integer() && id.get<int64_t>() >= 0) failing.emplace(id.get<int64_t>(), 0);
+  const bool complete = !ids.empty();
   int64_t tiles = num(t, "tiles");
   if (!failing.empty()) tiles = std::max(tiles, failing.rbegin()->first + 1);
   if (tiles <= 0) return "";
@@ -49,9 +58,17 @@ std::string tile_map(const json& t) {
   const int64_t rows = (grid_rows + fr - 1) / fr, columns = (grid_cols + fc - 1) / fc;
   const int64_t size = std::clamp<int64_t>(WIDTH / std::max(rows, columns), 4, 24);
   const int64_t w = columns * size, h = rows * size;
+  const std::string which =
+      complete ? "every one, in any iteration"
+               : fmt::format(
+                     "only the {} tile(s) of the listed elements are drawn; {} tile failure(s) in all, over the "
+                     "iterations",
+                     listed_tiles, num(t, "failed_tiles"));
   std::string s = fmt::format(
-      R"(<figure class="tiles"><figcaption>failing tiles of {} per iteration: {} ({} x {}){}</figcaption>)", tiles,
-      esc(axes), grid_rows, grid_cols, fr * fc > 1 ? fmt::format(", a cell is {} x {} tiles", fr, fc) : "");
+      R"(<figure class="tiles" data-complete="{}"><figcaption>failing tiles of {} per iteration ({}): {} ({} x {}){})"
+      R"(</figcaption>)",
+      complete ? "all" : "listed", tiles, which, esc(axes), grid_rows, grid_cols,
+      fr * fc > 1 ? fmt::format(", a cell is {} x {} tiles", fr, fc) : "");
   s += fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" data-rows="{}" data-cols="{}">)",
       w, h, w, h, rows, columns);
@@ -70,15 +87,16 @@ std::string tile_map(const json& t) {
   }
   for (const auto& [cell, te] : marked) {
     const auto& [list, elements] = te;
-    std::string ids;
+    std::string tile_ids;
     for (int64_t x : list) {
-      if (!ids.empty()) ids += ' ';
-      ids += std::to_string(x);
+      if (!tile_ids.empty()) tile_ids += ' ';
+      tile_ids += std::to_string(x);
     }
     s += fmt::format(
         R"(<rect class="tile failed" data-tile="{}" data-row="{}" data-col="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">)"
         R"(<title>tile {}: {} differing element(s) listed</title></rect>)",
-        ids, cell.first, cell.second, cell.second * size, cell.first * size, size, size, TILE_COLOUR, ids, elements);
+        tile_ids, cell.first, cell.second, cell.second * size, cell.first * size, size, size, TILE_COLOUR, tile_ids,
+        elements);
   }
   return s + "</svg></figure>";
 }
@@ -209,8 +227,9 @@ std::string timeline(const json& t) {
                      b * per_bar, per_bar > 1 ? fmt::format("-{}", b * per_bar + per_bar - 1) : "", n);
   }
   s += fmt::format(R"(<text x="{}" y="{}" class="axis">0</text>)", LEFT, TOP + PLOT_H + 12);
-  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT + bars * bw,
-                   TOP + PLOT_H + 12, iterations - 1);
+  if (iterations > 1)  // the last iteration at the right end; one iteration is the 0 alone
+    s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", LEFT + bars * bw,
+                     TOP + PLOT_H + 12, iterations - 1);
   s += fmt::format(R"(<text x="{}" y="{}" class="axis-title" text-anchor="middle">iteration</text>)",
                    LEFT + bars * bw / 2, TOP + PLOT_H + 26);
   return s + "</svg></figure>";
@@ -247,20 +266,43 @@ std::string failing_case(const json& t) {
                   R"(data-elements="{}"><h3>{} on {}: {}</h3>)",
                   esc(id), esc(device), esc(str(t, "result")), num(t, "failed_tiles"), num(t, "miscompared_elements"),
                   esc(id), esc(device), esc(str(t, "result")));
+  // The failing units as every output names them (src/core/unit_name.h): "cpu 3", "gpu 0 sm 17"; a failing test
+  // on a GPU without one (its kernels span the GPU) failed on the GPU.
+  const int gpu = gpu_of_device(device);
   std::string units;
   for (const json& u : arr(t, "units_failed"))
-    units += (units.empty() ? "" : ", ") +
-             (device.rfind("cuda", 0) == 0 ? fmt::format("sm {}", text_of(u)) : fmt::format("cpu {}", text_of(u)));
+    if (u.is_number_integer() && u.get<int64_t>() >= 0 && u.get<int64_t>() <= INT32_MAX) {
+      const int n = static_cast<int>(u.get<int64_t>());
+      units += (units.empty() ? "" : ", ") + unit_text(gpu >= 0 ? UnitName::of_sm(gpu, n) : UnitName::of_cpu(n));
+    }
+  if (units.empty() && gpu >= 0 && str(t, "result") == "fail")
+    units = unit_text(UnitName::of_gpu(gpu)) + " (its kernels span the GPU)";
   s += fmt::format(
       "<p>{} failed tile(s), {} differing element(s){}{}; mode {}, {} of {} iterations.</p>", num(t, "failed_tiles"),
       num(t, "miscompared_elements"), units.empty() ? "" : " on " + esc(units),
       field(t, "time_to_fail_s").is_number() ? fmt::format(", first after {:.3f} s", real(t, "time_to_fail_s")) : "",
       esc(str(t, "mode")), num(t, "iterations"), num(t, "iterations_planned"));
   if (!str(t, "reason").empty()) s += "<p>" + esc(str(t, "reason")) + "</p>";
-  s += R"(<div class="charts">)" + tile_map(t) + bit_histogram(t) + timeline(t) + "</div>";
+  // The test's notes (the memory test's fault record, an unreliable analysis, fewer iterations than planned).
+  std::string notes;
+  for (const json& n : arr(t, "notes"))
+    if (n.is_string()) notes += "<li>" + esc(n.get<std::string>()) + "</li>";
+  if (!notes.empty()) s += R"(<ul class="notes">)" + notes + "</ul>";
+  // A replay's slots (digests, metrics) and the memory test's record have no bit signature: their flipped bits say
+  // nothing about the hardware (report.h, has_bit_signature), so neither the histogram nor a signature is drawn.
+  const bool bits = has_bit_signature(str(t, "family"));
+  s += R"(<div class="charts">)" + tile_map(t) + (bits ? bit_histogram(t) : "") + timeline(t) + "</div>";
+  if (!bits)
+    s += fmt::format(
+        R"(<p class="no-signature">no bit signature: {}</p>)",
+        is_replay_family(str(t, "family"))
+            ? "the replay's slots are digests and metrics, whose flipped bits say nothing about the hardware"
+            : "its outputs are a record (the notes above read it), whose flipped bits say nothing about "
+              "the hardware");
   for (const json& g : arr(t, "signatures"))
-    s += fmt::format(R"(<p class="signature">signature on {}: <code>{}</code> ({} element(s))</p>)",
-                     esc(miscompare_unit(g)), esc(str(g, "signature")), num(g, "elements"));
+    if (bits)
+      s += fmt::format(R"(<p class="signature">signature on {}: <code>{}</code> ({} element(s))</p>)",
+                       esc(miscompare_unit(g)), esc(str(g, "signature")), num(g, "elements"));
   s += replay_trajectories(t) + replay_metrics_table(t);
   const json& mis = arr(t, "miscompares");
   if (!mis.empty()) {

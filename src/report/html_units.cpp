@@ -71,6 +71,7 @@ std::string cell_title(const Cell& c, const std::string& where) {
 
 struct UnitTally {
   std::map<std::string, int> by_class;
+  int whole_gpus_failed = 0;  // GPUs that failed a test whose kernels span them (no SM is named)
   int64_t failed_tiles = 0;
   std::vector<std::string> not_passing;  // "cpu 3 (core 1, package 0): fail, 2 of 100 tiles failed"
   void add(const Cell& c, const std::string& where) {
@@ -204,6 +205,9 @@ std::string gpu_map(const json& r, UnitTally& tally) {
     int64_t sm_count = 0;
     std::map<int64_t, const json*> sms;
     std::vector<std::string> crashes;
+    // Failing tests whose kernels span the GPU (a replay's, a library's): no SM is named, the GPU failed.
+    std::vector<std::string> spanning;
+    int64_t spanning_failed_tiles = 0;
   };
   std::map<int64_t, Gpu> gpus;
   for (const json& d : arr(r, "devices"))
@@ -216,11 +220,20 @@ std::string gpu_map(const json& r, UnitTally& tally) {
   for (const json& u : arr(r, "units"))
     if (u.is_object() && str(u, "kind") == "sm")
       gpus[num(u, u.contains("gpu") ? "gpu" : "device")].sms[num(u, "sm")] = &u;
-  for (const json& t : arr(r, "tests"))
-    if (str(t, "result") == "crash" && arr(t, "units_failed").empty() && str(t, "device").rfind("cuda:", 0) == 0) {
-      const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
-      if (gpus.count(d)) gpus[d].crashes.push_back(str(t, "id"));
+  for (const json& t : arr(r, "tests")) {
+    const std::string result = str(t, "result");
+    if ((result != "crash" && result != "fail") || !arr(t, "units_failed").empty() ||
+        str(t, "device").rfind("cuda:", 0) != 0)
+      continue;
+    const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
+    if (!gpus.count(d)) continue;
+    if (result == "crash") {
+      gpus[d].crashes.push_back(str(t, "id"));
+    } else {
+      gpus[d].spanning.push_back(str(t, "id"));
+      gpus[d].spanning_failed_tiles += num(t, "failed_tiles");
     }
+  }
   std::string s;
   for (auto& [index, g] : gpus) {
     // No GPU has near MAX_SMS SMs: a bound that keeps a corrupt report from making a page of millions of cells.
@@ -232,13 +245,17 @@ std::string gpu_map(const json& r, UnitTally& tally) {
     const int columns = static_cast<int>(std::min<int64_t>(std::max<int64_t>(n, 1), SMS_PER_ROW));
     const int rows = static_cast<int>((n + SMS_PER_ROW - 1) / SMS_PER_ROW);
     const int w = columns * PITCH, h = std::max(rows, 1) * PITCH;
+    const auto first_and_more = [](const std::vector<std::string>& ids) {
+      return esc(ids.front()) + (ids.size() > 1 ? fmt::format(" and {} more", ids.size() - 1) : "");
+    };
     s += fmt::format(
-        R"(<figure class="gpu{}{}" data-device="{}"><figcaption><b>{}</b> {} &middot; {} SMs{}{}</figcaption>)",
-        g.crashes.empty() ? "" : " crash", gpu_slow ? " slow" : "", device, label, esc(g.name), n,
-        gpu_slow ? " &middot; <b>slow</b>" : "",
-        g.crashes.empty() ? ""
-                          : " &middot; <b>context lost</b> in " + esc(g.crashes.front()) +
-                                (g.crashes.size() > 1 ? fmt::format(" and {} more", g.crashes.size() - 1) : ""));
+        R"(<figure class="gpu{}{}{}" data-device="{}"><figcaption><b>{}</b> {} &middot; {} SMs{}{}{}</figcaption>)",
+        g.crashes.empty() ? "" : " crash", g.spanning.empty() ? "" : " fail", gpu_slow ? " slow" : "", device, label,
+        esc(g.name), n, gpu_slow ? " &middot; <b>slow</b>" : "",
+        g.crashes.empty() ? "" : " &middot; <b>context lost</b> in " + first_and_more(g.crashes),
+        g.spanning.empty() ? ""
+                           : " &middot; <b>failed</b> in " + first_and_more(g.spanning) +
+                                 " (its kernels span the GPU: no SM is named)");
     if (!g.id.empty()) s += fmt::format(R"(<div class="gpu-id">{}</div>)", esc(g.id));
     s += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">)", w, h, w,
                      h);
@@ -257,6 +274,16 @@ std::string gpu_map(const json& r, UnitTally& tally) {
       c.title = cell_title(c, "");
       tally.add(c, "");
       s += cell_svg(c, static_cast<int>(sm % SMS_PER_ROW) * PITCH, static_cast<int>(sm / SMS_PER_ROW) * PITCH);
+    }
+    if (!g.spanning.empty()) {  // the GPU as a whole failed: a frame in the failing colour around its SMs
+      s += fmt::format(R"(<rect class="gpu-failed" x="1" y="1" width="{}" height="{}" fill="none" stroke="{}" )"
+                       R"(stroke-width="2"/>)",
+                       w - 2, h - 2, unit_colour("fail"));
+      ++tally.whole_gpus_failed;
+      tally.failed_tiles += g.spanning_failed_tiles;
+      tally.not_passing.push_back(fmt::format(
+          "{}: fail, {} tile(s) of kernels that span the GPU failed in {}{}", label, g.spanning_failed_tiles,
+          g.spanning.front(), g.spanning.size() > 1 ? fmt::format(" and {} more", g.spanning.size() - 1) : ""));
     }
     s += "</svg>";
     if (const auto it = warps.find(index); it != warps.end())
@@ -279,7 +306,7 @@ std::string units_section(const json& r) {
   for (const auto& [cls, n] : tally.by_class) units += n;
   std::string s = fmt::format(
       R"(<section id="units" data-units="{}" data-failing-units="{}" data-failed-tiles="{}"><h2>Units</h2>)", units,
-      tally.by_class["fail"], tally.failed_tiles);
+      tally.by_class["fail"] + tally.whole_gpus_failed, tally.failed_tiles);
   if (units == 0) return s + "<p>No unit computed anything.</p></section>";
   // The legend: what a cell's number is and how the cells are laid out, then each class present with its
   // count (only those present: a passing node's page shows no failure colour at all), as the cells draw it.
@@ -295,6 +322,12 @@ std::string units_section(const json& r) {
       s += fmt::format(R"(<span class="class" data-class="{0}"><svg width="{2}" height="{2}">{1}</svg> {0} {3} ({4}))"
                        R"(</span>)",
                        cls, cell_marks(cls, false, -1, 0, 0), CELL, tally.by_class[cls], unit_meaning(cls));
+  if (tally.whole_gpus_failed)
+    s += fmt::format(
+        R"(<span class="class" data-class="gpu-fail"><svg width="{0}" height="{0}"><rect x="1" y="1" )"
+        R"(width="{1}" height="{1}" fill="none" stroke="{2}" stroke-width="2"/></svg> failed GPU {3} (a test )"
+        R"(whose kernels span the GPU failed: no SM is named)</span>)",
+        CELL, CELL - 2, unit_colour("fail"), tally.whole_gpus_failed);
   if (!slow_units(r).empty())
     s += fmt::format(R"(<span><svg width="{0}" height="{0}"><rect x="1" y="1" width="{1}" height="{1}" fill="none" )"
                      R"(stroke="{2}" stroke-width="2"/></svg> slow (throughput below the floor)</span>)",

@@ -51,6 +51,11 @@ bool is_replay_family(const std::string& family) {
   return f && f->replay;
 }
 
+bool has_bit_signature(const std::string& family) {
+  const Family* f = find_family(family);
+  return !f || (!f->replay && !f->record_outputs);
+}
+
 std::string replay_metric_name(const ReplayMetric& m) { return fmt::format("L{} {} {}", m.level, m.site, m.metric); }
 
 std::string replay_site(const std::string& element_name) {
@@ -368,16 +373,19 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
     // What the fault looks like and whether it comes back, then the first few elements as evidence.
     if (is_replay_family(t.family))
       s += replay_text(r, t);
-    else
+    else if (has_bit_signature(t.family))  // the memory test's record is read in its notes instead
       for (const UnitSignature& u : t.signatures)
         if (!u.signature.empty())
           s += fmt::format("  signature on {}: {}\n    ({})\n", unit_where(r, t, u.unit), u.signature.text(t.family),
                            signature_detail(u.signature));
     for (const UnitRetest& u : t.retests) s += retest_text(u);
-    const size_t listed = std::min(t.miscompares.size(), FOLD_ELEMENTS);
-    for (size_t k = 0; k < listed; ++k) {
+    // The first FOLD_ELEMENTS listed elements but the replay's metrics (given by value above): `printed` counts the
+    // element lines, so the line after them counts a skipped metric among those not shown.
+    size_t printed = 0;
+    for (size_t k = 0; k < std::min(t.miscompares.size(), FOLD_ELEMENTS); ++k) {
       const Miscompare& m = t.miscompares[k];
-      if (is_listed_metric(t, m)) continue;  // given by value above
+      if (is_listed_metric(t, m)) continue;
+      ++printed;
       const std::string where =
           unit_where(r, t, m.unit) + (m.lane >= 0 ? fmt::format(" warp {} lane {}", m.warp, m.lane) : "");
       if (m.int32) {  // an integer output: its value and difference, not fp32 ulps
@@ -396,10 +404,10 @@ std::string render_text(const RunResult& r, const HostInfo& host) {
                                    hex64_bits(m.actual64), hex64_bits(m.expected64 ^ m.actual64), m.ulps64)
                      : "");
     }
-    if (t.miscompared_elements > listed)
-      s += fmt::format("  ({} more differing element(s) not shown{})\n", t.miscompared_elements - listed,
-                       t.miscompares.size() > listed
-                           ? fmt::format("; the JSON report lists {} of them", t.miscompares.size() - listed)
+    if (t.miscompared_elements > printed)
+      s += fmt::format("  ({} more differing element(s) not shown{})\n", t.miscompared_elements - printed,
+                       t.miscompares.size() > printed
+                           ? fmt::format("; the JSON report lists {} of them", t.miscompares.size() - printed)
                            : "");
   }
   s += next_steps_text(r);  // a crashed or hung unit has no failure above, but a next line

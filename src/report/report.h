@@ -23,14 +23,19 @@ namespace sdc {
 // 64 bits, int32 without fields, its distance the difference: diff= in the string), and an injection's target
 // memory (the memory test's region) with its pass; 19: replay_failure_modes of tests (level 3's trajectory
 // classified), level 3's per-step param_distance among the replay metrics; 20: level 1's replay metrics (per
-// submodule) and level 2's whole-model ratio (site "grad model"), level 12 over its case's steps
-constexpr int REPORT_SCHEMA_VERSION = 20;
+// submodule) and level 2's whole-model ratio (site "grad model"), level 12 over its case's steps; 21:
+// failed_tile_ids of tests (every failing tile with element values, which the HTML tile map draws)
+constexpr int REPORT_SCHEMA_VERSION = 21;
 
 // The training-step replay's failing site from a miscompare's element name (a family with Family::replay:
 // "replica 3: L1 layer1.mlp.down.forward mb 0 out 0 digest.lo"): "L1 layer1.mlp.down.forward", "L2 grad
 // embed", "L3 step 5"; "" for an element of any other family. is_replay_family: the family id names such a
 // family in this build's table.
 bool is_replay_family(const std::string& family);
+// Whether a difference in the family's outputs reads as a bit signature and a flipped-bit histogram: not for a
+// training-step replay (its slots are digests and metrics) nor for a family whose outputs are records
+// (Family::record_outputs: the memory test); their flipped bits say nothing about the hardware.
+bool has_bit_signature(const std::string& family);
 std::string replay_site(const std::string& element_name);
 // A replay metric's name as its slot's element name ends: "L2 grad embed mismatch_severity", "L3 final loss_spike".
 std::string replay_metric_name(const ReplayMetric& m);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "src/report/drain_reason.h"
 #include "src/report/report.h"
@@ -229,9 +230,11 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
         jt["replay_failure_modes"].push_back(
             {{"unit", test_unit_json(m.unit)}, {"iteration", m.iteration}, {"tile", m.tile}, {"failure_mode", m.mode}});
     }
+    // No signature where flipped bits say nothing about the hardware (a replay's digests and metrics, the memory
+    // test's record): fleets and 'sdcscreen diff' would group and compare noise (report.h, has_bit_signature).
     jt["signatures"] = json::array();
     for (const UnitSignature& u : t.signatures)
-      if (!u.signature.empty())
+      if (!u.signature.empty() && has_bit_signature(t.family))
         jt["signatures"].push_back(signature_json(u.signature, t.family, test_unit_json(u.unit)));
     // Every differing element and failing tile per iteration, over the units (the signatures count them all,
     // listed or not): when in the run the fault showed, and whether it stayed.
@@ -244,6 +247,12 @@ std::string render_json(const RunResult& r, const HostInfo& host) {
     jt["failures_by_iteration"] = json::array();
     for (const auto& [iteration, n] : by_iteration)
       jt["failures_by_iteration"].push_back({{"iteration", iteration}, {"elements", n.first}, {"tiles", n.second}});
+    // Every failing tile with element values, once (the miscompares list a few elements of a few tiles): the
+    // HTML report's tile map draws them all.
+    std::set<uint64_t> failed_tile_ids;
+    for (const UnitSignature& u : t.signatures)
+      for (const uint64_t tile : u.signature.tile_ids()) failed_tile_ids.insert(tile);
+    jt["failed_tile_ids"] = failed_tile_ids;
     if (!t.unit_speed.empty()) {  // each unit's share of the test and its achieved rate
       jt["unit_throughput"] = json::array();
       for (const UnitSpeed& u : t.unit_speed)

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "src/report/report.h"
 #include "src/report/report_gpu.h"
@@ -199,6 +201,12 @@ std::string render_prometheus(const RunResult& r, const std::string& previous) {
   gauge(s, "sdcscreen_device_slow", "1 for a device below the throughput floor of its peers (present only then).");
   for (const UnitThroughput& u : r.throughput)
     if (u.slow) s += fmt::format("sdcscreen_device_slow{{{}}} 1\n", labels_of(r, u.unit));
+  // Whether the probe measured the units (the JSON report's throughput.probe.ran): without it (run --no-probe, one
+  // unit, a stop) no unit was judged slow, and the missing sdcscreen_device_slow says nothing.
+  gauge(s, "sdcscreen_probe_ran",
+        "1 when the throughput probe measured the units in the last screen; 0 when it did not run (--no-probe, one "
+        "unit, a stop: the JSON report's throughput.probe.not_run says why) and no unit was judged slow.");
+  s += fmt::format("sdcscreen_probe_ran {}\n", r.probe.not_run.empty() && !r.probe.seconds.empty() ? 1 : 0);
   const auto classes = unit_classes(r);
   gauge(s, "sdcscreen_device_fault_class",
         "1 for a unit (a logical CPU, or an SM: gpu and sm labels) whose failure was retested (--retest-on-failure), "
@@ -316,11 +324,13 @@ std::string render_npd_line(const RunResult& r) {
         for (int unit : t.units_failed) {  // cpu 3, or gpu 0 sm 17 (GPU-1a2b3c4d)
           add_unit(t.device_index >= 0 ? npd_gpu(r, t.device_index, unit) : unit_text(UnitName::of_cpu(unit)));
         }
-        // A replay names its level and first failing site: "replay L1 layer1.mlp.down.forward".
+        // A replay names its level and first failing site: "replay L1 layer1.mlp.down.forward"; a crashed
+        // unit's family follows "crash", as in the drain reason (docs/fleet.md).
         std::string what = t.family;
         if (is_replay_family(t.family) && !t.miscompares.empty())
           if (const std::string site = replay_site(t.miscompares.front().element_name); !site.empty())
             what = "replay " + site;
+        if (t.verdict == Verdict::crash) what = "crash " + what;
         if (families.find(what + ",") == std::string::npos) families += what + ",";
       }
       if (!families.empty()) families.pop_back();
@@ -375,23 +385,33 @@ std::string render_npd_line(const RunResult& r) {
       if (why.empty() && r.nvml.any("error")) why = npd_gpu_causes(r, "error");
       for (const std::string& e : r.errors)
         if (why.empty()) why = e;
-      for (const TestResult& t : r.tests)
-        if (why.empty() && t.verdict != Verdict::pass)
-          why = fmt::format("{} {}: {}", t.id, verdict_name(t.verdict), t.reason);
+      // A test that did not pass, by its result's name (a case that cannot run here is not_applicable, not a
+      // skip: docs/design.md, "Verdicts"); one that could have run before one that cannot.
+      for (const bool applicable : {true, false})
+        for (const TestResult& t : r.tests)
+          if (why.empty() && t.verdict != Verdict::pass && t.not_applicable != applicable)
+            why = fmt::format("{} {}: {}", t.id, result_name(t), t.reason);
       line = fmt::format("Unknown: {}{}", why.empty() ? "screen inconclusive" : why, drill);
     }
   }
-  // Whatever weakened the verdict, last, like [drill], and kept whole by the 80-character cut (the text before it
-  // is cut instead): "OK: 5 tests passed on 8 cpus (boot) [weakened: SDCSCREEN_SUPERVISE]", more than one as
-  // "[weakened: NAME+2]".
-  if (!r.weakened_by.empty()) {
-    const std::string mark =
-        fmt::format(" [weakened: {}{}]", r.weakened_by.front().name,
-                    r.weakened_by.size() > 1 ? fmt::format("+{}", r.weakened_by.size() - 1) : std::string());
-    if (line.size() + mark.size() > NPD_LINE_MAX) line = line.substr(0, NPD_LINE_MAX - mark.size() - 3) + "...";
-    line += mark;
+  // Whatever weakened the verdict, last, like [drill]: "OK: 5 tests passed on 8 cpus (boot) [weakened:
+  // SDCSCREEN_SUPERVISE]", more than one as "[weakened: NAME+2]". Both marks are kept whole by the 80-character cut
+  // (the text before them is cut instead): a drill's line must never read as a real fault's.
+  const std::string weakened =
+      r.weakened_by.empty()
+          ? ""
+          : fmt::format(" [weakened: {}{}]", r.weakened_by.front().name,
+                        r.weakened_by.size() > 1 ? fmt::format("+{}", r.weakened_by.size() - 1) : std::string());
+  if (line.size() + weakened.size() <= NPD_LINE_MAX) return npd_line_for(line + weakened);
+  constexpr std::string_view DRILL_MARK = " [drill]";
+  std::string marks = weakened;
+  if (line.find(DRILL_MARK) != std::string::npos) {  // the marker moves to the end, once
+    for (size_t at = line.find(DRILL_MARK); at != std::string::npos; at = line.find(DRILL_MARK))
+      line.erase(at, DRILL_MARK.size());
+    marks = std::string(DRILL_MARK) + marks;
   }
-  return npd_line_for(line);
+  if (line.size() + marks.size() > NPD_LINE_MAX) line = line.substr(0, NPD_LINE_MAX - marks.size() - 3) + "...";
+  return npd_line_for(line + marks);
 }
 
 std::string npd_line_for(std::string line) {

@@ -481,6 +481,17 @@ def replay():
     F.check(l1 == {"L1 layer1.mlp.down.backward mb 0 out 1", "L1 layer1.mlp.down.backward mb 2 out 1"}
             and "grad layer1.mlp.down" in l2, f"L12 drill: slots {names}, level-2 sites {sorted(l2)}")
     F.check(report and all(i.get("fired") for i in report.get("injections", [])), "L12 drill: did not fire")
+    # A replay's kernels span the GPU: the failing unit is the GPU (no SM in units_failed, every miscompare on
+    # {"kind": "gpu"}), no SM of it failed, the report is valid (a fail with no SM named), and there is no bit
+    # signature (the slots are digests and metrics).
+    F.check(not schema_errors(report), f"L12 drill: the report breaks the schema: {schema_errors(report)}")
+    F.check(gpu.get("units_failed") == [] and gpu.get("miscompares")
+            and all(m["unit"] == {"kind": "gpu", "gpu": 1} for m in gpu.get("miscompares", [])),
+            f"L12 drill: units_failed {gpu.get('units_failed')}, miscompare units "
+            f"{[m.get('unit') for m in gpu.get('miscompares', [])][:3]}")
+    F.check(not [u for u in (report or {}).get("units", []) if u.get("result") == "fail"],
+            "L12 drill: an SM is failed, but no SM is known to have computed the replay")
+    F.check(gpu.get("signatures") == [], f"L12 drill: a replay has bit signatures {gpu.get('signatures')}")
     # The same drill on one CPU: replica 0's slots, values and metrics are the GPU's bit for bit.
     code, cpu_report, err = run_json("--cpuset", "0", "--profile", "boot", "--enable", l12, "--inject", rated)
     cpu_t = by_device(cpu_report, l12).get("cpu", {})
@@ -488,14 +499,24 @@ def replay():
     on_gpu = {(m["element"], m["actual"]) for m in gpu.get("miscompares", [])}
     F.check(code == 1 and on_gpu and on_gpu == on_cpu,
             f"L12 drill: the GPU's slots {sorted(on_gpu)[:4]} are not the CPU's {sorted(on_cpu)[:4]}")
-    # The text report's replay view, Prometheus and the node-problem-detector line name the GPU, not an SM: one
-    # screen writes all three (the NPD line on stdout, the text report to -o).
+    # The text report's replay view, Prometheus, the node-problem-detector line and the HTML page name the GPU, not
+    # an SM: one screen writes them all (the NPD line on stdout, the text report to -o).
     with tempfile.TemporaryDirectory() as d:
-        prom, text = os.path.join(d, "s.prom"), os.path.join(d, "report.txt")
+        prom, text, html = os.path.join(d, "s.prom"), os.path.join(d, "report.txt"), os.path.join(d, "r.html")
         p = subprocess.run([SDCSCREEN, *with_lock(["run", "--backend", "emulated:1", "--profile", "boot", "--enable",
-                                                   l12, "--inject", spec, "--npd", "-o", text, "--prometheus", prom])],
+                                                   l12, "--inject", spec, "--npd", "-o", text, "--prometheus", prom,
+                                                   "--html", html])],
                            capture_output=True, text=True, timeout=600)
         report_text = open(text).read() if os.path.exists(text) else ""
+        page = open(html).read() if os.path.exists(html) else ""
+        # The page draws the GPU failed (its SMs computed no tile of the replay, so they are not what failed), names
+        # the GPU as the failing unit, and draws no bit histogram or signature for the replay's slots.
+        units_html = page[page.find('<section id="units"'):][:600]
+        F.check('<figure class="gpu fail" data-device="cuda:0">' in page and 'class="gpu-failed"' in page
+                and "on gpu 0 (its kernels span the GPU)" in page and 'data-failing-units="1"' in page,
+                f"L12 drill: the HTML page does not draw gpu 0 failed: {units_html}")
+        F.check('<figure class="bits"' not in page and 'class="signature"' not in page,
+                "L12 drill: the HTML page draws a bit signature for a replay")
         F.check(p.returncode == 1 and "replay on gpu 0 (its kernels span the GPU): first L1 layer1.mlp.down.backward;"
                 in report_text and " sm -1" not in report_text, f"L12 drill: text:\n{report_text[-1500:]}")
         # Every GPU series carries the GPU's uuid beside its device label.

@@ -12,7 +12,8 @@ a 1280x900 screenshot (--screenshot), both read by browser.py.
      leaves the in-progress page (exit 2), never the previous verdict;
   5. a drill on an input element every tile of a column reads, repeating on one CPU (persist=always): hundreds
      of differing elements in each iteration, of which the report lists the first 32 (all of iteration 0): the
-     failures over iterations count every one (the JSON's failures_by_iteration), bar by bar;
+     failures over iterations count every one (the JSON's failures_by_iteration), bar by bar, and the tile map
+     draws every failing tile of the column (the JSON's failed_tile_ids), not only the listed elements' tiles;
   6. two CPUs, one of them made ten times slower (SDCSCREEN_DRILL_SLOW_CPU): the other runs at several times
      its peer's rate, and its bar is drawn to scale, inside the chart, under an axis labelled in x;
   7. laid out by Chromium in a 480-pixel window (a script added to a copy of the page measures it): the
@@ -254,9 +255,11 @@ def check_case(dom, report, case, device, name):
     F.check(len(sec) == 1 and sec[0].get("data-failed-tiles") == str(t.get("failed_tiles")) and
             sec[0].get("data-elements") == str(t.get("miscompared_elements")),
             f"{name}: case section {sec} against JSON failed_tiles {t.get('failed_tiles')}")
+    # Every failing tile (the JSON's failed_tile_ids, schema 21), the listed elements' among them.
     marked = {int(x) for a in dom.having("tile", "failed") for x in a.get("data-tile", "").split()}
-    F.check(marked == {m["tile"] for m in t.get("miscompares", [])},
-            f"{name}: failing tiles on the page {sorted(marked)}, JSON {[m['tile'] for m in t.get('miscompares', [])]}")
+    listed = {m["tile"] for m in t.get("miscompares", [])}
+    F.check(marked == set(t.get("failed_tile_ids", [])) and listed <= marked,
+            f"{name}: failing tiles on the page {sorted(marked)}, JSON {t.get('failed_tile_ids')}, listed {sorted(listed)}")
     # Each failing tile where the report's tile_grid puts it over the output (row t / cols, column t % cols,
     # folded into cells of fr x fc tiles on a grid larger than 64 either way).
     g = t.get("tile_grid")
@@ -363,7 +366,13 @@ with tempfile.TemporaryDirectory() as d:
                                      f"element=3,bit=30,unit={unit},persist=always", html_name="input.html")
     F.check(code == 1, f"input drill: exit {code}: {err[-300:]}")
     if os.path.exists(page):
-        check_timeline(dump_dom(page), report, INPUT_CASE, "cpu", "input drill")
+        dom = dump_dom(page)
+        check_timeline(dom, report, INPUT_CASE, "cpu", "input drill")
+        # The tile map draws every tile of the first tile column (each reads b's element 3), not only the tiles of
+        # the 32 listed elements.
+        check_case(dom, report, INPUT_CASE, "cpu", "input drill")
+        marked = {int(x) for a in dom.having("tile", "failed") for x in a.get("data-tile", "").split()}
+        F.check(marked == set(range(0, 64, 8)), f"input drill: failing tiles on the page {sorted(marked)}, want 0, 8 .. 56")
 
     # 6. Two CPUs, one doing ten times the probe's work: the other runs at several times its peer's rate. Its
     #    bar is drawn to scale (heights in proportion to the rates) and inside the chart, the axis labelled in x.

@@ -46,7 +46,8 @@ def report(d):
 # 1. SIGTERM / SIGINT to the whole process group after a miscompare (systemd's KillMode, timeout, Ctrl-C),
 #    then once more: the screen takes the signal from the group and from its supervisor, and a repeat within
 #    the grace period does not cut the report short. Exit 1, the report says fail and the interruption, the
-#    history has the failure. (Was 143 or 130: the second signal quit at once, the report in progress.)
+#    history has the failure, and the report validates against the schema. (Was 143 or 130: the second signal
+#    quit at once, the report in progress.)
 for sig in (signal.SIGTERM, signal.SIGINT):
     with tempfile.TemporaryDirectory() as d:
         p, seen = start_failing_screen(d)
@@ -63,6 +64,14 @@ for sig in (signal.SIGTERM, signal.SIGINT):
         F.check(r is not None and r["exit"] == {"code": 1, "verdict": "fail"} and
                 r["interrupted_by_signal"] == sig.value,
                 f"group {sig.name}: report {r and (r['exit'], r['interrupted_by_signal'], r['errors'])}")
+        # That report is valid: a fail may carry the signal that stopped the run (the schema refused it).
+        if r is not None:
+            errs = common.schema_errors(r)
+            F.check(not errs, f"group {sig.name}: the report of a failed, interrupted run breaks the schema: {errs}")
+            # and the rule still holds elsewhere: an inconclusive (exit 2) report carries no signal.
+            bad = dict(r, exit={"code": 2, "verdict": "error"})
+            F.check(any("interrupted_by_signal" in e for e in common.schema_errors(bad)),
+                    f"group {sig.name}: a signal with exit 2 validates: {common.schema_errors(bad)}")
         h = history_lines(d)
         F.check(len(h) == 1 and json.dumps(h[0]).find(FAIL_CASE) >= 0,
                 f"group {sig.name}: history {h}")

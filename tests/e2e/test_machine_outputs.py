@@ -1,6 +1,8 @@
 """Outputs for fleet machinery: the Prometheus textfile served by a real prometheus-node-exporter, and the
-node-problem-detector plugin mode (one line of at most 80 characters, exit 0 OK / 1 NonOK / 2 Unknown)."""
+node-problem-detector plugin mode (one line of at most 80 characters, exit 0 OK / 1 NonOK / 2 Unknown): a crash
+says so, a run of cases that cannot run here says that nothing ran, a cut line keeps its [drill]."""
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -29,6 +31,26 @@ for name, args, code, prefix in (("pass", CLEAN, 0, "OK:"), ("fail", FAULT, 1, "
                 f"--npd fail: names the CPU, the family and the drill: {lines[0]!r}")
 p = run("run", "--npd", "--enable", "softmax_f32.*", "--time-budget", "1ms")
 f.check(p.returncode == 2 and p.stdout.startswith("Unknown:"), f"--npd with nothing run is Unknown: {p.returncode} {p.stdout!r}")
+# A crashed unit's line says crash, as its drain reason does (docs/fleet.md, the reasons' table).
+CRASH = ["--enable", "gemm_f32.special_512", "--inject", "case=gemm_f32.special_512,unit=1,action=crash"]
+p = run("run", "--npd", *CRASH)
+f.check(p.returncode == 1 and p.stdout.strip() == "SDC: cpu 1 crash gemm_f32 [drill]",
+        f"--npd crash: exit {p.returncode}, line {p.stdout!r}")
+# Every selected case GPU-only on this CPU run: the line says that nothing ran, and never calls not_applicable a
+# skip; the text report says it too, on a line of its own.
+p = run("run", "--npd", "--backend", "cpu", "--enable", "gemm_bf16.*")
+f.check(p.returncode == 2 and p.stdout.startswith("Unknown: nothing ran: ") and "skip" not in p.stdout
+        and len(p.stdout.strip()) <= 80, f"--npd nothing applicable: exit {p.returncode}, line {p.stdout!r}")
+p = run("run", "--backend", "cpu", "--enable", "gemm_bf16.*")
+f.check(p.returncode == 2 and re.search(r"^error: nothing ran: all \d+ selected cases are not applicable on the cpu "
+                                        r"backend", p.stdout, re.M) and p.stdout.rstrip().endswith("exit: error"),
+        f"nothing applicable: exit {p.returncode}, text {p.stdout[-600:]!r}")
+# A masked drill's line (its error names the whole spec) is cut at 80 characters and keeps [drill].
+MASKED = ["--enable", CLEAN[1], "--inject", f"case={CLEAN[1]},element=5,bit=30,target=input,tensor=x"]
+p = run("run", "--npd", *MASKED)
+line = p.stdout.strip()
+f.check(p.returncode == 2 and line.startswith("Unknown: injection ") and len(line) == 80 and line.endswith("... [drill]"),
+        f"--npd masked drill: exit {p.returncode}, line {line!r}")
 
 # Progress: on a terminal one line rewritten in place (case, iteration, elapsed, remaining); nothing when
 # stderr is not a terminal or with -q.
@@ -95,6 +117,8 @@ try:
     f.check(abs(first_success - time.time()) < 60, f"last success timestamp is now: {first_success}")
     f.check(m.get("sdcscreen_last_run_timestamp_seconds") == first_success, "clean: last run == last success")
     f.check(m.get('sdcscreen_miscompared_tiles{family="softmax_f32"}') == 0, "clean: no miscompared tiles")
+    # The tests' runs pass --no-probe (common.py): the file says the probe did not run.
+    f.check(m.get("sdcscreen_probe_ran") == 0, f"--no-probe: sdcscreen_probe_ran is {m.get('sdcscreen_probe_ran')}")
     with open(prom) as fh:
         text = fh.read()
     f.check(all(len(line.split()) == 2 for line in text.splitlines() if not line.startswith("#")),

@@ -106,6 +106,10 @@ if reported("output injection", rc, inj, err, 1):
     F.check([g.get("signature") for g in sigs] in ([f"softmax_f32:bits=m3:dir={d}:ulp=2^3:cluster=single"]
                                                    for d in ("0to1", "1to0")),
             f"output injection: signatures {[g.get('signature') for g in sigs]}, expected bit m3 in one element")
+    # Its one failing tile, which the listed element is in (schema 21: every failing tile, listed or not).
+    F.check(t.get("failed_tile_ids") == sorted({m["tile"] for m in t.get("miscompares", [])}) and t.get("failed_tile_ids"),
+            f"output injection: failed_tile_ids {t.get('failed_tile_ids')}, miscompares' tiles "
+            f"{[m['tile'] for m in t.get('miscompares', [])]}")
 
 # --- 2b. --digests: every tile's digest of the last complete iteration ------------------------------
 rc, dig, err = common.run_json("--enable", CASE, "--digests")
@@ -284,6 +288,9 @@ if base:
     mutant("exit 3 with the verdict pass", setp(["exit"], {"code": 3, "verdict": "pass"}))
     mutant("tests[0] without signatures", delp(["tests", 0, "signatures"]))
     mutant("tests[0] without failures_by_iteration", delp(["tests", 0, "failures_by_iteration"]))
+    mutant("schema_version is 20 (before failed_tile_ids)", setp(["schema_version"], 20))
+    mutant("tests[0] without failed_tile_ids", delp(["tests", 0, "failed_tile_ids"]))
+    mutant("a failed tile id that is negative", setp(["tests", 0, "failed_tile_ids"], [-1]))
     mutant("a failures_by_iteration entry without its elements",
            setp(["tests", 0, "failures_by_iteration"], [{"iteration": 0, "tiles": 1}]))
     mutant("tests[0] without judged_by", delp(["tests", 0, "judged_by"]))
@@ -334,6 +341,7 @@ if base:
         mutant("pass with a miscompare", lambda r: r["tests"][0]["miscompares"].append(copy.deepcopy(base["tests"][0]["miscompares"][0])), on=clean)
         if base["tests"][0].get("signatures"):
             mutant("pass with a signature", lambda r: r["tests"][0]["signatures"].append(copy.deepcopy(base["tests"][0]["signatures"][0])), on=clean)
+        mutant("pass with a failed tile id", setp(["tests", 0, "failed_tile_ids"], [0]), on=clean)
     mutant("input injection without tensor", setp(["injections", 0, "target"], "input"))
     # The GPU shape of a report (schema_version 7), built from the injected CPU report: it validates, and
     # each of its GPU parts is checked (this machine may have no GPU to produce one).
@@ -416,7 +424,7 @@ with tempfile.TemporaryDirectory() as d:
         with open(out) as f:
             text = f.read()
         rep = json.loads(text)
-        F.check(rep.get("schema_version") == 20, "-o over an existing file: replaced content is not the report")
+        F.check(rep.get("schema_version") == 21, "-o over an existing file: replaced content is not the report")
         F.check("xxxx" not in text, "-o over an existing file: old content remains")
         validate("-o over an existing file", rep)
     except (OSError, ValueError) as e:

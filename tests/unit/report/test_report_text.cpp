@@ -1,14 +1,19 @@
 // The text report at a glance (src/report/report.cpp): cases that cannot run here collapse into one line
 // per reason, the table's columns follow the longest case id, a big node's units fold into ranges of
-// passing ones with every other unit listed; and the progress line's width (src/report/progress.h).
+// passing ones with every other unit listed, a run in which nothing could run says so, a failure's count of the
+// elements it does not show, and no bit signature where flipped bits say nothing; and the progress line's width
+// (src/report/progress.h).
+#include <fmt/format.h>
+
 #include <initializer_list>
 #include <string>
 #include <vector>
 
-#include "tests/unit/catch.h"
 #include "src/core/result.h"
+#include "src/core/signature.h"
 #include "src/report/progress.h"
 #include "src/report/report.h"
+#include "tests/unit/catch.h"
 #include "tests/unit/result_test.h"
 
 using namespace sdc;
@@ -194,6 +199,88 @@ TEST_CASE("text report: a big GPU lists its passing and idle SMs as ranges", "[r
                          "  127 pass: sm 0-6,8-127",
                          "  4 idle: sm 128-131",
                      });
+}
+
+TEST_CASE("text report: a run in which every selected test is not applicable says that nothing ran", "[report]") {
+  RunResult r = cpu_run(2);
+  for (int k = 0; k < 3; ++k) r.tests.push_back(gpu_only("gemm_bf16", k));
+  r.flag_nothing_applicable();
+  const std::string s = render_text(r, HostInfo{});
+  check_has_lines(s, {"error: nothing ran: all 3 selected cases are not applicable on the cpu backend (each test "
+                      "says why); select cases that run there",
+                      "exit: error"});
+  // One test that ran: nothing to say.
+  RunResult ran = cpu_run(2);
+  ran.tests = {gpu_only("gemm_bf16", 0), passed("softmax_f32.special_128x1000", "softmax_f32")};
+  ran.flag_nothing_applicable();
+  CHECK(ran.errors.empty());
+}
+
+namespace {
+
+// A failing test of `id` on cpu 1 with `elements` differing elements, of which `names` are listed.
+TestResult failed_on_cpu1(const std::string& id, uint64_t elements, const std::vector<std::string>& names) {
+  TestResult t = passed(id, id.substr(0, id.find('.')));
+  t.verdict = Verdict::fail;
+  t.failed_tiles = 1;
+  t.miscompared_elements = elements;
+  t.units_failed = {1};
+  t.time_to_fail_s = 0.1;
+  for (size_t k = 0; k < names.size(); ++k) {
+    Miscompare m;
+    m.unit = 1;
+    m.element = k;
+    m.element_name = names[k];
+    m.expected = 1;
+    m.actual = 3;
+    t.miscompares.push_back(m);
+  }
+  UnitSignature g;
+  g.unit = 1;
+  g.signature.add(0, 0, ElementPosition{}, 1, 3);
+  t.signatures.push_back(g);
+  return t;
+}
+
+size_t lines_starting(const std::string& s, const std::string& prefix) {
+  size_t n = 0;
+  for (const std::string& l : lines_of(s)) n += l.rfind(prefix, 0) == 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("text report: a replay's metric slots given by value are not counted as shown elements", "[report]") {
+  RunResult r = cpu_run(2);
+  std::vector<std::string> names;
+  for (int k = 0; k < 5; ++k)
+    names.push_back(k == 1 ? "replica 0: L2 grad embed mismatch_severity"
+                           : fmt::format("replica 0: L1 layer0.attn.wo.forward mb 0 out {} digest.lo", k));
+  TestResult t = failed_on_cpu1("train_step_f32.l12_tiny", 10, names);
+  ReplayMetric metric;
+  metric.unit = 1;
+  metric.level = 2;
+  metric.site = "grad embed";
+  metric.metric = "mismatch_severity";
+  metric.value = 2;
+  t.replay_metrics.push_back(metric);
+  r.tests.push_back(t);
+  const std::string s = render_text(r, HostInfo{});
+  CHECK(lines_starting(s, "  iteration 0 tile 0 on cpu 1 ") == 3);  // the first four listed but the metric
+  check_has_lines(s, {"    L2 grad embed mismatch_severity = 2 (reference 0)",
+                      "  (7 more differing element(s) not shown; the JSON report lists 2 of them)"});
+  CHECK(lines_starting(s, "  signature on ") == 0);
+}
+
+TEST_CASE("text report: the memory test's record has no bit signature; a GEMM's elements have one", "[report]") {
+  RunResult r = cpu_run(2);
+  r.tests.push_back(failed_on_cpu1("gemm_f32.special_512", 1, {"C[0][0]"}));
+  CHECK(lines_starting(render_text(r, HostInfo{}), "  signature on cpu 1 ") == 1);
+  r.tests = {failed_on_cpu1("memtest_u32.boot_256m", 1, {"first.read[0]"})};
+  r.tests.front().notes = {"memory test slice 0: pass walking_ones read 0x00000003 for 0x00000001 (bits 0x00000002)"};
+  const std::string s = render_text(r, HostInfo{});
+  CHECK(lines_starting(s, "  signature on ") == 0);
+  CHECK(lines_starting(s, "  note: memory test slice 0: pass walking_ones") == 1);
 }
 
 TEST_CASE("progress line: the terminal's width, else $COLUMNS, else 80", "[report]") {
