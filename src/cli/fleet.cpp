@@ -2,7 +2,7 @@
 // time into one compact row per node (src/report/fleet.h), then one table, the failures grouped by signature
 // across nodes, the nodes not screened within --stale, and the files that were not reports. Exit 1 when any
 // node's newest report failed; else 2 when any is inconclusive or stale; else 0. 78 when a PATH does not exist
-// or no report at all could be read; 64 for a bad option.
+// or no report at all could be read; 64 for a bad option or an output inside the pattern directory.
 #include "src/report/fleet.h"
 
 #include <fmt/format.h>
@@ -76,16 +76,19 @@ void read_dir(Fleet& f, const fs::path& dir, double now) {
 
 }  // namespace
 
-int cmd_fleet(const FleetArgs& a) {
+int cmd_fleet(const FleetArgs& a, const std::string& patterns_dir) {
   double stale_s = 0;
   if (const std::string err = cli::parse_duration(a.stale, stale_s); !err.empty())
     return usage_error("--stale: " + err);
-  for (const std::string& o : {a.output, a.html})
-    if (!o.empty()) try {
-        check_writable(o);
-      } catch (const FileError& e) {
-        return config_error(e.what());
-      }
+  for (const auto& [flag, o] : {std::pair{"-o", a.output}, std::pair{"--html", a.html}}) {
+    if (o.empty()) continue;
+    if (const std::string err = outside_patterns(flag, o, patterns_dir); !err.empty()) return usage_error(err);
+    try {
+      check_writable(o);
+    } catch (const FileError& e) {
+      return config_error(e.what());
+    }
+  }
   // A PATH that does not exist is a mistake in the command, not a node without reports: a fleet view that
   // silently left out a directory would understate what failed.
   for (const std::string& p : a.paths) {

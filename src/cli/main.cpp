@@ -457,7 +457,7 @@ int main(int argc, char** argv) {
     if (diff->parsed()) return cmd_diff(da);
     if (bundle->parsed()) return cmd_bundle(ba, located);
     if (reason->parsed()) return cmd_reason(reason_report);
-    if (fleet->parsed()) return cmd_fleet(fa);
+    if (fleet->parsed()) return cmd_fleet(fa, patterns_dir);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes
