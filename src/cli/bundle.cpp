@@ -22,11 +22,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
 #include "src/core/history.h"
 #include "src/report/report.h"
 #include "src/util/atomic_file.h"
 #include "src/util/say.h"
-#include "src/cli/commands.h"
 
 extern char** environ;
 
@@ -122,7 +123,9 @@ int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns) {
   const std::string name = safe_name(fmt::format("sdcscreen-bundle-{}-{}", host, stamp));
   const std::string output = a.output.empty() ? name + ".tar.gz" : a.output;
 
-  // The output first: an archive that cannot be written is not worth collecting (exit 78, like any -o).
+  // The output first: inside the pattern directory it is refused as run's outputs are (64); an archive that
+  // cannot be written is not worth collecting (exit 78, like any -o).
+  if (const std::string err = outside_patterns("-o", output, patterns.dir); !err.empty()) return usage_error(err);
   struct stat ost {};
   if (stat(output.c_str(), &ost) == 0 && S_ISDIR(ost.st_mode))
     return config_error(fmt::format("-o {}: is a directory", output));

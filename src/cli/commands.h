@@ -112,7 +112,7 @@ int cmd_consensus(const ConsensusArgs& a, const std::string& patterns_dir);  // 
 int cmd_bundle(const BundleArgs& a, const PatternsLocation& patterns);       // src/cli/bundle.cpp
 int cmd_reason(const std::string& report);  // src/cli/reason.cpp
 int cmd_diff(const DiffArgs& a);                                             // src/cli/diff.cpp
-int cmd_fleet(const FleetArgs& a);                                           // src/cli/fleet.cpp
+int cmd_fleet(const FleetArgs& a, const std::string& patterns_dir);          // src/cli/fleet.cpp
 int cmd_record(const RecordArgs& a, const std::vector<std::string>& argv,
                const std::string& patterns_dir);  // record.cpp
 

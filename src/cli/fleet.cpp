@@ -2,7 +2,7 @@
 // time into one compact row per node (src/report/fleet.h), then one table, the failures grouped by signature
 // across nodes, the nodes not screened within --stale, and the files that were not reports. Exit 1 when any
 // node's newest report failed; else 2 when any is inconclusive or stale; else 0. 78 when a PATH does not exist
-// or no report at all could be read; 64 for a bad option.
+// or no report at all could be read; 64 for a bad option or an output inside the pattern directory.
 #include "src/report/fleet.h"
 
 #include <fmt/format.h>
@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 // it whole would cost the memory that reading one report at a time saves.
 constexpr uintmax_t MAX_REPORT_BYTES = uintmax_t{256} << 20;
 
-void read_one(Fleet& f, const std::string& file) {
+void read_one(Fleet& f, const std::string& file, double now) {
   ++f.files_read;
   std::error_code ec;
   if (const uintmax_t size = fs::file_size(file, ec); !ec && size > MAX_REPORT_BYTES) {
@@ -39,7 +39,7 @@ void read_one(Fleet& f, const std::string& file) {
   }
   try {
     const ReportView r = read_report(file);
-    if (const std::string err = fleet_add(f, r); !err.empty()) f.unreadable.emplace_back(file, err);
+    if (const std::string err = fleet_add(f, r, now); !err.empty()) f.unreadable.emplace_back(file, err);
   } catch (const NotReport& e) {
     f.unreadable.emplace_back(file, e.what());
   } catch (const FileError& e) {
@@ -52,7 +52,7 @@ void read_one(Fleet& f, const std::string& file) {
 
 // Every *.json under dir, in name order within each directory (so the listing of files not read is stable);
 // directories that cannot be listed are themselves listed as not read.
-void read_dir(Fleet& f, const fs::path& dir) {
+void read_dir(Fleet& f, const fs::path& dir, double now) {
   std::error_code ec;
   std::vector<fs::path> files, dirs;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -70,22 +70,25 @@ void read_dir(Fleet& f, const fs::path& dir) {
   }
   std::sort(files.begin(), files.end());
   std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& p : files) read_one(f, p.string());
-  for (const fs::path& d : dirs) read_dir(f, d);
+  for (const fs::path& p : files) read_one(f, p.string(), now);
+  for (const fs::path& d : dirs) read_dir(f, d, now);
 }
 
 }  // namespace
 
-int cmd_fleet(const FleetArgs& a) {
+int cmd_fleet(const FleetArgs& a, const std::string& patterns_dir) {
   double stale_s = 0;
   if (const std::string err = cli::parse_duration(a.stale, stale_s); !err.empty())
     return usage_error("--stale: " + err);
-  for (const std::string& o : {a.output, a.html})
-    if (!o.empty()) try {
-        check_writable(o);
-      } catch (const FileError& e) {
-        return config_error(e.what());
-      }
+  for (const auto& [flag, o] : {std::pair{"-o", a.output}, std::pair{"--html", a.html}}) {
+    if (o.empty()) continue;
+    if (const std::string err = outside_patterns(flag, o, patterns_dir); !err.empty()) return usage_error(err);
+    try {
+      check_writable(o);
+    } catch (const FileError& e) {
+      return config_error(e.what());
+    }
+  }
   // A PATH that does not exist is a mistake in the command, not a node without reports: a fleet view that
   // silently left out a directory would understate what failed.
   for (const std::string& p : a.paths) {
@@ -93,19 +96,20 @@ int cmd_fleet(const FleetArgs& a) {
     if (!fs::exists(p, ec)) return config_error(fmt::format("{}: no such file or directory", p));
   }
   Fleet f;
+  const double now = static_cast<double>(std::time(nullptr));
   for (const std::string& p : a.paths) {
     std::error_code ec;
     if (fs::is_directory(p, ec))
-      read_dir(f, p);
+      read_dir(f, p, now);
     else
-      read_one(f, p);
+      read_one(f, p, now);
   }
   if (f.nodes.empty())
     return config_error(fmt::format(
         "no report could be read from {} file{} under {}{}", f.files_read, f.files_read == 1 ? "" : "s",
         a.paths.front(),
         f.unreadable.empty() ? "" : fmt::format(" (first: {}: {})", f.unreadable[0].first, f.unreadable[0].second)));
-  fleet_finish(f, static_cast<double>(std::time(nullptr)), stale_s);
+  fleet_finish(f, now, stale_s);
   const std::string out = a.output_format == "json" ? render_fleet_json(f) : render_fleet_text(f);
   try {
     if (!a.html.empty()) write_file_atomic(a.html, render_fleet_html(f));

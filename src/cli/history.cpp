@@ -55,6 +55,16 @@ int cmd_history(const HistoryArgs& a) {
   if (history::profile_rank(a.min_profile) < 0)
     return usage_error(fmt::format("--min-profile '{}' is not boot, standard or burnin", a.min_profile));
   if (a.acknowledge && !a.forget.empty()) return usage_error("--acknowledge and --forget: give one at a time");
+  // The policy's answer is its exit code (0 resume): after a forget or an acknowledge, 0 would read as one.
+  if (a.resume_policy && (a.acknowledge || !a.forget.empty()))
+    return usage_error(fmt::format("{} and --resume-policy: give one at a time (the policy decides on the next call)",
+                                   a.acknowledge ? "--acknowledge" : "--forget"));
+  // The policy's output is one line a script reads, then its reasons; the JSON summary carries the same decision
+  // (resume_policy) without it.
+  if (a.resume_policy && a.output_format == "json")
+    return usage_error(
+        "--output-format json and --resume-policy: the policy prints text for scripts; for JSON, leave out "
+        "--resume-policy (the summary's resume_policy holds the decision)");
   if (!a.forget.empty()) {
     if (!valid_unit(a.forget))
       return usage_error(

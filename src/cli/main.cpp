@@ -309,7 +309,8 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   hist->add_flag("--resume-policy", ha.resume_policy,
                  "print the policy's decision on the first line (resume, hold, never, unrecorded, no-record) and exit "
-                 "0 resume, 1 keep drained, 2 no failure on record");
+                 "0 resume, 1 keep drained, 2 no failure on record (a missing history too); not with --forget, "
+                 "--acknowledge or --output-format json");
   hist->add_option("--clean-screens", ha.clean_screens,
                    "clean screens a node needs after its last failure before it is resumed")
       ->capture_default_str();
@@ -469,7 +470,7 @@ int main(int argc, char** argv) {
     if (diff->parsed()) return cmd_diff(da);
     if (bundle->parsed()) return cmd_bundle(ba, located);
     if (reason->parsed()) return cmd_reason(reason_report);
-    if (fleet->parsed()) return cmd_fleet(fa);
+    if (fleet->parsed()) return cmd_fleet(fa, patterns_dir);
   } catch (const std::exception& e) {
     say_err("sdcscreen: error: {}\n", e.what());
     if (run->parsed() && ra.npd) {  // the line the screen did not print, and the code its supervisor takes

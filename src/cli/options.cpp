@@ -280,4 +280,10 @@ SetupFailure record_request(const RecordArgs& a, const std::vector<std::string>&
   return {};
 }
 
+std::string outside_patterns(const std::string& flag, const std::string& path, const std::string& patterns_dir) {
+  if (path.empty() || patterns_dir.empty() || !inside(path, patterns_dir)) return "";
+  return fmt::format("{}: {} is inside the pattern directory {}: writing there would replace pattern data", flag, path,
+                     patterns_dir);
+}
+
 }  // namespace sdc

@@ -52,6 +52,10 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
 // iteration.
 SetupFailure check_injections(Screen& s);
 
+// "" or why an output of another subcommand (bundle -o, fleet -o and --html) may not be written at path: inside
+// the pattern directory, as run refuses its outputs there (64); "" too when no pattern directory was found.
+std::string outside_patterns(const std::string& flag, const std::string& path, const std::string& patterns_dir);
+
 // `record`'s arguments: --repeats (64), --time-budget (64), the output directory (78).
 SetupFailure record_request(const RecordArgs& a, const std::vector<std::string>& argv,
                             const std::string& patterns_dir, ScreenRequest& r);

@@ -80,8 +80,10 @@ void set_alarm(double seconds);
 // shared progress record, the crashes), every output the screen did not write (ScreenEnd::outputs), and never
 // one it did: the -o report (JSON or text), the Prometheus file, the HTML page and the history line (then the
 // screen's unrecorded marker is removed). Its report says that the supervisor wrote it and why, names the
-// signal, lists the failing test (its unit, no element detail), the crashed units, and every other selected
-// test as `skip` (not known). What the run was asked to do, from run's options:
+// signal, lists the failing test (its unit, no element detail), the crashed units, every other selected
+// test as `skip` (not known), and every other unit it knows the screen was given as `idle` (no tile on
+// record: the CPUs of a CPU screen, the SMs of the GPU a GPU screen failed on). What the run was asked to
+// do, from run's options:
 struct RunRequest;
 struct SupervisorOutputs {
   const RunRequest* request = nullptr;  // the run's checked options (options.h): selection, outputs, drills

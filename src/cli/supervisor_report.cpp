@@ -43,6 +43,39 @@ void add_crashes(const std::vector<Crash>& crashes, const Battery* battery, RunR
 
 namespace {
 
+// Every unit the screen was given that the record does not name yet, with no tile on record (what it computed
+// died with the screen): idle, so that no output counts it healthy (Prometheus sdcscreen_device_healthy 0, the
+// SilentDataCorruptionUnit alert's series). A CPU screen's units are its CPUs; a GPU screen's, the SMs of the GPU
+// it failed on (the one GPU the supervisor knows: the progress record names it), ids 0 to its SM count.
+void add_units_not_known(const std::vector<int>& cpus, const DeviceInfo* gpu, RunResult& r) {
+  const auto named = [&r](bool sm, int id) {
+    return std::any_of(r.units.begin(), r.units.end(),
+                       [&](const UnitResult& u) { return u.is_sm() == sm && (sm ? u.sm : u.cpu.cpu) == id; });
+  };
+  if (gpu) {
+    for (int sm = 0; sm < gpu->sm_count; ++sm)
+      if (!named(true, sm)) {
+        UnitResult u;
+        u.device = 0;
+        u.sm = sm;
+        r.units.push_back(u);
+      }
+  } else {
+    const auto all = cpu::allowed_cpus();
+    for (int c : cpus)
+      if (!named(false, c)) {
+        UnitResult u;
+        u.cpu.cpu = c;
+        for (const auto& l : all)
+          if (l.cpu == c) u.cpu = l;
+        r.units.push_back(u);
+      }
+  }
+  std::stable_sort(r.units.begin(), r.units.end(), [](const UnitResult& a, const UnitResult& b) {
+    return a.is_sm() != b.is_sm() ? !a.is_sm() : a.is_sm() ? a.sm < b.sm : a.cpu.cpu < b.cpu.cpu;
+  });
+}
+
 // The run as the supervisor saw it: the selection it asked for, the miscompare and the crashes on the shared
 // progress record, every other test `skip` (not known: the screen's own record of it died with it).
 RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end) {
@@ -71,12 +104,14 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
   if (end.signal && end.why.find("SIG") == std::string::npos) said += fmt::format(" ({})", signal_name(end.signal));
   said += end.miscompare ? fmt::format(
                                ": it had found a miscompare in {} (the shared progress record) before it "
-                               "wrote its own outputs; its other results died with it",
+                               "wrote its own outputs; its other results died with it (every other unit is "
+                               "listed idle: no tile of it is on record)",
                                end.miscompare_case)
           : !crashes.empty() ? ": a unit had crashed in an earlier screen of this run (its test below); the last "
-                               "screen's results died with it"
+                               "screen's results died with it (every other unit is listed idle: no tile of it is on "
+                               "record)"
           : end.outputs & activity::OUT_IN_PROGRESS
-              ? ": its results died with it"
+              ? ": its results died with it (every unit is listed idle: no tile of it is on record)"
               : ": it ended in its set-up (the pattern data, the GPUs' start-up, the node's lock), "
                 "before it wrote any output: nothing was screened";
   r.errors.push_back(said);
@@ -145,6 +180,7 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
                                         : std::max(r.end_unix - r.start_unix, 1e-3);
   r.throughput_floor = q.options.throughput_floor;
   add_crashes(crashes, selected ? &patterns.battery : nullptr, r);
+  add_units_not_known(q.options.cpus, gpu ? &r.devices[0] : nullptr, r);
   // The drills aimed at what failed fired (their failures are drills': history.h).
   for (Injection& inj : r.injections) {
     const bool crash = inj.crash && std::any_of(crashes.begin(), crashes.end(), [&inj](const Crash& x) {

@@ -1,6 +1,7 @@
 // The drain reason of a failed screen, from its JSON report: what the Slurm health check, the NHC check and
 // the sweep give scontrol, and the report's "drain_reason". Computed from the JSON (not the RunResult) so that
-// 'sdcscreen reason REPORT' reads a report of any schema version the same way the report was written.
+// 'sdcscreen reason REPORT' reads a report of any schema version this build reads (src/report/report_reader.h,
+// which decides what a report is) the same way the report was written.
 //
 //   SDC: <units> [<retest class> ]<what>[ drill]     a test failed or crashed, e.g. "SDC: cpu 1 softmax_f32"
 //   SDC: <units> hung (watchdog)[ drill]              only units the watchdog gave up on

@@ -18,17 +18,35 @@ struct FleetFailure {
   std::string test, identity, signature, classification;  // signature, classification: "" when the report has none
 };
 
-struct FleetNode {
-  std::string node, time, verdict, version, file;  // the newest report's hostname, timing.start, exit.verdict...
+// One report as a node's row shows it.
+struct FleetReport {
+  std::string time, verdict, version, file;  // timing.start, exit.verdict, tool.version, the file read
   double start_unix = 0;
   int64_t exit_code = 0;
   bool fault_injection = false;
-  int reports = 0;                     // reports of this node read (the newest counts)
   std::vector<FleetFailure> failures;  // at most FLEET_FAILURES_KEPT
   size_t failures_total = 0;
-  std::string status;  // fail, inconclusive or pass (fleet_status)
+};
+
+// A report dated more than this after the fleet view's time is dated in the future: its node's clock was wrong
+// when it ran (a boot before NTP set the clock). Such a report is never a node's newest, so it cannot hide the
+// reports written after the clock was set; a node with one is inconclusive (fail when one of its reports failed
+// and its newest did not: a failure is never hidden by its date).
+constexpr double FLEET_CLOCK_SKEW_S = 300;
+
+// A node's row: the report it shows (the base: its newest report dated at most FLEET_CLOCK_SKEW_S ahead, or the
+// one dated in the future that fleet_finish puts in its place) and what else was read of it.
+struct FleetNode : FleetReport {
+  std::string node;        // host.hostname
+  int reports = 0;         // reports of this node read (the newest counts)
+  int future_reports = 0;  // of them, dated in the future
+  // Before fleet_finish, the latest-dated report dated in the future; after it, when shows_future, the row's
+  // report dated within the clock skew (empty when the node has none).
+  FleetReport future;
+  bool shows_future = false;  // the row is a report dated in the future (fleet_finish)
+  std::string status;         // fail, inconclusive or pass (fleet_status; inconclusive with a report in the future)
   bool stale = false;
-  double age_s = 0;
+  double age_s = 0;  // negative for a row dated in the future
 };
 
 constexpr size_t FLEET_FAILURES_KEPT = 32;  // per node: a node failing on every core is one line, not thousands
@@ -46,21 +64,31 @@ struct Fleet {
   double now = 0, stale_after_s = 0;
   std::vector<FleetSignature> signatures;  // most nodes first
   size_t failing = 0, inconclusive = 0, passing = 0, stale = 0;
+  size_t dated_in_future = 0;  // nodes with a report dated in the future
   int exit_code = 0;
   std::string verdict;
 };
 
 // A report's exit reading for the fleet: 1 fail, 0 pass, anything else (error, slow, interrupted) inconclusive.
 std::string fleet_status(int64_t exit_code);
-// Adds one report: the node's row is replaced when this report is newer (timing.start; on a tie, the greater
-// file name). Returns "" or why the report cannot be placed (its start time is not a time).
-std::string fleet_add(Fleet& f, const ReportView& r);
-// Ages, stale nodes, signature groups, counts and the fleet's exit code: 1 when any node's newest report failed;
-// otherwise 2 when any is inconclusive or stale; otherwise 0.
+// Adds one report read at time now: the node's row is replaced when this report is newer (timing.start; on a
+// tie, the greater file name), and a report dated in the future (more than FLEET_CLOCK_SKEW_S after now) is
+// kept apart, never the newest. Returns "" or why the report cannot be placed (its start time is not a time,
+// its host.hostname is empty).
+std::string fleet_add(Fleet& f, const ReportView& r, double now);
+// Each node's row and status, ages, stale nodes, signature groups, counts and the fleet's exit code: 1 when any
+// node failed; otherwise 2 when any is inconclusive (a report dated in the future included) or stale; otherwise
+// 0.
 void fleet_finish(Fleet& f, double now, double stale_after_s);
 
 std::string render_fleet_text(const Fleet& f);
 std::string render_fleet_json(const Fleet& f);
 std::string render_fleet_html(const Fleet& f);  // html_fleet.cpp
+
+// s with its control characters in a visible form (\n, \t, \x1b; a backslash as \\): what a report holds
+// (a host name, a path) never moves the cursor or sends an escape sequence to a terminal.
+std::string visible(const std::string& s);
+// The report of a node dated in the future (the row's or the one kept apart); nullptr when it has none.
+const FleetReport* future_report(const FleetNode& n);
 
 }  // namespace sdc

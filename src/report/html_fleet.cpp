@@ -1,7 +1,7 @@
 // The fleet view as one self-contained HTML page: no script, no font, no network. A grid of every node, coloured
-// by its newest report's verdict (stale nodes outlined); each node that did not pass links to its details
-// section below, which lists its failing units; then the signatures shared across nodes and the nodes not
-// screened recently. Ids are positional (n-0, n-1...), so a host name never has to be a valid fragment.
+// by its status (stale nodes outlined); each node that did not pass links to its details section below, which
+// lists its failing units; then the signatures shared across nodes, the nodes not screened recently and the
+// reports dated in the future. Ids are positional (n-0, n-1...), so a host name never has to be a valid fragment.
 #include <fmt/format.h>
 
 #include <map>
@@ -32,7 +32,8 @@ section.node{border-top:1px solid #dddddd;margin-top:10px}
 
 std::string cell(const FleetNode& n, size_t i) {
   const std::string cls = n.status + (n.stale ? " stale" : "");
-  const std::string title = esc(fmt::format("{}: {} at {}{}", n.node, n.verdict, n.time, n.stale ? " (stale)" : ""));
+  const std::string title = esc(fmt::format("{}: {} at {}{}{}", n.node, n.verdict, n.time, n.stale ? " (stale)" : "",
+                                            n.future_reports ? " (a report dated in the future)" : ""));
   if (n.status == "pass") return fmt::format(R"(<span class="cell {}" title="{}"></span>)", cls, title);
   return fmt::format(R"(<a class="cell {}" href="#n-{}" title="{}" data-node="{}"></a>)", cls, i, title, esc(n.node));
 }
@@ -44,6 +45,13 @@ std::string details(const FleetNode& n, size_t i) {
       i, esc(n.node), esc(n.node), esc(n.verdict), n.stale ? " (stale)" : "", esc(n.time), esc(n.file), n.exit_code,
       esc(n.verdict), esc(n.version), n.reports, n.reports == 1 ? "" : "s",
       n.fault_injection ? R"(; <span class="drill">fault injection run: its failures are injected</span>)" : "");
+  if (const FleetReport* x = future_report(n))
+    s += fmt::format(
+        R"(<p class="future">{} report{} dated in the future (the node's clock was wrong): {} at {}, {}; {}</p>)",
+        n.future_reports, n.future_reports == 1 ? "" : "s", esc(x->file), esc(x->time), esc(x->verdict),
+        !n.shows_future                ? "not counted as the node's newest report"
+        : n.reports > n.future_reports ? "shown: it failed, and the newest other report did not"
+                                       : "shown: the node has no other report");
   if (!n.failures.empty()) {
     s += "<table><tr><th>unit</th><th>test</th><th>signature</th><th>retest classification</th></tr>";
     for (const FleetFailure& x : n.failures)
@@ -95,6 +103,18 @@ std::string render_fleet_html(const Fleet& f) {
     for (const auto& [name, n] : f.nodes)
       if (n.stale)
         s += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td></tr>", esc(name), esc(n.time), n.age_s / 3600);
+    s += "</table></section>";
+  }
+  if (f.dated_in_future) {
+    s += fmt::format(
+        "<section id=\"future\"><h2>Dated in the future</h2><p>More than {:g} s after this page was generated: never "
+        "counted as a node's newest report.</p><table><tr><th>node</th><th>report</th><th>time</th><th>verdict</th>"
+        "</tr>",
+        FLEET_CLOCK_SKEW_S);
+    for (const auto& [name, n] : f.nodes)
+      if (const FleetReport* x = future_report(n))
+        s += fmt::format(R"(<tr data-node="{}"><td><a href="#n-{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>)",
+                         esc(name), index[name], esc(name), esc(x->file), esc(x->time), esc(x->verdict));
     s += "</table></section>";
   }
   if (!f.unreadable.empty()) {

@@ -6,10 +6,11 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "src/util/atomic_file.h"
-#include "src/util/strict_json.h"
+#include "src/core/result.h"
 #include "src/core/unit_name.h"
 #include "src/report/report.h"
+#include "src/util/atomic_file.h"
+#include "src/util/strict_json.h"
 
 namespace sdc {
 namespace {
@@ -46,6 +47,15 @@ int64_t integer_member(const json& o, const char* key, const std::string& where)
   if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
     throw NotReport(fmt::format("{}'{}' is not an integer", where, key));
   return v.get<int64_t>();
+}
+
+// "an array", "null": what a document is instead of a report's object.
+std::string kind_of(const json& j) {
+  if (j.is_array()) return "an array";
+  if (j.is_string()) return "a string";
+  if (j.is_number()) return "a number";
+  if (j.is_boolean()) return "true or false";
+  return j.type_name();
 }
 
 // A signature's unit object: a logical CPU, or an SM of a GPU; its GPU is "gpu" (schema 15), "device" before.
@@ -119,10 +129,20 @@ TestView read_test(const json& t, size_t index, int64_t schema_version) {
 
 }  // namespace
 
-ReportView read_report(const std::string& file) {
+const char* verdict_of_exit_code(int64_t code) {
+  switch (code) {
+    case EXIT_PASS: return "pass";
+    case EXIT_FAIL: return "fail";
+    case EXIT_INCONCLUSIVE: return "error";
+    case EXIT_SLOW: return "slow";
+    default: return code > 128 && code < 256 ? "interrupted" : "";
+  }
+}
+
+ReportView read_report(const std::string& file, json* document) {
   json j;
   if (const std::string err = parse_strict_json(read_file(file), j); !err.empty()) throw NotReport(err);
-  if (!j.is_object()) throw NotReport("not a report (a JSON object)");
+  if (!j.is_object()) throw NotReport(fmt::format("not a report: expected a JSON object, found {}", kind_of(j)));
   ReportView r;
   r.file = file;
   const json& version = member(j, "schema_version", "not a report: ");
@@ -149,6 +169,12 @@ ReportView read_report(const std::string& file) {
   const json& exit = object_member(j, "exit", where);
   r.exit_code = integer_member(exit, "code", where + "exit: ");
   r.verdict = string_member(exit, "verdict", where + "exit: ");
+  // One reading of a report: a verdict that its code contradicts would count one way in a table and another
+  // in a summary (a screen writes both from one exit code).
+  if (const std::string want = verdict_of_exit_code(r.exit_code); want != r.verdict)
+    throw NotReport(want.empty() ? fmt::format("{}exit.code {} is not a code a screen ends with", where, r.exit_code)
+                                 : fmt::format("{}exit.code {} and exit.verdict '{}' disagree (code {} is '{}')", where,
+                                               r.exit_code, r.verdict, r.exit_code, want));
   // Who each GPU is: tests are matched by UUID, so a GPU CUDA renumbered between the runs is compared with
   // itself. Optional keys (older reports, a CPU run): absent means unknown, never an error.
   if (const auto d = j.find("devices"); d != j.end() && d->is_array())
@@ -168,6 +194,7 @@ ReportView read_report(const std::string& file) {
       if (r.tests[k].id == r.tests.back().id && r.tests[k].device == r.tests.back().device)
         throw NotReport(fmt::format("test {} on {} is listed twice", r.tests.back().id, r.tests.back().device));
   }
+  if (document) *document = std::move(j);
   return r;
 }
 

@@ -1,10 +1,12 @@
-// Reading a JSON report of `run` back (diff, fleet): the keys a comparison relies on, their types, and a
-// schema_version this build knows. What is optional in older reports (UUIDs, retests, microcode, digests) reads
-// as absent, never as an error.
+// Reading a JSON report of `run` back (diff, fleet, reason): the one decision of what a report is. The keys a
+// comparison relies on, their types, an exit code and verdict that agree (docs/design.md, "The run's exit
+// code"), and a schema_version this build knows. What is optional in older reports (UUIDs, retests, microcode,
+// digests) reads as absent, never as an error.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,7 +48,11 @@ struct ReportView {
 };
 
 // Reads and checks a report. Throws NotReport, or FileError (src/util/atomic_file.h) when the file cannot be
-// read.
-ReportView read_report(const std::string& file);
+// read. With document, the parsed report is left there too (reason reads its drain reason from it).
+ReportView read_report(const std::string& file, nlohmann::json* document = nullptr);
+
+// The verdict a report's exit code reads as: 0 pass, 1 fail, 2 error, 3 slow, 129 to 255 interrupted; "" for a
+// code no screen ends with.
+const char* verdict_of_exit_code(int64_t code);
 
 }  // namespace sdc

@@ -361,6 +361,26 @@ if "  backend cpu  " in first:
     check_aligned("boot text", p.stdout)
     F.check(p.stdout.rstrip().splitlines()[-1] == "exit: pass", "boot text: last line is not 'exit: pass'")
 
+# bundle -o and fleet -o/--html inside the pattern directory: refused (64, one line, nothing written) as run's
+# outputs are; they used to write there.
+with tempfile.TemporaryDirectory() as d:
+    pat = os.path.join(d, "patterns")
+    shutil.copytree(common.PATTERNS, pat)
+    env = dict(os.environ, SDCSCREEN_PATTERNS=pat)
+    before = sorted(os.listdir(pat))
+    for what, argv in (("bundle -o", ["bundle", os.path.join(d, "hist"), "-o", os.path.join(pat, "b.tar.gz")]),
+                       ("bundle -o (relative)", ["bundle", os.path.join(d, "hist"), "-o", "patterns/b.tar.gz"]),
+                       ("fleet -o", ["fleet", d, "-o", os.path.join(pat, "fleet.txt")]),
+                       ("fleet --html", ["fleet", d, "--html", os.path.join(pat, "golden", "fleet.html")])):
+        p = subprocess.run([common.SDCSCREEN, *argv], capture_output=True, text=True, timeout=120, env=env, cwd=d)
+        one_line_error(f"{what} inside the pattern directory", p, 64, "inside the pattern directory")
+    F.check(sorted(os.listdir(pat)) == before and not os.path.exists(os.path.join(pat, "golden", "fleet.html")),
+            f"outputs inside the pattern directory: written anyway: {sorted(set(os.listdir(pat)) - set(before))}")
+    p = subprocess.run([common.SDCSCREEN, "bundle", os.path.join(d, "hist"), "-o", os.path.join(d, "b.tar.gz")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    F.check(p.returncode == 0 and os.path.isfile(os.path.join(d, "b.tar.gz")),
+            f"bundle -o outside the pattern directory: exit {p.returncode}: {p.stderr[-300:]}")
+
 # --npd prints its one line (stdout, at most 80 characters) on every path, a command line that does not parse
 # and a held lock included: node-problem-detector shows nothing else.
 with tempfile.TemporaryDirectory() as d:

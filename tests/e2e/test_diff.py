@@ -1,9 +1,10 @@
 """'sdcscreen diff A B' on real reports of the binary: two clean runs agree (exit 0); a clean run against a
 drill differs (exit 1) naming the case and the unit; two identical drills share their signature; with
 --digests on both, the tile the drill changed is named; seeds that differ are said and verdicts still
-compared; a case in one report only differs. A file that is not JSON, JSON that is not a report, and a
-report of an unknown schema_version are configuration errors (78) named in one line; a missing argument is
-a command-line error (64).
+compared; a case in one report only differs. A file that is not JSON, JSON that is not a report, a
+report of an unknown schema_version, with tests that are not an array, or whose exit code and verdict disagree
+are configuration errors (78) named in one line, by diff and by reason alike (one reader); a missing argument
+is a command-line error (64).
 """
 import json
 import os
@@ -170,9 +171,19 @@ try:
         rep = json.load(f)
     rep99 = dict(rep, schema_version=99)
     notests = {k: v for k, v in rep.items() if k != "tests"}
+    # One reader decides what a report is, for diff, fleet and reason alike: these were read by reason as reports
+    # (exit 0 or 2) while diff and fleet refused them.
     for what, path, says in (
             ("not JSON", bad("text.json", "this is not json\n"), "not valid JSON"),
-            ("a JSON array", bad("array.json", "[1, 2]\n"), "not a report"),
+            ("a JSON array", bad("array.json", "[1, 2]\n"), "not a report: expected a JSON object, found an array"),
+            ("JSON null", bad("null.json", "null\n"), "not a report: expected a JSON object, found null"),
+            ("exit 0 with the verdict fail", bad("0fail.json", json.dumps(dict(rep, exit={"code": 0, "verdict": "fail"}))),
+             "exit.code 0 and exit.verdict 'fail' disagree"),
+            ("exit 1 with the verdict pass", bad("1pass.json", json.dumps(dict(rep, exit={"code": 1, "verdict": "pass"}))),
+             "exit.code 1 and exit.verdict 'pass' disagree"),
+            ("schema_version 999", bad("v999.json", json.dumps(dict(rep, schema_version=999))), "schema_version 999"),
+            ("schema_version '1'", bad("vstr.json", json.dumps(dict(rep, schema_version="1"))), 'schema_version "1"'),
+            ("tests null", bad("testsnull.json", json.dumps(dict(rep, tests=None))), "'tests' is not an array"),
             ("JSON that is not a report", bad("other.json", json.dumps({"format": "sdcscreen-battery"})), "'schema_version' is missing"),
             ("schema_version 99", bad("v99.json", json.dumps(rep99)), "schema_version 99 is not one this sdcscreen reads"),
             ("a report without tests", bad("notests.json", json.dumps(notests)), "'tests' is missing"),
@@ -183,6 +194,10 @@ try:
             F.check(p.returncode == 78, f"{what} ({'B' if args[0] == clean1 else 'A'}): exit {p.returncode}, expected 78")
             F.check(len(err) == 1 and path in err[0] and says in err[0], f"{what}: stderr {p.stderr.strip()[:300]!r}")
             F.check(p.stdout == "", f"{what}: stdout {p.stdout[:200]!r}")
+        p = common.run("reason", path)
+        err = p.stderr.strip().splitlines()
+        F.check(p.returncode == 78 and len(err) == 1 and path in err[0] and says in err[0] and p.stdout == "",
+                f"reason, {what}: exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr.strip()[:300]!r}")
 
     # --- command-line errors: 64 -------------------------------------------------------------------------
     for args in ((clean1,), (), (clean1, clean2, "--output-format", "xml"), (clean1, clean2, clean1)):

@@ -4,7 +4,9 @@ a GPU) are the shapes; 2,000 reports are built from them by changing host names 
 share the CPU drill's signature, 21 the GPU's, 22 are inconclusive, 50 are stale, and 50 have an older
 failing report besides their newest). Checked: the table, the JSON, the grouping by
 signature, the stale list, the newest report winning, the exit codes (a failure wins over inconclusive and
-stale), files that are not reports (listed, not fatal), a missing PATH (78), nothing readable (78), and the HTML
+stale), files that are not reports (listed, not fatal; an exit code and verdict that disagree, a JSON array, an
+empty host name), a host name's control characters shown visibly, a report dated in the future never hiding a
+newer one, a missing PATH (78), nothing readable (78), and the HTML
 page in headless Chromium (grid cells by verdict, each failing node linked to its details; skipped without
 Chromium). The 2,000-report run's wall time and peak memory are printed, never asserted.
 """
@@ -147,6 +149,59 @@ try:
     p = fleet(ok, "--stale", "soon")
     F.check(p.returncode == 64 and "--stale" in p.stderr, f"--stale soon: exit {p.returncode} {p.stderr.strip()!r}")
     F.check(fleet().returncode == 64, "no PATH: exit not 64")
+
+    # One reader decides what a report is: a report whose exit code and verdict disagree was shown as 'fail' in
+    # the table and counted as a pass; a JSON array was "not a report (a JSON object)".
+    odd = os.path.join(TMP, "odd")
+    write(odd, "z.json", as_node(pass_r, "z", 60))
+    write(odd, "mixed.json", dict(as_node(pass_r, "w", 60), exit={"code": 0, "verdict": "fail"}))
+    write(odd, "array.json", [pass_r])
+    write(odd, "null.json", None)
+    write(odd, "nohost.json", as_node(pass_r, "", 60))
+    p, j = fleet_json(odd)
+    got = {os.path.basename(x["path"]): x["reason"] for x in j.get("not_read", [])}
+    F.check(p.returncode == 0 and [n["node"] for n in j.get("nodes", [])] == ["z"] and
+            set(got) == {"mixed.json", "array.json", "null.json", "nohost.json"},
+            f"odd files: exit {p.returncode}, nodes {[n['node'] for n in j.get('nodes', [])]}, not read {got}")
+    F.check("exit.code 0 and exit.verdict 'fail' disagree" in got.get("mixed.json", "") and
+            got.get("array.json") == "not a report: expected a JSON object, found an array" and
+            got.get("null.json") == "not a report: expected a JSON object, found null" and
+            "host.hostname is empty" in got.get("nohost.json", ""), f"odd files: reasons {got}")
+
+    # A host name with a newline and escape sequences: shown visibly, one row, nothing raw on the terminal.
+    esc_dir = os.path.join(TMP, "escapes")
+    write(esc_dir, "e.json", as_node(cpu_r, "evil\n\x1b[2Jfake-node  2026-01-01  pass", 60))
+    p = fleet(esc_dir)
+    F.check("\x1b" not in p.stdout and "\r" not in p.stdout and
+            any(ln.startswith("evil\\n\\x1b[2Jfake-node ") and " fail " in ln for ln in p.stdout.splitlines()) and
+            not any(ln.startswith("fake-node") for ln in p.stdout.splitlines()),
+            f"escapes: the host name reached the table raw: {p.stdout[:600]!r}")
+
+    # A report dated in the future (a boot before NTP set the clock) never hides the node's newer reports.
+    fut = os.path.join(TMP, "future")
+    write(fut, "x-future-pass.json", as_node(pass_r, "x", -(2099 - 2026) * 365 * 86400))
+    write(fut, "x-real-fail.json", as_node(cpu_r, "x", 600))
+    p, j = fleet_json(fut)
+    x = node(j, "x")
+    F.check(p.returncode == 1 and x.get("status") == "fail" and x.get("file", "").endswith("x-real-fail.json") and
+            x.get("age_s", -1) > 0 and (x.get("dated_in_future") or {}).get("reports") == 1 and
+            j.get("counts", {}).get("dated_in_future") == 1,
+            f"future pass beside a newer fail: exit {p.returncode}, node {x}")
+    os.remove(os.path.join(fut, "x-real-fail.json"))
+    write(fut, "x-real-pass.json", as_node(pass_r, "x", 600))
+    htmlf = os.path.join(TMP, "future.html")
+    p, j = fleet_json(fut, "--html", htmlf)
+    x = node(j, "x")
+    F.check(p.returncode == 2 and x.get("status") == "inconclusive" and x.get("file", "").endswith("x-real-pass.json")
+            and j.get("exit") == {"code": 2, "verdict": "inconclusive"} and
+            [(d["node"], d["shown"]) for d in j.get("dated_in_future", [])] == [("x", False)],
+            f"future pass beside a real pass: exit {p.returncode}, node {x}, {j.get('dated_in_future')}")
+    page = open(htmlf, encoding="utf-8").read() if os.path.exists(htmlf) else ""
+    F.check("Dated in the future" in page and "x-future-pass.json" in page, "future: the HTML page does not say it")
+    p = fleet(fut)
+    F.check(p.returncode == 2 and "dated in the future" in p.stdout and
+            p.stdout.splitlines()[-1] == "fleet: inconclusive (0 fail, 1 inconclusive, 0 pass; 0 stale; 1 dated in the "
+            "future)", f"future, text: exit {p.returncode}: {p.stdout[-500:]!r}")
 
     # --- 2,000 reports from the real shapes ----------------------------------------------------------------
     big = os.path.join(TMP, "big")

@@ -1,6 +1,7 @@
 """The node's history and the resume policy, end to end: 'run --history DIR' appends one line per screen,
 'sdcscreen history DIR' summarizes per unit, '--resume-policy' decides (exit 0 resume, 1 keep drained, 2 no
-failure on record), '--forget' clears a repaired unit; every bad input has its exit code. Also the drill for a
+failure on record, a missing history too), '--forget' clears a repaired unit; every bad input has its exit code
+(--resume-policy with --forget, --acknowledge or JSON is 64). Also the drill for a
 screen that dies in its own reporting code: the in-progress files stay, never the previous verdict.
 
 Real failures cannot be made on healthy hardware (and drills do not count for the policy), so the
@@ -180,14 +181,27 @@ try:
             (("--clean-screens", "0"), 64, "zero clean screens"),
             (("--min-profile", "quick"), 64, "an unknown profile"),
             (("--output-format", "xml"), 64, "an unknown format"),
-            (("--acknowledge", "--forget", "cpu 1"), 64, "acknowledge and forget at once")):
+            (("--acknowledge", "--forget", "cpu 1"), 64, "acknowledge and forget at once"),
+            # The policy's answer is its exit code: 0 after a forget or an acknowledge would read as 'resume'.
+            (("--forget", "cpu 1", "--resume-policy"), 64, "forget with the policy"),
+            (("--acknowledge", "--resume-policy"), 64, "acknowledge with the policy"),
+            (("--output-format", "json", "--resume-policy"), 64, "the policy in JSON")):
+        before = lines(d)
         p = history(d, *args)
-        F.check(p.returncode == code and p.stderr.count("\n") == 1, f"history {what}: exit {p.returncode}: {p.stderr!r}")
+        F.check(p.returncode == code and p.stderr.count("\n") == 1 and p.stdout == "",
+                f"history {what}: exit {p.returncode}: {p.stdout!r} {p.stderr!r}")
+        F.check(lines(d) == before, f"history {what}: the history changed")
+    # A missing history: the summary has nothing to show (78); the policy has no failure on record (2, as
+    # docs/fleet.md's resume policy says: nothing vouches for the node), and docs/design.md's table says both.
     missing = os.path.join(TMP, "nothing-here")
     p = history(missing)
     F.check(p.returncode == 78 and "no history" in p.stderr, f"summary of a missing history: {p.returncode} {p.stderr!r}")
     p = history(missing, "--resume-policy")
     F.check(p.returncode == 2 and "no screen on record" in p.stdout, f"policy with no history: {p.returncode} {p.stdout!r}")
+    with open(os.path.join(common.SOURCE_DIR, "docs", "design.md")) as f:
+        row = next((ln for ln in f if ln.startswith("| `history` |")), "")
+    F.check("2 no failure on record (a missing history too" in row and "78 a bad history, or a missing one without "
+            "`--resume-policy`" in row, f"docs/design.md's history row does not give a missing history's codes: {row!r}")
     bad = os.path.join(TMP, "bad")
     write(bad, [screen(), "{not json", screen()])
     for args in ((), ("--resume-policy",)):

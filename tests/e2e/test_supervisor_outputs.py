@@ -3,7 +3,8 @@ and names the CPU of a worker that crashes outside any tile.
 
 1. The screen child killed outright (SIGKILL, the OOM killer) after a miscompare: -o (JSON), --prometheus,
    --html and the history line are the supervisor's, say fail (exit 1), say that the supervisor wrote them
-   after the screen died of SIGKILL, and the screen's unrecorded marker is gone (its line is written).
+   after the screen died of SIGKILL, and the screen's unrecorded marker is gone (its line is written); every CPU
+   it was given is in units[] (the others idle) and has its sdcscreen_device_healthy series (0).
 2. A crash in the report writer after a miscompare (SDCSCREEN_DRILL_REPORT_CRASH=1), -o in text: the same.
 3. A crash after -o and the Prometheus file were written (SDCSCREEN_DRILL_REPORT_CRASH=html): those stay the
    screen's own (with the miscompare's element), the HTML page and the history line are the supervisor's.
@@ -16,6 +17,7 @@ docs/reliability.md lists each path with this test."""
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -81,9 +83,22 @@ with tempfile.TemporaryDirectory() as d:
     err = p.communicate(timeout=120)[1]
     F.check(p.returncode == 1, f"SIGKILL: exit {p.returncode}, want 1: {err[-400:]}")
     F.check("its supervisor writes the outputs" in err, f"SIGKILL: stderr {err[-400:]}")
-    check_supervisor_report("SIGKILL", json.loads(read(out) or "null"), FAIL_CASE, "SIGKILL")
+    r = json.loads(read(out) or "null")
+    check_supervisor_report("SIGKILL", r, FAIL_CASE, "SIGKILL")
     text = read(prom)
     F.check("sdcscreen_exit_code 1\n" in text, f"SIGKILL: Prometheus {text[:300]!r}")
+    # Every CPU the screen was given is a unit of the report and a 0 series of sdcscreen_device_healthy (the
+    # SilentDataCorruptionUnit alert's), not only the one that failed: what the others computed died with the
+    # screen (idle: no tile on record).
+    given = sorted(os.sched_getaffinity(0))
+    units = {u["cpu"]: u["result"] for u in (r or {}).get("units", []) if u.get("kind") == "cpu"}
+    failing = [c for c, res in units.items() if res == "fail"]
+    F.check(sorted(units) == given and len(failing) == 1 and
+            all(res == "idle" for c, res in units.items() if c not in failing),
+            f"SIGKILL: units {units}, want every CPU of {given}: one fail, the others idle")
+    healthy = {int(m.group(1)): m.group(2) for m in re.finditer(r'^sdcscreen_device_healthy\{cpu="(\d+)"\} (\d)$',
+                                                                   text, re.M)}
+    F.check(healthy == {c: "0" for c in given}, f"SIGKILL: sdcscreen_device_healthy {healthy}, want 0 for each of {given}")
     html = read(page)
     F.check('data-verdict="fail"' in html and "written by the screen&#39;s supervisor" in html.replace("'", "&#39;"),
             "SIGKILL: the HTML page is not the supervisor's failing one")

@@ -304,7 +304,7 @@ TEST_CASE("the report reader reads units and not-applicable cases of this schema
     CHECK(v.tests[1].result == "not_applicable");
     CHECK(v.tests[2].result == "skip");
     Fleet f;
-    REQUIRE(fleet_add(f, v).empty());
+    REQUIRE(fleet_add(f, v, 1e10).empty());
     REQUIRE(f.nodes.at("n1").failures.size() == 1);
     CHECK(f.nodes.at("n1").failures[0].identity == "gpu 1 sm 5 (GPU-ab)");
   }
