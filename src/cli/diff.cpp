@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/core/result.h"
+#include "src/report/fleet.h"
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "src/util/atomic_file.h"
@@ -141,6 +142,19 @@ std::string case_line(const CaseDiff& d) {
     parts.push_back(s);
   }
   return name + ": " + join(parts, "; ");
+}
+
+// Every line of s with its control characters visible (fleet.h): what the reports hold (a host name, a test id)
+// reaches the terminal as text, never as a line break or an escape sequence.
+std::string visible_lines(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t nl = std::min(s.find('\n', i), s.size());
+    out += visible(s.substr(i, nl - i));
+    if (nl < s.size()) out += '\n';
+    i = nl + 1;
+  }
+  return out;
 }
 
 std::string header_line(const char* which, const ReportView& r) {
@@ -300,7 +314,7 @@ int cmd_diff(const DiffArgs& args) {
                               join(sg.units_b));
     s += shared.empty() ? "shared signatures: none\n" : "shared signatures:\n" + shared;
     s += "diff: " + verdict + "\n";
-    say("{}", s);
+    say("{}", visible_lines(s));
   }
   return agree ? EXIT_PASS : EXIT_FAIL;
 }

@@ -160,6 +160,17 @@ try:
     F.check(p.returncode == 1 and case_line(p, GEMM) == f"{GEMM} on cpu: only in A (pass)",
             f"case only in A: exit {p.returncode}, line {case_line(p, GEMM)!r}")
 
+    # --- what a report holds reaches the terminal as text: a host name's line break and escape shown, not obeyed
+    with open(clean1) as f:
+        forged = json.load(f)
+    forged["host"]["hostname"] = "evil\n\x1b[2Jfake"
+    evil = os.path.join(TMP, "evil.json")
+    with open(evil, "w") as f:
+        json.dump(forged, f)
+    p = diff(evil, clean2)
+    F.check(p.returncode == 0 and "\x1b" not in p.stdout and "host evil\\n\\x1b[2Jfake  start" in p.stdout,
+            f"a host name with control characters: exit {p.returncode}, stdout {p.stdout[:300]!r}")
+
     # --- not reports: 78, one line naming the file -----------------------------------------------------
     def bad(name, text):
         path = os.path.join(TMP, name)

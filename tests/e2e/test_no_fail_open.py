@@ -312,6 +312,12 @@ if len(cpus) >= 2:
         F.check(r.get("drain_reason") == want, f"crash: drain_reason {r.get('drain_reason')!r}, want {want!r}")
         p = subprocess.run([SDCSCREEN, "reason", out], capture_output=True, text=True, timeout=60)
         F.check(p.returncode == 0 and p.stdout == want + "\n", f"crash: sdcscreen reason: {p.returncode} {p.stdout!r}")
+        # diff and fleet read it too: the crash's test beside the case's result on the other CPUs (they refused it as
+        # a test listed twice, and fleet showed the failing node's report as not read).
+        p = subprocess.run([SDCSCREEN, "diff", out, out], capture_output=True, text=True, timeout=60)
+        F.check(p.returncode == 0, f"crash: sdcscreen diff of the report with itself: {p.returncode} {p.stderr!r}")
+        p = subprocess.run([SDCSCREEN, "fleet", out], capture_output=True, text=True, timeout=60)
+        F.check(p.returncode == 1 and "not read" not in p.stdout, f"crash: sdcscreen fleet: {p.returncode} {p.stdout!r}")
         with open(prom) as f:
             text = f.read()
         F.check("sdcscreen_exit_code 1\n" in text and 'sdcscreen_tests{result="crash"} 1' in text,

@@ -90,3 +90,20 @@ TEST_CASE("the report reader leaves the parsed document to its caller", "[fleet]
   CHECK(v.verdict == "pass");
   CHECK(doc == minimal_report());
 }
+
+TEST_CASE("the report reader: a crashed unit's test beside its case's result is a report; other repeats are not",
+          "[fleet]") {
+  test::TempDir dir("report-reader-crash");
+  const json pass = {{"id", "gemm_f32.special_512"}, {"family", "gemm_f32"}, {"device", "cpu"}, {"result", "pass"}};
+  json crash = pass;
+  crash["result"] = "crash";
+  json r = minimal_report();
+  r["exit"] = {{"code", 1}, {"verdict", "fail"}};
+  // cpu 1 crashed in the case; the screen that followed ran it on the other CPUs, where it passed.
+  r["tests"] = json::array({crash, pass});
+  CHECK(refusal(dir, r).empty());
+  r["tests"] = json::array({pass, crash, crash});  // two units crashed in it
+  CHECK(refusal(dir, r).empty());
+  r["tests"] = json::array({pass, crash, pass});
+  CHECK(refusal(dir, r) == "not a report: test gemm_f32.special_512 on cpu is listed twice");
+}
