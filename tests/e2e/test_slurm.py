@@ -350,6 +350,39 @@ def main():
         extra="SDCSCREEN_RESUME_PROFILE=boot\nSDCSCREEN_RESUME_SCREENS=1\n")
     F.check(line.get("action") == "resumed" and (state, reason) == ("idle", ""),
             f"policy resume: health check {line}, node {state!r} {reason!r}")
+
+    # A node in service with a failure on record (the boot unit's, a sweep's): a clean screen does not vouch for
+    # it; the policy holds, so the check drains it with the policy's reason.
+    def forget_all():
+        p = sh(common.SDCSCREEN, "history", HC_STATE, "--forget", "all")
+        F.check(p.returncode == 0, f"forget all: exit {p.returncode}: {p.stderr}")
+
+    forget_all()
+    real_failure("cpu 0")
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen in service, failure on record")
+    F.check(line.get("exit") == "0" and line.get("action") == "drained-on-record",
+            f"in service, failure on record: health check {line}")
+    F.check(state in ("drained", "draining") and reason == "SDC: failure on record; 3 clean standard screens to resume",
+            f"in service, failure on record: node {state!r} {reason!r}, expected drained by the policy")
+    # A screen that left no history line (a marker) and no failure on record: said, not drained.
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
+    marker = os.path.join(HC_STATE, "unrecorded-" + "0123456789abcdef" * 2)
+    open(marker, "w").close()
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen, a marker alone")
+    F.check(line.get("exit") == "0" and line.get("action") == "pass-unrecorded" and (state, reason) == ("idle", ""),
+            f"a marker alone: health check {line}, node {state!r} {reason!r}, expected idle (no failure on record)")
+    # The marker and a failure on record: drained, until an administrator acknowledges the marker.
+    real_failure("cpu 0")
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen, a marker and a failure")
+    F.check(line.get("action") == "drained-on-record" and state in ("drained", "draining")
+            and reason == "SDC: failure on record; a screen left no history line: not resumed",
+            f"a marker and a failure: health check {line}, node {state!r} {reason!r}")
+    sh(common.SDCSCREEN, "history", HC_STATE, "--acknowledge")
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
     timings["resume policy"] = time.monotonic() - t
 
     # --- the NHC check, with NHC's die/log stood in for (NHC itself is not packaged in Debian) -------------
