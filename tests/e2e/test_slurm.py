@@ -17,7 +17,9 @@ Needs root and the Debian packages slurm-wlm and munge; without them it prints S
 import json
 import os
 import shutil
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +117,62 @@ def node_entry(summary):
     return {}
 
 
+def start_slow_drain():
+    """The wrapper on its own with stubs (no cluster): a screen that wrote a failing report and then hangs is
+    killed at the limit (50 s + 2), leaving 6 s of the wrapper's 58; reading the report (1 s), the node (1 s)
+    and the drain (1 s) fit, and a slow resume policy (4 s) must not take the drain's time. Runs beside the
+    cluster's scenarios; returns (Popen, scontrol's call log, state dir)."""
+    d = os.path.join(TMP, "slow-drain")
+    os.makedirs(d)
+    calls = os.path.join(d, "scontrol.calls")
+    stub = os.path.join(d, "sdcscreen")
+    with open(stub, "w") as f:
+        f.write("#!/bin/bash\ncase \"$1\" in\n"
+                "run) prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && echo '{}' >\"$a\"; prev=$a; done\n"
+                "     trap '' TERM; sleep 300 ;;\n"
+                "reason) sleep 1; echo 'SDC: cpu 1 softmax_f32'; exit 0 ;;\n"
+                "history) sleep 4; echo 'hold: 3 clean standard screens to resume'; exit 1 ;;\n"
+                "esac\nexit 2\n")
+    scontrol = os.path.join(d, "scontrol")
+    with open(scontrol, "w") as f:
+        f.write(f"#!/bin/sh\nsleep 1\necho \"$*\" >>{calls}\n"
+                "if [ \"$1\" = show ]; then echo 'NodeName=n1 State=IDLE'; echo '   Reason=(null)'; fi\n")
+    for x in (stub, scontrol):
+        os.chmod(x, 0o755)
+    env = {"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": "n1", "SDCSCREEN_CONFIG": os.path.join(d, "none"),
+           "SDCSCREEN": stub, "SCONTROL": scontrol, "SDCSCREEN_STATE_DIR": os.path.join(d, "state")}
+    t0 = time.monotonic()
+    p = subprocess.Popen([WRAPPER], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = {}
+
+    def wait():
+        done["out"] = p.communicate(timeout=120)[0]
+        done["wall"] = time.monotonic() - t0
+    th = threading.Thread(target=wait, daemon=True)
+    th.start()
+    return th, done, calls, os.path.join(d, "state")
+
+
+def check_slow_drain(slow):
+    th, done, calls, state = slow
+    th.join(timeout=120)
+    out, wall = done.get("out", ""), done.get("wall", 999.0)
+    timings["killed at the limit, slow report and policy (stubs)"] = wall
+    try:
+        with open(calls) as f:
+            made = f.read().splitlines()
+    except FileNotFoundError:
+        made = []
+    with open(os.path.join(state, "healthcheck.log")) as f:
+        last = parse_hc_line(f.read().splitlines()[-1])
+    F.check(wall < 59, f"slow drain: the wrapper took {wall:.1f} s, past its 58 s")
+    F.check("update nodename=n1 state=drain reason=SDC: cpu 1 softmax_f32" in made and last.get("action") == "drained",
+            f"slow drain: a screen killed at the limit whose report says fail was not drained: scontrol {made}, "
+            f"health check {last}, output {out[-600:]!r}")
+
+
 def main():
+    slow = start_slow_drain()
     os.makedirs(HC_STATE)
     launcher = os.path.join(TMP, "healthcheck")
     with open(launcher, "w") as f:
@@ -384,6 +441,7 @@ def main():
     sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
     wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
     timings["resume policy"] = time.monotonic() - t
+    check_slow_drain(slow)
 
     # --- the NHC check, with NHC's die/log stood in for (NHC itself is not packaged in Debian) -------------
     nhc_state = os.path.join(TMP, "nhc-state")
