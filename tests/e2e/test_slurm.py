@@ -440,6 +440,29 @@ def main():
     forget_all()
     sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
     wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
+
+    # --rescreen-drained, and a node drained again while the sweep ran (here by its screen's wrapper, standing
+    # in for a health check's new failure): the policy computed when the screen ended does not resume it, and
+    # the newer reason stays.
+    real_failure("cpu 0")
+    sh("scontrol", "update", f"nodename={NODE}", "state=drain", "reason=SDC: cpu 0 softmax_f32", check=True)
+    newer = "SDC: cpu 0 gemm_f32; 3 clean standard screens to resume"
+    redrain = os.path.join(TMP, "redraining-sdcscreen")
+    with open(redrain, "w") as f:
+        f.write(f"#!/bin/bash\nif [ \"$1\" = run ]; then {common.SDCSCREEN} \"$@\"; rc=$?\n"
+                f"  scontrol update nodename={NODE} state=drain reason='{newer}'; exit $rc; fi\n"
+                f"exec {common.SDCSCREEN} \"$@\"\n")
+    os.chmod(redrain, 0o755)
+    p, s = sweep("--rescreen-drained", "--history-dir", HC_STATE, "--resume-screens", "1", "--resume-profile", "boot",
+                 "--sdcscreen", redrain, "--", "--lock-file", LOCK, outdir=os.path.join(TMP, "sweep-rescreen-redrained"))
+    e = node_entry(s)
+    state, reason = settled_state()
+    F.check((e.get("rescreen") or {}).get("action") == "held" and state in ("drained", "draining") and reason == newer,
+            f"drained again during the sweep: outcome {e.get('rescreen')}, node {state!r} {reason!r}, expected "
+            f"drained with {newer!r}; {p.stdout[-400:]!r} {p.stderr[-400:]!r}")
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
     timings["resume policy"] = time.monotonic() - t
     check_slow_drain(slow)
 
