@@ -492,6 +492,22 @@ def main():
     p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
     F.check(p.returncode == 7 and "DIE 1 SDC: 3 clean standard screens to resume" in p.stdout,
             f"nhc held by the policy: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+    # A screen that left no history line (its marker) and no failure on record: logged, not an offline.
+    sh(common.SDCSCREEN, "history", nhc_state, "--forget", "all", check=True)
+    open(os.path.join(nhc_state, "unrecorded-" + "fedcba9876543210" * 2), "w").close()
+    p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
+    F.check(p.returncode == 0 and "RETURNED 0" in p.stdout and "DIE" not in p.stdout and "no history line" in p.stdout,
+            f"nhc, a marker alone: expected a log line and no die: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+    # The marker beside a failure on record: the node stays out.
+    with open(os.path.join(nhc_state, "history.jsonl"), "a") as f:
+        f.write(json.dumps({"v": 1, "time": "2026-01-02T00:00:00Z", "unix": 1767312000, "host": NODE,
+                            "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
+                            "screened": {"cpu": "0-1"}, "units": {"cpu 0": "fail"},
+                            "failures": [{"unit": "cpu 0", "case": FAST_CASE, "family": "softmax_f32",
+                                          "result": "fail"}]}) + "\n")
+    p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
+    F.check(p.returncode == 7 and "DIE 1 SDC: a screen left no history line: not resumed" in p.stdout,
+            f"nhc, a marker and a failure: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
 
 
 ok = False
