@@ -281,6 +281,21 @@ def main():
     F.check("Unknown" in p.stderr, f"hung screen: stderr does not say Unknown: {p.stderr[-300:]!r}")
     F.check(node_state() == ("idle", ""), f"hung screen: node {node_state()}, expected idle")
 
+    # --- a screen that exits 0 without writing its report: not a pass (Unknown, no action) ------------------
+    silent = os.path.join(TMP, "silent-sdcscreen")
+    with open(silent, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(silent, 0o755)
+    p = sh(WRAPPER, env=dict(env, SDCSCREEN=silent), timeout=60)
+    last = parse_hc_line(hc_lines()[-1])
+    F.check(last.get("exit") == "0" and last.get("action") == "unknown" and "without a report" in last.get("detail", ""),
+            f"exit 0 without a report: health check {last}, expected unknown; {p.stderr[-300:]!r}")
+    nhc_silent = ("die() { echo \"DIE $*\"; }\nlog() { echo \"LOG $*\"; }\ndbg() { :; }\nTIMEOUT=58\n"
+                  f". {NHC_CHECK}\ncheck_sdcscreen -b {silent} -s {os.path.join(TMP, 'nhc-silent')} -a ''\n")
+    p = sh("bash", "-c", nhc_silent, env=dict(ENV, PATH=PATH), timeout=60)
+    F.check("DIE" not in p.stdout and "Unknown" in p.stdout and "no report" in p.stdout,
+            f"NHC, exit 0 without a report: expected Unknown, no die: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+
     # --- fleet sweep over the one-node cluster ------------------------------------------------------------
     t = time.monotonic()
     out1 = os.path.join(TMP, "sweep-clean")
