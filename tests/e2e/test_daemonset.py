@@ -6,6 +6,7 @@ Needs python3-yaml.
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -111,5 +112,19 @@ def check_one_daemonset(ds, docs, cms, cfg):
                         f"k8s: the rule's {opt} {target} is not on a writable volume mount")
 
 
-check_daemonset(common.npd_config(F))
+def check_plugin_config(cfg):
+    """NPD publishes the default conditions when it starts unless skip_initial_status is set (pluginConfig):
+    SilentDataCorruption=False before any screen ran. The default message is also what NPD shows after a
+    pass, and before the first screen where an NPD ignores the setting: it must not claim a screen."""
+    F.check(cfg.get("pluginConfig", {}).get("skip_initial_status") is True,
+            f"npd: pluginConfig.skip_initial_status is not true: {cfg.get('pluginConfig')}")
+    for c in cfg.get("conditions", []):
+        msg = c.get("message", "")
+        F.check(msg and not re.search(r"\b(found|passed|screened|clean|healthy)\b", msg, re.I),
+                f"npd: the default message of {c.get('type')} claims a screen: {msg!r}")
+
+
+cfg = common.npd_config(F)
+check_plugin_config(cfg)
+check_daemonset(cfg)
 F.finish()

@@ -17,7 +17,9 @@ Needs root and the Debian packages slurm-wlm and munge; without them it prints S
 import json
 import os
 import shutil
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +117,62 @@ def node_entry(summary):
     return {}
 
 
+def start_slow_drain():
+    """The wrapper on its own with stubs (no cluster): a screen that wrote a failing report and then hangs is
+    killed at the limit (50 s + 2), leaving 6 s of the wrapper's 58; reading the report (1 s), the node (1 s)
+    and the drain (1 s) fit, and a slow resume policy (4 s) must not take the drain's time. Runs beside the
+    cluster's scenarios; returns (Popen, scontrol's call log, state dir)."""
+    d = os.path.join(TMP, "slow-drain")
+    os.makedirs(d)
+    calls = os.path.join(d, "scontrol.calls")
+    stub = os.path.join(d, "sdcscreen")
+    with open(stub, "w") as f:
+        f.write("#!/bin/bash\ncase \"$1\" in\n"
+                "run) prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && echo '{}' >\"$a\"; prev=$a; done\n"
+                "     trap '' TERM; sleep 300 ;;\n"
+                "reason) sleep 1; echo 'SDC: cpu 1 softmax_f32'; exit 0 ;;\n"
+                "history) sleep 4; echo 'hold: 3 clean standard screens to resume'; exit 1 ;;\n"
+                "esac\nexit 2\n")
+    scontrol = os.path.join(d, "scontrol")
+    with open(scontrol, "w") as f:
+        f.write(f"#!/bin/sh\nsleep 1\necho \"$*\" >>{calls}\n"
+                "if [ \"$1\" = show ]; then echo 'NodeName=n1 State=IDLE'; echo '   Reason=(null)'; fi\n")
+    for x in (stub, scontrol):
+        os.chmod(x, 0o755)
+    env = {"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": "n1", "SDCSCREEN_CONFIG": os.path.join(d, "none"),
+           "SDCSCREEN": stub, "SCONTROL": scontrol, "SDCSCREEN_STATE_DIR": os.path.join(d, "state")}
+    t0 = time.monotonic()
+    p = subprocess.Popen([WRAPPER], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = {}
+
+    def wait():
+        done["out"] = p.communicate(timeout=120)[0]
+        done["wall"] = time.monotonic() - t0
+    th = threading.Thread(target=wait, daemon=True)
+    th.start()
+    return th, done, calls, os.path.join(d, "state")
+
+
+def check_slow_drain(slow):
+    th, done, calls, state = slow
+    th.join(timeout=120)
+    out, wall = done.get("out", ""), done.get("wall", 999.0)
+    timings["killed at the limit, slow report and policy (stubs)"] = wall
+    try:
+        with open(calls) as f:
+            made = f.read().splitlines()
+    except FileNotFoundError:
+        made = []
+    with open(os.path.join(state, "healthcheck.log")) as f:
+        last = parse_hc_line(f.read().splitlines()[-1])
+    F.check(wall < 59, f"slow drain: the wrapper took {wall:.1f} s, past its 58 s")
+    F.check("update nodename=n1 state=drain reason=SDC: cpu 1 softmax_f32" in made and last.get("action") == "drained",
+            f"slow drain: a screen killed at the limit whose report says fail was not drained: scontrol {made}, "
+            f"health check {last}, output {out[-600:]!r}")
+
+
 def main():
+    slow = start_slow_drain()
     os.makedirs(HC_STATE)
     launcher = os.path.join(TMP, "healthcheck")
     with open(launcher, "w") as f:
@@ -223,6 +280,21 @@ def main():
             f"hung screen: health check {last}, expected exit 124 (killed at the time limit), action unknown")
     F.check("Unknown" in p.stderr, f"hung screen: stderr does not say Unknown: {p.stderr[-300:]!r}")
     F.check(node_state() == ("idle", ""), f"hung screen: node {node_state()}, expected idle")
+
+    # --- a screen that exits 0 without writing its report: not a pass (Unknown, no action) ------------------
+    silent = os.path.join(TMP, "silent-sdcscreen")
+    with open(silent, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(silent, 0o755)
+    p = sh(WRAPPER, env=dict(env, SDCSCREEN=silent), timeout=60)
+    last = parse_hc_line(hc_lines()[-1])
+    F.check(last.get("exit") == "0" and last.get("action") == "unknown" and "without a report" in last.get("detail", ""),
+            f"exit 0 without a report: health check {last}, expected unknown; {p.stderr[-300:]!r}")
+    nhc_silent = ("die() { echo \"DIE $*\"; }\nlog() { echo \"LOG $*\"; }\ndbg() { :; }\nTIMEOUT=58\n"
+                  f". {NHC_CHECK}\ncheck_sdcscreen -b {silent} -s {os.path.join(TMP, 'nhc-silent')} -a ''\n")
+    p = sh("bash", "-c", nhc_silent, env=dict(ENV, PATH=PATH), timeout=60)
+    F.check("DIE" not in p.stdout and "Unknown" in p.stdout and "no report" in p.stdout,
+            f"NHC, exit 0 without a report: expected Unknown, no die: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
 
     # --- fleet sweep over the one-node cluster ------------------------------------------------------------
     t = time.monotonic()
@@ -350,7 +422,64 @@ def main():
         extra="SDCSCREEN_RESUME_PROFILE=boot\nSDCSCREEN_RESUME_SCREENS=1\n")
     F.check(line.get("action") == "resumed" and (state, reason) == ("idle", ""),
             f"policy resume: health check {line}, node {state!r} {reason!r}")
+
+    # A node in service with a failure on record (the boot unit's, a sweep's): a clean screen does not vouch for
+    # it; the policy holds, so the check drains it with the policy's reason.
+    def forget_all():
+        p = sh(common.SDCSCREEN, "history", HC_STATE, "--forget", "all")
+        F.check(p.returncode == 0, f"forget all: exit {p.returncode}: {p.stderr}")
+
+    forget_all()
+    real_failure("cpu 0")
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen in service, failure on record")
+    F.check(line.get("exit") == "0" and line.get("action") == "drained-on-record",
+            f"in service, failure on record: health check {line}")
+    F.check(state in ("drained", "draining") and reason == "SDC: failure on record; 3 clean standard screens to resume",
+            f"in service, failure on record: node {state!r} {reason!r}, expected drained by the policy")
+    # A screen that left no history line (a marker) and no failure on record: said, not drained.
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
+    marker = os.path.join(HC_STATE, "unrecorded-" + "0123456789abcdef" * 2)
+    open(marker, "w").close()
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen, a marker alone")
+    F.check(line.get("exit") == "0" and line.get("action") == "pass-unrecorded" and (state, reason) == ("idle", ""),
+            f"a marker alone: health check {line}, node {state!r} {reason!r}, expected idle (no failure on record)")
+    # The marker and a failure on record: drained, until an administrator acknowledges the marker.
+    real_failure("cpu 0")
+    line, state, reason = slurmd_health_check(f"--lock-file {LOCK}", "clean boot screen, a marker and a failure")
+    F.check(line.get("action") == "drained-on-record" and state in ("drained", "draining")
+            and reason == "SDC: failure on record; a screen left no history line: not resumed",
+            f"a marker and a failure: health check {line}, node {state!r} {reason!r}")
+    sh(common.SDCSCREEN, "history", HC_STATE, "--acknowledge")
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
+
+    # --rescreen-drained, and a node drained again while the sweep ran (here by its screen's wrapper, standing
+    # in for a health check's new failure): the policy computed when the screen ended does not resume it, and
+    # the newer reason stays.
+    real_failure("cpu 0")
+    sh("scontrol", "update", f"nodename={NODE}", "state=drain", "reason=SDC: cpu 0 softmax_f32", check=True)
+    newer = "SDC: cpu 0 gemm_f32; 3 clean standard screens to resume"
+    redrain = os.path.join(TMP, "redraining-sdcscreen")
+    with open(redrain, "w") as f:
+        f.write(f"#!/bin/bash\nif [ \"$1\" = run ]; then {common.SDCSCREEN} \"$@\"; rc=$?\n"
+                f"  scontrol update nodename={NODE} state=drain reason='{newer}'; exit $rc; fi\n"
+                f"exec {common.SDCSCREEN} \"$@\"\n")
+    os.chmod(redrain, 0o755)
+    p, s = sweep("--rescreen-drained", "--history-dir", HC_STATE, "--resume-screens", "1", "--resume-profile", "boot",
+                 "--sdcscreen", redrain, "--", "--lock-file", LOCK, outdir=os.path.join(TMP, "sweep-rescreen-redrained"))
+    e = node_entry(s)
+    state, reason = settled_state()
+    F.check((e.get("rescreen") or {}).get("action") == "held" and state in ("drained", "draining") and reason == newer,
+            f"drained again during the sweep: outcome {e.get('rescreen')}, node {state!r} {reason!r}, expected "
+            f"drained with {newer!r}; {p.stdout[-400:]!r} {p.stderr[-400:]!r}")
+    forget_all()
+    sh("scontrol", "update", f"nodename={NODE}", "state=resume", check=True)
+    wait_for("the node to be idle again", lambda: node_state()[0] == "idle", 60)
     timings["resume policy"] = time.monotonic() - t
+    check_slow_drain(slow)
 
     # --- the NHC check, with NHC's die/log stood in for (NHC itself is not packaged in Debian) -------------
     nhc_state = os.path.join(TMP, "nhc-state")
@@ -378,6 +507,22 @@ def main():
     p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
     F.check(p.returncode == 7 and "DIE 1 SDC: 3 clean standard screens to resume" in p.stdout,
             f"nhc held by the policy: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+    # A screen that left no history line (its marker) and no failure on record: logged, not an offline.
+    sh(common.SDCSCREEN, "history", nhc_state, "--forget", "all", check=True)
+    open(os.path.join(nhc_state, "unrecorded-" + "fedcba9876543210" * 2), "w").close()
+    p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
+    F.check(p.returncode == 0 and "RETURNED 0" in p.stdout and "DIE" not in p.stdout and "no history line" in p.stdout,
+            f"nhc, a marker alone: expected a log line and no die: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
+    # The marker beside a failure on record: the node stays out.
+    with open(os.path.join(nhc_state, "history.jsonl"), "a") as f:
+        f.write(json.dumps({"v": 1, "time": "2026-01-02T00:00:00Z", "unix": 1767312000, "host": NODE,
+                            "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
+                            "screened": {"cpu": "0-1"}, "units": {"cpu 0": "fail"},
+                            "failures": [{"unit": "cpu 0", "case": FAST_CASE, "family": "softmax_f32",
+                                          "result": "fail"}]}) + "\n")
+    p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
+    F.check(p.returncode == 7 and "DIE 1 SDC: a screen left no history line: not resumed" in p.stdout,
+            f"nhc, a marker and a failure: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
 
 
 ok = False

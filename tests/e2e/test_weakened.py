@@ -203,6 +203,31 @@ with tempfile.TemporaryDirectory() as d:
                        env=dict(env, SDCSCREEN_DRILL_REPORT_CRASH="1"))
     F.check(p.returncode == 78 and "SDCSCREEN_DRILL_REPORT_CRASH" in p.stderr,
             f"sweep under a drill: exit {p.returncode} {p.stderr!r}")
+    # --accept-patterns=DIR, the option's other form, is refused everywhere too.
+    if os.path.exists(report):
+        os.remove(report)
+    p = healthcheck(SDCSCREEN_ARGS=hc_env["SDCSCREEN_ARGS"] + f" --accept-patterns={pat}")
+    F.check("refusing to screen" in p.stderr and not os.path.exists(report),
+            f"health check with --accept-patterns=: {p.stderr!r}")
+    p = subprocess.run([sys.executable, os.path.join(common.SOURCE_DIR, "deploy", "slurm", "sdcscreen-sweep"), "-w",
+                        "n1", "-n", "--", f"--accept-patterns={pat}"], capture_output=True, text=True, timeout=60,
+                       env=env)
+    F.check(p.returncode == 78 and "--accept-patterns" in p.stderr, f"sweep with --accept-patterns=: exit {p.returncode} {p.stderr!r}")
+    shim = ("die() { echo \"DIE $*\"; }\nlog() { echo \"LOG $*\"; }\ndbg() { :; }\nTIMEOUT=58\n"
+            f". {common.SOURCE_DIR}/deploy/nhc/sdcscreen.nhc\n"
+            f"check_sdcscreen -b {common.SDCSCREEN} -s {os.path.join(d, 'nhc')} -a \"$1\"\n")
+    p = subprocess.run(["bash", "-c", shim, "nhc", f"--backend cpu --cpuset {CPU} --enable {CASE} --accept-patterns={pat}"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    F.check("refusing to screen" in p.stdout and not os.path.exists(os.path.join(d, "nhc", "nhc-report.json")),
+            f"NHC check with --accept-patterns=: {p.stdout!r} {p.stderr!r}")
+    with open(os.path.join(common.SOURCE_DIR, "deploy/systemd/sdcscreen-boot.service")) as f:
+        pre = [l.split("=", 1)[1] for l in f.read().splitlines() if l.startswith("ExecStartPre=/bin/sh -c ")]
+    F.check(len(pre) == 1, f"the boot unit's --accept-patterns refusal: {pre}")
+    for form in ("--accept-patterns /x", "--accept-patterns=/x"):
+        script = pre[0][len("/bin/sh -c "):].strip("'").replace("$$", "$") if pre else "exit 0"
+        p = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
+                           env=dict(env, SDCSCREEN_ARGS=f"--expect-devices pci {form}"))
+        F.check(p.returncode == 78, f"the boot unit with {form!r}: ExecStartPre exit {p.returncode}, expected 78")
 
 shutil.rmtree(TMP, ignore_errors=True)
 F.finish()
