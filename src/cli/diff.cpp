@@ -144,17 +144,29 @@ std::string case_line(const CaseDiff& d) {
   return name + ": " + join(parts, "; ");
 }
 
-// Every line of s with its control characters visible (fleet.h): what the reports hold (a host name, a test id)
-// reaches the terminal as text, never as a line break or an escape sequence.
-std::string visible_lines(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const size_t nl = std::min(s.find('\n', i), s.size());
-    out += visible(s.substr(i, nl - i));
-    if (nl < s.size()) out += '\n';
-    i = nl + 1;
+// The report's strings with their control characters visible (fleet.h), for the text output: what a report holds (a
+// host name, a test id) reaches the terminal as text, never as a line break or an escape sequence. visible() maps
+// distinct strings to distinct strings, so the comparison reads the same on the shown reports.
+void make_visible(ReportView& r) {
+  for (std::string* s :
+       {&r.file, &r.hostname, &r.start, &r.profile, &r.seed_text, &r.verdict, &r.tool_version, &r.microcode})
+    *s = visible(*s);
+  std::map<std::string, std::string> uuids;
+  for (const auto& [device, uuid] : r.uuid_of) uuids[visible(device)] = visible(uuid);
+  r.uuid_of = uuids;
+  for (TestView& t : r.tests) {
+    for (std::string* s : {&t.id, &t.device, &t.result, &t.uuid}) *s = visible(*s);
+    for (std::string& u : t.units_failed) u = visible(u);
+    std::map<std::string, std::vector<std::string>> signatures;
+    for (auto& [sig, units] : t.signatures) {
+      for (std::string& u : units) u = visible(u);
+      signatures[visible(sig)] = units;
+    }
+    t.signatures = signatures;
+    std::map<std::string, std::string> classes;
+    for (const auto& [unit, c] : t.classes) classes[visible(unit)] = visible(c);
+    t.classes = classes;
   }
-  return out;
 }
 
 std::string header_line(const char* which, const ReportView& r) {
@@ -214,6 +226,7 @@ int cmd_diff(const DiffArgs& args) {
   for (auto [file, out] : {std::pair{&args.a, &a}, std::pair{&args.b, &b}}) {
     try {
       *out = read_report(*file);
+      if (args.output_format != "json") make_visible(*out);
     } catch (const NotReport& e) {
       return config_error(fmt::format("{}: {}", *file, e.what()));
     } catch (const FileError& e) {
@@ -253,15 +266,19 @@ int cmd_diff(const DiffArgs& args) {
   auto knows = [](const ReportView& r, const std::string& uuid) {
     return std::any_of(r.uuid_of.begin(), r.uuid_of.end(), [&uuid](const auto& kv) { return kv.second == uuid; });
   };
+  // A case and device listed more than once (a crashed unit's test beside the case's result): the n-th of mine
+  // meets the n-th of the other's.
   auto find = [&knows](const ReportView& other, const ReportView& mine, const TestView& t) -> const TestView* {
     const bool shared = !t.uuid.empty() && knows(other, t.uuid);
+    size_t nth = 0;
+    for (const TestView& x : mine.tests) {
+      if (&x == &t) break;
+      nth += x.id == t.id && x.device == t.device;
+    }
     for (const TestView& x : other.tests) {
       if (x.id != t.id) continue;
-      if (shared) {
-        if (x.uuid == t.uuid) return &x;
-      } else if (x.device == t.device && (x.uuid.empty() || !knows(mine, x.uuid))) {
-        return &x;
-      }
+      const bool same = shared ? x.uuid == t.uuid : x.device == t.device && (x.uuid.empty() || !knows(mine, x.uuid));
+      if (same && nth-- == 0) return &x;
     }
     return nullptr;
   };
@@ -314,7 +331,7 @@ int cmd_diff(const DiffArgs& args) {
                               join(sg.units_b));
     s += shared.empty() ? "shared signatures: none\n" : "shared signatures:\n" + shared;
     s += "diff: " + verdict + "\n";
-    say("{}", visible_lines(s));
+    say("{}", s);
   }
   return agree ? EXIT_PASS : EXIT_FAIL;
 }

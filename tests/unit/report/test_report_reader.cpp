@@ -94,7 +94,9 @@ TEST_CASE("the report reader leaves the parsed document to its caller", "[fleet]
 TEST_CASE("the report reader: a crashed unit's test beside its case's result is a report; other repeats are not",
           "[fleet]") {
   test::TempDir dir("report-reader-crash");
-  const json pass = {{"id", "gemm_f32.special_512"}, {"family", "gemm_f32"}, {"device", "cpu"}, {"result", "pass"}};
+  const json pass = {
+      {"id", "gemm_f32.special_512"},  {"family", "gemm_f32"},        {"device", "cpu"},        {"result", "pass"},
+      {"units_failed", json::array()}, {"signatures", json::array()}, {"retest", json::array()}};
   json crash = pass;
   crash["result"] = "crash";
   json r = minimal_report();
@@ -105,5 +107,5 @@ TEST_CASE("the report reader: a crashed unit's test beside its case's result is 
   r["tests"] = json::array({pass, crash, crash});  // two units crashed in it
   CHECK(refusal(dir, r).empty());
   r["tests"] = json::array({pass, crash, pass});
-  CHECK(refusal(dir, r) == "not a report: test gemm_f32.special_512 on cpu is listed twice");
+  CHECK(refusal(dir, r) == "test gemm_f32.special_512 on cpu is listed twice");
 }
