@@ -351,13 +351,14 @@ def main():
     history_file = os.path.join(HC_STATE, "history.jsonl")
     F.check(os.path.isfile(history_file), f"history: the health check wrote no {history_file}")
 
-    def real_failure(unit="cpu 1"):
-        """A past, real (not drill) failure of UNIT on record, as 'run --history' writes it."""
-        line = {"v": 1, "time": "2026-01-01T00:00:00Z", "unix": 1767225600, "host": NODE, "profile": "boot",
-                "selection": "profile", "drill": False, "exit": 1, "verdict": "fail", "screened": {"cpu": "0-1"},
-                "units": {unit: "fail"},
+    def real_failure(unit="cpu 1", path=history_file, day=1):
+        """A past, real (not drill) failure of UNIT on record (in January 2026, on DAY), as 'run --history' writes
+        it."""
+        line = {"v": 1, "time": f"2026-01-{day:02d}T00:00:00Z", "unix": 1767225600 + 86400 * (day - 1), "host": NODE,
+                "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
+                "screened": {"cpu": "0-1"}, "units": {unit: "fail"},
                 "failures": [{"unit": unit, "case": FAST_CASE, "family": "softmax_f32", "result": "fail"}]}
-        with open(history_file, "a") as f:
+        with open(path, "a") as f:
             f.write(json.dumps(line) + "\n")
 
     real_failure()
@@ -498,12 +499,7 @@ def main():
         if label == "inconclusive":
             F.check("LOG" in p.stdout and "Unknown" in p.stdout, f"nhc inconclusive: not logged as Unknown: {p.stdout[-400:]!r}")
     # A real failure on the node's record: a clean screen does not bring it back (the resume policy holds it).
-    with open(os.path.join(nhc_state, "history.jsonl"), "a") as f:
-        f.write(json.dumps({"v": 1, "time": "2026-01-01T00:00:00Z", "unix": 1767225600, "host": NODE,
-                            "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
-                            "screened": {"cpu": "0-1"}, "units": {"cpu 1": "fail"},
-                            "failures": [{"unit": "cpu 1", "case": FAST_CASE, "family": "softmax_f32",
-                                          "result": "fail"}]}) + "\n")
+    real_failure("cpu 1", os.path.join(nhc_state, "history.jsonl"))
     p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
     F.check(p.returncode == 7 and "DIE 1 SDC: 3 clean standard screens to resume" in p.stdout,
             f"nhc held by the policy: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
@@ -514,12 +510,7 @@ def main():
     F.check(p.returncode == 0 and "RETURNED 0" in p.stdout and "DIE" not in p.stdout and "no history line" in p.stdout,
             f"nhc, a marker alone: expected a log line and no die: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
     # The marker beside a failure on record: the node stays out.
-    with open(os.path.join(nhc_state, "history.jsonl"), "a") as f:
-        f.write(json.dumps({"v": 1, "time": "2026-01-02T00:00:00Z", "unix": 1767312000, "host": NODE,
-                            "profile": "boot", "selection": "profile", "drill": False, "exit": 1, "verdict": "fail",
-                            "screened": {"cpu": "0-1"}, "units": {"cpu 0": "fail"},
-                            "failures": [{"unit": "cpu 0", "case": FAST_CASE, "family": "softmax_f32",
-                                          "result": "fail"}]}) + "\n")
+    real_failure("cpu 0", os.path.join(nhc_state, "history.jsonl"), day=2)
     p = sh("bash", "-c", shim, "nhc-shim", f"--lock-file {LOCK} --enable {FAST_CASE}", env=dict(ENV, PATH=PATH), timeout=120)
     F.check(p.returncode == 7 and "DIE 1 SDC: a screen left no history line: not resumed" in p.stdout,
             f"nhc, a marker and a failure: exit {p.returncode}: {p.stdout[-400:]!r} {p.stderr[-300:]!r}")
