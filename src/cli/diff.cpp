@@ -266,17 +266,18 @@ int cmd_diff(const DiffArgs& args) {
   auto knows = [](const ReportView& r, const std::string& uuid) {
     return std::any_of(r.uuid_of.begin(), r.uuid_of.end(), [&uuid](const auto& kv) { return kv.second == uuid; });
   };
-  // A case and device listed more than once (a crashed unit's test beside the case's result): the n-th of mine
-  // meets the n-th of the other's.
+  // A case and device listed more than once (a crashed unit's test beside the case's result, which a report of the
+  // supervisor does not have): a crash meets a crash, the result a result, the n-th of mine the n-th of the other's.
   auto find = [&knows](const ReportView& other, const ReportView& mine, const TestView& t) -> const TestView* {
     const bool shared = !t.uuid.empty() && knows(other, t.uuid);
+    const bool crash = t.result == "crash";
     size_t nth = 0;
     for (const TestView& x : mine.tests) {
       if (&x == &t) break;
-      nth += x.id == t.id && x.device == t.device;
+      nth += x.id == t.id && x.device == t.device && (x.result == "crash") == crash;
     }
     for (const TestView& x : other.tests) {
-      if (x.id != t.id) continue;
+      if (x.id != t.id || (x.result == "crash") != crash) continue;
       const bool same = shared ? x.uuid == t.uuid : x.device == t.device && (x.uuid.empty() || !knows(mine, x.uuid));
       if (same && nth-- == 0) return &x;
     }

@@ -58,7 +58,12 @@ std::string parse_size(const std::string& text, uint64_t& bytes) {
     ++used;
   }
   if (used == 0 || (used == 1 && dot)) return what;
-  const double v = std::stod(text.substr(0, used));
+  double v = 0;
+  try {
+    v = std::stod(text.substr(0, used));
+  } catch (const std::exception&) {  // out of range
+    return what;
+  }
   const std::string unit = text.substr(used);
   double scale = 1;
   if (unit == "K")
@@ -93,13 +98,12 @@ bool inside(const std::string& path, const std::string& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
-// The file a write of path lands on (write_file_atomic follows symbolic links), absolute and normalized.
+// A path as the file it names: absolute, symbolic links resolved as far as they exist (an output that is a link is
+// refused later; here it still names the file it would have written).
 std::filesystem::path file_of(const std::string& path) {
-  std::string target;
-  if (!followed(path, target)) target = path;
   std::error_code ec;
-  const std::filesystem::path f = std::filesystem::weakly_canonical(std::filesystem::absolute(target, ec), ec);
-  return ec ? std::filesystem::path(target) : f;
+  const std::filesystem::path f = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? std::filesystem::path(path) : f;
 }
 
 // Outputs that are one file with each other, with a file of the node's history or with the lock file: the later

@@ -95,9 +95,9 @@ struct SupervisorOutputs {
 // Returns code; writes only when the screen did not finish (end.finished false) and code is 1 (a miscompare,
 // or a unit that crashed): an inconclusive end keeps the in-progress files and the marker. An inconclusive
 // screen that ended in its set-up, before its in-progress files (a stalled GPU start-up, a short --deadline),
-// left the previous screen's files: those (-o, --html, --prometheus; not the history line, whose marker stays) are
-// replaced by the supervisor's report of the run, under the node's lock (taken by another screen meanwhile: left
-// as they are, and said).
+// left the previous screen's files: those (-o, --html, --prometheus; no history line: no test had started, and
+// run.cpp removes the run's marker) are replaced by the supervisor's report of the run, under the node's lock
+// (taken by another screen meanwhile: left as they are, and said; a file that cannot be written: said).
 int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end,
                              int code);
 // The units that crashed in earlier screens of this run: a `crash` test each (a failure), and the unit;

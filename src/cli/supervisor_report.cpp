@@ -180,7 +180,12 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
                                         : std::max(r.end_unix - r.start_unix, 1e-3);
   r.throughput_floor = q.options.throughput_floor;
   add_crashes(crashes, selected ? &patterns.battery : nullptr, r);
-  add_units_not_known(q.options.cpus, gpu ? &r.devices[0] : nullptr, r);
+  const bool in_set_up = !end.miscompare && crashes.empty() && !(end.outputs & activity::OUT_IN_PROGRESS);
+  if (in_set_up) {  // it had not chosen its backend nor its units: neither is named (not "cpu" by default)
+    r.backend_reason = "not known: the screen ended in its set-up, before it chose the GPUs or the CPUs";
+  } else {
+    add_units_not_known(q.options.cpus, gpu ? &r.devices[0] : nullptr, r);
+  }
   // The drills aimed at what failed fired (their failures are drills': history.h).
   for (Injection& inj : r.injections) {
     const bool crash = inj.crash && std::any_of(crashes.begin(), crashes.end(), [&inj](const Crash& x) {
@@ -199,7 +204,7 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
 
 // A screen that ended in its set-up left the previous screen's -o, --html and --prometheus in place, a verdict
 // this run does not share: replaced by the supervisor's report (exit 2, or 128+N), under the node's lock as a
-// screen writes them. The history line is not written: the run's marker stays, as for any screen that died.
+// screen writes them. No history line is written: no test had started (run.cpp removes the run's marker).
 void replace_previous(const SupervisorOutputs& o, const std::vector<Crash>& crashes, const ScreenEnd& end) {
   const RunRequest& req = *o.request;
   const OutputPlan& out = req.outputs;
@@ -214,7 +219,8 @@ void replace_previous(const SupervisorOutputs& o, const std::vector<Crash>& cras
       return;
     }
   unsetenv("SDCSCREEN_DRILL_REPORT_CRASH");  // the screen's drill; the supervisor must not die of it too
-  write_in_progress(out, supervisor_result(o, crashes, end));
+  for (const std::string& failed : write_in_progress(out, supervisor_result(o, crashes, end)))
+    say_err("sdcscreen: error: {} (it still holds the previous screen's verdict)\n", failed);
 }
 
 }  // namespace

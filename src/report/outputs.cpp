@@ -38,14 +38,23 @@ std::string prometheus_of(const OutputPlan& out, const RunResult& r) {
 
 }  // namespace
 
-void write_in_progress(const OutputPlan& out, const RunResult& pending) {
-  if (out.report.empty() && out.prometheus.empty() && out.html.empty()) return;
-  try {  // a failure here shows again, and is reported, when the final files are written
-    if (!out.report.empty()) write_file_atomic(out.report, report_of(out, pending, host_info()));
-    if (!out.html.empty()) write_file_atomic(out.html, html_of(pending, host_info()));
-    if (!out.prometheus.empty()) write_file_atomic(out.prometheus, prometheus_of(out, pending));
-  } catch (const FileError&) {
-  }
+std::vector<std::string> write_in_progress(const OutputPlan& out, const RunResult& pending) {
+  std::vector<std::string> failed;
+  if (out.report.empty() && out.prometheus.empty() && out.html.empty()) return failed;
+  const HostInfo host = host_info();
+  // Each file on its own: one that cannot be written leaves the others to be replaced.
+  const auto write = [&failed](const char* flag, const std::string& path, const auto& text) {
+    if (path.empty()) return;
+    try {
+      write_file_atomic(path, text());
+    } catch (const FileError& e) {
+      failed.push_back(fmt::format("{}: {}", flag, e.what()));
+    }
+  };
+  write("-o", out.report, [&] { return report_of(out, pending, host); });
+  write("--html", out.html, [&] { return html_of(pending, host); });
+  write("--prometheus", out.prometheus, [&] { return prometheus_of(out, pending); });
+  return failed;
 }
 
 bool write_outputs(const OutputPlan& out, const HistoryTarget& history, const RunResult& result, int32_t written) {

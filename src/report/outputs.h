@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/core/result.h"
 
@@ -32,8 +33,9 @@ struct HistoryTarget {
 
 // Before the run: the report file, the HTML page and the Prometheus file say what `pending` says (a screen in
 // progress, exit 2, an error naming the process), so that a screen killed outright (SIGKILL, power) leaves that
-// and not the previous screen's verdict. A file that cannot be written is left as it is: the final write says so.
-void write_in_progress(const OutputPlan& out, const RunResult& pending);
+// and not the previous screen's verdict. Each file is written on its own; those that could not be ("--html: <why>")
+// are returned (for a screen, the final write says so again).
+std::vector<std::string> write_in_progress(const OutputPlan& out, const RunResult& pending);
 
 // After the run, in this order: the Prometheus file (carrying the previous file's last success), the report
 // (and the text report on stdout unless -q or --npd), the HTML page, the history line; each one published on the

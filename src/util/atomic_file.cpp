@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,22 +23,23 @@ std::string dir_of(const std::string& path) {
   throw FileError(fmt::format("{}: {}", path, what));
 }
 
-// The file a write of `path` replaces: `path` itself, or the file a symbolic link there names (the link stays, its
-// target is replaced). A directory, a device, a FIFO or a socket is refused: renaming over /dev/null as root would
-// replace the system's.
+// `path` as a file to replace: a regular file or none. A symbolic link is refused, not followed: root writing through
+// a link another user planted in a world-writable directory would replace the file it names (the kernel's
+// protection applies to links it follows, not to one followed by hand), and renaming over it would drop the link
+// (run_lock.cpp refuses a planted lock file the same way). A directory, a device, a FIFO or a socket is refused:
+// renaming over /dev/null as root would replace the system's.
 std::string target_of(const std::string& path) {
   if (path.empty()) fail(path, "empty file name");
-  std::string target;
-  if (!followed(path, target)) fail(path, "is a symbolic link that cannot be followed (a loop)");
   struct stat st {};
-  if (stat(target.c_str(), &st) == 0) {
+  if (lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) fail(path, "is a symbolic link: name the file itself (a link is never followed)");
     if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
     if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a device, FIFO or socket): name a file to write");
   }
-  const std::string dir = dir_of(target);
+  const std::string dir = dir_of(path);
   if (stat(dir.c_str(), &st) != 0) fail(path, fmt::format("directory {} does not exist", dir));
   if (!S_ISDIR(st.st_mode)) fail(path, fmt::format("{} is not a directory", dir));
-  return target;
+  return path;
 }
 
 // A temporary file beside `target`, open for writing, named after it (or `name` when given): its descriptor, its
@@ -52,18 +52,6 @@ int temporary_beside(const std::string& path, const std::string& target, std::st
 }
 
 }  // namespace
-
-bool followed(const std::string& path, std::string& target) {
-  target = path;
-  struct stat st {};
-  for (int hops = 0; lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode); ++hops) {
-    std::error_code ec;
-    const std::filesystem::path to = std::filesystem::read_symlink(target, ec);
-    if (ec || hops == 40) return false;
-    target = (to.is_absolute() ? to : std::filesystem::path(dir_of(target)) / to).string();
-  }
-  return true;
-}
 
 // Not access(W_OK), which is true for root on a read-only mount or in /proc: a file is created in the directory and
 // removed, as the write itself will (named apart: a name too long for the write's temporary file is found then).

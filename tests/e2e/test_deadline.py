@@ -97,8 +97,11 @@ def stalled_run():
 
 
 def set_up_stalled_run():
-    """3b. A screen still in its set-up at the deadline (held there by the set-up drill) wrote no in-progress files:
-    its supervisor replaces the previous screen's pass (report, page, metrics) with a report that says what happened."""
+    """3b. The deadline passes while the run is still in its set-up (held there by the set-up drill, in the
+    supervisor before it forks the screen): the screen it then forks is killed at once, or none is forked, before any
+    in-progress file is written. The supervisor replaces the previous screen's pass (report, page, metrics) with a
+    report that says what happened: the same path as a screen that stalls in its own set-up (a GPU start-up) and is
+    killed at the deadline, whose end the supervisor sees the same way (no in-progress files published)."""
     with tempfile.TemporaryDirectory() as d:
         outs = ["--output-format", "json", "-o", f"{d}/r.json", "--html", f"{d}/r.html", "--prometheus", f"{d}/r.prom",
                 "--lock-file", f"{d}/lock", "-q"]

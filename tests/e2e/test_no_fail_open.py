@@ -260,6 +260,14 @@ with tempfile.TemporaryDirectory() as d:
         p = auto("--expect-devices", "pci", "--backend", "cpu")
         F.check(p.returncode == 64 and "--backend cpu does not screen" in p.stderr,
                 f"--expect-devices pci with --backend cpu on a GPU node: exit {p.returncode} {p.stderr!r}")
+        # --cpuset names CPUs to screen: on this GPU node they are screened (not the GPUs, as auto alone would),
+        # and with GPUs expected too the command line contradicts itself (the wrappers add no pci then).
+        p = auto("--cpuset", "0", "--output-format", "json", "-o", "-")
+        F.check(p.returncode == 0 and '"backend": "cpu"' in p.stdout and '"backend_reason": "--cpuset' in p.stdout,
+                f"--cpuset on a GPU node: exit {p.returncode}, {p.stdout[:300]!r} {p.stderr!r}")
+        p = auto("--cpuset", "0", "--expect-devices", "pci")
+        F.check(p.returncode == 64 and "--cpuset (CPUs) does not screen" in p.stderr,
+                f"--cpuset with --expect-devices pci on a GPU node: exit {p.returncode} {p.stderr!r}")
     # On a node without NVIDIA GPUs, --expect-devices pci asks for none: the CPUs are screened.
     os.makedirs(os.path.join(d, "empty", "bus", "pci", "devices"))
     p = subprocess.run([SDCSCREEN, *with_lock(["run", "--enable", case, "--expect-devices", "pci", "-q"])],

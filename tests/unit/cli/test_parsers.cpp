@@ -43,6 +43,8 @@ TEST_CASE("sizes", "[parsers]") {
   for (const char* bad : {"", "0", "0.5", "1e-300G", "0x10M", "+5M", " 5M", "-5M", "5e3", "5m", "12Q", "M", ".",
                           "1.2.3", "nan", "infG", "2000000000T"})
     REQUIRE_FALSE(cli::parse_size(bad, b).empty());
+  REQUIRE_FALSE(cli::parse_size(std::string(400, '9'), b).empty());  // beyond a double's range: refused, no throw
+  REQUIRE_FALSE(cli::parse_size("0." + std::string(400, '0') + "1G", b).empty());
 }
 
 TEST_CASE("cpu lists", "[parsers]") {
