@@ -11,13 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "src/cli/commands.h"
 #include "src/core/result.h"
-#include "src/report/fleet.h"
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "src/util/atomic_file.h"
 #include "src/util/say.h"
-#include "src/cli/commands.h"
 
 namespace sdc {
 namespace {
@@ -144,7 +143,7 @@ std::string case_line(const CaseDiff& d) {
   return name + ": " + join(parts, "; ");
 }
 
-// The report's strings with their control characters visible (fleet.h), for the text output: what a report holds (a
+// The report's strings with their control characters visible (say.h), for the text output: what a report holds (a
 // host name, a test id) reaches the terminal as text, never as a line break or an escape sequence. visible() maps
 // distinct strings to distinct strings, so the comparison reads the same on the shown reports.
 void make_visible(ReportView& r) {

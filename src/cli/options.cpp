@@ -182,9 +182,8 @@ SetupFailure run_request(const RunArgs& a, const std::vector<std::string>& argv,
   if (out.report_to_stdout && a.npd) return {EXIT_USAGE, "-o - and --npd both write stdout: choose one"};
   if (patterns_dir.empty()) return {EXIT_CONFIG, a.patterns_not_found};
   const std::string history_dir = a.history == "none" ? "" : a.history.empty() ? history::default_dir() : a.history;
-  if (const std::string err =
-          colliding_output({{"-o", out.report}, {"--html", a.html}, {"--prometheus", a.prometheus}}, history_dir,
-                           a.lock_file.empty() ? RunLock::default_path() : a.lock_file);
+  if (const std::string err = colliding_output({{"-o", out.report}, {"--html", a.html}, {"--prometheus", a.prometheus}},
+                                               history_dir, RunLock::path(a.lock_file));
       !err.empty())
     return {EXIT_USAGE, err};
   for (const auto& [flag, path] :

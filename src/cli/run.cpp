@@ -222,8 +222,7 @@ int cmd_run(const RunArgs& a, const std::vector<std::string>& argv, const std::s
           supervise(crashes, &unfinished, deadline > 0 ? std::max(deadline - elapsed_s(), 1e-3) : 0, &screen_end)) {
     // The supervisor: its screens removed the marker, or left it for good reason; a screen that ended in its set-up
     // (before its in-progress files: no test had started) did neither, and nothing of it can be missing.
-    pending.before_screen =
-        !screen_end.finished && *code != EXIT_FAIL && !(screen_end.outputs & activity::OUT_IN_PROGRESS);
+    pending.before_screen = screen_end.in_set_up() && *code != EXIT_FAIL;
     // A failing screen that died before its outputs: the supervisor writes those it did not (supervisor.h).
     write_supervisor_outputs({&req, history, run_start, host_root, telemetry}, crashes, screen_end, *code);
     if (a.npd && !unfinished.empty()) say("{}\n", npd_line_for(unfinished));

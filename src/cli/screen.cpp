@@ -210,8 +210,7 @@ SetupFailure set_up_screen(const ScreenRequest& req,
     if (SetupFailure f = check(s); f.code != 0) return f;
   if (!req.force) {
     bool busy = false;
-    if (const std::string err = s.lock.acquire(req.lock_file.empty() ? RunLock::default_path() : req.lock_file, &busy,
-                                               activity::owner_pid());
+    if (const std::string err = s.lock.acquire(RunLock::path(req.lock_file), &busy, activity::owner_pid());
         !err.empty())
       return {busy ? EXIT_INCONCLUSIVE : EXIT_CONFIG, err + (busy ? req.force_hint : "")};
   }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/activity.h"
 #include "src/core/inject.h"
 #include "src/core/patterns.h"
 #include "src/core/result.h"
@@ -53,6 +54,8 @@ struct ScreenEnd {
   bool seed_set = false;
   uint64_t seed = 0;
   int outputs = 0;  // activity::Output bits: the final outputs the screen wrote before it ended
+  // It did not finish, and ended in its set-up: before its in-progress files (no test had started).
+  bool in_set_up() const { return !finished && !(outputs & activity::OUT_IN_PROGRESS); }
 };
 
 // In the parent: runs screens in children until one finishes (its completion record on the board), and

@@ -110,10 +110,9 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
           : !crashes.empty() ? ": a unit had crashed in an earlier screen of this run (its test below); the last "
                                "screen's results died with it (every other unit is listed idle: no tile of it is on "
                                "record)"
-          : end.outputs & activity::OUT_IN_PROGRESS
-              ? ": its results died with it (every unit is listed idle: no tile of it is on record)"
-              : ": it ended in its set-up (the pattern data, the GPUs' start-up, the node's lock), "
-                "before it wrote any output: nothing was screened";
+          : !end.in_set_up() ? ": its results died with it (every unit is listed idle: no tile of it is on record)"
+                             : ": it ended in its set-up (the pattern data, the GPUs' start-up, the node's lock), "
+                               "before it wrote any output: nothing was screened";
   r.errors.push_back(said);
   const bool gpu = end.miscompare && end.miscompare_device >= 0;
   if (gpu) {
@@ -180,8 +179,8 @@ RunResult supervisor_result(const SupervisorOutputs& o, const std::vector<Crash>
                                         : std::max(r.end_unix - r.start_unix, 1e-3);
   r.throughput_floor = q.options.throughput_floor;
   add_crashes(crashes, selected ? &patterns.battery : nullptr, r);
-  const bool in_set_up = !end.miscompare && crashes.empty() && !(end.outputs & activity::OUT_IN_PROGRESS);
-  if (in_set_up) {  // it had not chosen its backend nor its units: neither is named (not "cpu" by default)
+  if (end.in_set_up() &&
+      crashes.empty()) {  // it had not chosen its backend nor its units: neither is named (not "cpu" by default)
     r.backend_reason = "not known: the screen ended in its set-up, before it chose the GPUs or the CPUs";
   } else {
     add_units_not_known(q.options.cpus, gpu ? &r.devices[0] : nullptr, r);
@@ -212,9 +211,7 @@ void replace_previous(const SupervisorOutputs& o, const std::vector<Crash>& cras
   RunLock lock;
   bool busy = false;
   if (!req.screen.force)
-    if (const std::string err =
-            lock.acquire(req.screen.lock_file.empty() ? RunLock::default_path() : req.screen.lock_file, &busy);
-        !err.empty()) {
+    if (const std::string err = lock.acquire(RunLock::path(req.screen.lock_file), &busy); !err.empty()) {
       say_err("sdcscreen: error: -o, --html and --prometheus are left as they were: {}\n", err);
       return;
     }
@@ -229,7 +226,7 @@ int write_supervisor_outputs(const SupervisorOutputs& o, const std::vector<Crash
                              int code) {
   if (end.finished) return code;  // it wrote its own
   if (code != EXIT_FAIL) {        // the in-progress files stay where the screen wrote them
-    if (!(end.outputs & activity::OUT_IN_PROGRESS)) replace_previous(o, crashes, end);
+    if (end.in_set_up()) replace_previous(o, crashes, end);
     return code;
   }
   const RunResult r = supervisor_result(o, crashes, end);

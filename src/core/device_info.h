@@ -2,6 +2,7 @@
 // data: the core and the reports use them without any backend header.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,14 @@ struct DeviceInfo {
   std::string ecc;                   // "on", "off"
   bool emulated = false;             // an emulated device (the CUDA kernels on the CPU; tests only)
   std::string label() const { return "cuda:" + std::to_string(index); }
+  // The ordinal a label names ("cuda:3" -> 3), or -1 for anything that is not one (the CPU backend's "cpu").
+  static int index_of_label(const std::string& label) {
+    if (label.rfind("cuda:", 0) != 0) return -1;
+    const char *digits = label.c_str() + 5, *last = label.c_str() + label.size();
+    int n = -1;
+    const auto [end, ec] = std::from_chars(digits, last, n);
+    return ec == std::errc() && end == last && end != digits && n >= 0 ? n : -1;
+  }
   std::string architecture() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 

@@ -165,14 +165,16 @@ void RunResult::flag_nothing_applicable() {
       backend, backend == "cuda" ? " and its GPUs" : ""));
 }
 
-const char* RunResult::exit_word() const {
-  switch (exit_code()) {
+const char* verdict_of_exit_code(int64_t code) {
+  switch (code) {
     case EXIT_PASS: return "pass";
     case EXIT_FAIL: return "fail";
     case EXIT_INCONCLUSIVE: return "error";
     case EXIT_SLOW: return "slow";
-    default: return "interrupted";
+    default: return code > 128 && code < 256 ? "interrupted" : "";
   }
 }
+
+const char* RunResult::exit_word() const { return verdict_of_exit_code(exit_code()); }
 
 }  // namespace sdc

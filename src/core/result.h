@@ -251,8 +251,12 @@ struct RunResult {
   // Adds a run-level error when every selected test is not applicable here (a GPU-only battery on a CPU node):
   // nothing ran, so the run is inconclusive (exit_code), and every output says why in one line.
   void flag_nothing_applicable();
-  const char* exit_word() const;
+  const char* exit_word() const;  // verdict_of_exit_code(exit_code())
 };
+
+// The verdict an exit code reads as, in the report's exit.verdict and the text's last line: 0 pass, 1 fail, 2
+// error, 3 slow, 129 to 255 interrupted; "" for a code no screen ends with (the report reader refuses it).
+const char* verdict_of_exit_code(int64_t code);
 
 // Slow units, from the probe (r.probe): per round, each unit's rate against the median rate of its peers
 // (the node's other measured units); a unit's relative throughput is the median of that over the rounds.

@@ -85,9 +85,6 @@ std::string render_fleet_text(const Fleet& f);
 std::string render_fleet_json(const Fleet& f);
 std::string render_fleet_html(const Fleet& f);  // html_fleet.cpp
 
-// s with its control characters in a visible form (\n, \t, \x1b; a backslash as \\): what a report holds
-// (a host name, a path) never moves the cursor or sends an escape sequence to a terminal.
-std::string visible(const std::string& s);
 // The report of a node dated in the future (the row's or the one kept apart); nullptr when it has none.
 const FleetReport* future_report(const FleetNode& n);
 

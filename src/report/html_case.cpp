@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "src/core/device_info.h"
 #include "src/report/html_parts.h"
 #include "src/report/report.h"
 #include "src/report/unit_json.h"
@@ -268,7 +269,7 @@ std::string failing_case(const json& t) {
                   esc(id), esc(device), esc(str(t, "result")));
   // The failing units as every output names them (src/core/unit_name.h): "cpu 3", "gpu 0 sm 17"; a failing test
   // on a GPU without one (its kernels span the GPU) failed on the GPU.
-  const int gpu = gpu_of_device(device);
+  const int gpu = DeviceInfo::index_of_label(device);
   std::string units;
   for (const json& u : arr(t, "units_failed"))
     if (u.is_number_integer() && u.get<int64_t>() >= 0 && u.get<int64_t>() <= INT32_MAX) {

@@ -77,14 +77,6 @@ inline std::string upper(std::string s) {
   return s;
 }
 
-// The GPU of a test's device ("cuda:3" -> 3), or -1 for the CPU backend's "cpu" and anything else.
-inline int gpu_of_device(const std::string& device) {
-  if (device.size() <= 5 || device.rfind("cuda:", 0) != 0 || device.size() > 14 ||
-      device.find_first_not_of("0123456789", 5) != std::string::npos)
-    return -1;
-  return static_cast<int>(std::stol(device.substr(5)));
-}
-
 // Any JSON value as text for a table cell: strings as they are, the rest as compact JSON.
 inline std::string text_of(const json& v) {
   if (v.is_string()) return v.get<std::string>();

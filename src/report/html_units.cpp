@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/device_info.h"
 #include "src/report/html_parts.h"
 #include "src/report/unit_json.h"
 
@@ -222,11 +223,8 @@ std::string gpu_map(const json& r, UnitTally& tally) {
       gpus[num(u, u.contains("gpu") ? "gpu" : "device")].sms[num(u, "sm")] = &u;
   for (const json& t : arr(r, "tests")) {
     const std::string result = str(t, "result");
-    if ((result != "crash" && result != "fail") || !arr(t, "units_failed").empty() ||
-        str(t, "device").rfind("cuda:", 0) != 0)
-      continue;
-    const int64_t d = std::strtoll(str(t, "device").c_str() + 5, nullptr, 10);
-    if (!gpus.count(d)) continue;
+    const int64_t d = DeviceInfo::index_of_label(str(t, "device"));
+    if ((result != "crash" && result != "fail") || !arr(t, "units_failed").empty() || !gpus.count(d)) continue;
     if (result == "crash") {
       gpus[d].crashes.push_back(str(t, "id"));
     } else {

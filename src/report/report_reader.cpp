@@ -6,6 +6,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "src/core/device_info.h"
 #include "src/core/result.h"
 #include "src/core/unit_name.h"
 #include "src/report/report.h"
@@ -78,14 +79,9 @@ TestView read_test(const json& t, size_t index, int64_t schema_version) {
   v.id = string_member(t, "id", where);
   where = fmt::format("tests[{}] ({}): ", index, v.id);
   v.device = string_member(t, "device", where);
-  if (v.device.rfind("cuda:", 0) == 0) {
-    const char* digits = v.device.c_str() + 5;
-    int n = 0;
-    const auto [end, ec] = std::from_chars(digits, v.device.c_str() + v.device.size(), n);
-    if (ec != std::errc() || *end != '\0' || end == digits || n < 0)
-      throw NotReport(where + fmt::format("device '{}' is not cpu or cuda:N", v.device));
-    v.gpu = n;
-  }
+  v.gpu = DeviceInfo::index_of_label(v.device);
+  if (v.gpu < 0 && v.device.rfind("cuda:", 0) == 0)
+    throw NotReport(where + fmt::format("device '{}' is not cpu or cuda:N", v.device));
   v.result = string_member(t, "result", where);
   // Before schema_version 15 a case this backend or device cannot run was a skip that said so in its reason:
   // read as not_applicable, so that a report of either version compares with one of the other.
@@ -128,16 +124,6 @@ TestView read_test(const json& t, size_t index, int64_t schema_version) {
 }
 
 }  // namespace
-
-const char* verdict_of_exit_code(int64_t code) {
-  switch (code) {
-    case EXIT_PASS: return "pass";
-    case EXIT_FAIL: return "fail";
-    case EXIT_INCONCLUSIVE: return "error";
-    case EXIT_SLOW: return "slow";
-    default: return code > 128 && code < 256 ? "interrupted" : "";
-  }
-}
 
 ReportView read_report(const std::string& file, json* document) {
   json j;

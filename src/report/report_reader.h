@@ -51,8 +51,4 @@ struct ReportView {
 // read. With document, the parsed report is left there too (reason reads its drain reason from it).
 ReportView read_report(const std::string& file, nlohmann::json* document = nullptr);
 
-// The verdict a report's exit code reads as: 0 pass, 1 fail, 2 error, 3 slow, 129 to 255 interrupted; "" for a
-// code no screen ends with.
-const char* verdict_of_exit_code(int64_t code);
-
 }  // namespace sdc

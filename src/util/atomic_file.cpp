@@ -28,7 +28,7 @@ std::string dir_of(const std::string& path) {
 // protection applies to links it follows, not to one followed by hand), and renaming over it would drop the link
 // (run_lock.cpp refuses a planted lock file the same way). A directory, a device, a FIFO or a socket is refused:
 // renaming over /dev/null as root would replace the system's.
-std::string target_of(const std::string& path) {
+void check_target(const std::string& path) {
   if (path.empty()) fail(path, "empty file name");
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
@@ -39,15 +39,14 @@ std::string target_of(const std::string& path) {
   const std::string dir = dir_of(path);
   if (stat(dir.c_str(), &st) != 0) fail(path, fmt::format("directory {} does not exist", dir));
   if (!S_ISDIR(st.st_mode)) fail(path, fmt::format("{} is not a directory", dir));
-  return path;
 }
 
-// A temporary file beside `target`, open for writing, named after it (or `name` when given): its descriptor, its
+// A temporary file beside `path`, open for writing, named after it (or `name` when given): its descriptor, its
 // name in *tmp.
-int temporary_beside(const std::string& path, const std::string& target, std::string* tmp, const char* name = nullptr) {
-  *tmp = fmt::format("{}/.{}.tmp.XXXXXX", dir_of(target), name ? name : target.substr(target.rfind('/') + 1));
+int temporary_beside(const std::string& path, std::string* tmp, const char* name = nullptr) {
+  *tmp = fmt::format("{}/.{}.tmp.XXXXXX", dir_of(path), name ? name : path.substr(path.rfind('/') + 1));
   const int fd = mkstemp(tmp->data());
-  if (fd < 0) fail(path, fmt::format("cannot create a file in {}: {}", dir_of(target), std::strerror(errno)));
+  if (fd < 0) fail(path, fmt::format("cannot create a file in {}: {}", dir_of(path), std::strerror(errno)));
   return fd;
 }
 
@@ -56,16 +55,16 @@ int temporary_beside(const std::string& path, const std::string& target, std::st
 // Not access(W_OK), which is true for root on a read-only mount or in /proc: a file is created in the directory and
 // removed, as the write itself will (named apart: a name too long for the write's temporary file is found then).
 void check_writable(const std::string& path) {
-  const std::string target = target_of(path);
+  check_target(path);
   std::string tmp;
-  close(temporary_beside(path, target, &tmp, "sdcscreen-check"));
+  close(temporary_beside(path, &tmp, "sdcscreen-check"));
   unlink(tmp.c_str());
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string target = target_of(path);
+  check_target(path);
   std::string tmp;
-  const int fd = temporary_beside(path, target, &tmp);
+  const int fd = temporary_beside(path, &tmp);
   size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = write(fd, content.data() + done, content.size() - done);
@@ -85,7 +84,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     unlink(tmp.c_str());
     fail(path, fmt::format("write failed: {}", std::strerror(err)));
   }
-  if (rename(tmp.c_str(), target.c_str()) != 0) {
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
     fail(path, fmt::format("rename failed: {}", std::strerror(err)));

@@ -6,10 +6,16 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string>
 #include <string_view>
 #include <utility>
 
 namespace sdc {
+
+// s with its control characters in a visible form (\n, \t, \x1b, a C1 control as \u0085; a backslash as \\):
+// text from outside (a report's host name, a path) never moves the cursor or sends an escape sequence to a
+// terminal. Distinct strings stay distinct.
+std::string visible(const std::string& s);
 
 // Writes s to f and flushes; a failure is ignored (and clears the stream's error for the next write).
 void write_text(std::FILE* f, std::string_view s) noexcept;

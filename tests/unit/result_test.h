@@ -25,6 +25,19 @@ inline TestResult test_of(const std::string& id, Verdict v, std::vector<int> uni
   return t;
 }
 
+// A run of `profile` on CPUs 0 to cpus - 1, each having computed `tiles` tiles.
+inline RunResult cpu_units_run(const std::string& profile, int cpus, int64_t tiles) {
+  RunResult r;
+  r.profile = profile;
+  for (int c = 0; c < cpus; ++c) {
+    UnitResult u;
+    u.cpu.cpu = c;
+    u.tiles = tiles;
+    r.units.push_back(u);
+  }
+  return r;
+}
+
 // A run on one GPU: the CUDA backend, device `index` of that UUID.
 inline RunResult one_gpu_run(int index, const std::string& uuid) {
   RunResult r;

@@ -122,16 +122,9 @@ TEST_CASE("resume policy: drills and crashes", "[history]") {
 }
 
 TEST_CASE("history: the record of a run", "[history]") {
-  RunResult r;
-  r.profile = "standard";
+  RunResult r = test::cpu_units_run("standard", 4, 10);
   r.end_unix = 1.8e9;
-  for (int c = 0; c < 4; ++c) {
-    UnitResult u;
-    u.cpu.cpu = c;
-    u.tiles = 10;
-    u.failed_tiles = c == 2 ? 1 : 0;
-    r.units.push_back(u);
-  }
+  r.units[2].failed_tiles = 1;
   UnitResult idle;
   idle.cpu.cpu = 9;  // computed nothing: not screened
   r.units.push_back(idle);
@@ -250,16 +243,9 @@ TEST_CASE("resume policy: drill status belongs to each failure", "[history]") {
   for (const UnitSummary& u : summarize(history_of({both}))) CHECK(u.failures == (u.unit == "cpu 1" ? 1 : 0));
 
   // record_of: a failure is a drill only where an --inject drill aimed at its case and unit.
-  RunResult r;
-  r.profile = "boot";
-  for (int c = 0; c < 2; ++c) {
-    UnitResult u;
-    u.cpu.cpu = c;
-    u.tiles = 4;
-    u.failed_tiles = c == 0 ? 1 : 0;
-    u.crash_signal = c == 1 ? 11 : 0;
-    r.units.push_back(u);
-  }
+  RunResult r = test::cpu_units_run("boot", 2, 4);
+  r.units[0].failed_tiles = 1;
+  r.units[1].crash_signal = 11;
   Injection inj;
   inj.case_id = "gemm_f32.uniform_1024";
   inj.unit = 0;

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/catch.h"
 #include "src/core/result.h"
 #include "src/core/unit_name.h"
 #include "src/report/fleet.h"
@@ -15,6 +14,8 @@
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "src/report/unit_json.h"
+#include "tests/unit/catch.h"
+#include "tests/unit/report_doc.h"
 #include "tests/unit/result_test.h"
 
 using namespace sdc;
@@ -281,16 +282,10 @@ TEST_CASE("the report reader reads units and not-applicable cases of this schema
     unstarted["id"] = "softmax_f32.c";
     unstarted["result"] = "skip";
     unstarted["reason"] = "time budget exhausted before it started";
-    const json r = {{"schema_version", version},
-                    {"tool", {{"name", "sdcscreen"}, {"version", "1"}}},
-                    {"host", {{"hostname", "n1"}}},
-                    {"timing", {{"start", "2026-11-21T10:00:00Z"}}},
-                    {"profile", "boot"},
-                    {"seed", 7u},
-                    {"fault_injection", false},
-                    {"exit", {{"code", 1}, {"verdict", "fail"}}},
-                    {"devices", {{{"index", 1}, {"kind", "cuda"}, {"uuid", "GPU-ab"}}}},
-                    {"tests", {failing, gpu_only, unstarted}}};
+    json r = test::report_document(version);
+    r["exit"] = {{"code", 1}, {"verdict", "fail"}};
+    r["devices"] = {{{"index", 1}, {"kind", "cuda"}, {"uuid", "GPU-ab"}}};
+    r["tests"] = {failing, gpu_only, unstarted};
     {
       std::ofstream out(file);
       out << r.dump();

@@ -2,9 +2,10 @@
 // reports come in, and a report dated in the future never hides another; failures are grouped by signature
 // across nodes; a failure outranks inconclusive and stale; what a report holds reaches the text output with its
 // control characters visible.
-#include "tests/unit/catch.h"
 #include "src/report/fleet.h"
 #include "src/util/iso_time.h"
+#include "src/util/say.h"
+#include "tests/unit/catch.h"
 
 using namespace sdc;
 

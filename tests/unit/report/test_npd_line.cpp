@@ -13,17 +13,7 @@ using namespace sdc;
 
 namespace {
 
-RunResult npd_cpu_run() {
-  RunResult r;
-  r.profile = "boot";
-  for (int c = 0; c < 2; ++c) {
-    UnitResult u;
-    u.cpu.cpu = c;
-    u.tiles = 10;
-    r.units.push_back(u);
-  }
-  return r;
-}
+RunResult npd_cpu_run() { return test::cpu_units_run("boot", 2, 10); }
 
 TestResult npd_not_applicable(const std::string& id) {
   TestResult t = test::test_of(id, Verdict::skip);

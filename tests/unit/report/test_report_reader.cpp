@@ -6,6 +6,7 @@
 #include "src/report/report.h"
 #include "src/report/report_reader.h"
 #include "tests/unit/catch.h"
+#include "tests/unit/report_doc.h"
 #include "tests/unit/temp_dir.h"
 
 using namespace sdc;
@@ -13,17 +14,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json minimal_report() {
-  return {{"schema_version", REPORT_SCHEMA_VERSION},
-          {"tool", {{"name", "sdcscreen"}, {"version", "1"}}},
-          {"host", {{"hostname", "n1"}}},
-          {"timing", {{"start", "2026-11-21T10:00:00Z"}}},
-          {"profile", "boot"},
-          {"seed", 7u},
-          {"fault_injection", false},
-          {"exit", {{"code", 0}, {"verdict", "pass"}}},
-          {"tests", json::array()}};
-}
+json minimal_report() { return test::report_document(); }
 
 // What read_report says of the document: "" when it reads it as a report.
 std::string refusal(const test::TempDir& dir, const json& doc) {
